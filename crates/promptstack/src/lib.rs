@@ -1,0 +1,8 @@
+//! promptstack for applications.
+//!
+//! [`promptstack_core`] is the pure engine; this crate re-exports it and adds the edges an
+//! application needs around it: randomness from the operating system, the wall clock, files on
+//! disk and MCP servers. Everything here feeds data into the core; nothing here decides prompt text.
+
+pub use promptstack_core as core;
+pub use promptstack_core::*;
