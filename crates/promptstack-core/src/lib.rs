@@ -5,3 +5,6 @@
 //! in the send context, so the same inputs always give byte-identical output.
 
 pub mod source;
+
+#[doc(hidden)]
+pub mod fuzzing;

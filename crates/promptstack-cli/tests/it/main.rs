@@ -1,0 +1,1 @@
+//! End-to-end tests of the `promptstack` binary: one binary, one module per subcommand.
