@@ -25,7 +25,11 @@ pub fn report(result: anyhow::Result<ExitCode>) -> ExitCode {
         Ok(code) => code,
         Err(error) => {
             if let Some(BadInput(inner)) = error.downcast_ref::<BadInput>() {
-                eprintln!("error: {inner:#}");
+                // Spec and send errors carry their own `error[code]:` headers and locations.
+                match inner.downcast_ref::<promptstack::SpecError>() {
+                    Some(spec) => eprintln!("{spec}"),
+                    None => eprintln!("error: {inner:#}"),
+                }
                 ExitCode::from(2)
             } else {
                 eprintln!("error: {error:#}");

@@ -5,6 +5,7 @@
 
 mod cmd;
 mod exit;
+mod input;
 
 use std::process::ExitCode;
 
@@ -20,11 +21,29 @@ struct Cli {
 
 #[derive(Debug, Subcommand)]
 enum Command {
+    Render(cmd::render::Args),
+    Explain(cmd::explain::Args),
+    Lint(cmd::lint::Args),
+    Schema(cmd::schema::Args),
+    Bench(cmd::bench::Args),
 }
 
 fn main() -> ExitCode {
-    let cli = Cli::parse();
+    let cli = match Cli::try_parse() {
+        Ok(cli) => cli,
+        Err(error) => {
+            // Help and version are successes; everything else is bad input.
+            let code = if error.use_stderr() { 2 } else { 0 };
+            let _ = error.print();
+            return ExitCode::from(code);
+        }
+    };
     let result = match cli.command {
+        Command::Render(args) => cmd::render::run(args),
+        Command::Explain(args) => cmd::explain::run(args),
+        Command::Lint(args) => cmd::lint::run(args),
+        Command::Schema(args) => cmd::schema::run(args),
+        Command::Bench(args) => cmd::bench::run(args),
     };
     exit::report(result)
 }

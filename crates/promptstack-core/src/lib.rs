@@ -3,8 +3,73 @@
 //! It decides, for every send, exactly what the model sees, and cleans up what the model writes back.
 //! The core does no IO, reads no clock and draws no randomness: time, nonces and tenant text arrive
 //! in the send context, so the same inputs always give byte-identical output.
+//!
+//! The pipeline:
+//!
+//! 1. [`spec`]: parse an agent spec (TOML or JSON) and check it against its schema;
+//! 2. [`Agent`]: compile it — templates, gates, and every spec-level invariant;
+//! 3. [`Agent::assemble`]: for a [`SendContext`], resolve the [`Toolset`], render the blocks,
+//!    split the stable and volatile halves, count tokens, fingerprint → an [`Assembly`];
+//! 4. [`Assembly::compose`]: the exact texts one target (engine) sends.
+//!
+//! ```
+//! use promptstack_core::{Agent, SendContext, SpecFormat};
+//!
+//! let spec = r#"
+//! spec_version = 1
+//! name = "hello"
+//!
+//! [[blocks]]
+//! id = "intro"
+//! trust = "author"
+//! stability = "stable"
+//! template = "You are {{ model.name }}, a careful assistant."
+//!
+//! [[notes]]
+//! id = "datetime"
+//! trust = "platform"
+//! template = "Current date: {{ now.date }}"
+//!
+//! [targets.system]
+//! system = ["@stable", "datetime"]
+//! "#;
+//! let agent = Agent::from_source(spec.as_bytes(), "hello.toml", SpecFormat::Toml).unwrap();
+//! let send = br#"{
+//!   "now": "2026-11-30T09:15:00+01:00",
+//!   "model": {"id": "gpt-4o", "name": "GPT-4o", "provider": "openai"}
+//! }"#;
+//! let ctx = SendContext::from_json(send, "send.json").unwrap();
+//! let assembly = agent.assemble(&ctx).unwrap();
+//! let composed = assembly.compose("system").unwrap();
+//! assert_eq!(composed.system, "You are GPT-4o, a careful assistant.\n\nCurrent date: 2026-11-30");
+//! ```
 
+mod agent;
+mod assemble;
+pub mod block;
+pub mod compose;
+pub mod context;
+pub mod diagnostic;
+pub mod error;
+pub mod fingerprint;
+mod hash;
+mod lint;
 pub mod source;
+pub mod spec;
+mod template;
+pub mod tokens;
+pub mod toolset;
 
 #[doc(hidden)]
 pub mod fuzzing;
+
+pub use agent::Agent;
+pub use assemble::{Assembly, CacheStats};
+pub use block::Block;
+pub use compose::Composition;
+pub use context::SendContext;
+pub use diagnostic::{Diagnostic, Severity};
+pub use error::{Error, ErrorKind};
+pub use fingerprint::Fingerprint;
+pub use spec::{AgentSpec, SpecError, SpecFormat};
+pub use toolset::Toolset;

@@ -1,1 +1,7 @@
 //! One module per subcommand: each has an `Args` struct and a `run` function.
+
+pub mod bench;
+pub mod explain;
+pub mod lint;
+pub mod render;
+pub mod schema;

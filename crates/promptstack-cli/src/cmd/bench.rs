@@ -1,0 +1,121 @@
+//! `promptstack bench`: time assembly of one send, warm and volatile-only.
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::time::Instant;
+
+use anyhow::Context as _;
+use promptstack::SendContext;
+use serde::Serialize;
+
+use crate::input;
+
+/// Time the assembly of one send in this process, after a warm-up.
+///
+/// Two figures: "warm" renders every block (nothing reused from earlier sends; token counts and
+/// compiled templates are warm); "volatile-only" is the next send of the same thread, where only
+/// the clock moved, so the stable half is reused. Each iteration also composes every target.
+#[derive(Debug, clap::Args)]
+pub struct Args {
+    /// The agent spec (TOML, or JSON if the name ends in .json).
+    spec: PathBuf,
+    /// The send context (JSON).
+    #[arg(long)]
+    send: PathBuf,
+    /// Timed iterations per figure.
+    #[arg(long, default_value_t = 2000, value_parser = clap::value_parser!(u32).range(1..=10_000_000))]
+    iterations: u32,
+    /// Print the figures as JSON.
+    #[arg(long)]
+    json: bool,
+}
+
+#[derive(Serialize)]
+struct Figure {
+    name: &'static str,
+    iterations: u32,
+    median_ns: u64,
+    p90_ns: u64,
+    min_ns: u64,
+}
+
+pub fn run(args: Args) -> anyhow::Result<ExitCode> {
+    let agent = input::agent(&args.spec)?;
+    let send = input::send(&args.send)?;
+    let targets: Vec<String> = agent.target_ids().map(str::to_owned).collect();
+    let once = |ctx: &SendContext, fresh: bool| -> anyhow::Result<()> {
+        let assembly = if fresh {
+            agent.assemble_fresh(ctx)
+        } else {
+            agent.assemble(ctx)
+        }
+        .context("assembly failed")?;
+        for target in &targets {
+            std::hint::black_box(assembly.compose(target).context("compose failed")?);
+        }
+        Ok(())
+    };
+    let warmup = (args.iterations / 10).clamp(10, 1000);
+    for _ in 0..warmup {
+        once(&send, true)?;
+    }
+    let warm = time(args.iterations, |_| once(&send, true))?;
+    // The next sends of the same thread: only the clock moves, a minute at a time.
+    let sends: Vec<SendContext> = (0..args.iterations.min(512))
+        .map(|i| {
+            let mut next = send.clone();
+            let later =
+                send.now.timestamp() + jiff::SignedDuration::from_secs(60 * (i64::from(i) + 1));
+            next.now = promptstack::context::Now::new(later, send.now.offset());
+            next
+        })
+        .collect();
+    once(&send, false)?;
+    let volatile = time(args.iterations, |i| once(&sends[i % sends.len()], false))?;
+    let figures = [
+        figure("warm", args.iterations, warm),
+        figure("volatile-only", args.iterations, volatile),
+    ];
+    if args.json {
+        println!("{}", serde_json::to_string_pretty(&figures)?);
+    } else {
+        println!(
+            "{} × {} iterations ({} target(s) composed each time)",
+            args.spec.display(),
+            args.iterations,
+            targets.len()
+        );
+        for f in &figures {
+            println!(
+                "{:<14} median {:>9} ns   p90 {:>9} ns   min {:>9} ns",
+                f.name, f.median_ns, f.p90_ns, f.min_ns
+            );
+        }
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+fn time(
+    iterations: u32,
+    mut f: impl FnMut(usize) -> anyhow::Result<()>,
+) -> anyhow::Result<Vec<u64>> {
+    let mut samples = Vec::with_capacity(iterations as usize);
+    for i in 0..iterations as usize {
+        let start = Instant::now();
+        f(i)?;
+        samples.push(u64::try_from(start.elapsed().as_nanos()).unwrap_or(u64::MAX));
+    }
+    Ok(samples)
+}
+
+fn figure(name: &'static str, iterations: u32, mut samples: Vec<u64>) -> Figure {
+    samples.sort_unstable();
+    let at = |q: f64| samples[((samples.len() as f64 - 1.0) * q).round() as usize];
+    Figure {
+        name,
+        iterations,
+        median_ns: at(0.5),
+        p90_ns: at(0.9),
+        min_ns: samples[0],
+    }
+}

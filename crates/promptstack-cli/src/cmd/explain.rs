@@ -1,0 +1,305 @@
+//! `promptstack explain`: every block, why it is in or out, and what each target sends.
+
+use std::fmt::Write as _;
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use anyhow::Context as _;
+use promptstack::block::BlockState;
+use promptstack::spec::{BlockKind, Placement};
+use promptstack::{Agent, Assembly, Block, Severity};
+use serde::Serialize;
+
+use crate::cmd::render::compose_all;
+use crate::input;
+
+/// Explain an assembly: every block with its kind, trust, stability, state (and why), override
+/// state and tokens; the totals of each half; the fingerprint; what each target composes; and
+/// every diagnostic.
+#[derive(Debug, clap::Args)]
+pub struct Args {
+    /// The agent spec (TOML, or JSON if the name ends in .json).
+    spec: PathBuf,
+    /// The send context (JSON).
+    #[arg(long)]
+    send: PathBuf,
+    /// Only this target in the targets section (default: every target).
+    #[arg(long)]
+    target: Option<String>,
+    /// Print the assembly and the compositions as JSON instead of a table.
+    #[arg(long)]
+    json: bool,
+}
+
+#[derive(Serialize)]
+struct JsonOutput<'a> {
+    agent: &'a str,
+    assembly: &'a Assembly,
+    targets: Vec<TargetJson>,
+}
+
+#[derive(Serialize)]
+struct TargetJson {
+    #[serde(flatten)]
+    composition: promptstack::Composition,
+    system_tokens: promptstack::tokens::TokenCount,
+    user_tokens: promptstack::tokens::TokenCount,
+}
+
+pub fn run(args: Args) -> anyhow::Result<ExitCode> {
+    let agent = input::agent(&args.spec)?;
+    let send = input::send(&args.send)?;
+    let assembly = agent.assemble(&send).context("assembly failed")?;
+    let targets: Vec<String> = match &args.target {
+        Some(t) => vec![t.clone()],
+        None => assembly.target_ids().map(str::to_owned).collect(),
+    };
+    let compositions = compose_all(&assembly, &targets)?;
+    let counting = assembly.counting();
+    if args.json {
+        let targets = compositions
+            .into_iter()
+            .map(|c| TargetJson {
+                system_tokens: agent.count_tokens(counting, &c.system),
+                user_tokens: agent.count_tokens(counting, &c.user),
+                composition: c,
+            })
+            .collect();
+        let output = JsonOutput {
+            agent: agent.name(),
+            assembly: &assembly,
+            targets,
+        };
+        println!("{}", serde_json::to_string_pretty(&output)?);
+        return Ok(ExitCode::SUCCESS);
+    }
+    print!(
+        "{}",
+        table(&agent, &send, &assembly, &compositions, &args.spec)
+    );
+    Ok(ExitCode::SUCCESS)
+}
+
+/// Selects the blocks of one section of the table.
+type BlockFilter = fn(&Block) -> bool;
+
+fn table(
+    agent: &Agent,
+    send: &promptstack::SendContext,
+    assembly: &Assembly,
+    compositions: &[promptstack::Composition],
+    spec_path: &std::path::Path,
+) -> String {
+    let counting = assembly.counting();
+    let mut out = String::new();
+    let _ = writeln!(
+        out,
+        "agent        {} ({})",
+        agent.name(),
+        spec_path.display()
+    );
+    let _ = writeln!(
+        out,
+        "model        {} ({}/{}, tools: {})",
+        send.model.name,
+        send.model.provider,
+        send.model.id,
+        if send.model.can_use_tools() {
+            "native"
+        } else {
+            "none"
+        }
+    );
+    let _ = writeln!(
+        out,
+        "tokens       {} ({})",
+        counting.encoding.as_str(),
+        if counting.exact {
+            "exact"
+        } else {
+            "estimate: this model's tokenizer is not bundled"
+        }
+    );
+    let _ = writeln!(out, "fingerprint  {}", assembly.fingerprint());
+    let tools: Vec<&str> = assembly.toolset().names().collect();
+    let _ = writeln!(
+        out,
+        "tools        {}",
+        if tools.is_empty() {
+            "(none)".to_owned()
+        } else {
+            tools.join(", ")
+        }
+    );
+    for excluded in assembly.toolset().excluded() {
+        let _ = writeln!(
+            out,
+            "             - {} excluded: {}",
+            excluded.name, excluded.reason
+        );
+    }
+    let sections: [(&str, BlockFilter); 3] = [
+        ("body", |b| b.placement == Placement::Body),
+        ("target blocks", |b| b.placement == Placement::Target && b.kind != BlockKind::Note),
+        ("notes", |b| b.kind == BlockKind::Note),
+    ];
+    for (title, filter) in sections {
+        let blocks: Vec<&Block> = assembly.blocks().filter(|b| filter(b)).collect();
+        if blocks.is_empty() {
+            continue;
+        }
+        let _ = writeln!(out, "\n{title}");
+        let mut rows = vec![
+            [
+                "#",
+                "id",
+                "kind",
+                "trust",
+                "stability",
+                "state",
+                "override",
+                "tokens",
+                "why / origin",
+            ]
+            .map(String::from)
+            .to_vec(),
+        ];
+        for (i, block) in blocks.iter().enumerate() {
+            let (state, why) = match &block.state {
+                BlockState::Included => (
+                    "included".to_owned(),
+                    block
+                        .variant
+                        .as_ref()
+                        .map(|v| format!("variant {v}; "))
+                        .unwrap_or_default()
+                        + &block.origin.short(),
+                ),
+                BlockState::Excluded { reason } => ("excluded".to_owned(), reason.to_string()),
+            };
+            let tokens = if block.is_included() {
+                block.tokens.display()
+            } else {
+                "-".into()
+            };
+            rows.push(vec![
+                (i + 1).to_string(),
+                block.id.clone(),
+                block.kind.as_str().into(),
+                block.trust.as_str().into(),
+                block.stability.as_str().into(),
+                state,
+                block.override_state.as_str().into(),
+                tokens,
+                why,
+            ]);
+        }
+        out.push_str(&format_rows(&rows, &[7]));
+    }
+    let _ = writeln!(
+        out,
+        "\nhalves       stable {} tokens · volatile {} tokens",
+        assembly.stable_tokens().display(),
+        assembly.volatile_tokens().display()
+    );
+    let _ = writeln!(out, "\ntargets");
+    let mut rows = vec![
+        ["target", "system", "stable prefix", "user", "composed as"]
+            .map(String::from)
+            .to_vec(),
+    ];
+    for c in compositions {
+        let system_tokens = agent.count_tokens(counting, &c.system).display();
+        let prefix_tokens = agent
+            .count_tokens(counting, &c.system[..c.stable_prefix])
+            .display();
+        let user_tokens = agent.count_tokens(counting, &c.user).display();
+        let system_parts: Vec<&str> = c
+            .parts
+            .iter()
+            .filter(|p| p.slot == promptstack::compose::Slot::System)
+            .map(|p| p.id.as_str())
+            .collect();
+        let user_parts: Vec<&str> = c
+            .parts
+            .iter()
+            .filter(|p| p.slot == promptstack::compose::Slot::User)
+            .map(|p| p.id.as_str())
+            .collect();
+        let mut composed = format!("system: {}", system_parts.len());
+        if let Some(last) = system_parts.last() {
+            let _ = write!(composed, " parts, ends with {last}");
+        }
+        if !user_parts.is_empty() {
+            let _ = write!(composed, "; user: {}", user_parts.join(", "));
+        }
+        rows.push(vec![
+            c.target.clone(),
+            format!("{system_tokens} tok"),
+            format!("{prefix_tokens} tok"),
+            format!("{user_tokens} tok"),
+            composed,
+        ]);
+    }
+    out.push_str(&format_rows(&rows, &[1, 2, 3]));
+    let shown: Vec<_> = assembly.diagnostics().iter().collect();
+    let _ = writeln!(
+        out,
+        "\ndiagnostics  {}",
+        if shown.is_empty() {
+            "none".to_owned()
+        } else {
+            summary(&shown)
+        }
+    );
+    for diagnostic in shown {
+        let _ = writeln!(out, "{diagnostic}");
+    }
+    out
+}
+
+fn summary(diagnostics: &[&promptstack::Diagnostic]) -> String {
+    let count = |s: Severity| diagnostics.iter().filter(|d| d.severity == s).count();
+    format!(
+        "{} error(s), {} warning(s), {} info",
+        count(Severity::Error),
+        count(Severity::Warning),
+        count(Severity::Info)
+    )
+}
+
+/// Left-aligned columns (right-aligned for the indices in `right`), two spaces apart.
+fn format_rows(rows: &[Vec<String>], right: &[usize]) -> String {
+    let columns = rows.iter().map(Vec::len).max().unwrap_or(0);
+    let widths: Vec<usize> = (0..columns)
+        .map(|c| {
+            rows.iter()
+                .filter_map(|r| r.get(c))
+                .map(|s| s.chars().count())
+                .max()
+                .unwrap_or(0)
+        })
+        .collect();
+    let mut out = String::new();
+    for row in rows {
+        let mut line = String::new();
+        for (c, cell) in row.iter().enumerate() {
+            let pad = widths[c].saturating_sub(cell.chars().count());
+            if c > 0 {
+                line.push_str("  ");
+            }
+            if right.contains(&c) {
+                line.push_str(&" ".repeat(pad));
+                line.push_str(cell);
+            } else {
+                line.push_str(cell);
+                if c + 1 < row.len() {
+                    line.push_str(&" ".repeat(pad));
+                }
+            }
+        }
+        out.push_str(line.trim_end());
+        out.push('\n');
+    }
+    out
+}

@@ -1,0 +1,30 @@
+//! `promptstack schema`: print the JSON Schema of the agent spec or of the send context.
+
+use std::process::ExitCode;
+
+use clap::ValueEnum;
+
+/// Print the JSON Schema of the agent spec (for editor autocompletion) or of the send context.
+#[derive(Debug, clap::Args)]
+pub struct Args {
+    /// Which schema to print.
+    #[arg(value_enum, default_value_t = Which::Spec)]
+    which: Which,
+}
+
+#[derive(Debug, Clone, Copy, ValueEnum)]
+enum Which {
+    /// The agent spec (`agent.toml` / `agent.json`).
+    Spec,
+    /// The send context (`send.json`).
+    Send,
+}
+
+pub fn run(args: Args) -> anyhow::Result<ExitCode> {
+    let schema = match args.which {
+        Which::Spec => promptstack::AgentSpec::json_schema(),
+        Which::Send => promptstack::SendContext::json_schema(),
+    };
+    println!("{}", serde_json::to_string_pretty(&schema)?);
+    Ok(ExitCode::SUCCESS)
+}

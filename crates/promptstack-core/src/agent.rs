@@ -1,0 +1,1071 @@
+//! Compiling a spec into an [`Agent`]: templates compiled, every rule checked, ready to assemble.
+//!
+//! Compilation is where the spec-level invariants are enforced, each as a located error:
+//! templates and gates must parse; they may read only known variables; a stable block may not read
+//! a volatile variable (it would silently break the cache); a block must declare at least the trust
+//! of what it renders; stable blocks come before volatile ones; and no user-controlled text may end
+//! the stable half or a target's system text. Lint findings that do not make the spec unusable
+//! (a note some target forgets, a tool named in ungated text) become diagnostics.
+
+use std::collections::{BTreeMap, HashMap, HashSet};
+use std::sync::{Arc, Mutex};
+
+use crate::block::Origin;
+use crate::diagnostic::Diagnostic;
+use crate::lint;
+use crate::spec::load::{
+    Locator, SpecDiagnostic, SpecError, display_path, lowercase_first, suggest,
+};
+use crate::spec::span::push_pointer;
+use crate::spec::{
+    AgentSpec, BlockKind, Placement, SourceMap, SpecFormat, Stability, Trust, UserPosition,
+    VariableSpec, load,
+};
+use crate::template::{GATE_PREFIX, TemplateSet};
+use crate::tokens::TokenCounter;
+
+/// A compiled agent: a validated spec with its templates, ready to [`assemble`](Agent::assemble).
+///
+/// An `Agent` is immutable apart from its caches (the stable half by input key, token counts by
+/// text), is `Send + Sync`, and is meant to be built once and shared.
+pub struct Agent {
+    pub(crate) spec: Arc<AgentSpec>,
+    pub(crate) source: SourceMap,
+    pub(crate) templates: TemplateSet,
+    pub(crate) units: Vec<Unit>,
+    pub(crate) tools: Vec<CompiledTool>,
+    pub(crate) targets: Arc<Vec<CompiledTarget>>,
+    pub(crate) lint: Vec<Diagnostic>,
+    pub(crate) counter: TokenCounter,
+    pub(crate) stable_cache: Mutex<crate::assemble::StableCache>,
+}
+
+impl std::fmt::Debug for Agent {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Agent")
+            .field("name", &self.spec.name)
+            .field("source", &self.source.name())
+            .finish()
+    }
+}
+
+/// Which text a block or note has: literal, or a template by name.
+#[derive(Debug, Clone)]
+pub(crate) enum Body {
+    Text(String),
+    Template(String),
+}
+
+/// A compiled gate: the template that evaluates it and its source expression.
+#[derive(Debug, Clone)]
+pub(crate) struct Gate {
+    pub template: String,
+    pub expression: String,
+}
+
+#[derive(Debug, Clone)]
+pub(crate) struct Variant {
+    pub id: String,
+    pub gate: Gate,
+    pub body: Body,
+}
+
+/// A compiled block or note.
+#[derive(Debug, Clone)]
+pub(crate) struct Unit {
+    pub id: String,
+    pub kind: BlockKind,
+    pub trust: Trust,
+    pub stability: Stability,
+    pub placement: Placement,
+    pub origin: Origin,
+    pub body: Body,
+    pub gate: Option<Gate>,
+    pub variants: Vec<Variant>,
+    pub max_tokens: Option<u32>,
+    /// Variable paths the unit's templates emit or test, for naming empty variables.
+    pub reads: Vec<String>,
+    /// Whether the unit is always present (no gate; literal or template text).
+    pub unconditional: bool,
+}
+
+#[derive(Debug, Clone)]
+pub(crate) struct CompiledTool {
+    pub spec: crate::spec::ToolSpec,
+    pub gate: Option<Gate>,
+}
+
+/// One item of a target's system list.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum TargetItem {
+    Stable,
+    Volatile,
+    /// A unit (note or target-placed block): its index among the units, and its id.
+    Unit(usize, String),
+}
+
+#[derive(Debug, Clone)]
+pub(crate) struct CompiledTarget {
+    pub id: String,
+    pub system: Vec<TargetItem>,
+    pub user: Vec<(usize, String)>,
+    pub user_position: UserPosition,
+    pub separator: String,
+}
+
+/// Per-unit facts collected while validating, used by several checks.
+struct UnitFacts {
+    pointer: String,
+}
+
+impl Agent {
+    /// Parses, validates and compiles a spec from its source bytes.
+    ///
+    /// `name` is used in locations (usually the file path); `format` is the syntax.
+    ///
+    /// # Errors
+    ///
+    /// A [`SpecError`] with every problem found, each with its location and a hint.
+    ///
+    /// # Example
+    ///
+    /// ```
+    /// use promptstack_core::{Agent, SpecFormat};
+    ///
+    /// let spec = r#"
+    /// spec_version = 1
+    /// name = "hello"
+    ///
+    /// [[blocks]]
+    /// id = "intro"
+    /// trust = "author"
+    /// stability = "stable"
+    /// text = "You are a helpful assistant."
+    ///
+    /// [targets.system]
+    /// system = ["@stable"]
+    /// "#;
+    /// let agent = Agent::from_source(spec.as_bytes(), "hello.toml", SpecFormat::Toml).unwrap();
+    /// assert_eq!(agent.name(), "hello");
+    /// ```
+    pub fn from_source(bytes: &[u8], name: &str, format: SpecFormat) -> Result<Self, SpecError> {
+        let parsed = load::parse(bytes, name, format)?;
+        Self::compile(parsed)
+    }
+
+    /// Compiles an already parsed spec.
+    ///
+    /// # Errors
+    ///
+    /// A [`SpecError`] with every semantic problem found.
+    pub fn compile(parsed: load::ParsedSpec) -> Result<Self, SpecError> {
+        let load::ParsedSpec {
+            spec,
+            source,
+            spans,
+        } = parsed;
+        let mut compiler = Compiler {
+            spec: &spec,
+            locator: Locator {
+                source: &source,
+                spans: &spans,
+            },
+            templates: TemplateSet::new(&spec.render),
+            errors: Vec::new(),
+            lint: Vec::new(),
+        };
+        let (mut units, facts) = compiler.units();
+        let tools = compiler.tools();
+        compiler.check_ids(&units, &facts);
+        compiler.check_variables_and_trust(&mut units, &facts);
+        compiler.check_order(&units, &facts);
+        let targets = compiler.targets(&units);
+        lint::static_checks(
+            &spec,
+            &units,
+            &tools,
+            &compiler.templates,
+            &mut compiler.lint,
+        );
+        let Compiler {
+            templates,
+            errors,
+            lint,
+            ..
+        } = compiler;
+        if !errors.is_empty() {
+            return Err(SpecError::new(errors));
+        }
+        Ok(Self {
+            spec: Arc::new(spec),
+            source,
+            templates,
+            units,
+            tools,
+            targets: Arc::new(targets),
+            lint,
+            counter: TokenCounter::default(),
+            stable_cache: Mutex::new(crate::assemble::StableCache::default()),
+        })
+    }
+
+    /// The agent's name.
+    pub fn name(&self) -> &str {
+        &self.spec.name
+    }
+
+    /// The spec the agent was compiled from.
+    pub fn spec(&self) -> &AgentSpec {
+        &self.spec
+    }
+
+    /// The ids of the targets, in order.
+    pub fn target_ids(&self) -> impl Iterator<Item = &str> {
+        self.targets.iter().map(|t| t.id.as_str())
+    }
+
+    /// Findings about the spec itself (independent of any send), such as notes a target forgets.
+    pub fn lint(&self) -> &[Diagnostic] {
+        &self.lint
+    }
+
+    /// How many texts were tokenised so far (memo misses), for observing cache behaviour.
+    pub fn tokenized_texts(&self) -> u64 {
+        self.counter.tokenized()
+    }
+
+    /// The source the agent was compiled from.
+    pub fn source(&self) -> &SourceMap {
+        &self.source
+    }
+}
+
+struct Compiler<'a> {
+    spec: &'a AgentSpec,
+    locator: Locator<'a>,
+    templates: TemplateSet,
+    errors: Vec<SpecDiagnostic>,
+    lint: Vec<Diagnostic>,
+}
+
+impl Compiler<'_> {
+    fn error(
+        &mut self,
+        code: &'static str,
+        pointer: &str,
+        on_key: bool,
+        message: String,
+        hint: Option<String>,
+    ) {
+        let diagnostic = self.locator.at(code, pointer, on_key, message, hint);
+        self.errors.push(diagnostic);
+    }
+
+    fn origin(&self, pointer: &str) -> Origin {
+        let location = self
+            .locator
+            .spans
+            .find(pointer)
+            .map(|s| self.locator.source.location(s.value.start));
+        Origin::Spec {
+            path: display_path(pointer),
+            location,
+        }
+    }
+
+    /// Compiles the text of a block, note or variant.
+    fn body(
+        &mut self,
+        name: String,
+        text: &Option<String>,
+        template: &Option<String>,
+        pointer: &str,
+    ) -> Body {
+        match (text, template) {
+            (Some(text), None) => Body::Text(text.clone()),
+            (None, Some(source)) => {
+                if let Err(error) = self.templates.add(name.clone(), source.clone()) {
+                    let child = push_pointer(pointer, "template");
+                    let (message, offset) = template_error(&error, source);
+                    let span = self.template_span(&child, offset);
+                    let mut diagnostic =
+                        self.locator.at_span("template-syntax", span, message, None);
+                    diagnostic.path = display_path(&child);
+                    self.errors.push(diagnostic);
+                }
+                Body::Template(name)
+            }
+            (Some(_), Some(_)) => {
+                self.error(
+                    "text-and-template",
+                    pointer,
+                    false,
+                    format!("`{}` has both `text` and `template`", display_path(pointer)),
+                    Some("use `text` for literal text, `template` for Jinja; not both".into()),
+                );
+                Body::Text(String::new())
+            }
+            (None, None) => {
+                self.error(
+                    "missing-text",
+                    pointer,
+                    false,
+                    format!(
+                        "`{}` has neither `text` nor `template`",
+                        display_path(pointer)
+                    ),
+                    Some("add `text = \"…\"` (literal) or `template = \"…\"` (Jinja)".into()),
+                );
+                Body::Text(String::new())
+            }
+        }
+    }
+
+    /// The byte span in the spec file of a position inside a string value (best effort: exact for
+    /// TOML multi-line and literal strings without escapes).
+    fn template_span(
+        &self,
+        pointer: &str,
+        offset_in_value: Option<usize>,
+    ) -> Option<std::ops::Range<usize>> {
+        let spans = self.locator.spans.find(pointer)?;
+        let raw = self.locator.source.text().get(spans.value.clone())?;
+        let mut start = spans.value.start;
+        for delimiter in ["\"\"\"", "'''", "\"", "'"] {
+            if let Some(rest) = raw.strip_prefix(delimiter) {
+                start += delimiter.len();
+                if delimiter.len() == 3 {
+                    if rest.starts_with("\r\n") {
+                        start += 2;
+                    } else if rest.starts_with('\n') {
+                        start += 1;
+                    }
+                }
+                break;
+            }
+        }
+        let at = start + offset_in_value.unwrap_or(0);
+        let at = at
+            .min(spans.value.end.saturating_sub(1))
+            .max(spans.value.start);
+        Some(at..at + 1)
+    }
+
+    fn gate(&mut self, name: String, expression: &str, pointer: &str) -> Gate {
+        if let Err(error) = self.templates.add_gate(name.clone(), expression) {
+            let child = push_pointer(pointer, "when");
+            let (message, offset) = template_error(&error, expression);
+            // Errors from the wrapped form are offset by the prefix; errors from the bare
+            // expression check are not.
+            let offset = offset.map(|o| {
+                if o >= GATE_PREFIX.len() && error.name() != Some("<expression>") {
+                    o - GATE_PREFIX.len()
+                } else {
+                    o
+                }
+            });
+            let span = self.template_span(&child, offset);
+            let mut diagnostic = self.locator.at_span(
+                "bad-gate",
+                span,
+                format!("gate expression does not parse: {message}"),
+                Some("a gate is one Jinja expression, e.g. `'search' in tools and model.can_use_tools`".into()),
+            );
+            diagnostic.path = display_path(&child);
+            self.errors.push(diagnostic);
+        }
+        Gate {
+            template: name,
+            expression: expression.to_owned(),
+        }
+    }
+
+    fn units(&mut self) -> (Vec<Unit>, Vec<UnitFacts>) {
+        let mut units = Vec::new();
+        let mut facts = Vec::new();
+        let spec = self.spec;
+        for (i, block) in spec.blocks.iter().enumerate() {
+            let pointer = format!("/blocks/{i}");
+            let body = self.body(
+                format!("block:{}", block.id),
+                &block.text,
+                &block.template,
+                &pointer,
+            );
+            let gate = block
+                .when
+                .as_deref()
+                .map(|w| self.gate(format!("gate:block:{}", block.id), w, &pointer));
+            let mut variants = Vec::new();
+            let mut variant_ids = HashSet::new();
+            for (j, variant) in block.variants.iter().enumerate() {
+                let vp = format!("{pointer}/variants/{j}");
+                if !variant_ids.insert(variant.id.clone()) {
+                    self.error(
+                        "duplicate-id",
+                        &push_pointer(&vp, "id"),
+                        false,
+                        format!(
+                            "variant id `{}` is used twice in block `{}`",
+                            variant.id, block.id
+                        ),
+                        None,
+                    );
+                }
+                let body = self.body(
+                    format!("block:{}:variant:{}", block.id, variant.id),
+                    &variant.text,
+                    &variant.template,
+                    &vp,
+                );
+                let gate = self.gate(
+                    format!("gate:block:{}:variant:{}", block.id, variant.id),
+                    &variant.when,
+                    &vp,
+                );
+                variants.push(Variant {
+                    id: variant.id.clone(),
+                    gate,
+                    body,
+                });
+            }
+            if block.max_tokens == Some(0) {
+                self.error(
+                    "bad-value",
+                    &push_pointer(&pointer, "max_tokens"),
+                    false,
+                    "`max_tokens` must be at least 1".into(),
+                    None,
+                );
+            }
+            let unconditional = gate.is_none();
+            units.push(Unit {
+                id: block.id.clone(),
+                kind: block.kind,
+                trust: block.trust,
+                stability: block.stability,
+                placement: block.placement,
+                origin: self.origin(&pointer),
+                body,
+                gate,
+                variants,
+                max_tokens: block.max_tokens,
+                reads: Vec::new(),
+                unconditional,
+            });
+            facts.push(UnitFacts { pointer });
+        }
+        for (i, note) in spec.notes.iter().enumerate() {
+            let pointer = format!("/notes/{i}");
+            let body = self.body(
+                format!("note:{}", note.id),
+                &note.text,
+                &note.template,
+                &pointer,
+            );
+            let gate = note
+                .when
+                .as_deref()
+                .map(|w| self.gate(format!("gate:note:{}", note.id), w, &pointer));
+            if note.max_tokens == Some(0) {
+                self.error(
+                    "bad-value",
+                    &push_pointer(&pointer, "max_tokens"),
+                    false,
+                    "`max_tokens` must be at least 1".into(),
+                    None,
+                );
+            }
+            let unconditional = gate.is_none();
+            units.push(Unit {
+                id: note.id.clone(),
+                kind: BlockKind::Note,
+                trust: note.trust,
+                stability: Stability::Volatile,
+                placement: Placement::Target,
+                origin: self.origin(&pointer),
+                body,
+                gate,
+                variants: Vec::new(),
+                max_tokens: note.max_tokens,
+                reads: Vec::new(),
+                unconditional,
+            });
+            facts.push(UnitFacts { pointer });
+        }
+        (units, facts)
+    }
+
+    fn tools(&mut self) -> Vec<CompiledTool> {
+        let spec = self.spec;
+        let mut seen: HashMap<&str, usize> = HashMap::new();
+        let mut out = Vec::new();
+        for (i, tool) in spec.tools.iter().enumerate() {
+            let pointer = format!("/tools/{i}");
+            if !crate::toolset::valid_tool_name(&tool.name) {
+                self.error(
+                    "bad-tool-name",
+                    &push_pointer(&pointer, "name"),
+                    false,
+                    format!("tool name `{}` is not accepted by providers", tool.name),
+                    Some("tool names must match ^[a-zA-Z0-9_-]{1,64}$".into()),
+                );
+            }
+            if let Some(first) = seen.insert(&tool.name, i) {
+                self.error(
+                    "duplicate-tool",
+                    &push_pointer(&pointer, "name"),
+                    false,
+                    format!(
+                        "tool `{}` is declared twice (first as tools[{first}])",
+                        tool.name
+                    ),
+                    None,
+                );
+            }
+            if tool.description.trim().is_empty() {
+                self.error(
+                    "incomplete-tool",
+                    &push_pointer(&pointer, "description"),
+                    false,
+                    format!("tool `{}` has an empty description", tool.name),
+                    Some(
+                        "say what the tool does, when to use it, and what to do after a failure"
+                            .into(),
+                    ),
+                );
+            }
+            if let Some(problem) = crate::toolset::parameters_problem(&tool.parameters) {
+                self.error(
+                    "bad-tool-parameters",
+                    &push_pointer(&pointer, "parameters"),
+                    false,
+                    format!("the parameters of tool `{}` are not a valid JSON Schema: {problem}", tool.name),
+                    Some("parameters must be a JSON Schema object, e.g. { type = \"object\", properties = { … } }".into()),
+                );
+            }
+            let gate = tool
+                .when
+                .as_deref()
+                .map(|w| self.gate(format!("gate:tool:{}", tool.name), w, &pointer));
+            if let Some(gate) = &gate {
+                let reads = self.templates.variables(&gate.template);
+                if reads.iter().any(|p| root_of(p) == "tools") {
+                    self.error(
+                        "circular-gate",
+                        &push_pointer(&pointer, "when"),
+                        false,
+                        format!(
+                            "the gate of tool `{}` reads `tools`, which it helps decide",
+                            tool.name
+                        ),
+                        Some(
+                            "gate tools on settings, integrations, model, project or skills".into(),
+                        ),
+                    );
+                }
+            }
+            out.push(CompiledTool {
+                spec: tool.clone(),
+                gate,
+            });
+        }
+        out
+    }
+
+    fn check_ids(&mut self, units: &[Unit], facts: &[UnitFacts]) {
+        let mut seen: HashMap<&str, &str> = HashMap::new();
+        for (unit, fact) in units.iter().zip(facts) {
+            let id_pointer = push_pointer(&fact.pointer, "id");
+            if unit.id.is_empty()
+                || !unit
+                    .id
+                    .bytes()
+                    .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'_' | b'-' | b'.'))
+            {
+                self.error(
+                    "bad-id",
+                    &id_pointer,
+                    false,
+                    format!(
+                        "id `{}` must be non-empty and use only letters, digits, `_`, `-` and `.`",
+                        unit.id
+                    ),
+                    None,
+                );
+            }
+            if let Some(first) = seen.insert(&unit.id, &fact.pointer) {
+                self.error(
+                    "duplicate-id",
+                    &id_pointer,
+                    false,
+                    format!(
+                        "id `{}` is already used by `{}`",
+                        unit.id,
+                        display_path(first)
+                    ),
+                    Some("block and note ids share one namespace and must be unique".into()),
+                );
+            }
+        }
+    }
+
+    /// Every template may read only known variables; stable units only stable ones; a unit must
+    /// declare at least the trust of what it renders.
+    fn check_variables_and_trust(&mut self, units: &mut [Unit], facts: &[UnitFacts]) {
+        let declared = &self.spec.variables;
+        for (unit, fact) in units.iter_mut().zip(facts) {
+            let mut templates: Vec<(String, String, bool)> = Vec::new(); // (template, pointer, renders text)
+            if let Body::Template(name) = &unit.body {
+                templates.push((name.clone(), push_pointer(&fact.pointer, "template"), true));
+            }
+            if let Some(gate) = &unit.gate {
+                templates.push((
+                    gate.template.clone(),
+                    push_pointer(&fact.pointer, "when"),
+                    false,
+                ));
+            }
+            for (j, variant) in unit.variants.iter().enumerate() {
+                let vp = format!("{}/variants/{j}", fact.pointer);
+                if let Body::Template(name) = &variant.body {
+                    templates.push((name.clone(), push_pointer(&vp, "template"), true));
+                }
+                templates.push((
+                    variant.gate.template.clone(),
+                    push_pointer(&vp, "when"),
+                    false,
+                ));
+            }
+            let mut reads = Vec::new();
+            for (template, pointer, renders) in templates {
+                let mut paths: Vec<String> =
+                    self.templates.variables(&template).into_iter().collect();
+                paths.sort();
+                for path in paths {
+                    let Some(var) = classify(&path, declared) else {
+                        let (message, hint) = unknown_variable(&path, declared);
+                        self.error("unknown-variable", &pointer, false, message, hint);
+                        continue;
+                    };
+                    if unit.stability == Stability::Stable && var.stability == Stability::Volatile {
+                        let what = if renders { "renders" } else { "is gated on" };
+                        self.error(
+                            "volatile-in-stable",
+                            &pointer,
+                            false,
+                            format!(
+                                "stable {} `{}` {what} `{path}`, which changes on every send; the cacheable prefix would change with it",
+                                unit_noun(unit), unit.id
+                            ),
+                            Some("declare the block `stability = \"volatile\"` (and place it after the stable blocks), or move that text into a per-send note".into()),
+                        );
+                    }
+                    if renders && var.trust > unit.trust {
+                        self.error(
+                            "trust-too-low",
+                            &push_pointer(&fact.pointer, "trust"),
+                            false,
+                            format!(
+                                "{} `{}` renders `{path}`, which is {}-controlled, but declares trust = \"{}\"",
+                                unit_noun(unit), unit.id, var.trust.as_str(), unit.trust.as_str()
+                            ),
+                            Some(format!("declare trust = \"{}\"; the trust of a block is the least trusted text it can contain", var.trust.as_str())),
+                        );
+                    }
+                    if renders {
+                        reads.push(path);
+                    }
+                }
+            }
+            reads.sort();
+            reads.dedup();
+            unit.reads = reads;
+        }
+    }
+
+    /// Stable body blocks first; no user-controlled text ends the stable half.
+    fn check_order(&mut self, units: &[Unit], facts: &[UnitFacts]) {
+        let body: Vec<(usize, &Unit)> = units
+            .iter()
+            .enumerate()
+            .filter(|(_, u)| u.placement == Placement::Body && u.kind != BlockKind::Note)
+            .collect();
+        let mut first_volatile: Option<&Unit> = None;
+        for &(i, unit) in &body {
+            match unit.stability {
+                Stability::Volatile => {
+                    first_volatile.get_or_insert(unit);
+                }
+                Stability::Stable => {
+                    if let Some(volatile) = first_volatile {
+                        self.error(
+                            "stable-after-volatile",
+                            &push_pointer(&facts[i].pointer, "stability"),
+                            false,
+                            format!("stable block `{}` comes after volatile block `{}`", unit.id, volatile.id),
+                            Some("the stable blocks form the cacheable prefix: move volatile blocks after every stable one".into()),
+                        );
+                    }
+                }
+            }
+        }
+        let stable: Vec<(usize, &Unit)> = body
+            .iter()
+            .copied()
+            .filter(|(_, u)| u.stability == Stability::Stable)
+            .collect();
+        if let Some((i, unit)) = trailing_user_controlled(&stable) {
+            self.error(
+                "trailing-user-text",
+                &push_pointer(&facts[i].pointer, "trust"),
+                false,
+                format!(
+                    "{}-controlled block `{}` can end the stable half; text there reads to the model as the most recent instruction",
+                    unit.trust.as_str(), unit.id
+                ),
+                Some("add an ungated block of trust \"author\" or \"platform\" after it (e.g. the conversation style)".into()),
+            );
+        }
+    }
+
+    fn targets(&mut self, units: &[Unit]) -> Vec<CompiledTarget> {
+        let spec = self.spec;
+        let by_id: HashMap<&str, usize> = units
+            .iter()
+            .enumerate()
+            .map(|(i, u)| (u.id.as_str(), i))
+            .collect();
+        let mut out = Vec::new();
+        if spec.targets.is_empty() {
+            self.error(
+                "no-targets",
+                "/targets",
+                true,
+                "the spec declares no targets".into(),
+                Some(
+                    "add e.g. `[targets.system]` with `system = [\"@stable\", \"@volatile\"]`"
+                        .into(),
+                ),
+            );
+        }
+        for (id, target) in &spec.targets {
+            let pointer = push_pointer("/targets", id);
+            let mut system = Vec::new();
+            let mut placed: HashSet<usize> = HashSet::new();
+            let mut has_stable = false;
+            let mut has_volatile = false;
+            for (i, item) in target.system.iter().enumerate() {
+                let item_pointer = format!("{}/{i}", push_pointer(&pointer, "system"));
+                match item.as_str() {
+                    "@stable" | "@volatile" | "@body" => {
+                        let (s, v) = match item.as_str() {
+                            "@stable" => (true, false),
+                            "@volatile" => (false, true),
+                            _ => (true, true),
+                        };
+                        if (s && has_stable) || (v && has_volatile) {
+                            self.error("duplicate-reference", &item_pointer, false, format!("target `{id}` places `{item}` twice (or overlapping with `@body`)"), None);
+                        }
+                        if s {
+                            system.push(TargetItem::Stable);
+                            has_stable = true;
+                        }
+                        if v {
+                            system.push(TargetItem::Volatile);
+                            has_volatile = true;
+                        }
+                    }
+                    name => match by_id.get(name) {
+                        Some(&u) if units[u].placement == Placement::Target => {
+                            if !placed.insert(u) {
+                                self.error("duplicate-reference", &item_pointer, false, format!("target `{id}` places `{name}` twice"), None);
+                            }
+                            system.push(TargetItem::Unit(u, units[u].id.clone()));
+                        }
+                        Some(_) => self.error(
+                            "body-block-in-target",
+                            &item_pointer,
+                            false,
+                            format!("`{name}` is a body block; targets place the body as `@stable`, `@volatile` or `@body`"),
+                            Some(format!("to place `{name}` only in some targets, declare it with placement = \"target\"")),
+                        ),
+                        None => {
+                            let mut candidates: Vec<String> = units.iter().filter(|u| u.placement == Placement::Target).map(|u| u.id.clone()).collect();
+                            candidates.extend(["@stable".into(), "@volatile".into(), "@body".into()]);
+                            self.error("unknown-reference", &item_pointer, false, format!("target `{id}` places unknown `{name}`"), suggest(name, &candidates));
+                        }
+                    },
+                }
+            }
+            if has_volatile && !has_stable {
+                // Allowed, but odd enough to mention.
+                self.lint.push(
+                    Diagnostic::warning(
+                        "volatile-without-stable",
+                        format!("target `{id}` places the volatile body without the stable body"),
+                    )
+                    .subject(id.clone()),
+                );
+            }
+            let mut user = Vec::new();
+            for (i, name) in target.user.iter().enumerate() {
+                let item_pointer = format!("{}/{i}", push_pointer(&pointer, "user"));
+                match by_id.get(name.as_str()) {
+                    Some(&u) if units[u].kind == BlockKind::Note => {
+                        if !placed.insert(u) {
+                            self.error(
+                                "duplicate-reference",
+                                &item_pointer,
+                                false,
+                                format!("target `{id}` places note `{name}` twice"),
+                                None,
+                            );
+                        }
+                        user.push((u, units[u].id.clone()));
+                    }
+                    Some(_) => self.error(
+                        "not-a-note",
+                        &item_pointer,
+                        false,
+                        format!("`{name}` is not a note; only notes go in the user slot"),
+                        None,
+                    ),
+                    None => {
+                        let notes: Vec<String> = units
+                            .iter()
+                            .filter(|u| u.kind == BlockKind::Note)
+                            .map(|u| u.id.clone())
+                            .collect();
+                        self.error(
+                            "unknown-reference",
+                            &item_pointer,
+                            false,
+                            format!("target `{id}` places unknown note `{name}`"),
+                            suggest(name, &notes),
+                        );
+                    }
+                }
+            }
+            for (note, reason) in &target.omit {
+                let omit_pointer = push_pointer(&push_pointer(&pointer, "omit"), note);
+                match by_id.get(note.as_str()) {
+                    Some(&u) if units[u].kind == BlockKind::Note => {
+                        if placed.contains(&u) {
+                            self.error(
+                                "omitted-and-placed",
+                                &omit_pointer,
+                                true,
+                                format!("target `{id}` both places and omits note `{note}`"),
+                                None,
+                            );
+                        }
+                        if reason.trim().is_empty() {
+                            self.error(
+                                "missing-reason",
+                                &omit_pointer,
+                                false,
+                                format!("target `{id}` omits note `{note}` without a reason"),
+                                Some("say why this engine does not need the note".into()),
+                            );
+                        }
+                    }
+                    _ => self.error(
+                        "unknown-reference",
+                        &omit_pointer,
+                        true,
+                        format!("target `{id}` omits `{note}`, which is not a note"),
+                        None,
+                    ),
+                }
+            }
+            let compiled = CompiledTarget {
+                id: id.clone(),
+                system,
+                user,
+                user_position: target.user_position,
+                separator: target
+                    .separator
+                    .clone()
+                    .unwrap_or_else(|| spec.render.separator.clone()),
+            };
+            self.check_target_trailing(&compiled, units, &pointer);
+            out.push(compiled);
+        }
+        out
+    }
+
+    /// No user-controlled item may end a target's system text: after the last one that can be
+    /// present there must be an unconditional trusted item.
+    fn check_target_trailing(&mut self, target: &CompiledTarget, units: &[Unit], pointer: &str) {
+        let body_volatile: Vec<&Unit> = units
+            .iter()
+            .filter(|u| {
+                u.placement == Placement::Body
+                    && u.kind != BlockKind::Note
+                    && u.stability == Stability::Volatile
+            })
+            .collect();
+        let body_stable_present = units.iter().any(|u| {
+            u.placement == Placement::Body
+                && u.stability == Stability::Stable
+                && u.unconditional
+                && !u.trust.is_user_controlled()
+        });
+        // (user-controlled?, always present and trusted at its end?, name, index in list)
+        let mut last_risky: Option<(usize, String, Trust)> = None;
+        for (i, item) in target.system.iter().enumerate() {
+            match item {
+                TargetItem::Stable => {
+                    // The stable half is checked on its own; it always ends trusted when present.
+                    if body_stable_present {
+                        last_risky = None;
+                    }
+                }
+                TargetItem::Volatile => {
+                    let flat: Vec<(usize, &Unit)> =
+                        body_volatile.iter().copied().enumerate().collect();
+                    if let Some((_, unit)) = trailing_user_controlled(&flat) {
+                        last_risky = Some((i, unit.id.clone(), unit.trust));
+                    } else if body_volatile
+                        .iter()
+                        .any(|u| u.unconditional && !u.trust.is_user_controlled())
+                    {
+                        last_risky = None;
+                    }
+                }
+                TargetItem::Unit(u, _) => {
+                    let unit = &units[*u];
+                    if unit.trust.is_user_controlled() {
+                        last_risky = Some((i, unit.id.clone(), unit.trust));
+                    } else if unit.unconditional {
+                        last_risky = None;
+                    }
+                }
+            }
+        }
+        if let Some((i, name, trust)) = last_risky {
+            let item_pointer = format!("{}/{i}", push_pointer(pointer, "system"));
+            let is_note = units
+                .iter()
+                .any(|u| u.id == name && u.kind == BlockKind::Note);
+            let hint = if is_note {
+                format!(
+                    "place `{name}` in `user` (the last user message), or follow it with an ungated trusted note"
+                )
+            } else {
+                format!(
+                    "follow `{name}` with an ungated block or note of trust \"author\" or \"platform\""
+                )
+            };
+            self.error(
+                "trailing-user-text",
+                &item_pointer,
+                false,
+                format!(
+                    "{}-controlled `{name}` can end the system text of target `{}`",
+                    trust.as_str(),
+                    target.id
+                ),
+                Some(hint),
+            );
+        }
+    }
+}
+
+/// The last user-controlled unit of a list that is not followed by an unconditional trusted unit.
+fn trailing_user_controlled<'u>(units: &[(usize, &'u Unit)]) -> Option<(usize, &'u Unit)> {
+    let mut risky = None;
+    for &(i, unit) in units {
+        if unit.trust.is_user_controlled() {
+            risky = Some((i, unit));
+        } else if unit.unconditional {
+            risky = None;
+        }
+    }
+    risky
+}
+
+fn unit_noun(unit: &Unit) -> &'static str {
+    if unit.kind == BlockKind::Note {
+        "note"
+    } else {
+        "block"
+    }
+}
+
+pub(crate) fn root_of(path: &str) -> &str {
+    path.split('.').next().unwrap_or(path)
+}
+
+/// The stability and trust of a variable path, or `None` if it names nothing known.
+pub(crate) fn classify(
+    path: &str,
+    declared: &BTreeMap<String, VariableSpec>,
+) -> Option<VariableSpec> {
+    let mut parts = path.split('.');
+    let root = parts.next()?;
+    if root == "variables" {
+        return match parts.next() {
+            Some(name) => declared.get(name).cloned(),
+            // `variables` as a whole (e.g. `variables[name]`): as volatile and untrusted as any.
+            None => Some(VariableSpec {
+                stability: if declared
+                    .values()
+                    .any(|v| v.stability == Stability::Volatile)
+                {
+                    Stability::Volatile
+                } else {
+                    Stability::Stable
+                },
+                trust: declared
+                    .values()
+                    .map(|v| v.trust)
+                    .max()
+                    .unwrap_or(Trust::Platform),
+                default: None,
+                description: None,
+            }),
+        };
+    }
+    crate::context::root(root).map(|r| VariableSpec {
+        stability: r.stability,
+        trust: r.trust,
+        default: None,
+        description: None,
+    })
+}
+
+fn unknown_variable(
+    path: &str,
+    declared: &BTreeMap<String, VariableSpec>,
+) -> (String, Option<String>) {
+    let mut parts = path.split('.');
+    let root = parts.next().unwrap_or(path);
+    if root == "variables" {
+        let name = parts.next().unwrap_or_default();
+        let names: Vec<String> = declared.keys().cloned().collect();
+        let hint = suggest(name, &names).or_else(|| {
+            Some(format!(
+                "declare it under [variables.{name}] with its stability and trust"
+            ))
+        });
+        return (format!("unknown variable `variables.{name}`"), hint);
+    }
+    let mut roots: Vec<String> = crate::context::ROOTS
+        .iter()
+        .map(|r| r.name.to_owned())
+        .collect();
+    roots.push("variables".into());
+    (format!("unknown variable `{root}`"), suggest(root, &roots))
+}
+
+/// A lowercase message and the byte offset within the template source of a minijinja error.
+fn template_error(error: &minijinja::Error, _source: &str) -> (String, Option<usize>) {
+    let detail = error
+        .detail()
+        .map(str::to_owned)
+        .unwrap_or_else(|| error.kind().to_string());
+    let message = lowercase_first(&detail);
+    (message, error.range().map(|r| r.start))
+}

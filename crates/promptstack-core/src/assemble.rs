@@ -1,0 +1,667 @@
+//! Assembling: an agent and a send context in, an [`Assembly`] out.
+//!
+//! The pipeline, in order: resolve the toolset (tool gates over the context, canonical order) →
+//! build the stable template roots → render the stable blocks (gate, variant, template, trim) →
+//! join the stable half, check that it ends trusted, count tokens, fingerprint → render the volatile
+//! blocks and notes against the stable roots plus the clock and the message → join the volatile half.
+//!
+//! The stable part is a pure function of the stable inputs, so it is memoised by a key over exactly
+//! those inputs: a send that changes only the clock, the message or volatile variables re-renders
+//! only the volatile blocks.
+
+use std::collections::VecDeque;
+use std::sync::Arc;
+
+use minijinja::value::Value;
+use serde::Serialize;
+
+use crate::agent::{Agent, Body, CompiledTarget, Unit};
+use crate::block::{Block, BlockState, Exclusion, OverrideState};
+use crate::context::SendContext;
+use crate::diagnostic::Diagnostic;
+use crate::error::{Error, ErrorKind};
+use crate::fingerprint::Fingerprint;
+use crate::hash::{Key, KeyBuilder};
+use crate::spec::{BlockKind, Placement, Stability};
+use crate::template::{self, path_is_empty};
+use crate::tokens::{Counting, TokenCount};
+use crate::toolset::{ExcludedTool, Tool, Toolset};
+
+/// How many distinct stable parts an agent keeps (one per live thread configuration, roughly).
+const STABLE_CACHE_CAPACITY: usize = 64;
+
+/// The memo of stable parts, keyed by the stable inputs. Small and FIFO-evicted.
+#[derive(Default)]
+pub(crate) struct StableCache {
+    entries: VecDeque<(Key, Arc<StablePart>)>,
+    hits: u64,
+    misses: u64,
+}
+
+impl StableCache {
+    fn get(&mut self, key: Key) -> Option<Arc<StablePart>> {
+        let found = self
+            .entries
+            .iter()
+            .find(|(k, _)| *k == key)
+            .map(|(_, part)| part.clone());
+        if found.is_some() {
+            self.hits += 1;
+        } else {
+            self.misses += 1;
+        }
+        found
+    }
+
+    fn insert(&mut self, key: Key, part: Arc<StablePart>) {
+        if self.entries.len() >= STABLE_CACHE_CAPACITY {
+            self.entries.pop_front();
+        }
+        self.entries.push_back((key, part));
+    }
+}
+
+/// Counters that show how much work the caches saved.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub struct CacheStats {
+    /// Assemblies that reused a stable part.
+    pub stable_hits: u64,
+    /// Assemblies that rendered the stable part.
+    pub stable_misses: u64,
+    /// Texts actually tokenised (token-count memo misses).
+    pub tokenized: u64,
+}
+
+/// Everything about a send that depends only on its stable inputs.
+pub(crate) struct StablePart {
+    pub toolset: Arc<Toolset>,
+    /// Stable body blocks, then stable target-placed blocks, in declaration order.
+    pub blocks: Vec<Block>,
+    pub text: String,
+    pub tokens: TokenCount,
+    pub fingerprint: Fingerprint,
+    pub counting: Counting,
+    pub diagnostics: Vec<Diagnostic>,
+    /// The stable template roots, reused to render the volatile blocks.
+    pub roots: Vec<(&'static str, Value)>,
+}
+
+/// The result of assembling: every block with provenance, the halves, the toolset, diagnostics and
+/// the fingerprint. Compose a target's text with [`Assembly::compose`].
+#[derive(Clone)]
+pub struct Assembly {
+    pub(crate) stable: Arc<StablePart>,
+    pub(crate) volatile_blocks: Vec<Block>,
+    pub(crate) volatile_text: String,
+    pub(crate) volatile_tokens: TokenCount,
+    pub(crate) full: String,
+    pub(crate) diagnostics: Vec<Diagnostic>,
+    pub(crate) targets: Arc<Vec<CompiledTarget>>,
+    pub(crate) separator: String,
+}
+
+impl std::fmt::Debug for Assembly {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Assembly")
+            .field("fingerprint", &self.stable.fingerprint)
+            .field("blocks", &self.blocks().count())
+            .finish()
+    }
+}
+
+impl Assembly {
+    /// Every block, included or not: the body in order, then target-placed blocks, then notes.
+    pub fn blocks(&self) -> impl Iterator<Item = &Block> {
+        let body = |b: &&Block| b.placement == Placement::Body;
+        let placed = |b: &&Block| b.placement == Placement::Target && b.kind != BlockKind::Note;
+        let notes = |b: &&Block| b.kind == BlockKind::Note;
+        let all = || self.stable.blocks.iter().chain(self.volatile_blocks.iter());
+        all()
+            .filter(body)
+            .chain(all().filter(placed))
+            .chain(all().filter(notes))
+    }
+
+    /// A block (or note) by id.
+    pub fn block(&self, id: &str) -> Option<&Block> {
+        self.stable
+            .blocks
+            .iter()
+            .chain(self.volatile_blocks.iter())
+            .find(|b| b.id == id)
+    }
+
+    /// The stable half: the included stable body blocks, joined. Byte-identical across the sends of
+    /// a thread as long as the stable inputs are.
+    pub fn stable(&self) -> &str {
+        &self.stable.text
+    }
+
+    /// The volatile half: the included volatile body blocks, joined.
+    pub fn volatile(&self) -> &str {
+        &self.volatile_text
+    }
+
+    /// The whole body: the stable half, the separator, the volatile half.
+    pub fn full(&self) -> &str {
+        &self.full
+    }
+
+    /// The resolved toolset.
+    pub fn toolset(&self) -> &Toolset {
+        &self.stable.toolset
+    }
+
+    /// Findings: spec lint, excluded tools, empty variables, token limits.
+    pub fn diagnostics(&self) -> &[Diagnostic] {
+        &self.diagnostics
+    }
+
+    /// SHA-256 over the stable half and the model descriptor.
+    pub fn fingerprint(&self) -> Fingerprint {
+        self.stable.fingerprint
+    }
+
+    /// Tokens of the stable half (counted on the joined text, so separators are included).
+    pub fn stable_tokens(&self) -> TokenCount {
+        self.stable.tokens
+    }
+
+    /// Tokens of the volatile half.
+    pub fn volatile_tokens(&self) -> TokenCount {
+        self.volatile_tokens
+    }
+
+    /// How tokens are counted for this model.
+    pub fn counting(&self) -> Counting {
+        self.stable.counting
+    }
+
+    /// The text placed between blocks (and between a user-slot note and the user's message).
+    pub fn separator(&self) -> &str {
+        &self.separator
+    }
+
+    /// The ids of the targets this assembly can compose.
+    pub fn target_ids(&self) -> impl Iterator<Item = &str> {
+        self.targets.iter().map(|t| t.id.as_str())
+    }
+}
+
+/// The version tag of the assembly JSON format.
+pub const ASSEMBLY_FORMAT: &str = "promptstack.assembly/v1";
+
+impl Serialize for Assembly {
+    /// The assembly JSON format (`promptstack.assembly/v1`): a versioned format, stable across
+    /// releases within a version.
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        #[derive(Serialize)]
+        struct View<'a> {
+            format: &'static str,
+            fingerprint: Fingerprint,
+            counting: Counting,
+            stable_tokens: TokenCount,
+            volatile_tokens: TokenCount,
+            stable: &'a str,
+            volatile: &'a str,
+            full: &'a str,
+            blocks: Vec<&'a Block>,
+            tools: Vec<&'a Tool>,
+            excluded_tools: &'a [ExcludedTool],
+            diagnostics: &'a [Diagnostic],
+        }
+        View {
+            format: ASSEMBLY_FORMAT,
+            fingerprint: self.fingerprint(),
+            counting: self.counting(),
+            stable_tokens: self.stable_tokens(),
+            volatile_tokens: self.volatile_tokens(),
+            stable: self.stable(),
+            volatile: self.volatile(),
+            full: self.full(),
+            blocks: self.blocks().collect(),
+            tools: self.toolset().tools().iter().map(|t| t.as_ref()).collect(),
+            excluded_tools: self.toolset().excluded(),
+            diagnostics: self.diagnostics(),
+        }
+        .serialize(serializer)
+    }
+}
+
+impl Agent {
+    /// Counts the tokens of any text the way this agent's assemblies do (memoised).
+    pub fn count_tokens(&self, counting: Counting, text: &str) -> TokenCount {
+        self.counter.count(counting, text)
+    }
+
+    /// Assembles the prompt for one send, reusing the stable part when the stable inputs are
+    /// unchanged since an earlier send.
+    ///
+    /// # Errors
+    ///
+    /// A template or gate that fails at render time ([`ErrorKind::Render`], [`ErrorKind::Gate`]),
+    /// or a user-controlled block that would end the stable half ([`ErrorKind::TrailingUserText`]).
+    pub fn assemble(&self, ctx: &SendContext) -> Result<Assembly, Error> {
+        let key = self.stable_key(ctx);
+        let cached = self.cache().get(key);
+        let stable = match cached {
+            Some(part) => part,
+            None => {
+                let part = Arc::new(self.build_stable(ctx)?);
+                self.cache().insert(key, part.clone());
+                part
+            }
+        };
+        self.finish(ctx, stable)
+    }
+
+    /// Assembles without reusing (or storing) a stable part: every block is rendered. Token counts
+    /// are still memoised. Gives the same result as [`Agent::assemble`].
+    ///
+    /// # Errors
+    ///
+    /// As [`Agent::assemble`].
+    pub fn assemble_fresh(&self, ctx: &SendContext) -> Result<Assembly, Error> {
+        let stable = Arc::new(self.build_stable(ctx)?);
+        self.finish(ctx, stable)
+    }
+
+    /// Counters of cache reuse since the agent was compiled.
+    pub fn cache_stats(&self) -> CacheStats {
+        let cache = self.cache();
+        CacheStats {
+            stable_hits: cache.hits,
+            stable_misses: cache.misses,
+            tokenized: self.counter.tokenized(),
+        }
+    }
+
+    fn cache(&self) -> std::sync::MutexGuard<'_, StableCache> {
+        // The cache holds only complete entries, so a poisoned lock is still consistent.
+        self.stable_cache.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// A key over exactly the inputs the stable part depends on.
+    fn stable_key(&self, ctx: &SendContext) -> Key {
+        let mut key = KeyBuilder::new("promptstack/stable-inputs/v1");
+        key.add(&ctx.model)
+            .add(&ctx.settings)
+            .add(&ctx.integrations)
+            .add(&ctx.user)
+            .add(&ctx.project)
+            .add(&ctx.skills);
+        for (name, spec) in &self.spec.variables {
+            if spec.stability == Stability::Stable {
+                key.add(name.as_str()).add(&ctx.variables.get(name));
+            }
+        }
+        key.finish()
+    }
+
+    fn resolve_toolset(&self, ctx: &SendContext, roots: &Value) -> Result<Toolset, Error> {
+        let mut included = Vec::new();
+        let mut excluded = Vec::new();
+        for tool in &self.tools {
+            // A model without tool use gets no tools at all, whatever the gates say.
+            if !ctx.model.can_use_tools() {
+                excluded.push(ExcludedTool {
+                    name: tool.spec.name.clone(),
+                    reason: "the model cannot call tools".into(),
+                });
+                continue;
+            }
+            let open = match &tool.gate {
+                Some(gate) => self.templates.gate(&gate.template, roots).map_err(|e| {
+                    Error::new(
+                        ErrorKind::Gate,
+                        format!(
+                            "the gate of tool `{}` failed: {}",
+                            tool.spec.name,
+                            detail(&e)
+                        ),
+                    )
+                    .with_block(tool.spec.name.clone())
+                    .with_source(e)
+                })?,
+                None => true,
+            };
+            if open {
+                included.push(Arc::new(Tool::from_spec(&tool.spec)));
+            } else {
+                let when = tool
+                    .gate
+                    .as_ref()
+                    .map(|g| g.expression.as_str())
+                    .unwrap_or_default();
+                excluded.push(ExcludedTool {
+                    name: tool.spec.name.clone(),
+                    reason: format!("gate false: {when}"),
+                });
+            }
+        }
+        Ok(Toolset::new(included, excluded))
+    }
+
+    fn variables_value(&self, ctx: &SendContext, only_stable: bool) -> Value {
+        Value::from_pairs(self.spec.variables.iter().filter_map(|(name, spec)| {
+            if only_stable && spec.stability != Stability::Stable {
+                return None;
+            }
+            let value = ctx.variables.get(name).or(spec.default.as_ref())?;
+            Some((name.clone(), template::to_value(value)))
+        }))
+    }
+
+    fn build_stable(&self, ctx: &SendContext) -> Result<StablePart, Error> {
+        let counting = Counting::for_model(&ctx.model);
+        let mut roots = template::stable_roots(ctx, &Toolset::default()).values;
+        roots.push(("variables", self.variables_value(ctx, true)));
+        // Tool gates see everything stable except the toolset itself.
+        let tool_context =
+            template::context_value(roots.iter().filter(|(n, _)| *n != "tools").cloned());
+        let toolset = Arc::new(self.resolve_toolset(ctx, &tool_context)?);
+        for (name, value) in roots.iter_mut() {
+            if *name == "tools" {
+                *value = toolset.template_value();
+            }
+        }
+        let context = template::context_value(roots.iter().cloned());
+        let mut diagnostics = Vec::new();
+        let mut blocks = Vec::new();
+        for unit in self
+            .units
+            .iter()
+            .filter(|u| u.stability == Stability::Stable)
+        {
+            blocks.push(self.render_unit(unit, &context, counting, &mut diagnostics)?);
+        }
+        let (text, _) = join_body(&mut blocks, &self.spec.render.separator, 0);
+        if let Some(last) = blocks
+            .iter()
+            .rev()
+            .find(|b| b.placement == Placement::Body && b.is_included())
+            && last.trust.is_user_controlled()
+        {
+            return Err(Error::new(
+                    ErrorKind::TrailingUserText,
+                    format!(
+                        "{}-controlled block `{}` would end the stable half because every trusted block after it was excluded",
+                        last.trust.as_str(),
+                        last.id
+                    ),
+                )
+                .with_block(last.id.clone()));
+        }
+        let tokens = self.counter.count(counting, &text);
+        let fingerprint = Fingerprint::of_stable(&ctx.model, &text);
+        Ok(StablePart {
+            toolset,
+            blocks,
+            text,
+            tokens,
+            fingerprint,
+            counting,
+            diagnostics,
+            roots,
+        })
+    }
+
+    fn finish(&self, ctx: &SendContext, stable: Arc<StablePart>) -> Result<Assembly, Error> {
+        let mut roots = stable.roots.clone();
+        for (name, value) in roots.iter_mut() {
+            if *name == "variables" {
+                *value = self.variables_value(ctx, false);
+            }
+        }
+        roots.push(("now", template::now_value(&ctx.now)));
+        roots.push((
+            "user_message",
+            template::user_message_value(ctx.user_message.as_deref()),
+        ));
+        let context = template::context_value(roots);
+        let mut diagnostics: Vec<Diagnostic> = self.lint.clone();
+        diagnostics.extend(stable.diagnostics.iter().cloned());
+        for name in ctx.variables.keys() {
+            if !self.spec.variables.contains_key(name) {
+                diagnostics.push(
+                    Diagnostic::warning(
+                        "undeclared-variable",
+                        format!(
+                            "the send sets `variables.{name}`, which the spec does not declare"
+                        ),
+                    )
+                    .hint("declare it under [variables] or remove it from the send"),
+                );
+            }
+        }
+        let mut volatile_blocks = Vec::new();
+        for unit in self
+            .units
+            .iter()
+            .filter(|u| u.stability == Stability::Volatile)
+        {
+            volatile_blocks.push(self.render_unit(
+                unit,
+                &context,
+                stable.counting,
+                &mut diagnostics,
+            )?);
+        }
+        let offset = if stable.text.is_empty() {
+            0
+        } else {
+            stable.text.len() + self.spec.render.separator.len()
+        };
+        let (volatile_text, _) =
+            join_body(&mut volatile_blocks, &self.spec.render.separator, offset);
+        let full = match (stable.text.is_empty(), volatile_text.is_empty()) {
+            (_, true) => stable.text.clone(),
+            (true, false) => volatile_text.clone(),
+            (false, false) => {
+                let mut full = String::with_capacity(
+                    stable.text.len() + self.spec.render.separator.len() + volatile_text.len(),
+                );
+                full.push_str(&stable.text);
+                full.push_str(&self.spec.render.separator);
+                full.push_str(&volatile_text);
+                full
+            }
+        };
+        let volatile_tokens = self.counter.count(stable.counting, &volatile_text);
+        Ok(Assembly {
+            stable,
+            volatile_blocks,
+            volatile_text,
+            volatile_tokens,
+            full,
+            diagnostics,
+            targets: self.targets.clone(),
+            separator: self.spec.render.separator.clone(),
+        })
+    }
+
+    /// Gate → variant → render → trim → count, for one block or note.
+    fn render_unit(
+        &self,
+        unit: &Unit,
+        context: &Value,
+        counting: Counting,
+        diagnostics: &mut Vec<Diagnostic>,
+    ) -> Result<Block, Error> {
+        let mut block = Block {
+            id: unit.id.clone(),
+            kind: unit.kind,
+            trust: unit.trust,
+            stability: unit.stability,
+            placement: unit.placement,
+            origin: unit.origin.clone(),
+            state: BlockState::Included,
+            override_state: OverrideState::Default,
+            variant: None,
+            text: String::new(),
+            range: None,
+            tokens: TokenCount {
+                count: 0,
+                exact: counting.exact,
+            },
+        };
+        if let Some(gate) = &unit.gate {
+            let open = self.templates.gate(&gate.template, context).map_err(|e| {
+                Error::new(
+                    ErrorKind::Gate,
+                    format!("gate `{}` failed: {}", gate.expression, detail(&e)),
+                )
+                .with_block(unit.id.clone())
+                .with_source(e)
+            })?;
+            if !open {
+                block.state = BlockState::Excluded {
+                    reason: Exclusion::Gate {
+                        when: gate.expression.clone(),
+                    },
+                };
+                return Ok(block);
+            }
+        }
+        let mut body = &unit.body;
+        for variant in &unit.variants {
+            let chosen = self
+                .templates
+                .gate(&variant.gate.template, context)
+                .map_err(|e| {
+                    Error::new(
+                        ErrorKind::Gate,
+                        format!("gate of variant `{}` failed: {}", variant.id, detail(&e)),
+                    )
+                    .with_block(unit.id.clone())
+                    .with_source(e)
+                })?;
+            if chosen {
+                block.variant = Some(variant.id.clone());
+                body = &variant.body;
+                break;
+            }
+        }
+        let text = match body {
+            Body::Text(text) => text.clone(),
+            Body::Template(name) => {
+                let rendered = self.templates.render(name, context).map_err(|e| {
+                    Error::new(
+                        ErrorKind::Render,
+                        format!("template failed to render: {}", detail(&e)),
+                    )
+                    .with_block(unit.id.clone())
+                    .with_source(e)
+                })?;
+                if rendered.empty_emissions > 0 {
+                    let empty: Vec<&str> = unit
+                        .reads
+                        .iter()
+                        .map(String::as_str)
+                        .filter(|p| path_is_empty(context, p))
+                        .collect();
+                    let message = if empty.is_empty() {
+                        format!("an expression in `{}` rendered empty", unit.id)
+                    } else {
+                        format!(
+                            "{} rendered empty in `{}`",
+                            empty
+                                .iter()
+                                .map(|p| format!("`{p}`"))
+                                .collect::<Vec<_>>()
+                                .join(", "),
+                            unit.id
+                        )
+                    };
+                    diagnostics.push(
+                        Diagnostic::warning("empty-variable", message)
+                            .subject(unit.id.clone())
+                            .at(origin_location(&block))
+                            .hint("guard it with `{% if … %}` or give the send a value"),
+                    );
+                }
+                rendered.text
+            }
+        };
+        let text = if self.spec.render.trim {
+            trim_block(text)
+        } else {
+            text
+        };
+        if text.is_empty() {
+            block.state = BlockState::Excluded {
+                reason: Exclusion::Empty,
+            };
+            return Ok(block);
+        }
+        block.tokens = self.counter.count(counting, &text);
+        if let Some(limit) = unit.max_tokens
+            && block.tokens.count > limit
+        {
+            diagnostics.push(
+                Diagnostic::error(
+                    "over-token-limit",
+                    format!(
+                        "`{}` is {} tokens; its limit is {limit}",
+                        unit.id,
+                        block.tokens.display()
+                    ),
+                )
+                .subject(unit.id.clone())
+                .at(origin_location(&block))
+                .hint("shorten the text or raise `max_tokens`"),
+            );
+        }
+        block.text = text;
+        Ok(block)
+    }
+}
+
+fn origin_location(block: &Block) -> Option<crate::spec::Location> {
+    match &block.origin {
+        crate::block::Origin::Spec { location, .. } => location.clone(),
+    }
+}
+
+/// Joins the included body blocks with the separator, recording each one's byte range (offset by
+/// `offset` in the final `full` text). Returns the text and the number of blocks joined.
+fn join_body(blocks: &mut [Block], separator: &str, offset: usize) -> (String, usize) {
+    let mut text = String::new();
+    let mut joined = 0;
+    for block in blocks
+        .iter_mut()
+        .filter(|b| b.placement == Placement::Body && b.is_included())
+    {
+        if joined > 0 {
+            text.push_str(separator);
+        }
+        let start = offset + text.len();
+        text.push_str(&block.text);
+        block.range = Some(start..offset + text.len());
+        joined += 1;
+    }
+    (text, joined)
+}
+
+/// Strips leading and trailing whitespace (space, tab, CR, LF) — the characters template
+/// tags and TOML multi-line strings leave behind — and nothing else.
+fn trim_block(text: String) -> String {
+    let trimmed = text.trim_matches([' ', '\t', '\r', '\n']);
+    if trimmed.len() == text.len() {
+        text
+    } else {
+        trimmed.to_owned()
+    }
+}
+
+/// The detail of a minijinja error without its debug dump.
+pub(crate) fn detail(error: &minijinja::Error) -> String {
+    let mut message = error
+        .detail()
+        .map(str::to_owned)
+        .unwrap_or_else(|| error.kind().to_string());
+    if let Some(line) = error.line() {
+        message.push_str(&format!(" (template line {line})"));
+    }
+    crate::spec::load::lowercase_first(&message)
+}

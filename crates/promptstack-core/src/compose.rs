@@ -1,0 +1,218 @@
+//! Composing a target: the exact system text (and last-user-message notes) one engine sends.
+//!
+//! A target lists what its system text holds, in order: the stable half, the volatile half,
+//! target-placed blocks and per-send notes. User-authored notes go to the user slot, which the
+//! application prepends (or appends) to the last user message — never to the end of the system
+//! text. Every preview (`render`, `explain`, "copy full prompt") is this function's output, so
+//! preview and wire cannot differ.
+
+use std::ops::Range;
+
+use serde::Serialize;
+
+use crate::agent::TargetItem;
+use crate::assemble::Assembly;
+use crate::block::Block;
+use crate::error::{Error, ErrorKind};
+use crate::spec::{Stability, Trust, UserPosition};
+
+/// Which text of a composition a part lives in.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Slot {
+    /// The system text.
+    System,
+    /// The notes for the last user message.
+    User,
+}
+
+/// One block's place in a composed text.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Part {
+    /// The block or note id.
+    pub id: String,
+    /// The text it is in.
+    pub slot: Slot,
+    /// Its byte range in that text.
+    pub range: Range<usize>,
+    /// Its stability.
+    pub stability: Stability,
+    /// Its trust.
+    pub trust: Trust,
+}
+
+/// The texts one target sends.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Composition {
+    /// The target's id.
+    pub target: String,
+    /// The system text, exactly as sent.
+    pub system: String,
+    /// Notes for the last user message (empty when there are none).
+    pub user: String,
+    /// Whether `user` goes before or after the user's own text.
+    pub user_position: UserPosition,
+    /// Every block's place, in order.
+    pub parts: Vec<Part>,
+    /// The length in bytes of the system text's leading stable run: the part a provider can cache
+    /// across the sends of a thread.
+    pub stable_prefix: usize,
+}
+
+impl Composition {
+    /// The user's message with this target's user-slot notes placed around it.
+    pub fn user_message(&self, message: &str, separator: &str) -> String {
+        if self.user.is_empty() {
+            return message.to_owned();
+        }
+        match self.user_position {
+            UserPosition::Before => format!("{}{separator}{message}", self.user),
+            UserPosition::After => format!("{message}{separator}{}", self.user),
+        }
+    }
+}
+
+struct Builder<'a> {
+    text: String,
+    parts: Vec<Part>,
+    separator: &'a str,
+    slot: Slot,
+    pending_separator: bool,
+}
+
+impl Builder<'_> {
+    fn push_block(&mut self, block: &Block) {
+        if !block.is_included() {
+            return;
+        }
+        self.push_text(&block.id, &block.text, block.stability, block.trust);
+    }
+
+    fn push_text(&mut self, id: &str, text: &str, stability: Stability, trust: Trust) {
+        if self.pending_separator {
+            self.text.push_str(self.separator);
+        }
+        let start = self.text.len();
+        self.text.push_str(text);
+        self.parts.push(Part {
+            id: id.to_owned(),
+            slot: self.slot,
+            range: start..self.text.len(),
+            stability,
+            trust,
+        });
+        self.pending_separator = true;
+    }
+}
+
+impl Assembly {
+    /// Composes the texts of one target.
+    ///
+    /// # Errors
+    ///
+    /// [`ErrorKind::NotFound`] for an unknown target; [`ErrorKind::TrailingUserText`] if, on this
+    /// send, a user-controlled part would end the system text (validation rules this out for
+    /// ungated trusted closers; this check holds even if a closer rendered empty).
+    pub fn compose(&self, target: &str) -> Result<Composition, Error> {
+        let Some(plan) = self.targets.iter().find(|t| t.id == target) else {
+            let known = self
+                .targets
+                .iter()
+                .map(|t| t.id.as_str())
+                .collect::<Vec<_>>()
+                .join(", ");
+            return Err(Error::new(
+                ErrorKind::NotFound,
+                format!("unknown target `{target}`; this spec has: {known}"),
+            ));
+        };
+        let mut system = Builder {
+            text: String::with_capacity(self.full.len() + 256),
+            parts: Vec::new(),
+            separator: &plan.separator,
+            slot: Slot::System,
+            pending_separator: false,
+        };
+        for item in &plan.system {
+            match item {
+                TargetItem::Stable => {
+                    if self.stable().is_empty() {
+                        continue;
+                    }
+                    // The stable half goes in verbatim, so its bytes equal `Assembly::stable`.
+                    if system.pending_separator {
+                        system.text.push_str(system.separator);
+                    }
+                    let base = system.text.len();
+                    system.text.push_str(self.stable());
+                    for block in self
+                        .stable
+                        .blocks
+                        .iter()
+                        .filter(|b| b.range.is_some() && b.is_included())
+                    {
+                        let range = block.range.clone().unwrap_or_default();
+                        system.parts.push(Part {
+                            id: block.id.clone(),
+                            slot: Slot::System,
+                            range: base + range.start..base + range.end,
+                            stability: block.stability,
+                            trust: block.trust,
+                        });
+                    }
+                    system.pending_separator = true;
+                }
+                TargetItem::Volatile => {
+                    for block in self.volatile_blocks.iter().filter(|b| b.range.is_some()) {
+                        system.push_block(block);
+                    }
+                }
+                TargetItem::Unit(_, id) => {
+                    if let Some(block) = self.block(id) {
+                        system.push_block(block);
+                    }
+                }
+            }
+        }
+        if let Some(last) = system.parts.last()
+            && last.trust.is_user_controlled()
+        {
+            return Err(Error::new(
+                    ErrorKind::TrailingUserText,
+                    format!(
+                        "{}-controlled `{}` would end the system text of target `{target}` on this send",
+                        last.trust.as_str(),
+                        last.id
+                    ),
+                )
+                .with_block(last.id.clone()));
+        }
+        let stable_prefix = system
+            .parts
+            .iter()
+            .find(|p| p.stability == Stability::Volatile)
+            .map_or(system.text.len(), |p| p.range.start);
+        let mut user = Builder {
+            text: String::new(),
+            parts: Vec::new(),
+            separator: &plan.separator,
+            slot: Slot::User,
+            pending_separator: false,
+        };
+        for (_, id) in &plan.user {
+            if let Some(block) = self.block(id) {
+                user.push_block(block);
+            }
+        }
+        let mut parts = system.parts;
+        parts.extend(user.parts);
+        Ok(Composition {
+            target: plan.id.clone(),
+            system: system.text,
+            user: user.text,
+            user_position: plan.user_position,
+            parts,
+            stable_prefix,
+        })
+    }
+}

@@ -1,0 +1,553 @@
+//! The send context: everything about one send that selects and fills the blocks.
+//!
+//! Plain data, deserialised from JSON (or built in Rust). The core never reads a clock, a file or an
+//! environment variable: the time of the send, the user's profile and every other fact arrive here.
+//! Each top-level field is a template root with a fixed stability and trust; see [`ROOTS`].
+
+use std::collections::BTreeMap;
+use std::fmt;
+use std::str::FromStr;
+
+use schemars::JsonSchema;
+use serde::{Deserialize, Deserializer, Serialize, Serializer};
+
+use crate::spec::load::{
+    Locator, SpecDiagnostic, SpecError, SpecFormat, lowercase_first, parse_tree, schema_diagnostics,
+};
+use crate::spec::{Stability, Trust};
+
+/// The largest send context accepted, in bytes.
+pub const MAX_SEND_BYTES: usize = 32 * 1024 * 1024;
+
+/// The facts of one send.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+#[schemars(title = "promptstack send context")]
+pub struct SendContext {
+    /// The moment of the send, RFC 3339 with an offset (`2026-11-30T09:15:00+01:00`). The offset
+    /// decides the local date and time shown to the model.
+    pub now: Now,
+    /// The model this send goes to.
+    pub model: ModelDescriptor,
+    /// Application settings, by name (values of any JSON type).
+    #[serde(default)]
+    pub settings: BTreeMap<String, serde_json::Value>,
+    /// Integrations, by name: whether each is connected and whether it is switched on.
+    #[serde(default)]
+    pub integrations: BTreeMap<String, Integration>,
+    /// What the user told the application about themselves.
+    #[serde(default)]
+    pub user: UserProfile,
+    /// The project the thread belongs to, if any.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub project: Option<Project>,
+    /// The skills enabled for this user.
+    #[serde(default)]
+    pub skills: Vec<Skill>,
+    /// The text of the user's message for this send (`/slug` tokens in it select skills and intents).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub user_message: Option<String>,
+    /// Values for the variables the spec declares, by name.
+    #[serde(default)]
+    pub variables: BTreeMap<String, serde_json::Value>,
+}
+
+/// The moment of a send: an instant plus the UTC offset of the user's wall clock.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Now {
+    timestamp: jiff::Timestamp,
+    offset: jiff::tz::Offset,
+}
+
+impl Now {
+    /// The instant, in UTC.
+    pub fn timestamp(&self) -> jiff::Timestamp {
+        self.timestamp
+    }
+
+    /// The offset of the user's wall clock from UTC.
+    pub fn offset(&self) -> jiff::tz::Offset {
+        self.offset
+    }
+
+    /// The civil date and time on the user's wall clock.
+    pub fn local(&self) -> jiff::civil::DateTime {
+        self.offset.to_datetime(self.timestamp)
+    }
+
+    /// The civil date and time in UTC.
+    pub fn utc(&self) -> jiff::civil::DateTime {
+        jiff::tz::Offset::UTC.to_datetime(self.timestamp)
+    }
+
+    /// Returns the same instant on a different wall clock.
+    pub fn with_offset(self, offset: jiff::tz::Offset) -> Self {
+        Self { offset, ..self }
+    }
+
+    /// A moment from an instant and an offset.
+    pub fn new(timestamp: jiff::Timestamp, offset: jiff::tz::Offset) -> Self {
+        Self { timestamp, offset }
+    }
+}
+
+/// Why a `now` value could not be read.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct NowError(String);
+
+impl fmt::Display for NowError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl std::error::Error for NowError {}
+
+impl FromStr for Now {
+    type Err = NowError;
+
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        let bad = |why: &str| {
+            NowError(format!(
+                "`{s}` is not an RFC 3339 date-time with an offset ({why}); write e.g. 2026-11-30T09:15:00+01:00"
+            ))
+        };
+        // RFC 3339 requires a `T` (or space) separated date-time and an explicit offset or `Z`.
+        let pieces = jiff::fmt::temporal::Pieces::parse(s).map_err(|e| bad(&e.to_string()))?;
+        if pieces.time().is_none() {
+            return Err(bad("the time is missing"));
+        }
+        let offset = match pieces.offset() {
+            Some(jiff::fmt::temporal::PiecesOffset::Zulu) => jiff::tz::Offset::UTC,
+            Some(jiff::fmt::temporal::PiecesOffset::Numeric(n)) => n.offset(),
+            _ => return Err(bad("the UTC offset is missing")),
+        };
+        if pieces.time_zone_annotation().is_some() {
+            return Err(bad("time zone annotations are not RFC 3339"));
+        }
+        let timestamp: jiff::Timestamp = s.parse().map_err(|e: jiff::Error| bad(&e.to_string()))?;
+        Ok(Self { timestamp, offset })
+    }
+}
+
+impl fmt::Display for Now {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let local = self.local();
+        write!(f, "{}", local.strftime("%Y-%m-%dT%H:%M:%S"))?;
+        let nanos = local.subsec_nanosecond();
+        if nanos != 0 {
+            let digits = format!("{nanos:09}");
+            write!(f, ".{}", digits.trim_end_matches('0'))?;
+        }
+        if self.offset == jiff::tz::Offset::UTC {
+            f.write_str("Z")
+        } else {
+            write!(f, "{}", format_offset(self.offset))
+        }
+    }
+}
+
+/// `+01:00` style.
+pub(crate) fn format_offset(offset: jiff::tz::Offset) -> String {
+    let seconds = offset.seconds();
+    let sign = if seconds < 0 { '-' } else { '+' };
+    let seconds = seconds.unsigned_abs();
+    format!("{sign}{:02}:{:02}", seconds / 3600, (seconds % 3600) / 60)
+}
+
+impl Serialize for Now {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.collect_str(self)
+    }
+}
+
+impl<'de> Deserialize<'de> for Now {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        let s = String::deserialize(deserializer)?;
+        s.parse().map_err(serde::de::Error::custom)
+    }
+}
+
+impl JsonSchema for Now {
+    fn schema_name() -> std::borrow::Cow<'static, str> {
+        "Now".into()
+    }
+
+    fn json_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
+        schemars::json_schema!({
+            "type": "string",
+            "format": "date-time",
+            "description": "RFC 3339 date-time with an explicit UTC offset, e.g. 2026-11-30T09:15:00+01:00"
+        })
+    }
+}
+
+/// The model a send goes to.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ModelDescriptor {
+    /// The provider's model id (`gpt-4o`, `claude-sonnet-4-5`, …).
+    pub id: String,
+    /// The name shown to people and told to the model.
+    pub name: String,
+    /// The provider (`openai`, `anthropic`, `google`, …).
+    pub provider: String,
+    /// Whether the model can call tools.
+    #[serde(default)]
+    pub tool_usage: ToolUsage,
+    /// The context window in tokens, if known.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub context_window: Option<u32>,
+}
+
+impl ModelDescriptor {
+    /// Whether the model can call tools at all.
+    pub fn can_use_tools(&self) -> bool {
+        self.tool_usage == ToolUsage::Native
+    }
+}
+
+/// Whether a model can call tools.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, JsonSchema, Default)]
+#[serde(rename_all = "snake_case")]
+pub enum ToolUsage {
+    /// The model cannot call tools; everything it needs must be in the prompt.
+    None,
+    /// The model calls tools through the provider's native tool-call channel.
+    #[default]
+    Native,
+}
+
+/// The state of one integration.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct Integration {
+    /// The user has connected the account.
+    pub connected: bool,
+    /// The integration is switched on. A connected but switched-off integration offers no tools.
+    pub enabled: bool,
+}
+
+impl Integration {
+    /// `enabled` (connected and on), `disabled` (connected, switched off) or `not_connected`.
+    pub fn status(&self) -> &'static str {
+        match (self.connected, self.enabled) {
+            (true, true) => "enabled",
+            (true, false) => "disabled",
+            (false, _) => "not_connected",
+        }
+    }
+}
+
+/// What the user told the application about themselves.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema, Default)]
+#[serde(deny_unknown_fields)]
+pub struct UserProfile {
+    /// The name the user wants to be called.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub name: Option<String>,
+    /// Where the user is.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub location: Option<UserLocation>,
+    /// Preferred units (`metric`, `imperial`, or a free description).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub units: Option<String>,
+    /// The language the user wants replies in, if they chose one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub language: Option<String>,
+    /// The language of the application's interface, used when `language` is absent.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub app_language: Option<String>,
+}
+
+impl UserProfile {
+    /// The language replies should be in: the user's choice, else the app's language.
+    pub fn reply_language(&self) -> Option<&str> {
+        self.language
+            .as_deref()
+            .filter(|l| !l.trim().is_empty())
+            .or(self.app_language.as_deref())
+    }
+}
+
+/// Where the user is. Coordinates of `0` are real coordinates (the equator, the prime meridian).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema, Default)]
+#[serde(deny_unknown_fields)]
+pub struct UserLocation {
+    /// A place name, e.g. `Quito, Ecuador`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub name: Option<String>,
+    /// Degrees north (negative: south), −90 to 90.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(range(min = -90.0, max = 90.0))]
+    pub latitude: Option<f64>,
+    /// Degrees east (negative: west), −180 to 180.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(range(min = -180.0, max = 180.0))]
+    pub longitude: Option<f64>,
+}
+
+impl UserLocation {
+    /// `"0.0000, -78.4678"` when both coordinates are present, whatever their value.
+    pub fn coordinates(&self) -> Option<String> {
+        match (self.latitude, self.longitude) {
+            (Some(lat), Some(lon)) => Some(format!("{lat:.4}, {lon:.4}")),
+            _ => None,
+        }
+    }
+}
+
+/// The project a thread belongs to.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct Project {
+    /// The project's name.
+    pub name: String,
+    /// Instructions the user wrote for every thread of the project.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub instructions: Option<String>,
+    /// Whether the project has other threads the model could search.
+    #[serde(default)]
+    pub has_sibling_threads: bool,
+}
+
+/// A skill the user enabled.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct Skill {
+    /// The skill's name (also its `/slug` unless `slug` is given).
+    pub name: String,
+    /// The token that invokes it in a message, without the slash. Defaults to the name.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub slug: Option<String>,
+    /// One line saying when the skill applies.
+    pub description: String,
+    /// The full instructions.
+    #[serde(default)]
+    pub instructions: String,
+    /// Free labels a spec can filter on (e.g. `widget`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub tags: Vec<String>,
+    /// Hidden from the model: never listed, never inlined.
+    #[serde(default)]
+    pub disable_model_invocation: bool,
+}
+
+impl Skill {
+    /// The token that invokes the skill, without the slash.
+    pub fn slug(&self) -> &str {
+        self.slug.as_deref().unwrap_or(&self.name)
+    }
+}
+
+/// The `/slug` tokens of a message, in order of first appearance, without duplicates.
+///
+/// A slug token starts at the beginning of the message or after whitespace, is a `/` followed by
+/// ASCII letters, digits, `-` or `_`, and ends at whitespace, punctuation or the end. Paths such as
+/// `/usr/bin` are not tokens because the token must end where the slug characters end.
+pub fn message_slugs(message: &str) -> Vec<&str> {
+    let mut slugs: Vec<&str> = Vec::new();
+    let bytes = message.as_bytes();
+    let mut i = 0;
+    while i < bytes.len() {
+        let at_start = i == 0 || (bytes[i - 1] as char).is_ascii_whitespace();
+        if bytes[i] == b'/' && at_start {
+            let start = i + 1;
+            let mut end = start;
+            while end < bytes.len()
+                && (bytes[end].is_ascii_alphanumeric() || matches!(bytes[end], b'-' | b'_'))
+            {
+                end += 1;
+            }
+            let ends_cleanly =
+                end == bytes.len() || !matches!(bytes[end], b'/' | b'.' | b':' | b'\\') || {
+                    // Sentence punctuation after a slug is fine when followed by whitespace or the end.
+                    bytes[end] == b'.' && bytes.get(end + 1).is_none_or(|b| b.is_ascii_whitespace())
+                };
+            if end > start && ends_cleanly {
+                let slug = &message[start..end];
+                if !slugs.contains(&slug) {
+                    slugs.push(slug);
+                }
+            }
+            i = end.max(i + 1);
+        } else {
+            i += 1;
+        }
+    }
+    slugs
+}
+
+/// One template root: a top-level name templates can read, with its fixed stability and trust.
+#[derive(Debug, Clone, Copy)]
+pub struct Root {
+    /// The name templates use.
+    pub name: &'static str,
+    /// Whether its value may change between the sends of a thread.
+    pub stability: Stability,
+    /// Who controls its value.
+    pub trust: Trust,
+    /// What it holds, for documentation and error hints.
+    pub description: &'static str,
+}
+
+/// Every template root except `variables.<name>` (whose stability and trust the spec declares).
+pub const ROOTS: &[Root] = &[
+    Root {
+        name: "now",
+        stability: Stability::Volatile,
+        trust: Trust::Platform,
+        description: "the moment of the send: rfc3339, date, time, minute, weekday, month, offset, and the same in utc",
+    },
+    Root {
+        name: "model",
+        stability: Stability::Stable,
+        trust: Trust::Platform,
+        description: "id, name, provider, tool_usage, can_use_tools, context_window",
+    },
+    Root {
+        name: "tools",
+        stability: Stability::Stable,
+        trust: Trust::Platform,
+        description: "the resolved toolset, by name (gate with `'search' in tools`)",
+    },
+    Root {
+        name: "integrations",
+        stability: Stability::Stable,
+        trust: Trust::Platform,
+        description: "by name: connected, enabled, status (enabled, disabled, not_connected)",
+    },
+    Root {
+        name: "settings",
+        stability: Stability::Stable,
+        trust: Trust::User,
+        description: "application settings by name",
+    },
+    Root {
+        name: "user",
+        stability: Stability::Stable,
+        trust: Trust::User,
+        description: "name, location (name, latitude, longitude, coordinates), units, language, app_language",
+    },
+    Root {
+        name: "language",
+        stability: Stability::Stable,
+        trust: Trust::User,
+        description: "reply (the user's language, else the app language) and app",
+    },
+    Root {
+        name: "project",
+        stability: Stability::Stable,
+        trust: Trust::User,
+        description: "name, instructions, has_sibling_threads (none outside a project)",
+    },
+    Root {
+        name: "skills",
+        stability: Stability::Stable,
+        trust: Trust::User,
+        description: "enabled skills visible to the model: name, slug, description, instructions, tags",
+    },
+    Root {
+        name: "user_message",
+        stability: Stability::Volatile,
+        trust: Trust::User,
+        description: "text and slugs of this send's message (none when absent)",
+    },
+];
+
+/// Looks a template root up by name.
+pub fn root(name: &str) -> Option<&'static Root> {
+    ROOTS.iter().find(|r| r.name == name)
+}
+
+impl SendContext {
+    /// Parses a send context from JSON bytes, reporting every problem with its location.
+    ///
+    /// # Errors
+    ///
+    /// A [`SpecError`] (the same located diagnostics as specs use) for non-UTF-8 input, syntax
+    /// errors, unknown keys, wrong types, and values such as a `now` without an offset.
+    pub fn from_json(bytes: &[u8], name: &str) -> Result<Self, SpecError> {
+        let (tree, source, spans) = parse_tree(bytes, name, SpecFormat::Json, MAX_SEND_BYTES)?;
+        let locator = Locator {
+            source: &source,
+            spans: &spans,
+        };
+        let mut diagnostics: Vec<SpecDiagnostic> =
+            schema_diagnostics(&tree, &SEND_SCHEMA, SEND_VALIDATOR.as_ref(), &locator);
+        // The schema cannot check the content of `now`; serde can, and names the path.
+        if diagnostics.is_empty() {
+            match serde_path_to_error::deserialize::<_, SendContext>(&tree) {
+                Ok(context) => return Ok(context),
+                Err(error) => {
+                    let pointer = path_to_pointer(error.path());
+                    let message = lowercase_first(&error.inner().to_string());
+                    diagnostics.push(locator.at("bad-value", &pointer, false, message, None));
+                }
+            }
+        }
+        Err(SpecError::new(diagnostics))
+    }
+
+    /// The JSON Schema of the send context.
+    pub fn json_schema() -> serde_json::Value {
+        serde_json::to_value(schemars::schema_for!(SendContext)).unwrap_or_default()
+    }
+}
+
+fn path_to_pointer(path: &serde_path_to_error::Path) -> String {
+    use serde_path_to_error::Segment;
+    let mut pointer = String::new();
+    for segment in path.iter() {
+        match segment {
+            Segment::Seq { index } => {
+                pointer = crate::spec::span_pointer(&pointer, &index.to_string())
+            }
+            Segment::Map { key } => pointer = crate::spec::span_pointer(&pointer, key),
+            Segment::Enum { variant } => pointer = crate::spec::span_pointer(&pointer, variant),
+            Segment::Unknown => {}
+        }
+    }
+    pointer
+}
+
+static SEND_SCHEMA: std::sync::LazyLock<serde_json::Value> =
+    std::sync::LazyLock::new(SendContext::json_schema);
+static SEND_VALIDATOR: std::sync::LazyLock<Option<jsonschema::Validator>> =
+    std::sync::LazyLock::new(|| jsonschema::validator_for(&SEND_SCHEMA).ok());
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn slugs_are_found_only_as_whole_tokens() {
+        assert_eq!(message_slugs("/research the tides"), vec!["research"]);
+        assert_eq!(
+            message_slugs("please /search, then /search again /x."),
+            vec!["search", "x"]
+        );
+        assert!(message_slugs("see /usr/bin and a/b and http://x").is_empty());
+    }
+
+    #[test]
+    fn now_requires_an_offset() {
+        assert!("2026-11-30T09:15:00".parse::<Now>().is_err());
+        assert!("2026-11-30".parse::<Now>().is_err());
+        let now: Now = "2026-11-30T09:15:00+01:00".parse().unwrap();
+        assert_eq!(now.to_string(), "2026-11-30T09:15:00+01:00");
+        assert_eq!(now.utc().strftime("%H:%M").to_string(), "08:15");
+        let z: Now = "2026-11-30T09:15:00Z".parse().unwrap();
+        assert_eq!(z.to_string(), "2026-11-30T09:15:00Z");
+    }
+
+    #[test]
+    fn zero_is_a_coordinate() {
+        let here = UserLocation {
+            name: None,
+            latitude: Some(0.0),
+            longitude: Some(-78.5),
+        };
+        assert_eq!(here.coordinates().as_deref(), Some("0.0000, -78.5000"));
+    }
+}

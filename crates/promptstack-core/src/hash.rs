@@ -1,0 +1,361 @@
+//! Fast, allocation-free content keys for memoisation: any `Serialize` value fed into XXH3-128.
+//!
+//! These keys decide cache reuse inside one process (the stable half, token counts); they are not
+//! published. Published fingerprints use SHA-256 (see [`crate::fingerprint`]). Every value is
+//! written with a type tag and every string and sequence with its length, so distinct values of the
+//! same type give distinct byte streams.
+
+use serde::ser::{self, Serialize};
+use xxhash_rust::xxh3::Xxh3;
+
+/// A 128-bit content key.
+pub(crate) type Key = u128;
+
+/// Builds a key from several serialisable parts.
+pub(crate) struct KeyBuilder {
+    hasher: Xxh3,
+}
+
+impl KeyBuilder {
+    pub fn new(domain: &str) -> Self {
+        let mut hasher = Xxh3::new();
+        hasher.update(domain.as_bytes());
+        hasher.update(&[0]);
+        Self { hasher }
+    }
+
+    /// Adds a value. Serialisation into the hasher cannot fail for plain data; a value whose
+    /// `Serialize` impl reports an error still changes the key (the error's text is mixed in).
+    pub fn add<T: Serialize + ?Sized>(&mut self, value: &T) -> &mut Self {
+        if let Err(error) = value.serialize(HashSerializer {
+            hasher: &mut self.hasher,
+        }) {
+            self.hasher.update(b"\xff");
+            self.hasher.update(error.0.as_bytes());
+        }
+        self
+    }
+
+    pub fn finish(&self) -> Key {
+        self.hasher.digest128()
+    }
+}
+
+#[derive(Debug)]
+pub(crate) struct HashError(String);
+
+impl std::fmt::Display for HashError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl std::error::Error for HashError {}
+
+impl ser::Error for HashError {
+    fn custom<T: std::fmt::Display>(msg: T) -> Self {
+        HashError(msg.to_string())
+    }
+}
+
+struct HashSerializer<'a> {
+    hasher: &'a mut Xxh3,
+}
+
+impl HashSerializer<'_> {
+    fn tag(&mut self, tag: u8) {
+        self.hasher.update(&[tag]);
+    }
+
+    fn bytes(&mut self, bytes: &[u8]) {
+        self.hasher.update(&(bytes.len() as u64).to_le_bytes());
+        self.hasher.update(bytes);
+    }
+
+    fn reborrow(&mut self) -> HashSerializer<'_> {
+        HashSerializer {
+            hasher: self.hasher,
+        }
+    }
+}
+
+macro_rules! number {
+    ($($method:ident: $ty:ty => $tag:expr),* $(,)?) => {
+        $(fn $method(mut self, v: $ty) -> Result<(), HashError> {
+            self.tag($tag);
+            self.hasher.update(&v.to_le_bytes());
+            Ok(())
+        })*
+    };
+}
+
+impl<'a> ser::Serializer for HashSerializer<'a> {
+    type Ok = ();
+    type Error = HashError;
+    type SerializeSeq = Self;
+    type SerializeTuple = Self;
+    type SerializeTupleStruct = Self;
+    type SerializeTupleVariant = Self;
+    type SerializeMap = Self;
+    type SerializeStruct = Self;
+    type SerializeStructVariant = Self;
+
+    number! {
+        serialize_i8: i8 => 1, serialize_i16: i16 => 2, serialize_i32: i32 => 3, serialize_i64: i64 => 4,
+        serialize_i128: i128 => 5, serialize_u8: u8 => 6, serialize_u16: u16 => 7, serialize_u32: u32 => 8,
+        serialize_u64: u64 => 9, serialize_u128: u128 => 10, serialize_f32: f32 => 11, serialize_f64: f64 => 12,
+    }
+
+    fn serialize_bool(mut self, v: bool) -> Result<(), HashError> {
+        self.tag(13);
+        self.hasher.update(&[u8::from(v)]);
+        Ok(())
+    }
+
+    fn serialize_char(mut self, v: char) -> Result<(), HashError> {
+        self.tag(14);
+        self.hasher.update(&u32::from(v).to_le_bytes());
+        Ok(())
+    }
+
+    fn serialize_str(mut self, v: &str) -> Result<(), HashError> {
+        self.tag(15);
+        self.bytes(v.as_bytes());
+        Ok(())
+    }
+
+    fn serialize_bytes(mut self, v: &[u8]) -> Result<(), HashError> {
+        self.tag(16);
+        self.bytes(v);
+        Ok(())
+    }
+
+    fn serialize_none(mut self) -> Result<(), HashError> {
+        self.tag(17);
+        Ok(())
+    }
+
+    fn serialize_some<T: Serialize + ?Sized>(mut self, value: &T) -> Result<(), HashError> {
+        self.tag(18);
+        value.serialize(self)
+    }
+
+    fn serialize_unit(mut self) -> Result<(), HashError> {
+        self.tag(19);
+        Ok(())
+    }
+
+    fn serialize_unit_struct(mut self, _: &'static str) -> Result<(), HashError> {
+        self.tag(19);
+        Ok(())
+    }
+
+    fn serialize_unit_variant(
+        mut self,
+        _: &'static str,
+        index: u32,
+        _: &'static str,
+    ) -> Result<(), HashError> {
+        self.tag(20);
+        self.hasher.update(&index.to_le_bytes());
+        Ok(())
+    }
+
+    fn serialize_newtype_struct<T: Serialize + ?Sized>(
+        self,
+        _: &'static str,
+        value: &T,
+    ) -> Result<(), HashError> {
+        value.serialize(self)
+    }
+
+    fn serialize_newtype_variant<T: Serialize + ?Sized>(
+        mut self,
+        _: &'static str,
+        index: u32,
+        _: &'static str,
+        value: &T,
+    ) -> Result<(), HashError> {
+        self.tag(21);
+        self.hasher.update(&index.to_le_bytes());
+        value.serialize(self)
+    }
+
+    fn serialize_seq(mut self, len: Option<usize>) -> Result<Self, HashError> {
+        self.tag(22);
+        self.hasher
+            .update(&(len.unwrap_or(usize::MAX) as u64).to_le_bytes());
+        Ok(self)
+    }
+
+    fn serialize_tuple(mut self, len: usize) -> Result<Self, HashError> {
+        self.tag(23);
+        self.hasher.update(&(len as u64).to_le_bytes());
+        Ok(self)
+    }
+
+    fn serialize_tuple_struct(self, _: &'static str, len: usize) -> Result<Self, HashError> {
+        self.serialize_tuple(len)
+    }
+
+    fn serialize_tuple_variant(
+        mut self,
+        _: &'static str,
+        index: u32,
+        _: &'static str,
+        len: usize,
+    ) -> Result<Self, HashError> {
+        self.tag(24);
+        self.hasher.update(&index.to_le_bytes());
+        self.hasher.update(&(len as u64).to_le_bytes());
+        Ok(self)
+    }
+
+    fn serialize_map(mut self, len: Option<usize>) -> Result<Self, HashError> {
+        self.tag(25);
+        self.hasher
+            .update(&(len.unwrap_or(usize::MAX) as u64).to_le_bytes());
+        Ok(self)
+    }
+
+    fn serialize_struct(mut self, _: &'static str, len: usize) -> Result<Self, HashError> {
+        self.tag(26);
+        self.hasher.update(&(len as u64).to_le_bytes());
+        Ok(self)
+    }
+
+    fn serialize_struct_variant(
+        mut self,
+        _: &'static str,
+        index: u32,
+        _: &'static str,
+        len: usize,
+    ) -> Result<Self, HashError> {
+        self.tag(27);
+        self.hasher.update(&index.to_le_bytes());
+        self.hasher.update(&(len as u64).to_le_bytes());
+        Ok(self)
+    }
+}
+
+impl ser::SerializeSeq for HashSerializer<'_> {
+    type Ok = ();
+    type Error = HashError;
+    fn serialize_element<T: Serialize + ?Sized>(&mut self, value: &T) -> Result<(), HashError> {
+        value.serialize(self.reborrow())
+    }
+    fn end(mut self) -> Result<(), HashError> {
+        self.tag(28);
+        Ok(())
+    }
+}
+
+impl ser::SerializeTuple for HashSerializer<'_> {
+    type Ok = ();
+    type Error = HashError;
+    fn serialize_element<T: Serialize + ?Sized>(&mut self, value: &T) -> Result<(), HashError> {
+        value.serialize(self.reborrow())
+    }
+    fn end(self) -> Result<(), HashError> {
+        Ok(())
+    }
+}
+
+impl ser::SerializeTupleStruct for HashSerializer<'_> {
+    type Ok = ();
+    type Error = HashError;
+    fn serialize_field<T: Serialize + ?Sized>(&mut self, value: &T) -> Result<(), HashError> {
+        value.serialize(self.reborrow())
+    }
+    fn end(self) -> Result<(), HashError> {
+        Ok(())
+    }
+}
+
+impl ser::SerializeTupleVariant for HashSerializer<'_> {
+    type Ok = ();
+    type Error = HashError;
+    fn serialize_field<T: Serialize + ?Sized>(&mut self, value: &T) -> Result<(), HashError> {
+        value.serialize(self.reborrow())
+    }
+    fn end(self) -> Result<(), HashError> {
+        Ok(())
+    }
+}
+
+impl ser::SerializeMap for HashSerializer<'_> {
+    type Ok = ();
+    type Error = HashError;
+    fn serialize_key<T: Serialize + ?Sized>(&mut self, key: &T) -> Result<(), HashError> {
+        key.serialize(self.reborrow())
+    }
+    fn serialize_value<T: Serialize + ?Sized>(&mut self, value: &T) -> Result<(), HashError> {
+        value.serialize(self.reborrow())
+    }
+    fn end(mut self) -> Result<(), HashError> {
+        self.tag(29);
+        Ok(())
+    }
+}
+
+impl ser::SerializeStruct for HashSerializer<'_> {
+    type Ok = ();
+    type Error = HashError;
+    fn serialize_field<T: Serialize + ?Sized>(
+        &mut self,
+        key: &'static str,
+        value: &T,
+    ) -> Result<(), HashError> {
+        self.bytes(key.as_bytes());
+        value.serialize(self.reborrow())
+    }
+    fn skip_field(&mut self, key: &'static str) -> Result<(), HashError> {
+        // A skipped field (e.g. `None` with `skip_serializing_if`) must still differ from a present one.
+        self.tag(30);
+        self.bytes(key.as_bytes());
+        Ok(())
+    }
+    fn end(self) -> Result<(), HashError> {
+        Ok(())
+    }
+}
+
+impl ser::SerializeStructVariant for HashSerializer<'_> {
+    type Ok = ();
+    type Error = HashError;
+    fn serialize_field<T: Serialize + ?Sized>(
+        &mut self,
+        key: &'static str,
+        value: &T,
+    ) -> Result<(), HashError> {
+        self.bytes(key.as_bytes());
+        value.serialize(self.reborrow())
+    }
+    fn end(self) -> Result<(), HashError> {
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn key<T: Serialize>(v: &T) -> Key {
+        KeyBuilder::new("test").add(v).finish()
+    }
+
+    #[test]
+    fn distinct_values_give_distinct_keys() {
+        assert_ne!(key(&("ab", "c")), key(&("a", "bc")));
+        assert_ne!(key(&vec!["a"]), key(&vec!["a", ""]));
+        assert_ne!(key(&Some(0u8)), key(&None::<u8>));
+        assert_eq!(
+            key(&serde_json::json!({"a": [1, 2]})),
+            key(&serde_json::json!({"a": [1, 2]}))
+        );
+        assert_ne!(
+            key(&serde_json::json!({"a": [1, 2]})),
+            key(&serde_json::json!({"a": [2, 1]}))
+        );
+    }
+}

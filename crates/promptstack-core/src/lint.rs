@@ -1,0 +1,219 @@
+//! Lint: rules a spec can break without being unusable, found once at compile time.
+//!
+//! - `unplaced-note` (error): a target neither places nor omits a note — the note would silently
+//!   vanish from that engine.
+//! - `unplaced-block` (warning): a target-placed block that no target places.
+//! - `tool-mention` (warning): text names a tool that some sends do not offer, without a gate on
+//!   that tool — the prompt would describe a tool the model does not have.
+//! - `gate-on-settings` (warning): a block is gated on a setting or integration that decides a
+//!   tool's availability; gate on the resolved toolset instead, which is the fact.
+//!
+//! Send-dependent findings (empty variables, token limits) are produced by the assembler.
+
+use std::collections::HashSet;
+
+use crate::agent::{CompiledTool, Unit, root_of};
+use crate::diagnostic::Diagnostic;
+use crate::spec::{AgentSpec, BlockKind, Placement};
+use crate::template::TemplateSet;
+
+pub(crate) fn static_checks(
+    spec: &AgentSpec,
+    units: &[Unit],
+    tools: &[CompiledTool],
+    templates: &TemplateSet,
+    out: &mut Vec<Diagnostic>,
+) {
+    unplaced(spec, units, out);
+    tool_mentions(spec, units, tools, out);
+    gates_on_settings(units, tools, templates, out);
+}
+
+fn location(unit: &Unit) -> Option<crate::spec::Location> {
+    match &unit.origin {
+        crate::block::Origin::Spec { location, .. } => location.clone(),
+    }
+}
+
+fn unplaced(spec: &AgentSpec, units: &[Unit], out: &mut Vec<Diagnostic>) {
+    for unit in units {
+        let is_note = unit.kind == BlockKind::Note;
+        if !is_note && unit.placement != Placement::Target {
+            continue;
+        }
+        let mut placed_anywhere = false;
+        for (id, target) in &spec.targets {
+            let placed = target.system.contains(&unit.id) || target.user.contains(&unit.id);
+            placed_anywhere |= placed;
+            if is_note && !placed && !target.omit.contains_key(&unit.id) {
+                out.push(
+                    Diagnostic::error("unplaced-note", format!("target `{id}` does not place note `{}`", unit.id))
+                        .subject(unit.id.clone())
+                        .at(location(unit))
+                        .hint(format!(
+                            "add `{}` to targets.{id}.system or targets.{id}.user, or to targets.{id}.omit with the reason",
+                            unit.id
+                        )),
+                );
+            }
+        }
+        if !is_note && !placed_anywhere {
+            out.push(
+                Diagnostic::warning(
+                    "unplaced-block",
+                    format!("no target places block `{}`", unit.id),
+                )
+                .subject(unit.id.clone())
+                .at(location(unit))
+                .hint("name it in a target's `system` list, or make it a body block"),
+            );
+        }
+    }
+}
+
+/// Whether `text` refers to the tool `name`.
+///
+/// Tool names are often plain words (`search`, `skill`), so a bare word in prose is not a mention.
+/// A mention is the name as an identifier: a name with `_` or `-` on word boundaries, or any name
+/// in backticks, called like a function (`search(`), or followed by the word "tool".
+fn mentions(text: &str, name: &str) -> bool {
+    let is_ident = |c: char| c.is_ascii_alphanumeric() || c == '_';
+    let identifier_like = name.contains(['_', '-']);
+    text.match_indices(name).any(|(i, _)| {
+        let before = text[..i].chars().next_back();
+        let rest = &text[i + name.len()..];
+        let after = rest.chars().next();
+        if before.is_some_and(is_ident) || after.is_some_and(is_ident) {
+            return false;
+        }
+        identifier_like
+            || (before == Some('`') && after == Some('`'))
+            || after == Some('(')
+            || rest.starts_with(" tool")
+    })
+}
+
+/// Whether a gate or template source tests for the tool in the resolved toolset.
+fn tests_tool(source: &str, tool: &str) -> bool {
+    source.contains(&format!("'{tool}' in tools"))
+        || source.contains(&format!("\"{tool}\" in tools"))
+        || source.contains(&format!("tools.{tool}"))
+        || source.contains(&format!("tools['{tool}']"))
+        || source.contains(&format!("tools[\"{tool}\"]"))
+}
+
+fn tool_mentions(
+    spec: &AgentSpec,
+    units: &[Unit],
+    tools: &[CompiledTool],
+    out: &mut Vec<Diagnostic>,
+) {
+    let gated: Vec<&CompiledTool> = tools.iter().filter(|t| t.gate.is_some()).collect();
+    if gated.is_empty() {
+        return;
+    }
+    // The texts of each unit: its own text or template, and its variants'.
+    let mut texts: Vec<(&Unit, Vec<&str>)> = Vec::new();
+    for unit in units {
+        let mut sources = Vec::new();
+        if let Some(block) = spec
+            .blocks
+            .iter()
+            .find(|b| b.id == unit.id && unit.kind != BlockKind::Note)
+        {
+            sources.extend(block.text.as_deref().or(block.template.as_deref()));
+            for variant in &block.variants {
+                sources.extend(variant.text.as_deref().or(variant.template.as_deref()));
+                sources.push(&variant.when);
+            }
+        } else if let Some(note) = spec.notes.iter().find(|n| n.id == unit.id) {
+            sources.extend(note.text.as_deref().or(note.template.as_deref()));
+        }
+        texts.push((unit, sources));
+    }
+    for (unit, sources) in texts {
+        let gate = unit
+            .gate
+            .as_ref()
+            .map(|g| g.expression.as_str())
+            .unwrap_or_default();
+        for tool in &gated {
+            let name = &tool.spec.name;
+            let mentioned = sources.iter().any(|s| mentions(s, name));
+            let guarded = tests_tool(gate, name) || sources.iter().any(|s| tests_tool(s, name));
+            if mentioned && !guarded {
+                let tool_gate = tool
+                    .gate
+                    .as_ref()
+                    .map(|g| g.expression.as_str())
+                    .unwrap_or_default();
+                out.push(
+                    Diagnostic::warning(
+                        "tool-mention",
+                        format!("`{}` names tool `{name}`, which is not offered on every send (gate: {tool_gate})", unit.id),
+                    )
+                    .subject(unit.id.clone())
+                    .at(location(unit))
+                    .hint(format!("gate the text on the resolved toolset, e.g. when = \"'{name}' in tools\"")),
+                );
+            }
+        }
+    }
+}
+
+fn gates_on_settings(
+    units: &[Unit],
+    tools: &[CompiledTool],
+    templates: &TemplateSet,
+    out: &mut Vec<Diagnostic>,
+) {
+    let tool_paths: HashSet<String> = tools
+        .iter()
+        .filter_map(|t| t.gate.as_ref())
+        .flat_map(|g| templates.variables(&g.template))
+        .filter(|p| matches!(root_of(p), "settings" | "integrations"))
+        .collect();
+    if tool_paths.is_empty() {
+        return;
+    }
+    for unit in units {
+        let Some(gate) = &unit.gate else { continue };
+        let mut reads: Vec<String> = templates
+            .variables(&gate.template)
+            .into_iter()
+            .filter(|p| tool_paths.contains(p))
+            .collect();
+        reads.sort();
+        for path in reads {
+            out.push(
+                Diagnostic::warning(
+                    "gate-on-settings",
+                    format!("`{}` is gated on `{path}`, which decides whether tools are offered", unit.id),
+                )
+                .subject(unit.id.clone())
+                .at(location(unit))
+                .hint("gate on the resolved toolset instead (e.g. `'search' in tools`): it is the fact the text depends on"),
+            );
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn mentions_are_identifiers_not_words() {
+        assert!(mentions("call `search` first", "search"));
+        assert!(mentions("use the search tool", "search"));
+        assert!(mentions("search(query)", "search"));
+        assert!(!mentions("the search engine", "search"));
+        assert!(!mentions("research it", "search"));
+        assert!(!mentions("search_project_chats", "search"));
+        assert!(mentions(
+            "try search_project_chats.",
+            "search_project_chats"
+        ));
+        assert!(!mentions("a skill's instructions", "skill"));
+    }
+}

@@ -1,0 +1,713 @@
+//! Loading a spec: bytes → generic tree with spans → schema check → typed [`AgentSpec`].
+//!
+//! Every problem found is reported, not just the first: syntax errors (as many as the parser can
+//! recover from), then every schema violation (unknown keys, wrong types, missing keys, bad enum
+//! values), each with `file:line:column`, the offending key path and a hint.
+
+use std::fmt;
+use std::sync::LazyLock;
+
+use serde::Serialize;
+
+use super::span::{SourceMap, SpanIndex, index_json, push_pointer, toml_to_json};
+use super::{AgentSpec, SPEC_VERSION};
+
+/// The largest spec accepted, in bytes. Specs are hand-written; anything larger is a mistake.
+pub const MAX_SPEC_BYTES: usize = 4 * 1024 * 1024;
+
+/// The deepest nesting of arrays and tables accepted in a spec or send context.
+pub const MAX_NESTING: usize = 64;
+
+/// The two syntaxes a spec may be written in.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum SpecFormat {
+    /// TOML (the usual choice).
+    Toml,
+    /// JSON, with exactly the same schema.
+    Json,
+}
+
+impl SpecFormat {
+    /// Guesses the format from a file name: `.json` is JSON, anything else TOML.
+    pub fn from_name(name: &str) -> Self {
+        if name.to_ascii_lowercase().ends_with(".json") {
+            SpecFormat::Json
+        } else {
+            SpecFormat::Toml
+        }
+    }
+}
+
+/// One problem in a spec, with where it is and what to do about it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct SpecDiagnostic {
+    /// A short, stable, kebab-case code (`unknown-key`, `wrong-type`, `unknown-variable`, …).
+    pub code: &'static str,
+    /// What is wrong, in lowercase.
+    pub message: String,
+    /// The key path of the offending value, like `blocks[2].template` (empty for the whole file).
+    pub path: String,
+    /// Where it is in the source, when known.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub location: Option<super::Location>,
+    /// How to fix it, when there is something useful to say.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub hint: Option<String>,
+    /// The source line, for display.
+    #[serde(skip)]
+    pub(crate) snippet: Option<Snippet>,
+}
+
+/// A source line with the span to underline.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Snippet {
+    line_text: String,
+    /// Character columns (one-based, inclusive start, exclusive end) to underline.
+    columns: (usize, usize),
+}
+
+/// A spec that could not be loaded: every problem found, in source order.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct SpecError {
+    /// The problems, sorted by location.
+    pub diagnostics: Vec<SpecDiagnostic>,
+}
+
+impl SpecError {
+    pub(crate) fn new(mut diagnostics: Vec<SpecDiagnostic>) -> Self {
+        diagnostics.sort_by(|a, b| {
+            let key = |d: &SpecDiagnostic| d.location.as_ref().map(|l| (l.line, l.column));
+            key(a).cmp(&key(b)).then_with(|| a.path.cmp(&b.path))
+        });
+        diagnostics.dedup();
+        Self { diagnostics }
+    }
+}
+
+impl fmt::Display for SpecError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        for (i, d) in self.diagnostics.iter().enumerate() {
+            if i > 0 {
+                writeln!(f)?;
+            }
+            write!(f, "{d}")?;
+        }
+        let n = self.diagnostics.len();
+        write!(f, "\n{n} error{} in spec", if n == 1 { "" } else { "s" })
+    }
+}
+
+impl std::error::Error for SpecError {}
+
+impl fmt::Display for SpecDiagnostic {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        writeln!(f, "error[{}]: {}", self.code, self.message)?;
+        if let Some(location) = &self.location {
+            writeln!(f, "  --> {location}")?;
+        }
+        if let (Some(snippet), Some(location)) = (&self.snippet, &self.location) {
+            let number = location.line.to_string();
+            let pad = " ".repeat(number.len());
+            let (from, to) = snippet.columns;
+            writeln!(f, "{pad} |")?;
+            writeln!(f, "{number} | {}", snippet.line_text)?;
+            writeln!(
+                f,
+                "{pad} | {}{}",
+                " ".repeat(from - 1),
+                "^".repeat((to - from).max(1))
+            )?;
+        }
+        if !self.path.is_empty() {
+            writeln!(f, "   = key: {}", self.path)?;
+        }
+        if let Some(hint) = &self.hint {
+            writeln!(f, "   = hint: {hint}")?;
+        }
+        Ok(())
+    }
+}
+
+/// Builds located diagnostics for one source.
+pub(crate) struct Locator<'a> {
+    pub(crate) source: &'a SourceMap,
+    pub(crate) spans: &'a SpanIndex,
+}
+
+impl Locator<'_> {
+    /// A diagnostic about the value at `pointer` (its key, when `on_key`), with an optional hint.
+    pub(crate) fn at(
+        &self,
+        code: &'static str,
+        pointer: &str,
+        on_key: bool,
+        message: String,
+        hint: Option<String>,
+    ) -> SpecDiagnostic {
+        let span = self.spans.find(pointer).map(|s| match (&s.key, on_key) {
+            (Some(key), true) => key.clone(),
+            _ => s.value.clone(),
+        });
+        let mut diagnostic = self.at_span(code, span, message, hint);
+        diagnostic.path = display_path(pointer);
+        diagnostic
+    }
+
+    /// A diagnostic at a byte span (or at the start of the file).
+    pub(crate) fn at_span(
+        &self,
+        code: &'static str,
+        span: Option<std::ops::Range<usize>>,
+        message: String,
+        hint: Option<String>,
+    ) -> SpecDiagnostic {
+        let span = span.unwrap_or(0..0);
+        let location = self.source.location(span.start);
+        let line_text = self.source.line_text(location.line).to_owned();
+        // Underline to the end of the span, or to the end of the line when the span continues.
+        let line_chars = line_text.chars().count();
+        let end_location = self.source.location(span.end);
+        let to = if end_location.line == location.line {
+            end_location.column.max(location.column + 1)
+        } else {
+            line_chars + 1
+        }
+        .min(line_chars + 1)
+        .max(location.column + 1);
+        let snippet = Some(Snippet {
+            line_text,
+            columns: (location.column, to),
+        });
+        SpecDiagnostic {
+            code,
+            message,
+            path: String::new(),
+            location: Some(location),
+            hint,
+            snippet,
+        }
+    }
+}
+
+/// Turns a JSON pointer into the key path users read: `/blocks/2/when` → `blocks[2].when`.
+pub(crate) fn display_path(pointer: &str) -> String {
+    let mut out = String::new();
+    for token in pointer.split('/').skip(1) {
+        let token = token.replace("~1", "/").replace("~0", "~");
+        if !token.is_empty() && token.bytes().all(|b| b.is_ascii_digit()) {
+            out.push('[');
+            out.push_str(&token);
+            out.push(']');
+        } else {
+            if !out.is_empty() {
+                out.push('.');
+            }
+            out.push_str(&token);
+        }
+    }
+    out
+}
+
+/// A spec parsed and checked against the schema, with its source kept for locating later errors.
+#[derive(Debug, Clone)]
+pub struct ParsedSpec {
+    /// The typed spec.
+    pub spec: AgentSpec,
+    /// The source text and its name.
+    pub source: SourceMap,
+    /// Byte spans of every value.
+    pub spans: SpanIndex,
+}
+
+/// Parses raw bytes as a generic tree with spans, enforcing size, encoding and nesting limits.
+///
+/// Shared by specs and send contexts.
+///
+/// # Errors
+///
+/// Non-UTF-8 bytes, inputs over `max_bytes`, syntax errors and nesting deeper than
+/// [`MAX_NESTING`], each with a location.
+pub(crate) fn parse_tree(
+    bytes: &[u8],
+    name: &str,
+    format: SpecFormat,
+    max_bytes: usize,
+) -> Result<(serde_json::Value, SourceMap, SpanIndex), SpecError> {
+    if bytes.len() > max_bytes {
+        let source = SourceMap::new(name, "");
+        let locator = Locator {
+            source: &source,
+            spans: &SpanIndex::default(),
+        };
+        return Err(SpecError::new(vec![locator.at_span(
+            "too-large",
+            None,
+            format!(
+                "input is {} bytes; the limit is {max_bytes} bytes",
+                bytes.len()
+            ),
+            Some("split the input, or check that the right file was given".into()),
+        )]));
+    }
+    let text = match std::str::from_utf8(bytes) {
+        Ok(text) => text,
+        Err(error) => {
+            let valid = error.valid_up_to();
+            // Locate against the valid prefix so the position is exact.
+            let source =
+                SourceMap::new(name, String::from_utf8_lossy(&bytes[..valid]).into_owned());
+            let locator = Locator {
+                source: &source,
+                spans: &SpanIndex::default(),
+            };
+            return Err(SpecError::new(vec![locator.at_span(
+                "not-utf8",
+                Some(valid..valid),
+                format!(
+                    "input is not valid UTF-8 (invalid byte 0x{:02x} at offset {valid})",
+                    bytes[valid]
+                ),
+                Some("save the file as UTF-8".into()),
+            )]));
+        }
+    };
+    let source = SourceMap::new(name, text);
+    if let Some(offset) = nesting_exceeded(text, format) {
+        let locator = Locator {
+            source: &source,
+            spans: &SpanIndex::default(),
+        };
+        return Err(SpecError::new(vec![locator.at_span(
+            "too-deep",
+            Some(offset..offset + 1),
+            format!("arrays and tables are nested more than {MAX_NESTING} levels deep"),
+            None,
+        )]));
+    }
+    let mut spans = SpanIndex::default();
+    let tree = match format {
+        SpecFormat::Toml => {
+            let (document, errors) = toml::de::DeTable::parse_recoverable(text);
+            if !errors.is_empty() {
+                let locator = Locator {
+                    source: &source,
+                    spans: &spans,
+                };
+                let diagnostics = errors
+                    .iter()
+                    .map(|e| {
+                        let message = e.message().trim().trim_end_matches('.').to_owned();
+                        locator.at_span("toml-syntax", e.span(), lowercase_first(&message), None)
+                    })
+                    .collect();
+                return Err(SpecError::new(diagnostics));
+            }
+            let span = document.span();
+            let value = toml::Spanned::new(span, toml::de::DeValue::Table(document.into_inner()));
+            toml_to_json(&value, "", None, &mut spans)
+        }
+        SpecFormat::Json => match serde_json::from_str::<serde_json::Value>(text) {
+            Ok(value) => {
+                spans = index_json(text);
+                value
+            }
+            Err(error) => {
+                let locator = Locator {
+                    source: &source,
+                    spans: &spans,
+                };
+                let offset = offset_of(&source, error.line(), error.column());
+                let message = error.to_string();
+                let message = message
+                    .split(" at line ")
+                    .next()
+                    .unwrap_or(&message)
+                    .to_owned();
+                return Err(SpecError::new(vec![locator.at_span(
+                    "json-syntax",
+                    Some(offset..offset + 1),
+                    lowercase_first(&message),
+                    None,
+                )]));
+            }
+        },
+    };
+    Ok((tree, source, spans))
+}
+
+/// Finds the first place where brackets nest deeper than [`MAX_NESTING`], ignoring strings and
+/// comments. Runs before the real parser so that no parser recurses without bound.
+fn nesting_exceeded(text: &str, format: SpecFormat) -> Option<usize> {
+    let bytes = text.as_bytes();
+    let mut depth = 0usize;
+    let mut i = 0;
+    while i < bytes.len() {
+        match bytes[i] {
+            b'"' | b'\'' if bytes[i] == b'"' || format == SpecFormat::Toml => {
+                let quote = bytes[i];
+                let triple = format == SpecFormat::Toml && bytes[i..].starts_with(&[quote; 3]);
+                i += if triple { 3 } else { 1 };
+                while i < bytes.len() {
+                    if bytes[i] == b'\\' && quote == b'"' {
+                        i += 2;
+                        continue;
+                    }
+                    if triple {
+                        if bytes[i..].starts_with(&[quote; 3]) {
+                            i += 3;
+                            // TOML allows up to two extra quotes right after the closing delimiter.
+                            while i < bytes.len() && bytes[i] == quote {
+                                i += 1;
+                            }
+                            break;
+                        }
+                    } else if bytes[i] == quote || (bytes[i] == b'\n' && format == SpecFormat::Toml)
+                    {
+                        i += 1;
+                        break;
+                    }
+                    i += 1;
+                }
+                continue;
+            }
+            b'#' if format == SpecFormat::Toml => {
+                while i < bytes.len() && bytes[i] != b'\n' {
+                    i += 1;
+                }
+            }
+            b'[' | b'{' => {
+                depth += 1;
+                if depth > MAX_NESTING {
+                    return Some(i);
+                }
+            }
+            b']' | b'}' => depth = depth.saturating_sub(1),
+            b'\n' if format == SpecFormat::Toml => {
+                // A TOML table header `[a]` or `[[a]]` closes on its own line; inline arrays and
+                // tables may span lines, so depth carries over.
+            }
+            _ => {}
+        }
+        i += 1;
+    }
+    None
+}
+
+fn offset_of(source: &SourceMap, line: usize, column: usize) -> usize {
+    let text = source.text();
+    let mut offset = 0;
+    for (n, l) in text.split_inclusive('\n').enumerate() {
+        if n + 1 == line {
+            return offset
+                + l.char_indices()
+                    .nth(column.saturating_sub(1))
+                    .map_or(l.len(), |(i, _)| i);
+        }
+        offset += l.len();
+    }
+    text.len()
+}
+
+pub(crate) fn lowercase_first(message: &str) -> String {
+    let mut chars = message.chars();
+    match chars.next() {
+        Some(first) if !chars.as_str().starts_with(|c: char| c.is_uppercase()) => {
+            first.to_lowercase().chain(chars).collect()
+        }
+        _ => message.to_owned(),
+    }
+}
+
+static SPEC_SCHEMA: LazyLock<serde_json::Value> = LazyLock::new(AgentSpec::json_schema);
+
+static SPEC_VALIDATOR: LazyLock<Option<jsonschema::Validator>> =
+    LazyLock::new(|| jsonschema::validator_for(&SPEC_SCHEMA).ok());
+
+/// Parses and schema-checks a spec.
+///
+/// # Errors
+///
+/// A [`SpecError`] listing every syntax or schema problem with its location.
+pub fn parse(bytes: &[u8], name: &str, format: SpecFormat) -> Result<ParsedSpec, SpecError> {
+    let (tree, source, spans) = parse_tree(bytes, name, format, MAX_SPEC_BYTES)?;
+    let locator = Locator {
+        source: &source,
+        spans: &spans,
+    };
+    let mut diagnostics = Vec::new();
+    if let Some(version) = tree.get("spec_version")
+        && version.as_u64() != Some(u64::from(SPEC_VERSION))
+    {
+        diagnostics.push(locator.at(
+            "unsupported-version",
+            "/spec_version",
+            false,
+            format!("spec_version {version} is not supported"),
+            Some(format!(
+                "this build understands spec_version = {SPEC_VERSION}"
+            )),
+        ));
+    }
+    diagnostics.extend(schema_diagnostics(
+        &tree,
+        &SPEC_SCHEMA,
+        SPEC_VALIDATOR.as_ref(),
+        &locator,
+    ));
+    if !diagnostics.is_empty() {
+        return Err(SpecError::new(diagnostics));
+    }
+    match serde_json::from_value::<AgentSpec>(tree) {
+        Ok(spec) => Ok(ParsedSpec {
+            spec,
+            source,
+            spans,
+        }),
+        Err(error) => Err(SpecError::new(vec![locator.at_span(
+            "invalid-spec",
+            None,
+            lowercase_first(&error.to_string()),
+            None,
+        )])),
+    }
+}
+
+/// Checks a tree against a JSON Schema and turns every violation into a located diagnostic.
+pub(crate) fn schema_diagnostics(
+    tree: &serde_json::Value,
+    schema: &serde_json::Value,
+    validator: Option<&jsonschema::Validator>,
+    locator: &Locator<'_>,
+) -> Vec<SpecDiagnostic> {
+    use jsonschema::error::ValidationErrorKind as Kind;
+    let Some(validator) = validator else {
+        return vec![locator.at_span(
+            "internal",
+            None,
+            "the built-in schema failed to compile".into(),
+            None,
+        )];
+    };
+    let mut out = Vec::new();
+    for error in validator.iter_errors(tree) {
+        let pointer = error.instance_path().to_string();
+        let schema_pointer = error.schema_path().to_string();
+        let here = display_path(&pointer);
+        let place = if here.is_empty() {
+            "at the top level".to_owned()
+        } else {
+            format!("in `{here}`")
+        };
+        match error.kind() {
+            Kind::AdditionalProperties { unexpected } => {
+                let allowed = allowed_keys(schema, &schema_pointer);
+                for key in unexpected {
+                    let child = push_pointer(&pointer, key);
+                    let hint = suggest(key, &allowed);
+                    out.push(locator.at(
+                        "unknown-key",
+                        &child,
+                        true,
+                        format!("unknown key `{key}` {place}"),
+                        hint,
+                    ));
+                }
+            }
+            Kind::Required { property } => {
+                let key = property.as_str().unwrap_or_default();
+                out.push(locator.at(
+                    "missing-key",
+                    &pointer,
+                    true,
+                    format!("missing required key `{key}` {place}"),
+                    None,
+                ));
+            }
+            Kind::Type { kind } => {
+                let expected = match kind {
+                    jsonschema::error::TypeKind::Single(t) => t.to_string(),
+                    jsonschema::error::TypeKind::Multiple(ts) => ts
+                        .iter()
+                        .map(|t| t.to_string())
+                        .collect::<Vec<_>>()
+                        .join(" or "),
+                };
+                let found = json_type_name(error.instance());
+                out.push(locator.at(
+                    "wrong-type",
+                    &pointer,
+                    false,
+                    format!("`{here}` must be {}, found {found}", article(&expected)),
+                    None,
+                ));
+            }
+            Kind::Enum { options } => {
+                let options = options
+                    .as_array()
+                    .map(|o| {
+                        o.iter()
+                            .map(|v| v.to_string())
+                            .collect::<Vec<_>>()
+                            .join(", ")
+                    })
+                    .unwrap_or_default();
+                let found = error.instance().to_string();
+                let hint = error
+                    .instance()
+                    .as_str()
+                    .and_then(|s| suggest(s, &options_list(&options)))
+                    .or_else(|| Some(format!("expected one of {options}")));
+                out.push(locator.at(
+                    "bad-value",
+                    &pointer,
+                    false,
+                    format!("`{here}` has the value {found}, which is not allowed"),
+                    hint,
+                ));
+            }
+            Kind::Constant { expected_value } => out.push(locator.at(
+                "bad-value",
+                &pointer,
+                false,
+                format!("`{here}` must be {expected_value}"),
+                None,
+            )),
+            Kind::OneOfNotValid { .. } | Kind::OneOfMultipleValid { .. } | Kind::AnyOf { .. } => {
+                // Enum-like unions (schemars renders documented enum variants as `oneOf` of
+                // constants): list the allowed constants when there are any.
+                let consts = one_of_constants(schema, &schema_pointer);
+                let hint = if consts.is_empty() {
+                    None
+                } else {
+                    error
+                        .instance()
+                        .as_str()
+                        .and_then(|s| suggest(s, &consts))
+                        .or_else(|| Some(format!("expected one of {}", quoted(&consts))))
+                };
+                out.push(locator.at(
+                    "bad-value",
+                    &pointer,
+                    false,
+                    format!(
+                        "`{here}` has the value {}, which is not allowed",
+                        error.instance()
+                    ),
+                    hint,
+                ));
+            }
+            _ => out.push(locator.at(
+                "schema",
+                &pointer,
+                false,
+                format!("{place}: {}", lowercase_first(&error.to_string())),
+                None,
+            )),
+        }
+    }
+    out
+}
+
+fn quoted(items: &[String]) -> String {
+    items
+        .iter()
+        .map(|s| format!("\"{s}\""))
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+fn options_list(options: &str) -> Vec<String> {
+    options
+        .split(", ")
+        .map(|s| s.trim_matches('"').to_owned())
+        .collect()
+}
+
+fn article(expected: &str) -> String {
+    match expected {
+        "object" => "a table".into(),
+        "array" => "an array".into(),
+        "integer" => "an integer".into(),
+        other => format!("a {other}"),
+    }
+}
+
+fn json_type_name(value: &serde_json::Value) -> &'static str {
+    match value {
+        serde_json::Value::Null => "null",
+        serde_json::Value::Bool(_) => "a boolean",
+        serde_json::Value::Number(n) if n.is_i64() || n.is_u64() => "an integer",
+        serde_json::Value::Number(_) => "a number",
+        serde_json::Value::String(_) => "a string",
+        serde_json::Value::Array(_) => "an array",
+        serde_json::Value::Object(_) => "a table",
+    }
+}
+
+/// The schema node a schema path points at, following `$ref`s into `$defs`.
+fn schema_node<'a>(schema: &'a serde_json::Value, pointer: &str) -> Option<&'a serde_json::Value> {
+    let mut node = schema;
+    for token in pointer.split('/').skip(1) {
+        let token = token.replace("~1", "/").replace("~0", "~");
+        node = match token.as_str() {
+            "$ref" => {
+                let target = node.get("$ref")?.as_str()?.trim_start_matches('#');
+                schema.pointer(target)?
+            }
+            _ => match node {
+                serde_json::Value::Object(map) => map.get(&token)?,
+                serde_json::Value::Array(items) => items.get(token.parse::<usize>().ok()?)?,
+                _ => return None,
+            },
+        };
+    }
+    Some(node)
+}
+
+fn allowed_keys(schema: &serde_json::Value, schema_pointer: &str) -> Vec<String> {
+    let parent = schema_pointer
+        .strip_suffix("/additionalProperties")
+        .unwrap_or(schema_pointer);
+    schema_node(schema, parent)
+        .and_then(|node| node.get("properties"))
+        .and_then(|p| p.as_object())
+        .map(|p| p.keys().cloned().collect())
+        .unwrap_or_default()
+}
+
+fn one_of_constants(schema: &serde_json::Value, schema_pointer: &str) -> Vec<String> {
+    let Some(node) = schema_node(schema, schema_pointer) else {
+        return Vec::new();
+    };
+    let Some(variants) = node.as_array() else {
+        return Vec::new();
+    };
+    variants
+        .iter()
+        .filter_map(|v| v.get("const").and_then(|c| c.as_str()).map(str::to_owned))
+        .collect()
+}
+
+/// Suggests the closest allowed word, if one is close enough to be a likely typo.
+pub(crate) fn suggest(word: &str, allowed: &[String]) -> Option<String> {
+    let best = allowed
+        .iter()
+        .map(|candidate| (strsim::damerau_levenshtein(word, candidate), candidate))
+        .min_by_key(|(distance, _)| *distance)?;
+    let limit = (word.chars().count() / 3).max(1);
+    if best.0 <= limit {
+        Some(format!("did you mean `{}`?", best.1))
+    } else if allowed.len() <= 12 {
+        Some(format!(
+            "expected one of {}",
+            allowed
+                .iter()
+                .map(|a| format!("`{a}`"))
+                .collect::<Vec<_>>()
+                .join(", ")
+        ))
+    } else {
+        None
+    }
+}

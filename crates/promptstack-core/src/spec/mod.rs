@@ -1,0 +1,367 @@
+//! The agent spec: the file an engineer writes once per agent (TOML, or JSON with the same schema).
+//!
+//! These types are the versioned format (`spec_version = 1`). They derive [`schemars::JsonSchema`], and
+//! that generated schema is also what [`load`] validates against, so the schema shipped to editors
+//! and the loader can never disagree. Loading reports every problem at once with a location; see
+//! [`load::SpecError`].
+
+pub mod load;
+pub(crate) mod span;
+
+use std::collections::BTreeMap;
+
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+
+pub use load::{SpecDiagnostic, SpecError, SpecFormat};
+pub(crate) use span::push_pointer as span_pointer;
+pub use span::{Location, SourceMap};
+
+/// The only spec format version this build understands.
+pub const SPEC_VERSION: u32 = 1;
+
+/// An agent spec: blocks, per-send notes, targets, tools and variables.
+#[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+#[schemars(title = "promptstack agent spec", extend("$id" = "https://promptstack.dev/schema/agent-spec-v1.json"))]
+pub struct AgentSpec {
+    /// Format version; must be `1`.
+    pub spec_version: u32,
+    /// The agent's name, for reports.
+    pub name: String,
+    /// What the agent is for.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub description: Option<String>,
+    /// How rendered blocks are trimmed and joined.
+    #[serde(default)]
+    pub render: RenderOptions,
+    /// Variables the templates may read under `variables.<name>`, with their stability and trust.
+    #[serde(default)]
+    pub variables: BTreeMap<String, VariableSpec>,
+    /// The tools the agent may offer the model, each behind an optional gate.
+    #[serde(default)]
+    pub tools: Vec<ToolSpec>,
+    /// The prompt's blocks, in order. Stable blocks must come before volatile ones.
+    pub blocks: Vec<BlockSpec>,
+    /// Per-send notes, in order. Every target must place or explicitly omit every note.
+    #[serde(default)]
+    pub notes: Vec<NoteSpec>,
+    /// The texts this agent composes for its engines, by id.
+    pub targets: BTreeMap<String, TargetSpec>,
+}
+
+/// How rendered blocks are trimmed and joined.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields, default)]
+pub struct RenderOptions {
+    /// Text placed between two included blocks. Default: a blank line (`"\n\n"`).
+    pub separator: String,
+    /// Strip leading and trailing whitespace (space, tab, CR, LF) from every rendered block, so that
+    /// TOML multi-line strings and template tags do not leave stray blank lines. Default: true.
+    pub trim: bool,
+    /// Jinja `trim_blocks`: remove the first newline after a block tag. Default: true.
+    pub trim_blocks: bool,
+    /// Jinja `lstrip_blocks`: strip whitespace before a block tag at the start of a line. Default: true.
+    pub lstrip_blocks: bool,
+}
+
+impl Default for RenderOptions {
+    fn default() -> Self {
+        Self {
+            separator: "\n\n".into(),
+            trim: true,
+            trim_blocks: true,
+            lstrip_blocks: true,
+        }
+    }
+}
+
+/// Who controls a block's text. Ordered from most to least trusted.
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize, JsonSchema,
+)]
+#[serde(rename_all = "snake_case")]
+pub enum Trust {
+    /// Written by the platform running the agent.
+    Platform,
+    /// Written by the agent's author (this spec).
+    Author,
+    /// Written by a tenant administrator.
+    Tenant,
+    /// Written or influenced by the end user.
+    User,
+    /// From outside: web pages, files, third-party servers.
+    Untrusted,
+}
+
+impl Trust {
+    /// Whether text of this trust is controlled by someone other than the platform or the author.
+    pub fn is_user_controlled(self) -> bool {
+        self >= Trust::Tenant
+    }
+
+    /// The lowercase name used in specs and reports.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Trust::Platform => "platform",
+            Trust::Author => "author",
+            Trust::Tenant => "tenant",
+            Trust::User => "user",
+            Trust::Untrusted => "untrusted",
+        }
+    }
+}
+
+/// Whether a block may change from one send to the next in the same thread.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum Stability {
+    /// Byte-identical across the sends of a thread: part of the cacheable prefix.
+    Stable,
+    /// May change on every send (the clock, per-send notes).
+    Volatile,
+}
+
+impl Stability {
+    /// The lowercase name used in specs and reports.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Stability::Stable => "stable",
+            Stability::Volatile => "volatile",
+        }
+    }
+}
+
+/// What a block is, for reports and tooling. It does not change how the block renders.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, JsonSchema, Default)]
+#[serde(rename_all = "snake_case")]
+pub enum BlockKind {
+    /// A titled part of the prompt body.
+    #[default]
+    Section,
+    /// A conditional piece of text inside the body.
+    Fragment,
+    /// Guidance for a capability the agent has.
+    Guidance,
+    /// Text the platform injects into every prompt.
+    Injection,
+    /// A per-send note.
+    Note,
+    /// The listing of skills the model can load.
+    SkillIndex,
+    /// A description of the environment the model runs in.
+    Environment,
+    /// The identity of the client application.
+    Identity,
+    /// Untrusted content inside a fence.
+    Fenced,
+}
+
+impl BlockKind {
+    /// The snake_case name used in specs and reports.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            BlockKind::Section => "section",
+            BlockKind::Fragment => "fragment",
+            BlockKind::Guidance => "guidance",
+            BlockKind::Injection => "injection",
+            BlockKind::Note => "note",
+            BlockKind::SkillIndex => "skill_index",
+            BlockKind::Environment => "environment",
+            BlockKind::Identity => "identity",
+            BlockKind::Fenced => "fenced",
+        }
+    }
+}
+
+/// Where a block goes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, JsonSchema, Default)]
+#[serde(rename_all = "snake_case")]
+pub enum Placement {
+    /// In the shared prompt body (the stable and volatile halves every target can use).
+    #[default]
+    Body,
+    /// Only where a target names it in its `system` list (e.g. a client identity for one engine).
+    Target,
+}
+
+/// A variable the templates may read as `variables.<name>`.
+#[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct VariableSpec {
+    /// Whether the value may change between sends of a thread. Stable blocks may read only stable
+    /// variables.
+    pub stability: Stability,
+    /// Who controls the value. A block that renders it must declare at least this trust.
+    pub trust: Trust,
+    /// The value used when the send context does not supply one. Without a default, a template that
+    /// reads a missing variable is an error.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub default: Option<serde_json::Value>,
+    /// What the variable means.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub description: Option<String>,
+}
+
+/// A tool the agent may offer the model.
+#[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ToolSpec {
+    /// The name the model calls; must match `^[a-zA-Z0-9_-]{1,64}$`.
+    pub name: String,
+    /// What the tool does, when to use it, and what to do after a failure.
+    pub description: String,
+    /// The JSON Schema of the tool's arguments (an object schema).
+    #[serde(default = "empty_object_schema")]
+    #[schemars(with = "serde_json::Map<String, serde_json::Value>")]
+    pub parameters: serde_json::Value,
+    /// The loading phrase shown in the UI while the call runs, with `{param}` placeholders.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub verb: Option<String>,
+    /// Whether identical calls within one turn may share one execution. Only for read-only,
+    /// deterministic tools.
+    #[serde(default)]
+    pub cacheable: bool,
+    /// The budget class the tool draws from (e.g. `web`), if any.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub budget: Option<String>,
+    /// Who controls the tool's results. Untrusted results are fenced before the model reads them.
+    #[serde(default = "default_results_trust")]
+    pub results: ResultTrust,
+    /// A gate expression over the send context (not over other tools); absent means always offered.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub when: Option<String>,
+}
+
+fn empty_object_schema() -> serde_json::Value {
+    serde_json::json!({"type": "object", "properties": {}})
+}
+
+fn default_results_trust() -> ResultTrust {
+    ResultTrust::Trusted
+}
+
+/// Who controls a tool's results.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum ResultTrust {
+    /// Results come from the application itself.
+    Trusted,
+    /// Results carry outside content (pages, files, third-party data) and are fenced.
+    Untrusted,
+}
+
+/// One block of the prompt.
+#[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct BlockSpec {
+    /// A stable identifier, unique among blocks and notes.
+    pub id: String,
+    /// What the block is, for reports.
+    #[serde(default)]
+    pub kind: BlockKind,
+    /// Who controls the block's text.
+    pub trust: Trust,
+    /// Whether the text may change between sends of a thread.
+    pub stability: Stability,
+    /// Where the block goes: the shared body (default) or only the targets that name it.
+    #[serde(default)]
+    pub placement: Placement,
+    /// Literal text, used as is. Exactly one of `text` and `template` is required.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub text: Option<String>,
+    /// A Jinja template rendered against the send context.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub template: Option<String>,
+    /// A gate expression; the block is included only when it is true.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub when: Option<String>,
+    /// A lint limit on the block's rendered size in tokens.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_tokens: Option<u32>,
+    /// Alternative texts for particular models or situations; the first whose gate is true
+    /// replaces the block's own text.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub variants: Vec<VariantSpec>,
+}
+
+/// An alternative text for a block, chosen by a gate (e.g. a model profile).
+#[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct VariantSpec {
+    /// A name for the variant, unique within its block, shown in reports.
+    pub id: String,
+    /// The gate that selects this variant.
+    pub when: String,
+    /// Literal text. Exactly one of `text` and `template` is required.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub text: Option<String>,
+    /// A Jinja template.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub template: Option<String>,
+}
+
+/// A per-send note: text that changes every send and that each target places explicitly.
+#[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct NoteSpec {
+    /// A stable identifier, unique among blocks and notes.
+    pub id: String,
+    /// Who controls the note's text. User-controlled notes may not end a system text.
+    pub trust: Trust,
+    /// Literal text. Exactly one of `text` and `template` is required.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub text: Option<String>,
+    /// A Jinja template.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub template: Option<String>,
+    /// A gate expression; the note is included only when it is true.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub when: Option<String>,
+    /// A lint limit on the note's rendered size in tokens.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_tokens: Option<u32>,
+}
+
+/// One composed text for one engine: a system string and, optionally, notes for the last user message.
+#[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct TargetSpec {
+    /// What the target is for.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub description: Option<String>,
+    /// The system text, in order: `@stable` (the stable body blocks), `@volatile` (the volatile body
+    /// blocks), `@body` (both), block ids with `placement = "target"`, and note ids.
+    pub system: Vec<String>,
+    /// Notes placed in the last user message, in order (for user-authored per-send text).
+    #[serde(default)]
+    pub user: Vec<String>,
+    /// Where the `user` notes go relative to the user's own text. Default: before it, so the
+    /// user's request stays last.
+    #[serde(default)]
+    pub user_position: UserPosition,
+    /// Notes this target deliberately does not place, each with the reason.
+    #[serde(default)]
+    pub omit: BTreeMap<String, String>,
+    /// Overrides the spec-wide separator between the parts of this target.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub separator: Option<String>,
+}
+
+/// Where a target's user-slot notes go relative to the user's own message text.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema, Default)]
+#[serde(rename_all = "snake_case")]
+pub enum UserPosition {
+    /// Before the user's text.
+    #[default]
+    Before,
+    /// After the user's text.
+    After,
+}
+
+impl AgentSpec {
+    /// The JSON Schema of the spec format, generated from these types.
+    pub fn json_schema() -> serde_json::Value {
+        serde_json::to_value(schemars::schema_for!(AgentSpec)).unwrap_or_default()
+    }
+}

@@ -1,0 +1,371 @@
+//! Templates and gates: one minijinja environment per agent, strict about undefined values.
+//!
+//! Block texts are Jinja templates; gates (`when`) are Jinja expressions compiled as tiny templates
+//! so they share the environment, the filters and the static analysis. Rendering counts every
+//! emitted value that came out empty (`none`, `""`), so the assembler can warn about it; `none`
+//! renders as nothing rather than the word "none".
+
+use std::collections::{BTreeMap, HashSet};
+
+use minijinja::value::Value;
+use minijinja::{AutoEscape, Environment, UndefinedBehavior};
+use serde::Serialize;
+
+use crate::context::{Now, SendContext, format_offset, message_slugs};
+use crate::spec::RenderOptions;
+use crate::toolset::Toolset;
+
+/// Per-render scratch key counting empty emissions.
+const EMPTY_COUNT: &str = "__promptstack_empty";
+
+/// A bound on the work one render may do, so that a runaway template fails instead of hanging.
+const FUEL: u64 = 5_000_000;
+
+/// The compiled templates and gates of one agent.
+pub(crate) struct TemplateSet {
+    env: Environment<'static>,
+}
+
+/// A rendered template and how many of its emitted values were empty.
+pub(crate) struct Rendered {
+    pub text: String,
+    pub empty_emissions: u32,
+}
+
+impl TemplateSet {
+    pub fn new(options: &RenderOptions) -> Self {
+        let mut env = Environment::new();
+        env.set_undefined_behavior(UndefinedBehavior::Strict);
+        env.set_auto_escape_callback(|_| AutoEscape::None);
+        env.set_fuel(Some(FUEL));
+        let syntax = minijinja::syntax::SyntaxConfig::builder()
+            .trim_blocks(options.trim_blocks)
+            .lstrip_blocks(options.lstrip_blocks)
+            .keep_trailing_newline(true)
+            .build()
+            .unwrap_or_default();
+        env.set_syntax(syntax);
+        // `contains`: whether a sequence holds an item (or a string a substring), for filters such as
+        // `skills | selectattr('tags', 'contains', 'widget')`.
+        env.add_test("contains", |container: Value, item: Value| -> bool {
+            match (container.as_str(), item.as_str()) {
+                (Some(haystack), Some(needle)) => haystack.contains(needle),
+                _ => container
+                    .try_iter()
+                    .map(|mut items| items.any(|v| v == item))
+                    .unwrap_or(false),
+            }
+        });
+        env.set_formatter(|out, state, value| {
+            let empty = value.is_none()
+                || value.is_undefined()
+                || value.as_str().is_some_and(str::is_empty);
+            if empty {
+                let n = state
+                    .get_temp(EMPTY_COUNT)
+                    .and_then(|v| u32::try_from(v).ok())
+                    .unwrap_or(0);
+                state.set_temp(EMPTY_COUNT, Value::from(n + 1));
+                if value.is_none() {
+                    return Ok(());
+                }
+            }
+            minijinja::escape_formatter(out, state, value)
+        });
+        Self { env }
+    }
+
+    /// Adds a template.
+    pub fn add(&mut self, name: String, source: String) -> Result<(), minijinja::Error> {
+        self.env.add_template_owned(name, source)
+    }
+
+    /// Adds a gate expression, checking first that it is exactly one expression.
+    ///
+    /// The gate is stored as the template `{% if (EXPR) %}1{% endif %}`; `GATE_PREFIX_LEN` is the
+    /// offset of the expression in that text, for mapping error positions back.
+    pub fn add_gate(&mut self, name: String, expression: &str) -> Result<(), minijinja::Error> {
+        self.env.compile_expression(expression)?;
+        self.env
+            .add_template_owned(name, format!("{GATE_PREFIX}{expression}{GATE_SUFFIX}"))
+    }
+
+    /// The variable paths a template reads, e.g. `user.name`, `tools`, `variables.voice_mode`.
+    pub fn variables(&self, name: &str) -> HashSet<String> {
+        self.env
+            .get_template(name)
+            .map(|t| t.undeclared_variables(true))
+            .unwrap_or_default()
+    }
+
+    /// Renders a template against the context.
+    pub fn render(&self, name: &str, ctx: &Value) -> Result<Rendered, minijinja::Error> {
+        let template = self.env.get_template(name)?;
+        let captured = template.render_captured(ctx.clone())?;
+        let empty_emissions = captured
+            .state()
+            .get_temp(EMPTY_COUNT)
+            .and_then(|v| u32::try_from(v).ok())
+            .unwrap_or(0);
+        Ok(Rendered {
+            text: captured.into_output(),
+            empty_emissions,
+        })
+    }
+
+    /// Evaluates a gate against the context.
+    pub fn gate(&self, name: &str, ctx: &Value) -> Result<bool, minijinja::Error> {
+        Ok(self.env.get_template(name)?.render(ctx.clone())? == "1")
+    }
+}
+
+pub(crate) const GATE_PREFIX: &str = "{% if (";
+const GATE_SUFFIX: &str = ") %}1{% endif %}";
+
+/// Whether the value at a dotted path is empty (none, undefined, `""`, or an empty sequence).
+pub(crate) fn path_is_empty(ctx: &Value, path: &str) -> bool {
+    let mut value = ctx.clone();
+    for part in path.split('.') {
+        value = match value.get_attr(part) {
+            Ok(v) => v,
+            Err(_) => return true,
+        };
+    }
+    value.is_none()
+        || value.is_undefined()
+        || value.as_str().is_some_and(str::is_empty)
+        || value.len() == Some(0)
+}
+
+/// The stable template roots of a send: everything but the clock and the user's message.
+pub(crate) struct StableRoots {
+    pub values: Vec<(&'static str, Value)>,
+}
+
+/// Builds the stable roots from the context and the resolved toolset.
+pub(crate) fn stable_roots(ctx: &SendContext, toolset: &Toolset) -> StableRoots {
+    let model = ModelView {
+        id: &ctx.model.id,
+        name: &ctx.model.name,
+        provider: &ctx.model.provider,
+        tool_usage: match ctx.model.tool_usage {
+            crate::context::ToolUsage::None => "none",
+            crate::context::ToolUsage::Native => "native",
+        },
+        can_use_tools: ctx.model.can_use_tools(),
+        context_window: ctx.model.context_window,
+    };
+    let integrations = Value::from_object(Integrations(
+        ctx.integrations
+            .iter()
+            .map(|(name, i)| {
+                let view = IntegrationView {
+                    connected: i.connected,
+                    enabled: i.enabled,
+                    status: i.status(),
+                };
+                (name.clone(), to_value(view))
+            })
+            .collect(),
+    ));
+    let location = ctx.user.location.as_ref().map(|l| LocationView {
+        name: l.name.as_deref(),
+        latitude: l.latitude,
+        longitude: l.longitude,
+        coordinates: l.coordinates(),
+    });
+    let user = UserView {
+        name: ctx.user.name.as_deref(),
+        location,
+        units: ctx.user.units.as_deref(),
+        language: ctx.user.language.as_deref(),
+        app_language: ctx.user.app_language.as_deref(),
+    };
+    let language = LanguageView {
+        reply: ctx.user.reply_language(),
+        app: ctx.user.app_language.as_deref(),
+    };
+    let project = ctx.project.as_ref().map(|p| ProjectView {
+        name: &p.name,
+        instructions: p.instructions.as_deref().filter(|i| !i.trim().is_empty()),
+        has_sibling_threads: p.has_sibling_threads,
+    });
+    // Hidden skills never reach a template, so no spec can leak them by accident.
+    let skills: Vec<SkillView> = ctx
+        .skills
+        .iter()
+        .filter(|s| !s.disable_model_invocation)
+        .map(|s| SkillView {
+            name: &s.name,
+            slug: s.slug(),
+            description: &s.description,
+            instructions: &s.instructions,
+            tags: &s.tags,
+        })
+        .collect();
+    StableRoots {
+        values: vec![
+            ("model", to_value(&model)),
+            ("tools", toolset.template_value()),
+            ("integrations", integrations),
+            ("settings", to_value(&ctx.settings)),
+            ("user", to_value(&user)),
+            ("language", to_value(&language)),
+            ("project", to_value(&project)),
+            ("skills", to_value(&skills)),
+        ],
+    }
+}
+
+/// The `now` root.
+pub(crate) fn now_value(now: &Now) -> Value {
+    let local = now.local();
+    let utc = now.utc();
+    let view = NowView {
+        rfc3339: now.to_string(),
+        date: local.strftime("%Y-%m-%d").to_string(),
+        time: local.strftime("%H:%M").to_string(),
+        minute: local.strftime("%Y-%m-%d %H:%M").to_string(),
+        weekday: local.strftime("%A").to_string(),
+        month: local.strftime("%B").to_string(),
+        year: local.year(),
+        offset: format_offset(now.offset()),
+        utc: UtcView {
+            rfc3339: now.timestamp().strftime("%Y-%m-%dT%H:%M:%SZ").to_string(),
+            date: utc.strftime("%Y-%m-%d").to_string(),
+            time: utc.strftime("%H:%M").to_string(),
+            minute: utc.strftime("%Y-%m-%d %H:%M").to_string(),
+            weekday: utc.strftime("%A").to_string(),
+        },
+    };
+    to_value(&view)
+}
+
+/// The `user_message` root.
+pub(crate) fn user_message_value(message: Option<&str>) -> Value {
+    match message {
+        Some(text) => to_value(&UserMessageView {
+            text,
+            slugs: message_slugs(text),
+        }),
+        None => Value::from(()),
+    }
+}
+
+/// Joins roots into the context value templates render against.
+pub(crate) fn context_value(roots: impl IntoIterator<Item = (&'static str, Value)>) -> Value {
+    Value::from_pairs(roots)
+}
+
+#[derive(Serialize)]
+struct ModelView<'a> {
+    id: &'a str,
+    name: &'a str,
+    provider: &'a str,
+    tool_usage: &'static str,
+    can_use_tools: bool,
+    context_window: Option<u32>,
+}
+
+/// The `integrations` root: every name is defined, and names the send does not mention read as
+/// `not_connected`, so `integrations.google.status == 'enabled'` never fails on an absent entry.
+#[derive(Debug)]
+struct Integrations(BTreeMap<String, Value>);
+
+impl minijinja::value::Object for Integrations {
+    fn get_value(self: &std::sync::Arc<Self>, key: &Value) -> Option<Value> {
+        let name = key.as_str()?;
+        Some(self.0.get(name).cloned().unwrap_or_else(|| {
+            to_value(IntegrationView {
+                connected: false,
+                enabled: false,
+                status: "not_connected",
+            })
+        }))
+    }
+
+    fn enumerate(self: &std::sync::Arc<Self>) -> minijinja::value::Enumerator {
+        minijinja::value::Enumerator::Values(
+            self.0.keys().map(|k| Value::from(k.as_str())).collect(),
+        )
+    }
+}
+
+#[derive(Serialize)]
+struct IntegrationView {
+    connected: bool,
+    enabled: bool,
+    status: &'static str,
+}
+
+#[derive(Serialize)]
+struct LocationView<'a> {
+    name: Option<&'a str>,
+    latitude: Option<f64>,
+    longitude: Option<f64>,
+    coordinates: Option<String>,
+}
+
+#[derive(Serialize)]
+struct UserView<'a> {
+    name: Option<&'a str>,
+    location: Option<LocationView<'a>>,
+    units: Option<&'a str>,
+    language: Option<&'a str>,
+    app_language: Option<&'a str>,
+}
+
+#[derive(Serialize)]
+struct LanguageView<'a> {
+    reply: Option<&'a str>,
+    app: Option<&'a str>,
+}
+
+#[derive(Serialize)]
+struct ProjectView<'a> {
+    name: &'a str,
+    instructions: Option<&'a str>,
+    has_sibling_threads: bool,
+}
+
+#[derive(Serialize)]
+struct SkillView<'a> {
+    name: &'a str,
+    slug: &'a str,
+    description: &'a str,
+    instructions: &'a str,
+    tags: &'a [String],
+}
+
+#[derive(Serialize)]
+struct NowView {
+    rfc3339: String,
+    date: String,
+    time: String,
+    minute: String,
+    weekday: String,
+    month: String,
+    year: i16,
+    offset: String,
+    utc: UtcView,
+}
+
+#[derive(Serialize)]
+struct UtcView {
+    rfc3339: String,
+    date: String,
+    time: String,
+    minute: String,
+    weekday: String,
+}
+
+#[derive(Serialize)]
+struct UserMessageView<'a> {
+    text: &'a str,
+    slugs: Vec<&'a str>,
+}
+
+/// Converts any serialisable value into a template value.
+pub(crate) fn to_value<T: Serialize>(value: T) -> Value {
+    Value::from(minijinja::value::Serde(value))
+}
