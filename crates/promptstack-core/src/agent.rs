@@ -38,6 +38,7 @@ pub struct Agent {
     pub(crate) lint: Vec<Diagnostic>,
     pub(crate) counter: TokenCounter,
     pub(crate) stable_cache: Mutex<crate::assemble::StableCache>,
+    pub(crate) volatile_memo: Mutex<crate::assemble::VolatileMemo>,
 }
 
 impl std::fmt::Debug for Agent {
@@ -73,25 +74,55 @@ pub(crate) struct Variant {
 /// A compiled block or note.
 #[derive(Debug, Clone)]
 pub(crate) struct Unit {
-    pub id: String,
+    pub id: Arc<str>,
     pub kind: BlockKind,
     pub trust: Trust,
     pub stability: Stability,
     pub placement: Placement,
-    pub origin: Origin,
+    pub origin: Arc<Origin>,
     pub body: Body,
     pub gate: Option<Gate>,
     pub variants: Vec<Variant>,
     pub max_tokens: Option<u32>,
     /// Variable paths the unit's templates emit or test, for naming empty variables.
     pub reads: Vec<String>,
+    /// The volatile inputs the unit's templates and gates read (volatile units only); a volatile
+    /// unit whose inputs did not change since an earlier send is not rendered again.
+    pub volatile_inputs: Vec<VolatileInput>,
     /// Whether the unit is always present (no gate; literal or template text).
     pub unconditional: bool,
 }
 
+/// A volatile input a unit reads.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
+pub(crate) enum VolatileInput {
+    Now,
+    UserMessage,
+    Variable(String),
+    /// `variables` as a whole (e.g. `variables[name]`).
+    AllVariables,
+}
+
+impl VolatileInput {
+    fn of(path: &str) -> Self {
+        let mut parts = path.split('.');
+        match (parts.next(), parts.next()) {
+            (Some("now"), _) => VolatileInput::Now,
+            (Some("user_message"), _) => VolatileInput::UserMessage,
+            (Some("variables"), Some(name)) => VolatileInput::Variable(name.to_owned()),
+            _ => VolatileInput::AllVariables,
+        }
+    }
+}
+
+/// The most variants one block may have (they are numbered `a` to `z` in gate programs).
+pub(crate) const MAX_VARIANTS: usize = 26;
+
 #[derive(Debug, Clone)]
 pub(crate) struct CompiledTool {
     pub spec: crate::spec::ToolSpec,
+    /// The tool as offered, built once and shared by every toolset that includes it.
+    pub tool: Arc<crate::toolset::Tool>,
     pub gate: Option<Gate>,
 }
 
@@ -101,14 +132,14 @@ pub(crate) enum TargetItem {
     Stable,
     Volatile,
     /// A unit (note or target-placed block): its index among the units, and its id.
-    Unit(usize, String),
+    Unit(usize, Arc<str>),
 }
 
 #[derive(Debug, Clone)]
 pub(crate) struct CompiledTarget {
     pub id: String,
     pub system: Vec<TargetItem>,
-    pub user: Vec<(usize, String)>,
+    pub user: Vec<(usize, Arc<str>)>,
     pub user_position: UserPosition,
     pub separator: String,
 }
@@ -196,6 +227,7 @@ impl Agent {
         if !errors.is_empty() {
             return Err(SpecError::new(errors));
         }
+
         Ok(Self {
             spec: Arc::new(spec),
             source,
@@ -206,6 +238,7 @@ impl Agent {
             lint,
             counter: TokenCounter::default(),
             stable_cache: Mutex::new(crate::assemble::StableCache::default()),
+            volatile_memo: Mutex::new(crate::assemble::VolatileMemo::default()),
         })
     }
 
@@ -398,6 +431,19 @@ impl Compiler<'_> {
                 .map(|w| self.gate(format!("gate:block:{}", block.id), w, &pointer));
             let mut variants = Vec::new();
             let mut variant_ids = HashSet::new();
+            if block.variants.len() > MAX_VARIANTS {
+                self.error(
+                    "too-many-variants",
+                    &push_pointer(&pointer, "variants"),
+                    false,
+                    format!(
+                        "block `{}` has {} variants; at most {MAX_VARIANTS} are allowed",
+                        block.id,
+                        block.variants.len()
+                    ),
+                    None,
+                );
+            }
             for (j, variant) in block.variants.iter().enumerate() {
                 let vp = format!("{pointer}/variants/{j}");
                 if !variant_ids.insert(variant.id.clone()) {
@@ -440,17 +486,18 @@ impl Compiler<'_> {
             }
             let unconditional = gate.is_none();
             units.push(Unit {
-                id: block.id.clone(),
+                id: Arc::from(block.id.as_str()),
                 kind: block.kind,
                 trust: block.trust,
                 stability: block.stability,
                 placement: block.placement,
-                origin: self.origin(&pointer),
+                origin: Arc::new(self.origin(&pointer)),
                 body,
                 gate,
                 variants,
                 max_tokens: block.max_tokens,
                 reads: Vec::new(),
+                volatile_inputs: Vec::new(),
                 unconditional,
             });
             facts.push(UnitFacts { pointer });
@@ -478,17 +525,18 @@ impl Compiler<'_> {
             }
             let unconditional = gate.is_none();
             units.push(Unit {
-                id: note.id.clone(),
+                id: Arc::from(note.id.as_str()),
                 kind: BlockKind::Note,
                 trust: note.trust,
                 stability: Stability::Volatile,
                 placement: Placement::Target,
-                origin: self.origin(&pointer),
+                origin: Arc::new(self.origin(&pointer)),
                 body,
                 gate,
                 variants: Vec::new(),
                 max_tokens: note.max_tokens,
                 reads: Vec::new(),
+                volatile_inputs: Vec::new(),
                 unconditional,
             });
             facts.push(UnitFacts { pointer });
@@ -566,6 +614,7 @@ impl Compiler<'_> {
                 }
             }
             out.push(CompiledTool {
+                tool: Arc::new(crate::toolset::Tool::from_spec(tool)),
                 spec: tool.clone(),
                 gate,
             });
@@ -638,6 +687,7 @@ impl Compiler<'_> {
                 ));
             }
             let mut reads = Vec::new();
+            let mut inputs = Vec::new();
             for (template, pointer, renders) in templates {
                 let mut paths: Vec<String> =
                     self.templates.variables(&template).into_iter().collect();
@@ -674,13 +724,19 @@ impl Compiler<'_> {
                         );
                     }
                     if renders {
-                        reads.push(path);
+                        reads.push(path.clone());
+                    }
+                    if var.stability == Stability::Volatile {
+                        inputs.push(VolatileInput::of(&path));
                     }
                 }
             }
             reads.sort();
             reads.dedup();
             unit.reads = reads;
+            inputs.sort();
+            inputs.dedup();
+            unit.volatile_inputs = inputs;
         }
     }
 
@@ -731,11 +787,8 @@ impl Compiler<'_> {
 
     fn targets(&mut self, units: &[Unit]) -> Vec<CompiledTarget> {
         let spec = self.spec;
-        let by_id: HashMap<&str, usize> = units
-            .iter()
-            .enumerate()
-            .map(|(i, u)| (u.id.as_str(), i))
-            .collect();
+        let by_id: HashMap<&str, usize> =
+            units.iter().enumerate().map(|(i, u)| (&*u.id, i)).collect();
         let mut out = Vec::new();
         if spec.targets.is_empty() {
             self.error(
@@ -791,7 +844,7 @@ impl Compiler<'_> {
                             Some(format!("to place `{name}` only in some targets, declare it with placement = \"target\"")),
                         ),
                         None => {
-                            let mut candidates: Vec<String> = units.iter().filter(|u| u.placement == Placement::Target).map(|u| u.id.clone()).collect();
+                            let mut candidates: Vec<String> = units.iter().filter(|u| u.placement == Placement::Target).map(|u| u.id.to_string()).collect();
                             candidates.extend(["@stable".into(), "@volatile".into(), "@body".into()]);
                             self.error("unknown-reference", &item_pointer, false, format!("target `{id}` places unknown `{name}`"), suggest(name, &candidates));
                         }
@@ -835,7 +888,7 @@ impl Compiler<'_> {
                         let notes: Vec<String> = units
                             .iter()
                             .filter(|u| u.kind == BlockKind::Note)
-                            .map(|u| u.id.clone())
+                            .map(|u| u.id.to_string())
                             .collect();
                         self.error(
                             "unknown-reference",
@@ -926,7 +979,7 @@ impl Compiler<'_> {
                     let flat: Vec<(usize, &Unit)> =
                         body_volatile.iter().copied().enumerate().collect();
                     if let Some((_, unit)) = trailing_user_controlled(&flat) {
-                        last_risky = Some((i, unit.id.clone(), unit.trust));
+                        last_risky = Some((i, unit.id.to_string(), unit.trust));
                     } else if body_volatile
                         .iter()
                         .any(|u| u.unconditional && !u.trust.is_user_controlled())
@@ -937,7 +990,7 @@ impl Compiler<'_> {
                 TargetItem::Unit(u, _) => {
                     let unit = &units[*u];
                     if unit.trust.is_user_controlled() {
-                        last_risky = Some((i, unit.id.clone(), unit.trust));
+                        last_risky = Some((i, unit.id.to_string(), unit.trust));
                     } else if unit.unconditional {
                         last_risky = None;
                     }
@@ -948,7 +1001,7 @@ impl Compiler<'_> {
             let item_pointer = format!("{}/{i}", push_pointer(pointer, "system"));
             let is_note = units
                 .iter()
-                .any(|u| u.id == name && u.kind == BlockKind::Note);
+                .any(|u| *u.id == *name && u.kind == BlockKind::Note);
             let hint = if is_note {
                 format!(
                     "place `{name}` in `user` (the last user message), or follow it with an ungated trusted note"

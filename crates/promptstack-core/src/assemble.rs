@@ -15,7 +15,7 @@ use std::sync::Arc;
 use minijinja::value::Value;
 use serde::Serialize;
 
-use crate::agent::{Agent, Body, CompiledTarget, Unit};
+use crate::agent::{Agent, Body, CompiledTarget, Unit, VolatileInput};
 use crate::block::{Block, BlockState, Exclusion, OverrideState};
 use crate::context::SendContext;
 use crate::diagnostic::Diagnostic;
@@ -29,6 +29,34 @@ use crate::toolset::{ExcludedTool, Tool, Toolset};
 
 /// How many distinct stable parts an agent keeps (one per live thread configuration, roughly).
 const STABLE_CACHE_CAPACITY: usize = 64;
+
+/// A unit's result before trimming and counting.
+#[derive(Debug)]
+enum Outcome {
+    Excluded,
+    Rendered {
+        decision: Decision,
+        text: String,
+        empty_emissions: u32,
+    },
+}
+
+/// What the gates decided for one unit.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Decision {
+    /// Its gate is false.
+    Excluded,
+    /// Included with its own text.
+    Default,
+    /// Included with the text of this variant.
+    Variant(usize),
+}
+
+/// Rendered volatile units by key (see `Agent::volatile_key`), with the diagnostics they raised.
+pub(crate) type VolatileMemo = std::collections::HashMap<Key, (Block, Vec<Diagnostic>)>;
+
+/// Beyond this many entries the volatile memo starts over.
+const VOLATILE_MEMO_CAPACITY: usize = 4096;
 
 /// The memo of stable parts, keyed by the stable inputs. Small and FIFO-evicted.
 #[derive(Default)]
@@ -94,7 +122,9 @@ pub struct Assembly {
     pub(crate) volatile_blocks: Vec<Block>,
     pub(crate) volatile_text: String,
     pub(crate) volatile_tokens: TokenCount,
-    pub(crate) full: String,
+    /// The body text, joined on first use (most callers compose a target instead).
+    pub(crate) full: std::sync::OnceLock<String>,
+    /// Findings of this send only; the spec's lint and the stable part's are in `stable`.
     pub(crate) diagnostics: Vec<Diagnostic>,
     pub(crate) targets: Arc<Vec<CompiledTarget>>,
     pub(crate) separator: String,
@@ -128,7 +158,7 @@ impl Assembly {
             .blocks
             .iter()
             .chain(self.volatile_blocks.iter())
-            .find(|b| b.id == id)
+            .find(|b| &*b.id == id)
     }
 
     /// The stable half: the included stable body blocks, joined. Byte-identical across the sends of
@@ -144,7 +174,8 @@ impl Assembly {
 
     /// The whole body: the stable half, the separator, the volatile half.
     pub fn full(&self) -> &str {
-        &self.full
+        self.full
+            .get_or_init(|| join_halves(&self.stable.text, &self.separator, &self.volatile_text))
     }
 
     /// The resolved toolset.
@@ -153,8 +184,11 @@ impl Assembly {
     }
 
     /// Findings: spec lint, excluded tools, empty variables, token limits.
-    pub fn diagnostics(&self) -> &[Diagnostic] {
-        &self.diagnostics
+    pub fn diagnostics(&self) -> impl Iterator<Item = &Diagnostic> {
+        self.stable
+            .diagnostics
+            .iter()
+            .chain(self.diagnostics.iter())
     }
 
     /// SHA-256 over the stable half and the model descriptor.
@@ -208,7 +242,7 @@ impl Serialize for Assembly {
             blocks: Vec<&'a Block>,
             tools: Vec<&'a Tool>,
             excluded_tools: &'a [ExcludedTool],
-            diagnostics: &'a [Diagnostic],
+            diagnostics: Vec<&'a Diagnostic>,
         }
         View {
             format: ASSEMBLY_FORMAT,
@@ -222,7 +256,7 @@ impl Serialize for Assembly {
             blocks: self.blocks().collect(),
             tools: self.toolset().tools().iter().map(|t| t.as_ref()).collect(),
             excluded_tools: self.toolset().excluded(),
-            diagnostics: self.diagnostics(),
+            diagnostics: self.diagnostics().collect(),
         }
         .serialize(serializer)
     }
@@ -252,7 +286,7 @@ impl Agent {
                 part
             }
         };
-        self.finish(ctx, stable)
+        self.finish(ctx, stable, Some(key))
     }
 
     /// Assembles without reusing (or storing) a stable part: every block is rendered. Token counts
@@ -263,7 +297,7 @@ impl Agent {
     /// As [`Agent::assemble`].
     pub fn assemble_fresh(&self, ctx: &SendContext) -> Result<Assembly, Error> {
         let stable = Arc::new(self.build_stable(ctx)?);
-        self.finish(ctx, stable)
+        self.finish(ctx, stable, None)
     }
 
     /// Counters of cache reuse since the agent was compiled.
@@ -274,6 +308,41 @@ impl Agent {
             stable_misses: cache.misses,
             tokenized: self.counter.tokenized(),
         }
+    }
+
+    fn memo(&self) -> std::sync::MutexGuard<'_, VolatileMemo> {
+        // The memo holds only complete entries, so a poisoned lock is still consistent.
+        self.volatile_memo.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// A key over a volatile unit's identity, the stable inputs, and the volatile inputs it reads.
+    fn volatile_key(&self, stable_key: Key, index: usize, unit: &Unit, ctx: &SendContext) -> Key {
+        let mut key = KeyBuilder::new("promptstack/volatile-unit/v1");
+        key.add(&stable_key).add(&index);
+        for input in &unit.volatile_inputs {
+            match input {
+                VolatileInput::Now => {
+                    key.add(&ctx.now.timestamp().as_nanosecond())
+                        .add(&ctx.now.offset().seconds());
+                }
+                VolatileInput::UserMessage => {
+                    key.add(&ctx.user_message);
+                }
+                VolatileInput::Variable(name) => {
+                    let value = ctx.variables.get(name).or_else(|| {
+                        self.spec
+                            .variables
+                            .get(name)
+                            .and_then(|v| v.default.as_ref())
+                    });
+                    key.add(name.as_str()).add(&value);
+                }
+                VolatileInput::AllVariables => {
+                    key.add(&ctx.variables);
+                }
+            }
+        }
+        key.finish()
     }
 
     fn cache(&self) -> std::sync::MutexGuard<'_, StableCache> {
@@ -301,32 +370,20 @@ impl Agent {
     fn resolve_toolset(&self, ctx: &SendContext, roots: &Value) -> Result<Toolset, Error> {
         let mut included = Vec::new();
         let mut excluded = Vec::new();
-        for tool in &self.tools {
+        if !ctx.model.can_use_tools() {
             // A model without tool use gets no tools at all, whatever the gates say.
-            if !ctx.model.can_use_tools() {
+            for tool in &self.tools {
                 excluded.push(ExcludedTool {
                     name: tool.spec.name.clone(),
                     reason: "the model cannot call tools".into(),
                 });
-                continue;
             }
-            let open = match &tool.gate {
-                Some(gate) => self.templates.gate(&gate.template, roots).map_err(|e| {
-                    Error::new(
-                        ErrorKind::Gate,
-                        format!(
-                            "the gate of tool `{}` failed: {}",
-                            tool.spec.name,
-                            detail(&e)
-                        ),
-                    )
-                    .with_block(tool.spec.name.clone())
-                    .with_source(e)
-                })?,
-                None => true,
-            };
+            return Ok(Toolset::new(included, excluded));
+        }
+        let open = self.decide_tools(roots)?;
+        for (tool, open) in self.tools.iter().zip(open) {
             if open {
-                included.push(Arc::new(Tool::from_spec(&tool.spec)));
+                included.push(tool.tool.clone());
             } else {
                 let when = tool
                     .gate
@@ -340,6 +397,103 @@ impl Agent {
             }
         }
         Ok(Toolset::new(included, excluded))
+    }
+
+    /// Decides every tool gate, in declaration order.
+    ///
+    /// Tools often share a gate (every tool of one integration), so each distinct expression is
+    /// evaluated once.
+    fn decide_tools(&self, context: &Value) -> Result<Vec<bool>, Error> {
+        let mut decided: Vec<(&str, bool)> = Vec::new();
+        let mut open = Vec::with_capacity(self.tools.len());
+        for tool in &self.tools {
+            let Some(gate) = &tool.gate else {
+                open.push(true);
+                continue;
+            };
+            if let Some(&(_, known)) = decided.iter().find(|(e, _)| *e == gate.expression) {
+                open.push(known);
+                continue;
+            }
+            let value = self.templates.gate(&gate.template, context).map_err(|e| {
+                Error::new(
+                    ErrorKind::Gate,
+                    format!(
+                        "the gate of tool `{}` failed: {}",
+                        tool.spec.name,
+                        detail(&e)
+                    ),
+                )
+                .with_block(tool.spec.name.clone())
+                .with_source(e)
+            })?;
+            decided.push((&gate.expression, value));
+            open.push(value);
+        }
+        Ok(open)
+    }
+
+    /// Renders one unit: gate, then variants in order, then its template.
+    fn render_unit(&self, unit: &Unit, context: &Value) -> Result<Outcome, Error> {
+        let decision = self.decide_unit(unit, context)?;
+        let body = match decision {
+            Decision::Excluded => return Ok(Outcome::Excluded),
+            Decision::Default => &unit.body,
+            Decision::Variant(i) => unit.variants.get(i).map_or(&unit.body, |v| &v.body),
+        };
+        let (text, empty_emissions) = match body {
+            Body::Text(text) => (text.clone(), 0),
+            Body::Template(name) => {
+                let rendered = self.templates.render(name, context).map_err(|e| {
+                    Error::new(
+                        ErrorKind::Render,
+                        format!("template failed to render: {}", detail(&e)),
+                    )
+                    .with_block(&*unit.id)
+                    .with_source(e)
+                })?;
+                (rendered.text, rendered.empty_emissions)
+            }
+        };
+        Ok(Outcome::Rendered {
+            decision,
+            text,
+            empty_emissions,
+        })
+    }
+
+    /// Evaluates one unit's gate and variant gates, in order, stopping at the first true variant.
+    fn decide_unit(&self, unit: &Unit, context: &Value) -> Result<Decision, Error> {
+        if let Some(gate) = &unit.gate {
+            let open = self.templates.gate(&gate.template, context).map_err(|e| {
+                Error::new(
+                    ErrorKind::Gate,
+                    format!("gate `{}` failed: {}", gate.expression, detail(&e)),
+                )
+                .with_block(&*unit.id)
+                .with_source(e)
+            })?;
+            if !open {
+                return Ok(Decision::Excluded);
+            }
+        }
+        for (i, variant) in unit.variants.iter().enumerate() {
+            let chosen = self
+                .templates
+                .gate(&variant.gate.template, context)
+                .map_err(|e| {
+                    Error::new(
+                        ErrorKind::Gate,
+                        format!("gate of variant `{}` failed: {}", variant.id, detail(&e)),
+                    )
+                    .with_block(&*unit.id)
+                    .with_source(e)
+                })?;
+            if chosen {
+                return Ok(Decision::Variant(i));
+            }
+        }
+        Ok(Decision::Default)
     }
 
     fn variables_value(&self, ctx: &SendContext, only_stable: bool) -> Value {
@@ -366,14 +520,15 @@ impl Agent {
             }
         }
         let context = template::context_value(roots.iter().cloned());
-        let mut diagnostics = Vec::new();
+        let mut diagnostics = self.lint.clone();
         let mut blocks = Vec::new();
         for unit in self
             .units
             .iter()
             .filter(|u| u.stability == Stability::Stable)
         {
-            blocks.push(self.render_unit(unit, &context, counting, &mut diagnostics)?);
+            let outcome = self.render_unit(unit, &context)?;
+            blocks.push(self.finish_block(unit, outcome, &context, counting, &mut diagnostics));
         }
         let (text, _) = join_body(&mut blocks, &self.spec.render.separator, 0);
         if let Some(last) = blocks
@@ -390,7 +545,7 @@ impl Agent {
                         last.id
                     ),
                 )
-                .with_block(last.id.clone()));
+                .with_block(&*last.id));
         }
         let tokens = self.counter.count(counting, &text);
         let fingerprint = Fingerprint::of_stable(&ctx.model, &text);
@@ -406,7 +561,14 @@ impl Agent {
         })
     }
 
-    fn finish(&self, ctx: &SendContext, stable: Arc<StablePart>) -> Result<Assembly, Error> {
+    /// Renders the volatile units on top of a stable part. With `memo` (the stable inputs' key), a
+    /// volatile unit whose own volatile inputs are unchanged since an earlier send is reused.
+    fn finish(
+        &self,
+        ctx: &SendContext,
+        stable: Arc<StablePart>,
+        memo: Option<Key>,
+    ) -> Result<Assembly, Error> {
         let mut roots = stable.roots.clone();
         for (name, value) in roots.iter_mut() {
             if *name == "variables" {
@@ -419,8 +581,7 @@ impl Agent {
             template::user_message_value(ctx.user_message.as_deref()),
         ));
         let context = template::context_value(roots);
-        let mut diagnostics: Vec<Diagnostic> = self.lint.clone();
-        diagnostics.extend(stable.diagnostics.iter().cloned());
+        let mut diagnostics: Vec<Diagnostic> = Vec::new();
         for name in ctx.variables.keys() {
             if !self.spec.variables.contains_key(name) {
                 diagnostics.push(
@@ -435,17 +596,30 @@ impl Agent {
             }
         }
         let mut volatile_blocks = Vec::new();
-        for unit in self
+        for (i, unit) in self
             .units
             .iter()
-            .filter(|u| u.stability == Stability::Volatile)
+            .enumerate()
+            .filter(|(_, u)| u.stability == Stability::Volatile)
         {
-            volatile_blocks.push(self.render_unit(
-                unit,
-                &context,
-                stable.counting,
-                &mut diagnostics,
-            )?);
+            let key = memo.map(|stable_key| self.volatile_key(stable_key, i, unit, ctx));
+            if let Some((block, found)) = key.and_then(|k| self.memo().get(&k).cloned()) {
+                diagnostics.extend(found);
+                volatile_blocks.push(block);
+                continue;
+            }
+            let outcome = self.render_unit(unit, &context)?;
+            let mut found = Vec::new();
+            let block = self.finish_block(unit, outcome, &context, stable.counting, &mut found);
+            if let Some(key) = key {
+                let mut memo = self.memo();
+                if memo.len() >= VOLATILE_MEMO_CAPACITY {
+                    memo.clear();
+                }
+                memo.insert(key, (block.clone(), found.clone()));
+            }
+            diagnostics.extend(found);
+            volatile_blocks.push(block);
         }
         let offset = if stable.text.is_empty() {
             0
@@ -454,40 +628,28 @@ impl Agent {
         };
         let (volatile_text, _) =
             join_body(&mut volatile_blocks, &self.spec.render.separator, offset);
-        let full = match (stable.text.is_empty(), volatile_text.is_empty()) {
-            (_, true) => stable.text.clone(),
-            (true, false) => volatile_text.clone(),
-            (false, false) => {
-                let mut full = String::with_capacity(
-                    stable.text.len() + self.spec.render.separator.len() + volatile_text.len(),
-                );
-                full.push_str(&stable.text);
-                full.push_str(&self.spec.render.separator);
-                full.push_str(&volatile_text);
-                full
-            }
-        };
         let volatile_tokens = self.counter.count(stable.counting, &volatile_text);
         Ok(Assembly {
             stable,
             volatile_blocks,
             volatile_text,
             volatile_tokens,
-            full,
+            full: std::sync::OnceLock::new(),
             diagnostics,
             targets: self.targets.clone(),
             separator: self.spec.render.separator.clone(),
         })
     }
 
-    /// Gate → variant → render → trim → count, for one block or note.
-    fn render_unit(
+    /// Turns a unit's outcome into a block: trim, exclude if empty, count tokens, check limits.
+    fn finish_block(
         &self,
         unit: &Unit,
+        outcome: Outcome,
         context: &Value,
         counting: Counting,
         diagnostics: &mut Vec<Diagnostic>,
-    ) -> Result<Block, Error> {
+    ) -> Block {
         let mut block = Block {
             id: unit.id.clone(),
             kind: unit.kind,
@@ -505,84 +667,54 @@ impl Agent {
                 exact: counting.exact,
             },
         };
-        if let Some(gate) = &unit.gate {
-            let open = self.templates.gate(&gate.template, context).map_err(|e| {
-                Error::new(
-                    ErrorKind::Gate,
-                    format!("gate `{}` failed: {}", gate.expression, detail(&e)),
-                )
-                .with_block(unit.id.clone())
-                .with_source(e)
-            })?;
-            if !open {
+        let (decision, text, empty_emissions) = match outcome {
+            Outcome::Excluded => {
+                let when = unit
+                    .gate
+                    .as_ref()
+                    .map(|g| g.expression.clone())
+                    .unwrap_or_default();
                 block.state = BlockState::Excluded {
-                    reason: Exclusion::Gate {
-                        when: gate.expression.clone(),
-                    },
+                    reason: Exclusion::Gate { when },
                 };
-                return Ok(block);
+                return block;
             }
-        }
-        let mut body = &unit.body;
-        for variant in &unit.variants {
-            let chosen = self
-                .templates
-                .gate(&variant.gate.template, context)
-                .map_err(|e| {
-                    Error::new(
-                        ErrorKind::Gate,
-                        format!("gate of variant `{}` failed: {}", variant.id, detail(&e)),
-                    )
-                    .with_block(unit.id.clone())
-                    .with_source(e)
-                })?;
-            if chosen {
-                block.variant = Some(variant.id.clone());
-                body = &variant.body;
-                break;
-            }
-        }
-        let text = match body {
-            Body::Text(text) => text.clone(),
-            Body::Template(name) => {
-                let rendered = self.templates.render(name, context).map_err(|e| {
-                    Error::new(
-                        ErrorKind::Render,
-                        format!("template failed to render: {}", detail(&e)),
-                    )
-                    .with_block(unit.id.clone())
-                    .with_source(e)
-                })?;
-                if rendered.empty_emissions > 0 {
-                    let empty: Vec<&str> = unit
-                        .reads
-                        .iter()
-                        .map(String::as_str)
-                        .filter(|p| path_is_empty(context, p))
-                        .collect();
-                    let message = if empty.is_empty() {
-                        format!("an expression in `{}` rendered empty", unit.id)
-                    } else {
-                        format!(
-                            "{} rendered empty in `{}`",
-                            empty
-                                .iter()
-                                .map(|p| format!("`{p}`"))
-                                .collect::<Vec<_>>()
-                                .join(", "),
-                            unit.id
-                        )
-                    };
-                    diagnostics.push(
-                        Diagnostic::warning("empty-variable", message)
-                            .subject(unit.id.clone())
-                            .at(origin_location(&block))
-                            .hint("guard it with `{% if … %}` or give the send a value"),
-                    );
-                }
-                rendered.text
-            }
+            Outcome::Rendered {
+                decision,
+                text,
+                empty_emissions,
+            } => (decision, text, empty_emissions),
         };
+        if let Decision::Variant(i) = decision {
+            block.variant = unit.variants.get(i).map(|v| v.id.clone());
+        }
+        if empty_emissions > 0 {
+            let empty: Vec<&str> = unit
+                .reads
+                .iter()
+                .map(String::as_str)
+                .filter(|p| path_is_empty(context, p))
+                .collect();
+            let message = if empty.is_empty() {
+                format!("an expression in `{}` rendered empty", unit.id)
+            } else {
+                format!(
+                    "{} rendered empty in `{}`",
+                    empty
+                        .iter()
+                        .map(|p| format!("`{p}`"))
+                        .collect::<Vec<_>>()
+                        .join(", "),
+                    unit.id
+                )
+            };
+            diagnostics.push(
+                Diagnostic::warning("empty-variable", message)
+                    .subject(&*unit.id)
+                    .at(origin_location(&block))
+                    .hint("guard it with `{% if … %}` or give the send a value"),
+            );
+        }
         let text = if self.spec.render.trim {
             trim_block(text)
         } else {
@@ -592,7 +724,7 @@ impl Agent {
             block.state = BlockState::Excluded {
                 reason: Exclusion::Empty,
             };
-            return Ok(block);
+            return block;
         }
         block.tokens = self.counter.count(counting, &text);
         if let Some(limit) = unit.max_tokens
@@ -607,19 +739,34 @@ impl Agent {
                         block.tokens.display()
                     ),
                 )
-                .subject(unit.id.clone())
+                .subject(&*unit.id)
                 .at(origin_location(&block))
                 .hint("shorten the text or raise `max_tokens`"),
             );
         }
         block.text = text;
-        Ok(block)
+        block
     }
 }
 
 fn origin_location(block: &Block) -> Option<crate::spec::Location> {
-    match &block.origin {
+    match &*block.origin {
         crate::block::Origin::Spec { location, .. } => location.clone(),
+    }
+}
+
+/// The stable half, the separator and the volatile half (no separator when either is empty).
+fn join_halves(stable: &str, separator: &str, volatile: &str) -> String {
+    match (stable.is_empty(), volatile.is_empty()) {
+        (_, true) => stable.to_owned(),
+        (true, false) => volatile.to_owned(),
+        (false, false) => {
+            let mut full = String::with_capacity(stable.len() + separator.len() + volatile.len());
+            full.push_str(stable);
+            full.push_str(separator);
+            full.push_str(volatile);
+            full
+        }
     }
 }
 

@@ -14,7 +14,7 @@ use crate::tokens::TokenCount;
 #[derive(Debug, Clone, Serialize)]
 pub struct Block {
     /// The id from the spec.
-    pub id: String,
+    pub id: std::sync::Arc<str>,
     /// What the block is.
     pub kind: BlockKind,
     /// Who controls its text.
@@ -24,7 +24,7 @@ pub struct Block {
     /// Whether it is part of the body or placed by targets (notes and target-only blocks).
     pub placement: Placement,
     /// Where its text came from.
-    pub origin: Origin,
+    pub origin: std::sync::Arc<Origin>,
     /// Included, or excluded with the reason.
     pub state: BlockState,
     /// Whether its text is the default, replaced, or switched off.

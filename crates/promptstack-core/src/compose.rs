@@ -30,7 +30,7 @@ pub enum Slot {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct Part {
     /// The block or note id.
-    pub id: String,
+    pub id: std::sync::Arc<str>,
     /// The text it is in.
     pub slot: Slot,
     /// Its byte range in that text.
@@ -88,14 +88,20 @@ impl Builder<'_> {
         self.push_text(&block.id, &block.text, block.stability, block.trust);
     }
 
-    fn push_text(&mut self, id: &str, text: &str, stability: Stability, trust: Trust) {
+    fn push_text(
+        &mut self,
+        id: &std::sync::Arc<str>,
+        text: &str,
+        stability: Stability,
+        trust: Trust,
+    ) {
         if self.pending_separator {
             self.text.push_str(self.separator);
         }
         let start = self.text.len();
         self.text.push_str(text);
         self.parts.push(Part {
-            id: id.to_owned(),
+            id: std::sync::Arc::clone(id),
             slot: self.slot,
             range: start..self.text.len(),
             stability,
@@ -127,7 +133,7 @@ impl Assembly {
             ));
         };
         let mut system = Builder {
-            text: String::with_capacity(self.full.len() + 256),
+            text: String::with_capacity(self.stable.text.len() + self.volatile_text.len() + 256),
             parts: Vec::new(),
             separator: &plan.separator,
             slot: Slot::System,
@@ -153,7 +159,7 @@ impl Assembly {
                     {
                         let range = block.range.clone().unwrap_or_default();
                         system.parts.push(Part {
-                            id: block.id.clone(),
+                            id: std::sync::Arc::clone(&block.id),
                             slot: Slot::System,
                             range: base + range.start..base + range.end,
                             stability: block.stability,
@@ -185,7 +191,7 @@ impl Assembly {
                         last.id
                     ),
                 )
-                .with_block(last.id.clone()));
+                .with_block(&*last.id));
         }
         let stable_prefix = system
             .parts

@@ -30,7 +30,7 @@ pub(crate) fn static_checks(
 }
 
 fn location(unit: &Unit) -> Option<crate::spec::Location> {
-    match &unit.origin {
+    match &*unit.origin {
         crate::block::Origin::Spec { location, .. } => location.clone(),
     }
 }
@@ -43,12 +43,16 @@ fn unplaced(spec: &AgentSpec, units: &[Unit], out: &mut Vec<Diagnostic>) {
         }
         let mut placed_anywhere = false;
         for (id, target) in &spec.targets {
-            let placed = target.system.contains(&unit.id) || target.user.contains(&unit.id);
+            let placed = target
+                .system
+                .iter()
+                .chain(&target.user)
+                .any(|x| *x == *unit.id);
             placed_anywhere |= placed;
-            if is_note && !placed && !target.omit.contains_key(&unit.id) {
+            if is_note && !placed && !target.omit.contains_key(&*unit.id) {
                 out.push(
                     Diagnostic::error("unplaced-note", format!("target `{id}` does not place note `{}`", unit.id))
-                        .subject(unit.id.clone())
+                        .subject(&*unit.id)
                         .at(location(unit))
                         .hint(format!(
                             "add `{}` to targets.{id}.system or targets.{id}.user, or to targets.{id}.omit with the reason",
@@ -63,7 +67,7 @@ fn unplaced(spec: &AgentSpec, units: &[Unit], out: &mut Vec<Diagnostic>) {
                     "unplaced-block",
                     format!("no target places block `{}`", unit.id),
                 )
-                .subject(unit.id.clone())
+                .subject(&*unit.id)
                 .at(location(unit))
                 .hint("name it in a target's `system` list, or make it a body block"),
             );
@@ -119,14 +123,14 @@ fn tool_mentions(
         if let Some(block) = spec
             .blocks
             .iter()
-            .find(|b| b.id == unit.id && unit.kind != BlockKind::Note)
+            .find(|b| *b.id == *unit.id && unit.kind != BlockKind::Note)
         {
             sources.extend(block.text.as_deref().or(block.template.as_deref()));
             for variant in &block.variants {
                 sources.extend(variant.text.as_deref().or(variant.template.as_deref()));
                 sources.push(&variant.when);
             }
-        } else if let Some(note) = spec.notes.iter().find(|n| n.id == unit.id) {
+        } else if let Some(note) = spec.notes.iter().find(|n| *n.id == *unit.id) {
             sources.extend(note.text.as_deref().or(note.template.as_deref()));
         }
         texts.push((unit, sources));
@@ -152,7 +156,7 @@ fn tool_mentions(
                         "tool-mention",
                         format!("`{}` names tool `{name}`, which is not offered on every send (gate: {tool_gate})", unit.id),
                     )
-                    .subject(unit.id.clone())
+                    .subject(&*unit.id)
                     .at(location(unit))
                     .hint(format!("gate the text on the resolved toolset, e.g. when = \"'{name}' in tools\"")),
                 );
@@ -190,7 +194,7 @@ fn gates_on_settings(
                     "gate-on-settings",
                     format!("`{}` is gated on `{path}`, which decides whether tools are offered", unit.id),
                 )
-                .subject(unit.id.clone())
+                .subject(&*unit.id)
                 .at(location(unit))
                 .hint("gate on the resolved toolset instead (e.g. `'search' in tools`): it is the fact the text depends on"),
             );

@@ -15,8 +15,11 @@ use crate::context::{Now, SendContext, format_offset, message_slugs};
 use crate::spec::RenderOptions;
 use crate::toolset::Toolset;
 
-/// Per-render scratch key counting empty emissions.
-const EMPTY_COUNT: &str = "__promptstack_empty";
+std::thread_local! {
+    /// Empty emissions of the render running on this thread. Renders do not nest, so one counter
+    /// per thread is enough; it is reset before and read after each render.
+    static EMPTY_EMISSIONS: std::cell::Cell<u32> = const { std::cell::Cell::new(0) };
+}
 
 /// A bound on the work one render may do, so that a runaway template fails instead of hanging.
 const FUEL: u64 = 5_000_000;
@@ -61,11 +64,7 @@ impl TemplateSet {
                 || value.is_undefined()
                 || value.as_str().is_some_and(str::is_empty);
             if empty {
-                let n = state
-                    .get_temp(EMPTY_COUNT)
-                    .and_then(|v| u32::try_from(v).ok())
-                    .unwrap_or(0);
-                state.set_temp(EMPTY_COUNT, Value::from(n + 1));
+                EMPTY_EMISSIONS.with(|n| n.set(n.get().saturating_add(1)));
                 if value.is_none() {
                     return Ok(());
                 }
@@ -82,8 +81,8 @@ impl TemplateSet {
 
     /// Adds a gate expression, checking first that it is exactly one expression.
     ///
-    /// The gate is stored as the template `{% if (EXPR) %}1{% endif %}`; `GATE_PREFIX_LEN` is the
-    /// offset of the expression in that text, for mapping error positions back.
+    /// The gate is stored as the template `{% if (EXPR) %}1{% endif %}`; the length of
+    /// `GATE_PREFIX` is the offset of the expression in that text, for mapping error positions back.
     pub fn add_gate(&mut self, name: String, expression: &str) -> Result<(), minijinja::Error> {
         self.env.compile_expression(expression)?;
         self.env
@@ -101,15 +100,11 @@ impl TemplateSet {
     /// Renders a template against the context.
     pub fn render(&self, name: &str, ctx: &Value) -> Result<Rendered, minijinja::Error> {
         let template = self.env.get_template(name)?;
-        let captured = template.render_captured(ctx.clone())?;
-        let empty_emissions = captured
-            .state()
-            .get_temp(EMPTY_COUNT)
-            .and_then(|v| u32::try_from(v).ok())
-            .unwrap_or(0);
+        EMPTY_EMISSIONS.with(|n| n.set(0));
+        let text = template.render(ctx.clone())?;
         Ok(Rendered {
-            text: captured.into_output(),
-            empty_emissions,
+            text,
+            empty_emissions: EMPTY_EMISSIONS.with(|n| n.get()),
         })
     }
 
@@ -217,28 +212,68 @@ pub(crate) fn stable_roots(ctx: &SendContext, toolset: &Toolset) -> StableRoots 
     }
 }
 
-/// The `now` root.
+/// The `now` root: fields are formatted on access, so a template pays only for what it reads.
 pub(crate) fn now_value(now: &Now) -> Value {
-    let local = now.local();
-    let utc = now.utc();
-    let view = NowView {
-        rfc3339: now.to_string(),
-        date: local.strftime("%Y-%m-%d").to_string(),
-        time: local.strftime("%H:%M").to_string(),
-        minute: local.strftime("%Y-%m-%d %H:%M").to_string(),
-        weekday: local.strftime("%A").to_string(),
-        month: local.strftime("%B").to_string(),
-        year: local.year(),
-        offset: format_offset(now.offset()),
-        utc: UtcView {
-            rfc3339: now.timestamp().strftime("%Y-%m-%dT%H:%M:%SZ").to_string(),
-            date: utc.strftime("%Y-%m-%d").to_string(),
-            time: utc.strftime("%H:%M").to_string(),
-            minute: utc.strftime("%Y-%m-%d %H:%M").to_string(),
-            weekday: utc.strftime("%A").to_string(),
-        },
-    };
-    to_value(&view)
+    Value::from_object(NowObject {
+        now: *now,
+        utc: false,
+    })
+}
+
+/// `now` (the user's wall clock) or `now.utc`.
+#[derive(Debug)]
+struct NowObject {
+    now: Now,
+    utc: bool,
+}
+
+impl NowObject {
+    const LOCAL_FIELDS: &'static [&'static str] = &[
+        "rfc3339", "date", "time", "minute", "weekday", "month", "year", "offset", "utc",
+    ];
+    const UTC_FIELDS: &'static [&'static str] = &[
+        "rfc3339", "date", "time", "minute", "weekday", "month", "year",
+    ];
+}
+
+impl minijinja::value::Object for NowObject {
+    fn get_value(self: &std::sync::Arc<Self>, key: &Value) -> Option<Value> {
+        let civil = if self.utc {
+            self.now.utc()
+        } else {
+            self.now.local()
+        };
+        let text = |format: &str| Some(Value::from(civil.strftime(format).to_string()));
+        match key.as_str()? {
+            "rfc3339" if self.utc => Some(Value::from(
+                self.now
+                    .timestamp()
+                    .strftime("%Y-%m-%dT%H:%M:%SZ")
+                    .to_string(),
+            )),
+            "rfc3339" => Some(Value::from(self.now.to_string())),
+            "date" => text("%Y-%m-%d"),
+            "time" => text("%H:%M"),
+            "minute" => text("%Y-%m-%d %H:%M"),
+            "weekday" => text("%A"),
+            "month" => text("%B"),
+            "year" => Some(Value::from(civil.year())),
+            "offset" if !self.utc => Some(Value::from(format_offset(self.now.offset()))),
+            "utc" if !self.utc => Some(Value::from_object(NowObject {
+                now: self.now,
+                utc: true,
+            })),
+            _ => None,
+        }
+    }
+
+    fn enumerate(self: &std::sync::Arc<Self>) -> minijinja::value::Enumerator {
+        minijinja::value::Enumerator::Str(if self.utc {
+            Self::UTC_FIELDS
+        } else {
+            Self::LOCAL_FIELDS
+        })
+    }
 }
 
 /// The `user_message` root.
@@ -254,7 +289,28 @@ pub(crate) fn user_message_value(message: Option<&str>) -> Value {
 
 /// Joins roots into the context value templates render against.
 pub(crate) fn context_value(roots: impl IntoIterator<Item = (&'static str, Value)>) -> Value {
-    Value::from_pairs(roots)
+    Value::from_object(Roots(roots.into_iter().collect()))
+}
+
+/// The context templates render against: a dozen named roots, looked up by a linear scan (cheaper
+/// than building a map for every send).
+#[derive(Debug)]
+struct Roots(Vec<(&'static str, Value)>);
+
+impl minijinja::value::Object for Roots {
+    fn get_value(self: &std::sync::Arc<Self>, key: &Value) -> Option<Value> {
+        let key = key.as_str()?;
+        self.0
+            .iter()
+            .find(|(name, _)| *name == key)
+            .map(|(_, value)| value.clone())
+    }
+
+    fn enumerate(self: &std::sync::Arc<Self>) -> minijinja::value::Enumerator {
+        minijinja::value::Enumerator::Values(
+            self.0.iter().map(|(name, _)| Value::from(*name)).collect(),
+        )
+    }
 }
 
 #[derive(Serialize)]
@@ -275,13 +331,19 @@ struct Integrations(BTreeMap<String, Value>);
 impl minijinja::value::Object for Integrations {
     fn get_value(self: &std::sync::Arc<Self>, key: &Value) -> Option<Value> {
         let name = key.as_str()?;
-        Some(self.0.get(name).cloned().unwrap_or_else(|| {
+        static NOT_CONNECTED: std::sync::LazyLock<Value> = std::sync::LazyLock::new(|| {
             to_value(IntegrationView {
                 connected: false,
                 enabled: false,
                 status: "not_connected",
             })
-        }))
+        });
+        Some(
+            self.0
+                .get(name)
+                .cloned()
+                .unwrap_or_else(|| NOT_CONNECTED.clone()),
+        )
     }
 
     fn enumerate(self: &std::sync::Arc<Self>) -> minijinja::value::Enumerator {
@@ -335,28 +397,6 @@ struct SkillView<'a> {
     description: &'a str,
     instructions: &'a str,
     tags: &'a [String],
-}
-
-#[derive(Serialize)]
-struct NowView {
-    rfc3339: String,
-    date: String,
-    time: String,
-    minute: String,
-    weekday: String,
-    month: String,
-    year: i16,
-    offset: String,
-    utc: UtcView,
-}
-
-#[derive(Serialize)]
-struct UtcView {
-    rfc3339: String,
-    date: String,
-    time: String,
-    minute: String,
-    weekday: String,
 }
 
 #[derive(Serialize)]

@@ -41,6 +41,9 @@ pub struct Tool {
     pub results: ResultTrust,
     /// Where it comes from.
     pub origin: ToolOrigin,
+    /// The tool as templates see it, built once.
+    #[serde(skip)]
+    view: std::sync::OnceLock<Value>,
 }
 
 impl Tool {
@@ -54,6 +57,7 @@ impl Tool {
             budget: spec.budget.clone(),
             results: spec.results,
             origin: ToolOrigin::Local,
+            view: std::sync::OnceLock::new(),
         }
     }
 }
@@ -83,12 +87,16 @@ impl Toolset {
         let template_value = Value::from_pairs(tools.iter().map(|t| {
             (
                 t.name.clone(),
-                crate::template::to_value(ToolView {
-                    name: &t.name,
-                    description: &t.description,
-                    budget: t.budget.as_deref(),
-                    cacheable: t.cacheable,
-                }),
+                t.view
+                    .get_or_init(|| {
+                        crate::template::to_value(ToolView {
+                            name: &t.name,
+                            description: &t.description,
+                            budget: t.budget.as_deref(),
+                            cacheable: t.cacheable,
+                        })
+                    })
+                    .clone(),
             )
         }));
         Self {

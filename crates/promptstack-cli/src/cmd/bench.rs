@@ -1,4 +1,4 @@
-//! `promptstack bench`: time assembly of one send, warm and volatile-only.
+//! `promptstack bench`: time the assembly of one send, warm and volatile-only, and composition.
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -12,9 +12,10 @@ use crate::input;
 
 /// Time the assembly of one send in this process, after a warm-up.
 ///
-/// Two figures: "warm" renders every block (nothing reused from earlier sends; token counts and
-/// compiled templates are warm); "volatile-only" is the next send of the same thread, where only
-/// the clock moved, so the stable half is reused. Each iteration also composes every target.
+/// Three figures: "warm" assembles with every block rendered (nothing reused from earlier sends;
+/// compiled templates and token counts are warm); "volatile-only" is the next send of the same
+/// thread, where only the clock moved, so the stable half is reused; "compose" composes every
+/// target of one assembly.
 #[derive(Debug, clap::Args)]
 pub struct Args {
     /// The agent spec (TOML, or JSON if the name ends in .json).
@@ -43,23 +44,22 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     let agent = input::agent(&args.spec)?;
     let send = input::send(&args.send)?;
     let targets: Vec<String> = agent.target_ids().map(str::to_owned).collect();
-    let once = |ctx: &SendContext, fresh: bool| -> anyhow::Result<()> {
-        let assembly = if fresh {
-            agent.assemble_fresh(ctx)
-        } else {
-            agent.assemble(ctx)
-        }
-        .context("assembly failed")?;
+    let assembly = agent.assemble(&send).context("assembly failed")?;
+    let compose_all = |assembly: &promptstack::Assembly| -> anyhow::Result<()> {
         for target in &targets {
             std::hint::black_box(assembly.compose(target).context("compose failed")?);
         }
         Ok(())
     };
+    compose_all(&assembly)?;
     let warmup = (args.iterations / 10).clamp(10, 1000);
     for _ in 0..warmup {
-        once(&send, true)?;
+        std::hint::black_box(agent.assemble_fresh(&send)?);
     }
-    let warm = time(args.iterations, |_| once(&send, true))?;
+    let warm = time(args.iterations, |_| {
+        std::hint::black_box(agent.assemble_fresh(&send)?);
+        Ok(())
+    })?;
     // The next sends of the same thread: only the clock moves, a minute at a time.
     let sends: Vec<SendContext> = (0..args.iterations.min(512))
         .map(|i| {
@@ -70,17 +70,24 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
             next
         })
         .collect();
-    once(&send, false)?;
-    let volatile = time(args.iterations, |i| once(&sends[i % sends.len()], false))?;
+    for next in &sends {
+        std::hint::black_box(agent.assemble(next)?);
+    }
+    let volatile = time(args.iterations, |i| {
+        std::hint::black_box(agent.assemble(&sends[i % sends.len()])?);
+        Ok(())
+    })?;
+    let compose = time(args.iterations, |_| compose_all(&assembly))?;
     let figures = [
         figure("warm", args.iterations, warm),
         figure("volatile-only", args.iterations, volatile),
+        figure("compose", args.iterations, compose),
     ];
     if args.json {
         println!("{}", serde_json::to_string_pretty(&figures)?);
     } else {
         println!(
-            "{} × {} iterations ({} target(s) composed each time)",
+            "{} × {} iterations (compose: {} target(s))",
             args.spec.display(),
             args.iterations,
             targets.len()

@@ -140,7 +140,9 @@ fn table(
     }
     let sections: [(&str, BlockFilter); 3] = [
         ("body", |b| b.placement == Placement::Body),
-        ("target blocks", |b| b.placement == Placement::Target && b.kind != BlockKind::Note),
+        ("target blocks", |b| {
+            b.placement == Placement::Target && b.kind != BlockKind::Note
+        }),
         ("notes", |b| b.kind == BlockKind::Note),
     ];
     for (title, filter) in sections {
@@ -184,7 +186,7 @@ fn table(
             };
             rows.push(vec![
                 (i + 1).to_string(),
-                block.id.clone(),
+                block.id.to_string(),
                 block.kind.as_str().into(),
                 block.trust.as_str().into(),
                 block.stability.as_str().into(),
@@ -218,13 +220,13 @@ fn table(
             .parts
             .iter()
             .filter(|p| p.slot == promptstack::compose::Slot::System)
-            .map(|p| p.id.as_str())
+            .map(|p| &*p.id)
             .collect();
         let user_parts: Vec<&str> = c
             .parts
             .iter()
             .filter(|p| p.slot == promptstack::compose::Slot::User)
-            .map(|p| p.id.as_str())
+            .map(|p| &*p.id)
             .collect();
         let mut composed = format!("system: {}", system_parts.len());
         if let Some(last) = system_parts.last() {
@@ -242,7 +244,7 @@ fn table(
         ]);
     }
     out.push_str(&format_rows(&rows, &[1, 2, 3]));
-    let shown: Vec<_> = assembly.diagnostics().iter().collect();
+    let shown: Vec<_> = assembly.diagnostics().collect();
     let _ = writeln!(
         out,
         "\ndiagnostics  {}",

@@ -54,7 +54,7 @@ struct JsonOutput<'a> {
     agent: &'a str,
     fingerprint: String,
     targets: Vec<Composition>,
-    diagnostics: &'a [promptstack::Diagnostic],
+    diagnostics: Vec<&'a promptstack::Diagnostic>,
 }
 
 pub fn run(args: Args) -> anyhow::Result<ExitCode> {
@@ -74,7 +74,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
                 agent: agent.name(),
                 fingerprint: assembly.fingerprint().to_string(),
                 targets: compositions,
-                diagnostics: assembly.diagnostics(),
+                diagnostics: assembly.diagnostics().collect(),
             };
             serde_json::to_writer_pretty(&mut out, &output)?;
             writeln!(out)?;
@@ -119,11 +119,8 @@ pub fn compose_all(assembly: &Assembly, targets: &[String]) -> anyhow::Result<Ve
 }
 
 /// Prints warnings and lint errors to stderr (informational findings only with `explain`).
-pub fn report_diagnostics(diagnostics: &[promptstack::Diagnostic]) {
-    for diagnostic in diagnostics
-        .iter()
-        .filter(|d| d.severity >= Severity::Warning)
-    {
+pub fn report_diagnostics<'a>(diagnostics: impl Iterator<Item = &'a promptstack::Diagnostic>) {
+    for diagnostic in diagnostics.filter(|d| d.severity >= Severity::Warning) {
         eprintln!("{diagnostic}");
     }
 }
