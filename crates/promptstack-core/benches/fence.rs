@@ -1,0 +1,2 @@
+//! Placeholder until the fence benchmark lands.
+fn main() {}

@@ -1,0 +1,4 @@
+//! The untrusted-content fence: defanging cases, fidelity fixtures, the attack corpus, generated
+//! marker families, properties G1–G10 and the fuzz smoke runs.
+
+mod cases;
