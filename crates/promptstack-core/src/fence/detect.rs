@@ -28,25 +28,23 @@
 //!
 //! # Why detection is linear
 //!
-//! The scanner keeps one cursor that only moves forward. A fast path ([`aho_corasick`] over the
-//! bytes that can start an opening bracket: `<`, `[`, `&`, `%`, `\` and the look-alike brackets)
-//! skips clean text. At a candidate it decodes units, each in O(1) (an escape spans at most
+//! The scanner keeps one cursor that only moves forward. A fast path (`memchr` over the bytes
+//! that can start an opening bracket: `<`, `[`, `&`, `%`, `\` and the lead bytes of the
+//! look-alike brackets, each group remembering its next hit) skips clean text. At a
+//! candidate it decodes units, each in O(1) (an escape spans at most
 //! [`MAX_UNIT_BYTES`](super::normal::MAX_UNIT_BYTES) bytes), in three regions: the opening run,
 //! the region after it (keyword or token body), and the tail up to the closing run. Every region
 //! stops at the first unit that could open another candidate, and the cursor resumes at or after
 //! the end of the run (or of the match), so the regions of different candidates never overlap:
 //! each unit is decoded a bounded number of times, whatever the input. Ten megabytes of `<`,
-//! `&lt;` or `⋘` form a single run; ten megabytes of zero-width characters never reach the slow
-//! path. No backtracking, no nested loop over positions.
+//! `&lt;` or `⋘` form a single run; a zero-width character costs one unit decode and starts
+//! nothing. No backtracking, no nested loop over positions.
 
 use std::borrow::Cow;
 use std::ops::Range;
-use std::sync::LazyLock;
-
-use aho_corasick::{AhoCorasick, Input, MatchKind};
 
 use super::control::{close_run, is_control_token, open_run, read_candidate};
-use super::normal::{NON_ASCII_OPENERS, Sym, unit_at};
+use super::normal::{Sym, unit_at};
 
 /// The fence kinds' keywords as letter skeletons (joiners removed).
 const KEYWORDS: [&[u8]; 5] = [
@@ -99,29 +97,66 @@ impl Finding {
     }
 }
 
-/// The fast path: every byte sequence that can start an opening unit.
-fn triggers() -> &'static AhoCorasick {
-    static TRIGGERS: LazyLock<AhoCorasick> = LazyLock::new(|| {
-        let mut patterns: Vec<String> = ["<", "[", "&", "%", "\\"]
-            .iter()
-            .map(|s| (*s).to_owned())
-            .collect();
-        patterns.extend(NON_ASCII_OPENERS.iter().map(|c| c.to_string()));
-        AhoCorasick::builder()
-            .match_kind(MatchKind::LeftmostFirst)
-            .build(&patterns)
-            // A fixed list of a few dozen one-character literals is far below every automaton
-            // limit, so building it does not depend on input and cannot fail at run time.
-            .expect("the trigger automaton is built from fixed literals")
-    });
-    &TRIGGERS
+/// The fast path: finds the next byte that can start an opening unit, with `memchr` over four
+/// groups of bytes (ASCII brackets and escape introducers; the lead bytes of the non-ASCII
+/// look-alike brackets). Each group remembers its next hit, and a group is searched again only
+/// once the cursor has passed that hit, so every group scans each byte at most once and clean
+/// text streams through at memory speed.
+struct Triggers<'a> {
+    bytes: &'a [u8],
+    /// Per group: the next hit at or after the last search start, or `None` when there is none.
+    next: [Option<usize>; 4],
+    /// Per group: where its cached hit was searched from (`usize::MAX` before the first search).
+    searched_from: [usize; 4],
+}
+
+impl<'a> Triggers<'a> {
+    fn new(text: &'a str) -> Self {
+        Triggers {
+            bytes: text.as_bytes(),
+            next: [None; 4],
+            searched_from: [usize::MAX; 4],
+        }
+    }
+
+    fn search(&self, group: usize, from: usize) -> Option<usize> {
+        let hay = self.bytes.get(from..)?;
+        let hit = match group {
+            0 => memchr::memchr3(b'<', b'[', b'&', hay),
+            1 => memchr::memchr2(b'%', b'\\', hay),
+            // Lead bytes of the non-ASCII openers (`NON_ASCII_OPENERS`; a test keeps the two in
+            // step): U+2xxx and U+3xxx brackets, fullwidth and small forms.
+            2 => memchr::memchr3(0xE2, 0xE3, 0xEF, hay),
+            // `«` (U+00AB), `˂` (U+02C2), `ᐸ` (U+1438).
+            _ => memchr::memchr3(0xC2, 0xCB, 0xE1, hay),
+        };
+        hit.map(|p| from + p)
+    }
+
+    /// The first trigger at or after `from`. `from` never decreases between calls.
+    fn next_at(&mut self, from: usize) -> Option<usize> {
+        let mut best: Option<usize> = None;
+        for group in 0..4 {
+            let stale = self.searched_from[group] == usize::MAX
+                || self.next[group].is_some_and(|hit| hit < from);
+            if stale {
+                self.next[group] = self.search(group, from);
+                self.searched_from[group] = from;
+            }
+            if let Some(hit) = self.next[group] {
+                best = Some(best.map_or(hit, |b: usize| b.min(hit)));
+            }
+        }
+        best
+    }
 }
 
 /// Finds every marker and control token in `text`, in order, without overlaps.
 pub fn find_all(text: &str) -> Vec<Finding> {
     let mut out = Vec::new();
     let mut pos = 0;
-    while let Some((finding, next)) = next_finding(text, pos) {
+    let mut triggers = Triggers::new(text);
+    while let Some((finding, next)) = next_finding(text, pos, &mut triggers) {
         out.push(finding);
         pos = next;
     }
@@ -130,7 +165,7 @@ pub fn find_all(text: &str) -> Vec<Finding> {
 
 /// Whether `text` contains any marker or control token.
 pub fn contains_any(text: &str) -> bool {
-    next_finding(text, 0).is_some()
+    next_finding(text, 0, &mut Triggers::new(text)).is_some()
 }
 
 /// Rewrites every marker and control token in `text` so that it no longer reads as one.
@@ -144,7 +179,8 @@ pub fn defang(text: &str) -> Cow<'_, str> {
 
 /// [`defang`], also returning how many findings were rewritten.
 pub fn defang_counted(text: &str) -> (Cow<'_, str>, usize) {
-    let Some((first, mut pos)) = next_finding(text, 0) else {
+    let mut triggers = Triggers::new(text);
+    let Some((first, mut pos)) = next_finding(text, 0, &mut triggers) else {
         return (Cow::Borrowed(text), 0);
     };
     let mut out = String::with_capacity(text.len() + 16);
@@ -161,7 +197,7 @@ pub fn defang_counted(text: &str) -> (Cow<'_, str>, usize) {
             push_replacement(&mut out, &finding, false);
             copied = close.end;
         }
-        current = match next_finding(text, pos) {
+        current = match next_finding(text, pos, &mut triggers) {
             Some((f, next)) => {
                 pos = next;
                 Some(f)
@@ -188,10 +224,14 @@ fn push_replacement(out: &mut String, finding: &Finding, opening: bool) {
 }
 
 /// Finds the first finding at or after `pos`; returns it and where the search resumes.
-fn next_finding(text: &str, mut pos: usize) -> Option<(Finding, usize)> {
+fn next_finding(
+    text: &str,
+    mut pos: usize,
+    triggers: &mut Triggers<'_>,
+) -> Option<(Finding, usize)> {
     let bytes = text.as_bytes();
     while pos < text.len() {
-        let start = triggers().find(Input::new(text).range(pos..))?.start();
+        let start = triggers.next_at(pos)?;
         let unit = unit_at(text, start);
         let square = match unit.sym {
             Sym::Open(_) => false,

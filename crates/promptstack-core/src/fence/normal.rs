@@ -317,9 +317,10 @@ fn classify_decomposed(c: char) -> Sym {
     }
 }
 
-/// Every non-ASCII character that classifies as [`Sym::Open`] or [`Sym::OpenSquare`]: the
-/// detector's fast path searches for these, plus the ASCII bytes that can start one.
-pub(crate) const NON_ASCII_OPENERS: &[char] = &[
+/// Every non-ASCII character that classifies as [`Sym::Open`] or [`Sym::OpenSquare`]. The
+/// detector's fast path stops at their lead bytes; a test checks, over every Unicode scalar value,
+/// that no other character classifies as an opener.
+pub const NON_ASCII_OPENERS: &[char] = &[
     '\u{FF1C}', '\u{FE64}', '\u{3008}', '\u{2329}', '\u{27E8}', '\u{29FC}', '\u{276E}', '\u{276C}',
     '\u{2770}', '\u{02C2}', '\u{1438}', '\u{22D6}', '\u{2991}', '\u{226E}', '\u{FE3F}', '\u{226A}',
     '\u{00AB}', '\u{300A}', '\u{27EA}', '\u{2AA1}', '\u{FE3D}', '\u{22D8}', '\u{2AF7}', '\u{FF3B}',
