@@ -19,10 +19,15 @@ struct Cli {
 }
 
 #[derive(Debug, Subcommand)]
-enum Command {}
+enum Command {
+    /// Wrap untrusted content from stdin in a nonce fence, or check a wrapped text.
+    Fence(cmd::fence::Args),
+}
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
-    let result = match cli.command {};
+    let result = match cli.command {
+        Command::Fence(args) => cmd::fence::run(args),
+    };
     exit::report(result)
 }
