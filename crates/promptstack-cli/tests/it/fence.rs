@@ -7,7 +7,7 @@
 
 use std::process::Command;
 
-use insta_cmd::{Spawn, SpawnExt, assert_cmd_snapshot, get_cargo_bin};
+use insta_cmd::{Spawn, assert_cmd_snapshot, get_cargo_bin};
 
 fn promptstack() -> Command {
     Command::new(get_cargo_bin("promptstack"))
