@@ -2,3 +2,5 @@
 //! marker families, properties G1–G10 and the fuzz smoke runs.
 
 mod cases;
+mod families;
+mod oracle;
