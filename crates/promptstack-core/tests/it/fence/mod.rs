@@ -2,5 +2,8 @@
 //! marker families, properties G1–G10 and the fuzz smoke runs.
 
 mod cases;
+mod corpus;
 mod families;
+mod fidelity;
 mod oracle;
+mod properties;
