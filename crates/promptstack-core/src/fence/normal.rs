@@ -210,8 +210,8 @@ fn classify_table(c: char) -> Option<Sym> {
             Sym::Close(2)
         }
         '\u{22D9}' | '\u{2AF8}' => Sym::Close(3),
-        '\u{FF3B}' => Sym::OpenSquare,
-        '\u{FF3D}' => Sym::CloseSquare,
+        '\u{FF3B}' | '\u{FE47}' => Sym::OpenSquare,
+        '\u{FF3D}' | '\u{FE48}' => Sym::CloseSquare,
         '\u{FF5C}' | '\u{2223}' | '\u{01C0}' | '\u{FE31}' | '\u{2758}' => Sym::Bar,
         '\u{FF0F}' | '\u{2044}' | '\u{2215}' | '\u{29F8}' => Sym::Slash,
         '\u{FF02}' => Sym::Quote,
@@ -324,6 +324,7 @@ pub const NON_ASCII_OPENERS: &[char] = &[
     '\u{FF1C}', '\u{FE64}', '\u{3008}', '\u{2329}', '\u{27E8}', '\u{29FC}', '\u{276E}', '\u{276C}',
     '\u{2770}', '\u{02C2}', '\u{1438}', '\u{22D6}', '\u{2991}', '\u{226E}', '\u{FE3F}', '\u{226A}',
     '\u{00AB}', '\u{300A}', '\u{27EA}', '\u{2AA1}', '\u{FE3D}', '\u{22D8}', '\u{2AF7}', '\u{FF3B}',
+    '\u{FE47}',
 ];
 
 // ---------------------------------------------------------------------------------------------

@@ -116,3 +116,37 @@ fn benign_shapes_stay() {
     keeps("<s>old</s> <b>bold</b> [x] [link](http://a)");
     keeps("100% &amp; 50%; C:\\users\\x");
 }
+
+/// The detector's fast path stops only at the lead bytes of `NON_ASCII_OPENERS`. This walks every
+/// Unicode scalar value and checks that no other character reads as an opening bracket, and that
+/// every listed one does.
+#[test]
+fn fast_path_covers_every_opener() {
+    use promptstack_core::fence::normal::{NON_ASCII_OPENERS, Sym, classify};
+    let lead_bytes = [0xC2u8, 0xCB, 0xE1, 0xE2, 0xE3, 0xEF];
+    let mut wrong = Vec::new();
+    for c in (0x80..=0x10FFFFu32).filter_map(char::from_u32) {
+        let opener = matches!(classify(c), Sym::Open(_) | Sym::OpenSquare);
+        let mut buf = [0u8; 4];
+        let lead = c.encode_utf8(&mut buf).as_bytes()[0];
+        if opener != NON_ASCII_OPENERS.contains(&c) || (opener && !lead_bytes.contains(&lead)) {
+            wrong.push(format!("U+{:04X} {c} {:?}", c as u32, classify(c)));
+        }
+    }
+    assert!(wrong.is_empty(), "{wrong:#?}");
+}
+
+#[test]
+fn every_listed_control_token_parses_and_is_caught() {
+    use promptstack_core::fence::control::{parse_token, token_lines};
+    let mut n = 0;
+    for token in token_lines() {
+        assert!(
+            parse_token(token).is_some(),
+            "{token:?} is not a token shape"
+        );
+        assert_ne!(defang(token), token, "{token:?} is not defanged");
+        n += 1;
+    }
+    assert!(n >= 40, "{n} tokens");
+}

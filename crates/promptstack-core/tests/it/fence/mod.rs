@@ -5,5 +5,6 @@ mod cases;
 mod corpus;
 mod families;
 mod fidelity;
+mod fuzz_smoke;
 mod oracle;
 mod properties;
