@@ -26,6 +26,8 @@ enum Command {
     Lint(cmd::lint::Args),
     Schema(cmd::schema::Args),
     Bench(cmd::bench::Args),
+    /// Wrap untrusted content from stdin in a nonce fence, or check a wrapped text.
+    Fence(cmd::fence::Args),
 }
 
 fn main() -> ExitCode {
@@ -44,6 +46,7 @@ fn main() -> ExitCode {
         Command::Lint(args) => cmd::lint::run(args),
         Command::Schema(args) => cmd::schema::run(args),
         Command::Bench(args) => cmd::bench::run(args),
+        Command::Fence(args) => cmd::fence::run(args),
     };
     exit::report(result)
 }

@@ -12,6 +12,11 @@
 //!    split the stable and volatile halves, count tokens, fingerprint → an [`Assembly`];
 //! 4. [`Assembly::compose`]: the exact texts one target (engine) sends.
 //!
+//! Around the pipeline:
+//!
+//! - [`fence`]: wraps untrusted content (pages, files, MCP resources, tool results) in nonce
+//!   markers it cannot forge, defanging look-alike markers and chat-template control tokens.
+//!
 //! ```
 //! use promptstack_core::{Agent, SendContext, SpecFormat};
 //!
@@ -51,6 +56,7 @@ pub mod compose;
 pub mod context;
 pub mod diagnostic;
 pub mod error;
+pub mod fence;
 pub mod fingerprint;
 mod hash;
 mod lint;

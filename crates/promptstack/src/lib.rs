@@ -3,6 +3,10 @@
 //! [`promptstack_core`] is the pure engine; this crate re-exports it and adds the edges an
 //! application needs around it: randomness from the operating system, the wall clock, files on
 //! disk and MCP servers. Everything here feeds data into the core; nothing here decides prompt text.
+//!
+//! - [`nonce`]: [`nonce::OsNonces`], fence nonces from the operating system's CSPRNG.
+
+pub mod nonce;
 
 pub use promptstack_core as core;
 pub use promptstack_core::*;

@@ -2,6 +2,7 @@
 
 pub mod bench;
 pub mod explain;
+pub mod fence;
 pub mod lint;
 pub mod render;
 pub mod schema;

@@ -1,0 +1,130 @@
+//! `promptstack fence`: wrap stdin as untrusted content, or check that stdin is a valid fence.
+
+use std::io::{Read, Write};
+use std::process::ExitCode;
+
+use anyhow::Context;
+use clap::ValueEnum;
+use promptstack::fence::{ContentKind, Fence, MaxBytes, Provenance, check};
+use promptstack::nonce::OsNonces;
+
+use crate::exit::bad_input;
+
+/// Wrap untrusted content read from stdin in a nonce fence, or check a wrapped text.
+///
+/// The nonce is drawn fresh from the operating system for every run. Marker-shaped text and
+/// chat-template control tokens inside the content are defanged first.
+#[derive(Debug, clap::Args)]
+pub struct Args {
+    /// Check that stdin is exactly one valid fence instead of wrapping it (exit 0 valid,
+    /// 1 invalid, 2 unreadable input).
+    #[arg(long, conflicts_with_all = ["kind", "origin", "tool", "max_bytes"])]
+    check: bool,
+
+    /// What the content is.
+    #[arg(long, value_enum, required_unless_present = "check")]
+    kind: Option<Kind>,
+
+    /// Where it came from: a URL (page, selection, tool-result; reduced to scheme://host[:port]),
+    /// a path (file) or mcp://SERVER/URI (mcp-resource). Optional for tool-result only.
+    #[arg(long)]
+    origin: Option<String>,
+
+    /// The registry name of the tool that produced the content.
+    #[arg(long)]
+    tool: Option<String>,
+
+    /// Cut the body (truncation note included) to at most N bytes before wrapping.
+    #[arg(long, value_name = "N")]
+    max_bytes: Option<usize>,
+}
+
+/// The content kinds, as named on the command line.
+#[derive(Debug, Clone, Copy, ValueEnum)]
+enum Kind {
+    /// A web page: `web_content`.
+    Page,
+    /// A selection on a page: `web_selection`.
+    Selection,
+    /// A file: `file_content`.
+    File,
+    /// An MCP resource: `mcp_resource`.
+    McpResource,
+    /// An untrusted tool result: `tool_result`.
+    ToolResult,
+}
+
+impl From<Kind> for ContentKind {
+    fn from(kind: Kind) -> Self {
+        match kind {
+            Kind::Page => ContentKind::Page,
+            Kind::Selection => ContentKind::Selection,
+            Kind::File => ContentKind::File,
+            Kind::McpResource => ContentKind::McpResource,
+            Kind::ToolResult => ContentKind::ToolResult,
+        }
+    }
+}
+
+/// Runs the subcommand.
+pub fn run(args: Args) -> anyhow::Result<ExitCode> {
+    let mut raw = Vec::new();
+    std::io::stdin()
+        .read_to_end(&mut raw)
+        .context("cannot read stdin")?;
+    let text = String::from_utf8(raw)
+        .map_err(|e| bad_input(anyhow::anyhow!("stdin is not UTF-8: {e}")))?;
+    if args.check {
+        return run_check(&text);
+    }
+    let Some(kind) = args.kind else {
+        return Err(bad_input(anyhow::anyhow!("--kind is required to wrap")));
+    };
+    let provenance = Provenance::new(kind.into(), args.origin.as_deref(), args.tool.as_deref())
+        .map_err(bad_input)?;
+    let mut fence = Fence::new(OsNonces);
+    if let Some(max) = args.max_bytes {
+        fence = fence.with_limit(MaxBytes(max));
+    }
+    let wrapped = fence.wrap(&text, &provenance)?;
+    let mut stdout = std::io::stdout().lock();
+    writeln!(stdout, "{}", wrapped.text).context("cannot write stdout")?;
+    if wrapped.defanged > 0 {
+        eprintln!(
+            "note: defanged {} marker(s) or control token(s)",
+            wrapped.defanged
+        );
+    }
+    if let Some(t) = wrapped.truncated {
+        eprintln!(
+            "note: truncated to {} of {} bytes",
+            t.kept_bytes, t.total_bytes
+        );
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+fn run_check(text: &str) -> anyhow::Result<ExitCode> {
+    let report = check(text);
+    let mut stdout = std::io::stdout().lock();
+    if report.is_valid() {
+        if let Some(info) = &report.fence {
+            writeln!(
+                stdout,
+                "valid fence: kind {}, nonce {}, origin {}, tool {}, body {} bytes",
+                info.kind.marker_name(),
+                info.nonce,
+                info.origin.as_deref().unwrap_or("(none)"),
+                info.tool.as_deref().unwrap_or("(none)"),
+                info.body.len()
+            )
+            .context("cannot write stdout")?;
+        }
+        return Ok(ExitCode::SUCCESS);
+    }
+    writeln!(stdout, "invalid fence:").context("cannot write stdout")?;
+    for problem in &report.problems {
+        writeln!(stdout, "- {problem}").context("cannot write stdout")?;
+    }
+    Ok(ExitCode::from(1))
+}
