@@ -1,1 +1,2 @@
 //! The core's integration tests: one binary, one module per area.
+mod stream;
