@@ -27,7 +27,7 @@ enum Line {
     /// Reading inline content.
     Content,
     /// At the start of a line inside a fenced block, deciding whether it closes the block.
-    FenceLine(FenceClose),
+    InFence(FenceClose),
     /// The rest of a code line, passed through until the newline.
     Verbatim,
 }
@@ -40,11 +40,18 @@ enum Prefix {
     /// After `-`, `*` or `+`: a list marker if a space follows.
     Bullet,
     /// After the digits of a possible ordered-list marker.
-    Ordered { digits: u8 },
+    Ordered {
+        digits: u8,
+    },
     /// After `1.` or `1)`: a list marker if a space follows.
-    OrderedDelim { digits: u8 },
+    OrderedDelim {
+        digits: u8,
+    },
     /// Counting a run of backticks or tildes at the start of the content.
-    Fence { ch: u8, count: u32 },
+    Fence {
+        ch: u8,
+        count: u32,
+    },
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -59,11 +66,18 @@ enum FenceClose {
 enum Inline {
     Text,
     /// Counting the backticks that open a code span.
-    Ticks { count: u32 },
+    Ticks {
+        count: u32,
+    },
     /// Inside a code span opened by `k` backticks; `run` counts the current backtick run.
-    Code { k: u32, run: u32 },
+    Code {
+        k: u32,
+        run: u32,
+    },
     /// Inside a link destination `(…)`, `depth` parentheses deep.
-    LinkDest { depth: u32 },
+    LinkDest {
+        depth: u32,
+    },
 }
 
 /// The tracker's state between pushes.
@@ -172,7 +186,13 @@ impl Processor {
     /// Scans `text` (held-back input followed by the new delta), writes what is decided to `out`
     /// and returns where the undecided rest starts.
     pub(super) fn scan(&mut self, text: &str, eof: bool, out: &mut String) -> usize {
-        let mut c = Cursor { text, bytes: text.as_bytes(), pos: 0, copied: 0, eof };
+        let mut c = Cursor {
+            text,
+            bytes: text.as_bytes(),
+            pos: 0,
+            copied: 0,
+            eof,
+        };
         let mut held = false;
         while c.pos < c.len() {
             let step = match self.state.line {
@@ -180,7 +200,7 @@ impl Processor {
                     self.prefix_step(&mut c, prefix);
                     Ok(())
                 }
-                Line::FenceLine(close) => {
+                Line::InFence(close) => {
                     self.fence_line_step(&mut c, close);
                     Ok(())
                 }
@@ -256,14 +276,18 @@ impl Processor {
         s.heading = false;
         s.content_start = false;
         s.line = match s.block {
-            Block::Fenced { .. } => Line::FenceLine(FenceClose::Indent { cols: 0 }),
+            Block::Fenced { .. } => Line::InFence(FenceClose::Indent { cols: 0 }),
             _ => Line::Prefix(Prefix::Indent),
         };
     }
 
     fn push_prefix(&mut self, b: u8) {
         if self.state.prefix.len() < PREFIX_MAX {
-            self.state.prefix.push(if b == b'>' || b == b'\t' { b as char } else { ' ' });
+            self.state.prefix.push(if b == b'>' || b == b'\t' {
+                b as char
+            } else {
+                ' '
+            });
         }
     }
 
@@ -330,11 +354,18 @@ impl Processor {
                 if b == ch {
                     self.push_prefix(b);
                     c.pos += 1;
-                    self.state.line = Line::Prefix(Prefix::Fence { ch, count: count + 1 });
+                    self.state.line = Line::Prefix(Prefix::Fence {
+                        ch,
+                        count: count + 1,
+                    });
                 } else if count >= 3 {
                     let indent = self.state.cols;
                     let s = &mut self.state;
-                    s.block = Block::Fenced { ch, len: count, indent };
+                    s.block = Block::Fenced {
+                        ch,
+                        len: count,
+                        indent,
+                    };
                     s.paragraph = false;
                     s.inline = Inline::Text;
                     s.depth = 0;
@@ -452,7 +483,9 @@ impl Processor {
                 return;
             }
             (FenceClose::Indent { cols }, b' ' | b'>') => FenceClose::Indent { cols: cols + 1 },
-            (FenceClose::Indent { cols }, b'\t') => FenceClose::Indent { cols: (cols / 4 + 1) * 4 },
+            (FenceClose::Indent { cols }, b'\t') => FenceClose::Indent {
+                cols: (cols / 4 + 1) * 4,
+            },
             (FenceClose::Indent { cols }, b) if b == ch && cols <= indent + 3 => {
                 FenceClose::Run { count: 1 }
             }
@@ -465,7 +498,7 @@ impl Processor {
                 return;
             }
         };
-        self.state.line = Line::FenceLine(next);
+        self.state.line = Line::InFence(next);
     }
 
     /// Inline content: the prose fast path and every decision in it.
@@ -542,12 +575,17 @@ impl Processor {
     fn text_step(&mut self, c: &mut Cursor<'_>, out: &mut String) -> Step {
         let start = c.pos;
         let rest = &c.bytes[start..];
-        let skip = rest.iter().position(|&b| SPECIAL[b as usize]).unwrap_or(rest.len());
+        let skip = rest
+            .iter()
+            .position(|&b| SPECIAL[b as usize])
+            .unwrap_or(rest.len());
         c.pos += skip;
         if skip > 0 {
             self.state.content_start = false;
         }
-        let Some(&b) = c.bytes.get(c.pos) else { return Ok(()) };
+        let Some(&b) = c.bytes.get(c.pos) else {
+            return Ok(());
+        };
         match b {
             b'\n' => {
                 c.pos += 1;
@@ -567,7 +605,11 @@ impl Processor {
     }
 
     fn byte_before(&self, c: &Cursor<'_>, at: usize) -> u8 {
-        if at > 0 { c.bytes[at - 1] } else { self.prev_byte }
+        if at > 0 {
+            c.bytes[at - 1]
+        } else {
+            self.prev_byte
+        }
     }
 
     fn open_bracket(&mut self, c: &mut Cursor<'_>, out: &mut String) -> Step {
@@ -592,7 +634,9 @@ impl Processor {
             // `[1](https://…)` is a link whose text happens to be a number.
             c.pos = after + 1;
             self.state.inline = Inline::LinkDest { depth: 1 };
-        } else if (next == Some(b':') && self.state.content_start) || self.byte_before(c, at) == b'!' {
+        } else if (next == Some(b':') && self.state.content_start)
+            || self.byte_before(c, at) == b'!'
+        {
             // A link reference definition `[1]: …`, or an image `![1]`.
             c.pos = after;
         } else if m.indices.iter().all(|&i| self.table.contains(i)) {
@@ -689,7 +733,11 @@ impl Processor {
         let resolved: Vec<u32> = if self.state.depth > 0 {
             Vec::new()
         } else {
-            n.indices.iter().copied().filter(|&i| self.table.contains(i)).collect()
+            n.indices
+                .iter()
+                .copied()
+                .filter(|&i| self.table.contains(i))
+                .collect()
         };
         self.count_native(&n.indices, !resolved.is_empty());
         if resolved.is_empty() {
@@ -749,8 +797,12 @@ impl Processor {
                         Parse::Incomplete => return Err(Held),
                         Parse::No => false,
                         Parse::Yes(n) => {
-                            let resolved: Vec<u32> =
-                                n.indices.iter().copied().filter(|&i| self.table.contains(i)).collect();
+                            let resolved: Vec<u32> = n
+                                .indices
+                                .iter()
+                                .copied()
+                                .filter(|&i| self.table.contains(i))
+                                .collect();
                             self.count_native(&n.indices, !resolved.is_empty());
                             self.extend_run(resolved);
                             c.pos = at + n.len;

@@ -41,7 +41,10 @@ pub(crate) fn parse(s: &[u8], eof: bool) -> Parse<Marker> {
                 value = 0;
                 digits = 0;
                 if b == b']' {
-                    return Parse::Yes(Marker { len: i + 1, indices });
+                    return Parse::Yes(Marker {
+                        len: i + 1,
+                        indices,
+                    });
                 }
             }
             // Spaces may only follow a comma.
@@ -59,10 +62,38 @@ mod tests {
     #[test]
     fn markers() {
         let m = |s: &str| parse(s.as_bytes(), true);
-        assert_eq!(m("[1]"), Parse::Yes(Marker { len: 3, indices: vec![1] }));
-        assert_eq!(m("[1, 2]x"), Parse::Yes(Marker { len: 6, indices: vec![1, 2] }));
-        assert_eq!(m("[10,2]"), Parse::Yes(Marker { len: 6, indices: vec![10, 2] }));
-        for s in ["[]", "[ 1]", "[1 ]", "[1,]", "[^1]", "[a]", "[1234567]", "[1", "[1,, 2]"] {
+        assert_eq!(
+            m("[1]"),
+            Parse::Yes(Marker {
+                len: 3,
+                indices: vec![1]
+            })
+        );
+        assert_eq!(
+            m("[1, 2]x"),
+            Parse::Yes(Marker {
+                len: 6,
+                indices: vec![1, 2]
+            })
+        );
+        assert_eq!(
+            m("[10,2]"),
+            Parse::Yes(Marker {
+                len: 6,
+                indices: vec![10, 2]
+            })
+        );
+        for s in [
+            "[]",
+            "[ 1]",
+            "[1 ]",
+            "[1,]",
+            "[^1]",
+            "[a]",
+            "[1234567]",
+            "[1",
+            "[1,, 2]",
+        ] {
             assert_eq!(m(s), Parse::No, "{s}");
         }
         assert_eq!(parse(b"[12", false), Parse::Incomplete);

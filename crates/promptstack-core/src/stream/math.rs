@@ -42,7 +42,9 @@ pub(crate) fn parse(s: &[u8], line_start: bool, eof: bool) -> Parse<Math> {
         let Some(&b) = s.get(i) else { return need(eof) };
         match b {
             b'\\' => {
-                let Some(&next) = s.get(i + 1) else { return need(eof) };
+                let Some(&next) = s.get(i + 1) else {
+                    return need(eof);
+                };
                 if next == close {
                     break i + 2;
                 }
@@ -146,7 +148,10 @@ mod tests {
         assert_eq!(rewrite(r"\(a \\ b\)", false).as_deref(), Some(r"$a \\ b$"));
         assert_eq!(rewrite(r"\[x\] mid", true).as_deref(), Some("$x$ mid"));
         assert_eq!(rewrite(r"\[x\]", true).as_deref(), Some("$$\nx\n$$"));
-        assert_eq!(rewrite("\\[\nx\n\\]\n", true).as_deref(), Some("$$\nx\n$$\n"));
+        assert_eq!(
+            rewrite("\\[\nx\n\\]\n", true).as_deref(),
+            Some("$$\nx\n$$\n")
+        );
         assert_eq!(rewrite(r"\[x\]", false).as_deref(), Some("$x$"));
     }
 

@@ -165,7 +165,10 @@ impl Processor {
         let first = self.map.citations.len();
         let mut text = String::with_capacity(delta.len() + 16);
         self.push_into(delta, &mut text);
-        Segment { text, citations: self.map.citations[first..].to_vec() }
+        Segment {
+            text,
+            citations: self.map.citations[first..].to_vec(),
+        }
     }
 
     /// Pushes one delta and appends what can be released now to `out`; the fast path.
@@ -192,7 +195,11 @@ impl Processor {
             buf.drain(..keep);
             self.pending = buf;
         }
-        debug_assert!(self.pending.len() <= MAX_LOOKAHEAD, "held {} bytes", self.pending.len());
+        debug_assert!(
+            self.pending.len() <= MAX_LOOKAHEAD,
+            "held {} bytes",
+            self.pending.len()
+        );
     }
 
     /// Pushes raw bytes, which may split a UTF-8 character anywhere; appends output to `out`.
@@ -243,7 +250,10 @@ impl Processor {
         let first = self.map.citations.len();
         let mut text = String::new();
         self.finish_into(&mut text);
-        Segment { text, citations: self.map.citations[first..].to_vec() }
+        Segment {
+            text,
+            citations: self.map.citations[first..].to_vec(),
+        }
     }
 
     /// Like [`finish`](Self::finish), appending the output to `out`.
@@ -276,14 +286,20 @@ impl Processor {
 
     /// Writes the open citation run, if any, and closes it.
     fn close_run(&mut self, out: &mut String) {
-        let Some(indices) = self.run.take() else { return };
+        let Some(indices) = self.run.take() else {
+            return;
+        };
         self.tally.runs += 1;
         match self.mode {
             OutputMode::Placeholders => {
                 let key = self.tally.runs;
                 let placeholder = output::placeholder(key);
                 out.push_str(&placeholder);
-                self.map.citations.push(Citation { key, placeholder, sources: indices });
+                self.map.citations.push(Citation {
+                    key,
+                    placeholder,
+                    sources: indices,
+                });
             }
             OutputMode::Links => output::write_links(&self.table, &indices, out),
         }
@@ -302,7 +318,11 @@ impl Processor {
 }
 
 /// Processes a whole text at once: the output and the citation map.
-pub fn process(text: &str, sources: &SourceSnapshot, config: StreamConfig) -> (String, CitationMap) {
+pub fn process(
+    text: &str,
+    sources: &SourceSnapshot,
+    config: StreamConfig,
+) -> (String, CitationMap) {
     let mut processor = Processor::new(sources, config);
     let mut out = String::with_capacity(text.len() + text.len() / 8);
     processor.push_into(text, &mut out);

@@ -117,7 +117,11 @@ impl Cursor<'_> {
                 self.i += 1;
             }
         }
-        if self.eat(CLOSE)? { Ok(()) } else { Err(Stop::No) }
+        if self.eat(CLOSE)? {
+            Ok(())
+        } else {
+            Err(Stop::No)
+        }
     }
 }
 
@@ -126,9 +130,16 @@ impl Cursor<'_> {
 /// `eof` says that no more input will come, so a shape still open at the end is plain text.
 pub(crate) fn parse(s: &[u8], eof: bool) -> Parse<Native> {
     debug_assert!(starts(s));
-    let mut cursor = Cursor { s, i: OPEN.len(), eof };
+    let mut cursor = Cursor {
+        s,
+        i: OPEN.len(),
+        eof,
+    };
     match shape(&mut cursor) {
-        Ok(indices) => Parse::Yes(Native { len: cursor.i, indices }),
+        Ok(indices) => Parse::Yes(Native {
+            len: cursor.i,
+            indices,
+        }),
         Err(Stop::Incomplete) => Parse::Incomplete,
         Err(Stop::No) => Parse::No,
     }
@@ -199,7 +210,16 @@ mod tests {
 
     #[test]
     fn not_citations() {
-        for s in ["【注意】", "【】", "【1", "【1\n】", "【1234567】", "【5-2】", "【1-99】", "【1†a【2】"] {
+        for s in [
+            "【注意】",
+            "【】",
+            "【1",
+            "【1\n】",
+            "【1234567】",
+            "【5-2】",
+            "【1-99】",
+            "【1†a【2】",
+        ] {
             assert_eq!(parse(s.as_bytes(), true), Parse::No, "{s}");
         }
         assert_eq!(parse("【1†ti".as_bytes(), false), Parse::Incomplete);

@@ -64,7 +64,10 @@ impl SourceTable {
     }
 
     pub(crate) fn get(&self, index: u32) -> Option<&Source> {
-        let at = self.sources.binary_search_by_key(&index, |s| s.index).ok()?;
+        let at = self
+            .sources
+            .binary_search_by_key(&index, |s| s.index)
+            .ok()?;
         Some(&self.sources[at])
     }
 
@@ -81,7 +84,9 @@ pub(crate) fn placeholder(key: u32) -> String {
 /// Writes `[[N]](url "title")` for each source of a run.
 pub(crate) fn write_links(table: &SourceTable, indices: &[u32], out: &mut String) {
     for &index in indices {
-        let Some(source) = table.get(index) else { continue };
+        let Some(source) = table.get(index) else {
+            continue;
+        };
         out.push_str("[[");
         out.push_str(itoa(index).as_str());
         out.push_str("]](");

@@ -80,5 +80,9 @@ pub struct MinCitations {
 /// Unresolved markers do not count: a citation the reader cannot follow is not a citation.
 pub fn min_citations(text: &str, sources: &SourceSnapshot, required: u32) -> MinCitations {
     let found = score(text, sources).resolved();
-    MinCitations { passed: found >= required, found, required }
+    MinCitations {
+        passed: found >= required,
+        found,
+        required,
+    }
 }
