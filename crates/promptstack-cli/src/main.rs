@@ -20,11 +20,13 @@ struct Cli {
 
 #[derive(Debug, Subcommand)]
 enum Command {
+    Cite(cmd::cite::Args),
 }
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
     let result = match cli.command {
+        Command::Cite(args) => cmd::cite::run(args),
     };
     exit::report(result)
 }

@@ -1,1 +1,2 @@
 //! One module per subcommand: each has an `Args` struct and a `run` function.
+pub mod cite;

@@ -1,1 +1,2 @@
 //! End-to-end tests of the `promptstack` binary: one binary, one module per subcommand.
+mod cite;

@@ -54,13 +54,20 @@ pub fn score(text: &str, sources: &SourceSnapshot) -> CitationScore {
     let mut sink = String::with_capacity(text.len());
     processor.push_into(text, &mut sink);
     processor.finish_into(&mut sink);
-    let tally = &processor.tally;
-    CitationScore {
-        ascii: tally.ascii,
-        native: tally.native,
-        runs: tally.runs,
-        sources: tally.cited.iter().copied().collect(),
-        unresolved_sources: tally.unresolved.iter().copied().collect(),
+    processor.score()
+}
+
+impl Processor {
+    /// The citations decided so far, counted the way [`score`] counts them.
+    pub fn score(&self) -> CitationScore {
+        let tally = &self.tally;
+        CitationScore {
+            ascii: tally.ascii,
+            native: tally.native,
+            runs: tally.runs,
+            sources: tally.cited.iter().copied().collect(),
+            unresolved_sources: tally.unresolved.iter().copied().collect(),
+        }
     }
 }
 
