@@ -90,9 +90,10 @@ fn stream(processor: &mut Processor, json: bool) -> anyhow::Result<()> {
         }
     }
     if json {
+        let citations: Vec<_> = processor.citations().iter().collect();
         let map = json!({
             "type": "map",
-            "citations": processor.citations().citations,
+            "citations": citations,
             "score": processor.score(),
         });
         writeln!(stdout, "{map}").context("cannot write to stdout")?;

@@ -143,6 +143,41 @@ static SPECIAL: [bool; 256] = {
     table
 };
 
+/// The position of the first byte that [`SPECIAL`] marks, or the length.
+///
+/// Eight bytes at a time: for each special value `v`, a byte of `w ^ v` is zero exactly where
+/// `w` holds `v`, and the classic zero-byte test finds the first such byte. The test can flag a
+/// byte *after* a real match (a borrow), never before one, so the lowest flag is exact.
+#[inline]
+pub(crate) fn find_special(bytes: &[u8]) -> usize {
+    const ONES: u64 = 0x0101_0101_0101_0101;
+    const HIGHS: u64 = 0x8080_8080_8080_8080;
+    #[inline(always)]
+    fn zero_bytes(x: u64) -> u64 {
+        x.wrapping_sub(ONES) & !x & HIGHS
+    }
+    let mut at = 0;
+    let mut words = bytes.chunks_exact(8);
+    for word in &mut words {
+        let w = u64::from_le_bytes(word.try_into().unwrap_or([0; 8]));
+        let hits = zero_bytes(w ^ (ONES * u64::from(b'\n')))
+            | zero_bytes(w ^ (ONES * u64::from(b'`')))
+            | zero_bytes(w ^ (ONES * u64::from(b'[')))
+            | zero_bytes(w ^ (ONES * u64::from(b']')))
+            | zero_bytes(w ^ (ONES * u64::from(b'\\')))
+            | zero_bytes(w ^ (ONES * 0xE3));
+        if hits != 0 {
+            return at + (hits.trailing_zeros() / 8) as usize;
+        }
+        at += 8;
+    }
+    let tail = words.remainder();
+    at + tail
+        .iter()
+        .position(|&b| SPECIAL[b as usize])
+        .unwrap_or(tail.len())
+}
+
 fn is_space(b: u8) -> bool {
     b == b' ' || b == b'\t'
 }
@@ -225,11 +260,11 @@ impl Processor {
         if eof {
             debug_assert!(!held);
             self.flush_run(&mut c, out);
-        } else if !held && self.run.is_some() {
+        } else if !held && self.run_open {
             // The scan reached the end with a run open: it waits for what follows.
         } else if self.state.line == Line::Content
             && self.state.inline == Inline::Text
-            && self.run.is_none()
+            && !self.run_open
             && !self.state.content_start
             && stop > c.copied
             && is_space(c.bytes[stop - 1])
@@ -244,9 +279,31 @@ impl Processor {
         stop
     }
 
+    /// The fast path for a small delta that needs no decision at all: plain prose with nothing
+    /// special in it (and no trailing space to hold), or the middle of a code line. Returns
+    /// whether it handled the delta; the full scan would have produced the same output.
+    #[inline]
+    pub(super) fn pass_through(&mut self, delta: &str, out: &mut String) -> bool {
+        let bytes = delta.as_bytes();
+        let Some(&last) = bytes.last() else {
+            return true;
+        };
+        let plain = match (self.state.line, self.state.inline) {
+            (Line::Content, Inline::Text) => find_special(bytes) == bytes.len() && !is_space(last),
+            (Line::Verbatim, _) => memchr::memchr(b'\n', bytes).is_none(),
+            _ => false,
+        };
+        if plain {
+            out.push_str(delta);
+            self.prev_byte = last;
+            self.state.content_start = false;
+        }
+        plain
+    }
+
     /// Copies the text before the open run, then writes and closes the run.
     fn flush_run(&mut self, c: &mut Cursor<'_>, out: &mut String) {
-        if self.run.is_some() {
+        if self.run_open {
             c.copy(c.pos, out);
             self.close_run(out);
         }
@@ -504,7 +561,7 @@ impl Processor {
     /// Inline content: the prose fast path and every decision in it.
     fn content_step(&mut self, c: &mut Cursor<'_>, out: &mut String) -> Step {
         match self.state.inline {
-            Inline::Text if self.run.is_some() => self.run_step(c, out),
+            Inline::Text if self.run_open => self.run_step(c, out),
             Inline::Text => self.text_step(c, out),
             Inline::Ticks { count } => {
                 let mut count = count;
@@ -574,11 +631,7 @@ impl Processor {
 
     fn text_step(&mut self, c: &mut Cursor<'_>, out: &mut String) -> Step {
         let start = c.pos;
-        let rest = &c.bytes[start..];
-        let skip = rest
-            .iter()
-            .position(|&b| SPECIAL[b as usize])
-            .unwrap_or(rest.len());
+        let skip = find_special(&c.bytes[start..]);
         c.pos += skip;
         if skip > 0 {
             self.state.content_start = false;
@@ -639,18 +692,26 @@ impl Processor {
         {
             // A link reference definition `[1]: …`, or an image `![1]`.
             c.pos = after;
-        } else if m.indices.iter().all(|&i| self.table.contains(i)) {
+        } else if self.all_known(m.indices.as_slice()) {
             self.tally.ascii.resolved += 1;
             c.copy(at, out);
-            self.extend_run(m.indices);
+            self.extend_run(m.indices.as_slice());
             c.pos = after;
             c.copied = after;
         } else {
             self.tally.ascii.unresolved += 1;
-            self.note_unresolved(&m.indices);
+            self.note_unresolved(m.indices.as_slice());
             c.pos = after;
         }
         Ok(())
+    }
+
+    fn all_known(&self, indices: &[u32]) -> bool {
+        indices.iter().all(|&i| self.table.contains(i))
+    }
+
+    fn any_known(&self, indices: &[u32]) -> bool {
+        indices.iter().any(|&i| self.table.contains(i))
     }
 
     fn note_unresolved(&mut self, indices: &[u32]) {
@@ -723,24 +784,16 @@ impl Processor {
             }
             Parse::Yes(n) => n,
         };
+        let indices = n.indices.as_slice();
+        // Inside link text a citation would nest a link in a link, so it is removed instead.
+        let cites = self.state.depth == 0 && self.any_known(indices);
         let mut end = at + n.len;
-        if self.state.content_start && c.byte(end)? == Some(b' ') {
+        if !cites && self.state.content_start && c.byte(end)? == Some(b' ') {
             // Removed at the start of a line, it takes the space after it instead of before it.
-            if !n.indices.iter().any(|&i| self.table.contains(i)) {
-                end += 1;
-            }
+            end += 1;
         }
-        let resolved: Vec<u32> = if self.state.depth > 0 {
-            Vec::new()
-        } else {
-            n.indices
-                .iter()
-                .copied()
-                .filter(|&i| self.table.contains(i))
-                .collect()
-        };
-        self.count_native(&n.indices, !resolved.is_empty());
-        if resolved.is_empty() {
+        self.count_native(indices, cites);
+        if !cites {
             // Removed, with one space before it unless it starts the line.
             let mut cut = at;
             if !self.state.content_start && cut > c.copied && is_space(c.bytes[cut - 1]) {
@@ -749,7 +802,7 @@ impl Processor {
             c.copy(cut, out);
         } else {
             c.copy(at, out);
-            self.extend_run(resolved);
+            self.extend_run(indices);
         }
         c.pos = end;
         c.copied = end;
@@ -782,9 +835,9 @@ impl Processor {
                     Parse::Yes(m) => {
                         let after = at + m.len;
                         let next = c.byte(after)?;
-                        if next != Some(b'(') && m.indices.iter().all(|&i| self.table.contains(i)) {
+                        if next != Some(b'(') && self.all_known(m.indices.as_slice()) {
                             self.tally.ascii.resolved += 1;
-                            self.extend_run(m.indices);
+                            self.extend_run(m.indices.as_slice());
                             c.pos = after;
                             true
                         } else {
@@ -797,14 +850,9 @@ impl Processor {
                         Parse::Incomplete => return Err(Held),
                         Parse::No => false,
                         Parse::Yes(n) => {
-                            let resolved: Vec<u32> = n
-                                .indices
-                                .iter()
-                                .copied()
-                                .filter(|&i| self.table.contains(i))
-                                .collect();
-                            self.count_native(&n.indices, !resolved.is_empty());
-                            self.extend_run(resolved);
+                            let indices = n.indices.as_slice();
+                            self.count_native(indices, self.any_known(indices));
+                            self.extend_run(indices);
                             c.pos = at + n.len;
                             true
                         }

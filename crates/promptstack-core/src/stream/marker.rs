@@ -1,6 +1,6 @@
 //! The `[N]` citation marker: `[3]`, and lists `[1, 2]` / `[1,2]`.
 
-use super::Parse;
+use super::{Indices, Parse};
 
 /// The longest marker, in bytes from `[` to `]` inclusive; anything longer is plain text.
 pub(crate) const MARKER_MAX: usize = 64;
@@ -11,7 +11,7 @@ pub(crate) struct Marker {
     /// Its length in bytes.
     pub len: usize,
     /// The source numbers it lists, in order.
-    pub indices: Vec<u32>,
+    pub indices: Indices,
 }
 
 /// Parses the marker at the start of `s` (which starts with `[`).
@@ -20,7 +20,7 @@ pub(crate) struct Marker {
 /// `eof` says that no more input will come, so a marker still open at the end is plain text.
 pub(crate) fn parse(s: &[u8], eof: bool) -> Parse<Marker> {
     debug_assert_eq!(s.first(), Some(&b'['));
-    let mut indices = Vec::new();
+    let mut indices = Indices::new();
     let mut i = 1;
     let mut value = 0u32;
     let mut digits = 0;
@@ -37,7 +37,9 @@ pub(crate) fn parse(s: &[u8], eof: bool) -> Parse<Marker> {
                 digits += 1;
             }
             b',' | b']' if digits > 0 => {
-                indices.push(value);
+                if !indices.push(value) {
+                    return Parse::No;
+                }
                 value = 0;
                 digits = 0;
                 if b == b']' {
@@ -48,7 +50,7 @@ pub(crate) fn parse(s: &[u8], eof: bool) -> Parse<Marker> {
                 }
             }
             // Spaces may only follow a comma.
-            b' ' if digits == 0 && !indices.is_empty() => {}
+            b' ' if digits == 0 && !indices.as_slice().is_empty() => {}
             _ => return Parse::No,
         }
         i += 1;
@@ -59,30 +61,22 @@ pub(crate) fn parse(s: &[u8], eof: bool) -> Parse<Marker> {
 mod tests {
     use super::*;
 
+    fn m(s: &str) -> Option<Vec<u32>> {
+        match parse(s.as_bytes(), true) {
+            Parse::Yes(m) => {
+                assert_eq!(m.len, s.find(']').unwrap() + 1);
+                Some(m.indices.as_slice().to_vec())
+            }
+            Parse::No => None,
+            Parse::Incomplete => unreachable!("eof decides"),
+        }
+    }
+
     #[test]
     fn markers() {
-        let m = |s: &str| parse(s.as_bytes(), true);
-        assert_eq!(
-            m("[1]"),
-            Parse::Yes(Marker {
-                len: 3,
-                indices: vec![1]
-            })
-        );
-        assert_eq!(
-            m("[1, 2]x"),
-            Parse::Yes(Marker {
-                len: 6,
-                indices: vec![1, 2]
-            })
-        );
-        assert_eq!(
-            m("[10,2]"),
-            Parse::Yes(Marker {
-                len: 6,
-                indices: vec![10, 2]
-            })
-        );
+        assert_eq!(m("[1]"), Some(vec![1]));
+        assert_eq!(m("[1, 2]x"), Some(vec![1, 2]));
+        assert_eq!(m("[10,2]"), Some(vec![10, 2]));
         for s in [
             "[]",
             "[ 1]",
@@ -94,9 +88,9 @@ mod tests {
             "[1",
             "[1,, 2]",
         ] {
-            assert_eq!(m(s), Parse::No, "{s}");
+            assert_eq!(m(s), None, "{s}");
         }
-        assert_eq!(parse(b"[12", false), Parse::Incomplete);
-        assert_eq!(parse(b"[1, ", false), Parse::Incomplete);
+        assert!(matches!(parse(b"[12", false), Parse::Incomplete));
+        assert!(matches!(parse(b"[1, ", false), Parse::Incomplete));
     }
 }

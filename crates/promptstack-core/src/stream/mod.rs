@@ -66,7 +66,7 @@
 //! }
 //! text.push_str(&processor.finish().text);
 //! assert_eq!(text, "Rust is fast {{cite:1}} and `[1]` is code, $x^2$.");
-//! assert_eq!(processor.citations().citations[0].sources, [1]);
+//! assert_eq!(processor.citations().get(1).unwrap().sources, [1]);
 //! ```
 
 mod markdown;
@@ -100,7 +100,46 @@ pub struct Segment {
     /// Display-ready text, to append to what was released before.
     pub text: String,
     /// The citation runs whose placeholders appear in `text` (placeholder mode only).
-    pub citations: Vec<Citation>,
+    pub citations: CitationMap,
+}
+
+/// The source numbers named by one marker, stored inline: markers are short (at most 16 numbers),
+/// and allocating per marker would dominate the cost of citation-dense text.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Indices {
+    len: u8,
+    items: [u32; Indices::CAP],
+}
+
+impl Indices {
+    pub(crate) const CAP: usize = 16;
+
+    pub(crate) fn new() -> Self {
+        Self {
+            len: 0,
+            items: [0; Self::CAP],
+        }
+    }
+
+    /// Appends `index`; false when full.
+    pub(crate) fn push(&mut self, index: u32) -> bool {
+        if usize::from(self.len) == Self::CAP {
+            return false;
+        }
+        self.items[usize::from(self.len)] = index;
+        self.len += 1;
+        true
+    }
+
+    pub(crate) fn as_slice(&self) -> &[u32] {
+        &self.items[..usize::from(self.len)]
+    }
+}
+
+impl std::fmt::Debug for Indices {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        self.as_slice().fmt(f)
+    }
 }
 
 /// The result of a parse step that may need more input.
@@ -127,8 +166,12 @@ pub struct Processor {
     /// The last input byte before `pending` (0 at the start).
     prev_byte: u8,
     state: markdown::State,
-    /// The citation run being collected, if any.
-    run: Option<Vec<u32>>,
+    /// Whether a citation run is being collected.
+    run_open: bool,
+    /// The sources of the open run (the buffer is reused from run to run).
+    run: Vec<u32>,
+    /// Which table positions have been cited (for the scorer), indexed like the source table.
+    cited: Vec<bool>,
     map: CitationMap,
     tally: Tally,
 }
@@ -139,7 +182,6 @@ pub(crate) struct Tally {
     pub ascii: CitationCounts,
     pub native: CitationCounts,
     pub runs: u32,
-    pub cited: BTreeSet<u32>,
     pub unresolved: BTreeSet<u32>,
 }
 
@@ -147,14 +189,17 @@ impl Processor {
     /// Creates a processor that resolves citations against `sources` (by number, never by
     /// position; for a number listed twice the first entry wins).
     pub fn new(sources: &SourceSnapshot, config: StreamConfig) -> Self {
+        let table = SourceTable::new(sources);
         Self {
-            table: SourceTable::new(sources),
+            cited: vec![false; table.len()],
+            table,
             mode: config.mode,
             pending: String::new(),
             carry: Vec::new(),
             prev_byte: 0,
             state: markdown::State::default(),
-            run: None,
+            run_open: false,
+            run: Vec::new(),
             map: CitationMap::default(),
             tally: Tally::default(),
         }
@@ -162,12 +207,12 @@ impl Processor {
 
     /// Pushes one delta and returns what can be released now.
     pub fn push(&mut self, delta: &str) -> Segment {
-        let first = self.map.citations.len();
+        let first = self.map.len();
         let mut text = String::with_capacity(delta.len() + 16);
         self.push_into(delta, &mut text);
         Segment {
             text,
-            citations: self.map.citations[first..].to_vec(),
+            citations: self.map.tail(first),
         }
     }
 
@@ -185,6 +230,9 @@ impl Processor {
     }
 
     fn push_str(&mut self, delta: &str, out: &mut String) {
+        if self.pending.is_empty() && !self.run_open && self.pass_through(delta, out) {
+            return;
+        }
         if self.pending.is_empty() {
             let keep = self.scan(delta, false, out);
             self.pending.push_str(&delta[keep..]);
@@ -247,12 +295,12 @@ impl Processor {
     /// Afterwards the processor starts a new text at the beginning of a line; the citation map
     /// and its key numbering carry on.
     pub fn finish(&mut self) -> Segment {
-        let first = self.map.citations.len();
+        let first = self.map.len();
         let mut text = String::new();
         self.finish_into(&mut text);
         Segment {
             text,
-            citations: self.map.citations[first..].to_vec(),
+            citations: self.map.tail(first),
         }
     }
 
@@ -286,34 +334,42 @@ impl Processor {
 
     /// Writes the open citation run, if any, and closes it.
     fn close_run(&mut self, out: &mut String) {
-        let Some(indices) = self.run.take() else {
+        if !std::mem::take(&mut self.run_open) {
             return;
-        };
+        }
         self.tally.runs += 1;
         match self.mode {
             OutputMode::Placeholders => {
                 let key = self.tally.runs;
-                let placeholder = output::placeholder(key);
-                out.push_str(&placeholder);
-                self.map.citations.push(Citation {
-                    key,
-                    placeholder,
-                    sources: indices,
-                });
+                output::write_placeholder(key, out);
+                self.map.push(key, &self.run);
             }
-            OutputMode::Links => output::write_links(&self.table, &indices, out),
+            OutputMode::Links => output::write_links(&self.table, &self.run, out),
         }
+        self.run.clear();
     }
 
     /// Adds resolved source numbers to the open run (opening one if needed), each once.
-    fn extend_run(&mut self, indices: impl IntoIterator<Item = u32>) {
-        let run = self.run.get_or_insert_with(Vec::new);
-        for index in indices {
-            if !run.contains(&index) {
-                run.push(index);
+    fn extend_run(&mut self, indices: &[u32]) {
+        self.run_open = true;
+        for &index in indices {
+            if let Some(at) = self.table.position(index) {
+                if !self.run.contains(&index) {
+                    self.run.push(index);
+                }
+                self.cited[at] = true;
             }
-            self.tally.cited.insert(index);
         }
+    }
+
+    /// The distinct source numbers cited so far, ascending.
+    fn cited(&self) -> Vec<u32> {
+        self.table
+            .indices()
+            .zip(&self.cited)
+            .filter(|&(_, &c)| c)
+            .map(|(i, _)| i)
+            .collect()
     }
 }
 

@@ -4,13 +4,10 @@
 //! Digits are required right after the opening bracket, so genuine CJK bracket text such as
 //! `【注意】` is never taken for a citation.
 
-use super::Parse;
+use super::{Indices, Parse};
 
 /// The longest native shape, in bytes from `【` to `】` inclusive; anything longer is plain text.
 pub(crate) const NATIVE_MAX: usize = 256;
-
-/// The most source numbers one native shape may expand to (ranges included).
-const MAX_INDICES: usize = 32;
 
 const OPEN: &[u8] = "【".as_bytes();
 const CLOSE: &[u8] = "】".as_bytes();
@@ -26,7 +23,7 @@ pub(crate) struct Native {
     pub len: usize,
     /// The source numbers it names, ranges expanded, in order; empty for the file-search shape,
     /// whose numbers are the provider's own positions and never ours.
-    pub indices: Vec<u32>,
+    pub indices: Indices,
 }
 
 /// Whether `s` starts with the opening bracket `【`.
@@ -107,6 +104,12 @@ impl Cursor<'_> {
         self.spaces()?;
         if self.eat(DAGGER)? {
             loop {
+                // Only a newline or a lenticular bracket (lead byte E3) can end a title.
+                let limit = self.s.len().min(NATIVE_MAX);
+                if self.i < limit {
+                    self.i = memchr::memchr2(b'\n', 0xE3, &self.s[self.i..limit])
+                        .map_or(limit, |at| self.i + at);
+                }
                 let b = self.peek()?;
                 if b == b'\n' || self.s[self.i..].starts_with(OPEN) {
                     return Err(Stop::No);
@@ -145,16 +148,16 @@ pub(crate) fn parse(s: &[u8], eof: bool) -> Parse<Native> {
     }
 }
 
-fn shape(c: &mut Cursor<'_>) -> Result<Vec<u32>, Stop> {
+fn shape(c: &mut Cursor<'_>) -> Result<Indices, Stop> {
     c.spaces()?;
     let first = c.number()?;
     if c.eat(b":")? {
         // The file-search shape `【message:result†source】`: both numbers are the provider's.
         c.number()?;
         c.tail()?;
-        return Ok(Vec::new());
+        return Ok(Indices::new());
     }
-    let mut indices = Vec::new();
+    let mut indices = Indices::new();
     let mut start = first;
     loop {
         let end = if c.eat(b"-")? || c.eat(EN_DASH)? || c.eat(b"~")? {
@@ -163,12 +166,13 @@ fn shape(c: &mut Cursor<'_>) -> Result<Vec<u32>, Stop> {
         } else {
             start
         };
-        if end < start || (end - start) as usize >= MAX_INDICES {
+        if end < start || (end - start) as usize >= Indices::CAP {
             return Err(Stop::No);
         }
-        indices.extend(start..=end);
-        if indices.len() > MAX_INDICES {
-            return Err(Stop::No);
+        for index in start..=end {
+            if !indices.push(index) {
+                return Err(Stop::No);
+            }
         }
         c.spaces()?;
         if c.eat(b",")? || c.eat(FULLWIDTH_COMMA)? || c.eat(IDEOGRAPHIC_COMMA)? {
@@ -190,7 +194,7 @@ mod tests {
         match parse(s.as_bytes(), true) {
             Parse::Yes(n) => {
                 assert_eq!(n.len, s.len(), "{s}");
-                n.indices
+                n.indices.as_slice().to_vec()
             }
             other => panic!("{s}: {other:?}"),
         }

@@ -17,33 +17,106 @@ pub enum OutputMode {
     Links,
 }
 
-/// One citation run: the placeholder written in the text and the sources it stands for.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-pub struct Citation {
+/// One citation run: the key of the placeholder written in the text and the sources it stands for.
+///
+/// Serialised as `{"key":1,"placeholder":"{{cite:1}}","sources":[1,2]}`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Citation<'a> {
     /// The run's key, counting from 1 in the order runs were written.
     pub key: u32,
-    /// The exact placeholder text written for this run, `{{cite:K}}`.
-    pub placeholder: String,
     /// The source numbers of the run, each once, in order of first mention.
-    pub sources: Vec<u32>,
+    pub sources: &'a [u32],
 }
 
-/// Every citation run written so far, in order.
+impl Citation<'_> {
+    /// The exact placeholder text written for this run: `{{cite:K}}`.
+    pub fn placeholder(&self) -> String {
+        let mut out = String::new();
+        write_placeholder(self.key, &mut out);
+        out
+    }
+}
+
+impl Serialize for Citation<'_> {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::SerializeStruct as _;
+        let mut s = serializer.serialize_struct("Citation", 3)?;
+        s.serialize_field("key", &self.key)?;
+        s.serialize_field("placeholder", &self.placeholder())?;
+        s.serialize_field("sources", self.sources)?;
+        s.end()
+    }
+}
+
+/// Citation runs in the order their placeholders appear in the text.
 ///
-/// Serialised as `{"citations":[{"key":1,"placeholder":"{{cite:1}}","sources":[1,2]}]}`.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+/// Serialised as `{"citations":[{"key":1,"placeholder":"{{cite:1}}","sources":[1,2]}]}`. The
+/// runs' source numbers live in one buffer, so recording a run never allocates on its own.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct CitationMap {
-    /// The runs, in the order their placeholders appear in the text.
-    pub citations: Vec<Citation>,
+    /// Per run: its key and the end of its numbers in `sources` (the start is the previous end).
+    runs: Vec<(u32, usize)>,
+    sources: Vec<u32>,
 }
 
 impl CitationMap {
+    /// The number of runs.
+    pub fn len(&self) -> usize {
+        self.runs.len()
+    }
+
+    /// Whether the map holds no run.
+    pub fn is_empty(&self) -> bool {
+        self.runs.is_empty()
+    }
+
+    /// The runs, in order.
+    pub fn iter(&self) -> impl ExactSizeIterator<Item = Citation<'_>> + '_ {
+        (0..self.runs.len()).map(|i| self.at(i))
+    }
+
     /// Looks a run up by its key.
-    pub fn get(&self, key: u32) -> Option<&Citation> {
-        // Keys are dense and start at 1, so the position is known.
-        self.citations
-            .get(key.checked_sub(1)? as usize)
-            .filter(|c| c.key == key)
+    pub fn get(&self, key: u32) -> Option<Citation<'_>> {
+        let at = self.runs.binary_search_by_key(&key, |&(k, _)| k).ok()?;
+        Some(self.at(at))
+    }
+
+    fn at(&self, i: usize) -> Citation<'_> {
+        let start = if i == 0 { 0 } else { self.runs[i - 1].1 };
+        let (key, end) = self.runs[i];
+        Citation {
+            key,
+            sources: &self.sources[start..end],
+        }
+    }
+
+    pub(crate) fn push(&mut self, key: u32, sources: &[u32]) {
+        self.sources.extend_from_slice(sources);
+        self.runs.push((key, self.sources.len()));
+    }
+
+    /// A map of the runs from position `first` on.
+    pub(crate) fn tail(&self, first: usize) -> CitationMap {
+        let mut tail = CitationMap::default();
+        for citation in self.iter().skip(first) {
+            tail.push(citation.key, citation.sources);
+        }
+        tail
+    }
+}
+
+impl Serialize for CitationMap {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::SerializeStruct as _;
+        struct Runs<'a>(&'a CitationMap);
+        impl Serialize for Runs<'_> {
+            fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+                serializer.collect_seq(self.0.iter())
+            }
+        }
+        let mut s = serializer.serialize_struct("CitationMap", 1)?;
+        s.serialize_field("citations", &Runs(self))?;
+        s.end()
     }
 }
 
@@ -63,22 +136,66 @@ impl SourceTable {
         Self { sources }
     }
 
+    pub(crate) fn position(&self, index: u32) -> Option<usize> {
+        self.sources.binary_search_by_key(&index, |s| s.index).ok()
+    }
+
     pub(crate) fn get(&self, index: u32) -> Option<&Source> {
-        let at = self
-            .sources
-            .binary_search_by_key(&index, |s| s.index)
-            .ok()?;
-        Some(&self.sources[at])
+        Some(&self.sources[self.position(index)?])
     }
 
     pub(crate) fn contains(&self, index: u32) -> bool {
-        self.get(index).is_some()
+        self.position(index).is_some()
+    }
+
+    pub(crate) fn len(&self) -> usize {
+        self.sources.len()
+    }
+
+    /// The source numbers, ascending.
+    pub(crate) fn indices(&self) -> impl Iterator<Item = u32> + '_ {
+        self.sources.iter().map(|s| s.index)
     }
 }
 
-/// Writes the placeholder for run `key`.
-pub(crate) fn placeholder(key: u32) -> String {
-    format!("{{{{cite:{key}}}}}")
+/// Writes the placeholder for run `key`: `{{cite:K}}`.
+pub(crate) fn write_placeholder(key: u32, out: &mut String) {
+    out.reserve(20);
+    out.push_str("{{cite:");
+    push_decimal(key, out);
+    out.push_str("}}");
+}
+
+/// The decimal digits of `n`.
+struct Decimal {
+    digits: [u8; 10],
+    start: usize,
+}
+
+impl Decimal {
+    fn as_slice(&self) -> &[u8] {
+        &self.digits[self.start..]
+    }
+}
+
+fn decimal(mut n: u32) -> Decimal {
+    let mut digits = [0u8; 10];
+    let mut start = digits.len();
+    loop {
+        start -= 1;
+        digits[start] = b'0' + (n % 10) as u8;
+        n /= 10;
+        if n == 0 {
+            return Decimal { digits, start };
+        }
+    }
+}
+
+/// Writes `n` in decimal, digit by digit (cheaper than the formatting machinery on a hot path).
+fn push_decimal(n: u32, out: &mut String) {
+    for &digit in decimal(n).as_slice() {
+        out.push(char::from(digit));
+    }
 }
 
 /// Writes `[[N]](url "title")` for each source of a run.
@@ -88,7 +205,7 @@ pub(crate) fn write_links(table: &SourceTable, indices: &[u32], out: &mut String
             continue;
         };
         out.push_str("[[");
-        out.push_str(itoa(index).as_str());
+        push_decimal(index, out);
         out.push_str("]](");
         push_destination(&source.url, out);
         if let Some(title) = source.title.as_deref().filter(|t| !t.is_empty()) {
@@ -98,10 +215,6 @@ pub(crate) fn write_links(table: &SourceTable, indices: &[u32], out: &mut String
         }
         out.push(')');
     }
-}
-
-fn itoa(n: u32) -> String {
-    n.to_string()
 }
 
 /// A link destination that no character of the URL can end early: spaces, parentheses, angle

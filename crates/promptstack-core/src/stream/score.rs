@@ -65,7 +65,7 @@ impl Processor {
             ascii: tally.ascii,
             native: tally.native,
             runs: tally.runs,
-            sources: tally.cited.iter().copied().collect(),
+            sources: self.cited(),
             unresolved_sources: tally.unresolved.iter().copied().collect(),
         }
     }
