@@ -115,10 +115,10 @@ impl RegexBaseline {
         let window = text.len().saturating_sub(4096);
         let mut cut = text.len();
         for (opener, closer) in [("【", "】"), ("[", "]"), ("\\(", "\\)"), ("\\[", "\\]")] {
-            if let Some(at) = text[window..].rfind(opener).map(|i| i + window) {
-                if !text[at..].contains(closer) {
-                    cut = cut.min(at);
-                }
+            if let Some(at) = text[window..].rfind(opener).map(|i| i + window)
+                && !text[at..].contains(closer)
+            {
+                cut = cut.min(at);
             }
         }
         if text.ends_with('\\') {
