@@ -33,7 +33,7 @@ fn stream_run(
         let cut = cut.clamp(from, input.len());
         processor.push_bytes_into(&input[from..cut], &mut out);
         assert!(
-            processor.held() <= MAX_LOOKAHEAD + 3,
+            processor.held() <= MAX_LOOKAHEAD,
             "held {} bytes",
             processor.held()
         );

@@ -276,6 +276,15 @@ proptest! {
     }
 
     #[test]
+    fn links_output_is_stable_when_processed_again(text in text_from(PROSE, 40)) {
+        let sources = sources_1_2_3_10();
+        let links = StreamConfig { mode: OutputMode::Links };
+        let (once, _) = stream::process(&text, &sources, links);
+        let (twice, _) = stream::process(&once, &sources, links);
+        prop_assert_eq!(twice, once);
+    }
+
+    #[test]
     fn score_counts_what_the_runtime_renders(text in text_from(FRAGMENTS, 60)) {
         let sources = sources_1_2_3_10();
         let (_, map) = stream::process(&text, &sources, StreamConfig::default());
