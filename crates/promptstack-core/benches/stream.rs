@@ -28,8 +28,18 @@ fn sources() -> SourceSnapshot {
     SourceSnapshot { sources }
 }
 
-/// Building blocks of answers; `{n}` is replaced by a varying source number.
+/// Building blocks of answers; `{n}` and `{m}` are replaced by varying source numbers. About a
+/// third of the pieces are plain sentences, so a citation comes every ~100 bytes of prose, which
+/// is denser than typical answers.
 const PIECES: &[&str] = &[
+    "Ownership is the set of rules that govern how a program manages memory while it runs. ",
+    "Every value has a single owner, and the value is dropped when its owner goes out of scope. ",
+    "References let code use a value without taking ownership of it, which keeps moves explicit. ",
+    "In practice this means most memory errors are caught long before the program ever ships. ",
+    "Teams that adopted the language report fewer crashes in production and simpler reviews. ",
+    "The compiler's error messages explain what went wrong and usually suggest a concrete fix. ",
+    "Cargo handles building, testing and publishing, so a new project starts in seconds. ",
+    "The standard library is small on purpose; most functionality lives in community crates. ",
     "Rust guarantees memory safety without a garbage collector [{n}]. ",
     "The borrow checker rejects aliasing and mutation at the same time [{n}][{m}], ",
     "which removes whole classes of bugs at compile time [{n}, {m}]. ",
