@@ -221,10 +221,25 @@ impl Processor {
     /// Scans `text` (held-back input followed by the new delta), writes what is decided to `out`
     /// and returns where the undecided rest starts.
     pub(super) fn scan(&mut self, text: &str, eof: bool, out: &mut String) -> usize {
+        self.scan_from(text, 0, eof, out)
+    }
+
+    /// Like [`scan`](Self::scan), with the first `plain` bytes known to be prose without a
+    /// special byte (so they are consumed without looking at them again).
+    pub(super) fn scan_from(
+        &mut self,
+        text: &str,
+        plain: usize,
+        eof: bool,
+        out: &mut String,
+    ) -> usize {
+        if plain > 0 {
+            self.state.content_start = false;
+        }
         let mut c = Cursor {
             text,
             bytes: text.as_bytes(),
-            pos: 0,
+            pos: plain,
             copied: 0,
             eof,
         };
@@ -279,26 +294,33 @@ impl Processor {
         stop
     }
 
-    /// The fast path for a small delta that needs no decision at all: plain prose with nothing
-    /// special in it (and no trailing space to hold), or the middle of a code line. Returns
-    /// whether it handled the delta; the full scan would have produced the same output.
+    /// The fast path for a delta arriving with nothing held back: plain prose with nothing
+    /// special in it (and no trailing space to hold), or the middle of a code line, goes straight
+    /// out, and `None` says the delta is done. Otherwise returns how many leading bytes are plain
+    /// prose, which the full scan may skip over. Either way the output is what the full scan
+    /// would have produced.
     #[inline]
-    pub(super) fn pass_through(&mut self, delta: &str, out: &mut String) -> bool {
+    pub(super) fn pass_through(&mut self, delta: &str, out: &mut String) -> Option<usize> {
         let bytes = delta.as_bytes();
-        let Some(&last) = bytes.last() else {
-            return true;
-        };
+        let &last = bytes.last()?;
         let plain = match (self.state.line, self.state.inline) {
-            (Line::Content, Inline::Text) => find_special(bytes) == bytes.len() && !is_space(last),
+            (Line::Content, Inline::Text) if !self.run_open => {
+                let plain = find_special(bytes);
+                if plain < bytes.len() || is_space(last) {
+                    return Some(plain);
+                }
+                true
+            }
             (Line::Verbatim, _) => memchr::memchr(b'\n', bytes).is_none(),
             _ => false,
         };
-        if plain {
-            out.push_str(delta);
-            self.prev_byte = last;
-            self.state.content_start = false;
+        if !plain {
+            return Some(0);
         }
-        plain
+        out.push_str(delta);
+        self.prev_byte = last;
+        self.state.content_start = false;
+        None
     }
 
     /// Copies the text before the open run, then writes and closes the run.

@@ -230,11 +230,12 @@ impl Processor {
     }
 
     fn push_str(&mut self, delta: &str, out: &mut String) {
-        if self.pending.is_empty() && !self.run_open && self.pass_through(delta, out) {
-            return;
-        }
         if self.pending.is_empty() {
-            let keep = self.scan(delta, false, out);
+            // Prose before the first special byte needs no decision; the fast path may take it all.
+            let Some(plain) = self.pass_through(delta, out) else {
+                return;
+            };
+            let keep = self.scan_from(delta, plain, false, out);
             self.pending.push_str(&delta[keep..]);
         } else {
             let mut buf = std::mem::take(&mut self.pending);
