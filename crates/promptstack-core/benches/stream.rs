@@ -122,7 +122,10 @@ impl RegexBaseline {
     /// closer after it (within 4 KiB).
     fn ready(&self) -> usize {
         let text = &self.carry;
-        let window = text.len().saturating_sub(4096);
+        let mut window = text.len().saturating_sub(4096);
+        while !text.is_char_boundary(window) {
+            window += 1;
+        }
         let mut cut = text.len();
         for (opener, closer) in [("【", "】"), ("[", "]"), ("\\(", "\\)"), ("\\[", "\\]")] {
             if let Some(at) = text[window..].rfind(opener).map(|i| i + window)
