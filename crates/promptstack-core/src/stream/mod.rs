@@ -205,6 +205,23 @@ impl Processor {
         }
     }
 
+    /// Replaces the sources that citations resolve against, for everything decided from now on.
+    ///
+    /// A Turn's registry grows while the model streams (a tool result lands between two steps
+    /// of one answer). Text already released keeps its resolution; held-back text is decided
+    /// against the new sources. Numbers are never renumbered, so growing the registry only
+    /// turns would-be literal markers into citations.
+    pub fn set_sources(&mut self, sources: &SourceSnapshot) {
+        let cited = self.cited();
+        self.table = SourceTable::new(sources);
+        self.cited = vec![false; self.table.len()];
+        for index in cited {
+            if let Some(at) = self.table.position(index) {
+                self.cited[at] = true;
+            }
+        }
+    }
+
     /// Pushes one delta and returns what can be released now.
     pub fn push(&mut self, delta: &str) -> Segment {
         let first = self.map.len();

@@ -381,3 +381,20 @@ fn bytes_api_repairs_split_characters_and_replaces_invalid_ones() {
     processor.finish_into(&mut out);
     assert_eq!(out, "中{{cite:1}}\u{FFFD}a\u{FFFD}");
 }
+
+#[test]
+fn sources_can_grow_between_steps() {
+    let one = SourceSnapshot {
+        sources: vec![default_source(1)],
+    };
+    let mut processor = Processor::new(&one, StreamConfig::default());
+    let mut out = String::new();
+    processor.push_into("First [1] and [2], then ", &mut out);
+    processor.set_sources(&SourceSnapshot {
+        sources: vec![default_source(1), default_source(2)],
+    });
+    processor.push_into("[2].", &mut out);
+    processor.finish_into(&mut out);
+    assert_eq!(out, "First {{cite:1}} and [2], then {{cite:2}}.");
+    assert_eq!(processor.score().sources, [1, 2]);
+}
