@@ -28,6 +28,7 @@ enum Command {
     Bench(cmd::bench::Args),
     /// Wrap untrusted content from stdin in a nonce fence, or check a wrapped text.
     Fence(cmd::fence::Args),
+    Cite(cmd::cite::Args),
 }
 
 fn main() -> ExitCode {
@@ -47,6 +48,7 @@ fn main() -> ExitCode {
         Command::Schema(args) => cmd::schema::run(args),
         Command::Bench(args) => cmd::bench::run(args),
         Command::Fence(args) => cmd::fence::run(args),
+        Command::Cite(args) => cmd::cite::run(args),
     };
     exit::report(result)
 }

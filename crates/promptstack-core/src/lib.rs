@@ -16,6 +16,8 @@
 //!
 //! - [`fence`]: wraps untrusted content (pages, files, MCP resources, tool results) in nonce
 //!   markers it cannot forge, defanging look-alike markers and chat-template control tokens.
+//! - [`stream`]: the model-output pipeline, turning streamed text into display-ready Markdown with
+//!   resolved citations and one math style, plus the eval scorer that counts citations.
 //!
 //! ```
 //! use promptstack_core::{Agent, SendContext, SpecFormat};
@@ -65,6 +67,7 @@ pub mod spec;
 mod template;
 pub mod tokens;
 pub mod toolset;
+pub mod stream;
 
 #[doc(hidden)]
 pub mod fuzzing;

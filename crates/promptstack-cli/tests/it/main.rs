@@ -1,2 +1,3 @@
 //! End-to-end tests of the `promptstack` binary: one binary, one module per subcommand.
+mod cite;
 mod fence;

@@ -1,2 +1,3 @@
 //! The core's integration tests: one binary, one module per area.
 mod fence;
+mod stream;

@@ -1,0 +1,151 @@
+//! `promptstack cite` end to end: streaming, both modes, JSON lines, bad input.
+
+use std::io::{BufRead, BufReader, Write};
+use std::process::{Command, Stdio};
+use std::sync::mpsc;
+use std::time::Duration;
+
+use insta_cmd::{assert_cmd_snapshot, get_cargo_bin};
+
+const ANSWER: &str = include_str!("../data/cite/answer.md");
+
+/// The binary, run from the crate directory so that paths in snapshots are relative.
+fn cite() -> Command {
+    let mut command = Command::new(get_cargo_bin("promptstack"));
+    command.current_dir(env!("CARGO_MANIFEST_DIR")).arg("cite");
+    command
+}
+
+#[test]
+fn help() {
+    assert_cmd_snapshot!(cite().arg("--help"));
+}
+
+#[test]
+fn placeholders() {
+    assert_cmd_snapshot!(
+        cite()
+            .args(["--sources", "tests/data/cite/sources.json"])
+            .pass_stdin(ANSWER)
+    );
+}
+
+#[test]
+fn placeholders_json() {
+    assert_cmd_snapshot!(
+        cite()
+            .args(["--sources", "tests/data/cite/sources.json", "--json"])
+            .pass_stdin(ANSWER)
+    );
+}
+
+#[test]
+fn links() {
+    assert_cmd_snapshot!(
+        cite()
+            .args([
+                "--sources",
+                "tests/data/cite/sources.json",
+                "--mode",
+                "links"
+            ])
+            .pass_stdin(ANSWER)
+    );
+}
+
+#[test]
+fn invalid_utf8_is_replaced() {
+    assert_cmd_snapshot!(
+        cite()
+            .args(["--sources", "tests/data/cite/sources.json"])
+            .pass_stdin(b"ok [1] \xFF\xFE end\n".to_vec())
+    );
+}
+
+#[test]
+fn missing_sources_file() {
+    assert_cmd_snapshot!(
+        cite()
+            .args(["--sources", "tests/data/cite/absent.json"])
+            .stdin(Stdio::null())
+    );
+}
+
+#[test]
+fn invalid_sources_file() {
+    assert_cmd_snapshot!(
+        cite()
+            .args(["--sources", "tests/data/cite/answer.md"])
+            .stdin(Stdio::null())
+    );
+}
+
+#[test]
+fn sources_with_unknown_fields() {
+    assert_cmd_snapshot!(
+        cite()
+            .args(["--sources", "tests/data/cite/unknown-field.json"])
+            .stdin(Stdio::null())
+    );
+}
+
+#[test]
+fn missing_sources_flag() {
+    assert_cmd_snapshot!(cite().stdin(Stdio::null()));
+}
+
+#[test]
+fn bad_mode() {
+    assert_cmd_snapshot!(
+        cite()
+            .args([
+                "--sources",
+                "tests/data/cite/sources.json",
+                "--mode",
+                "html"
+            ])
+            .stdin(Stdio::null())
+    );
+}
+
+/// Output for a decided prefix arrives while stdin is still open: the command streams.
+#[test]
+fn streams_before_input_ends() {
+    let mut child = cite()
+        .args(["--sources", "tests/data/cite/sources.json", "--json"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stdin = child.stdin.take().unwrap();
+    let stdout = child.stdout.take().unwrap();
+    let (lines, received) = mpsc::channel();
+    std::thread::spawn(move || {
+        for line in BufReader::new(stdout).lines() {
+            if lines.send(line.unwrap()).is_err() {
+                break;
+            }
+        }
+    });
+    // The generous bound only keeps a broken build from hanging the suite.
+    let wait = Duration::from_secs(60);
+    stdin.write_all("Cited [1] and【".as_bytes()).unwrap();
+    stdin.flush().unwrap();
+    assert_eq!(
+        received.recv_timeout(wait).unwrap(),
+        r#"{"type":"text","text":"Cited {{cite:1}} and"}"#
+    );
+    stdin.write_all("2†Wikipedia】 done.\n".as_bytes()).unwrap();
+    stdin.flush().unwrap();
+    assert_eq!(
+        received.recv_timeout(wait).unwrap(),
+        r#"{"type":"text","text":"{{cite:2}} done.\n"}"#
+    );
+    drop(stdin);
+    let last = received.recv_timeout(wait).unwrap();
+    assert!(
+        last.starts_with(r#"{"type":"map","citations":[{"key":1,"#),
+        "{last}"
+    );
+    assert!(child.wait().unwrap().success());
+}
