@@ -3,13 +3,13 @@
 //! Each function takes arbitrary bytes, exercises one parser or transformer with bounded work, and
 //! panics if a property that must hold for every input is violated. Not part of the stable API.
 
-use crate::source::{Source, SourceSnapshot};
-use crate::stream::{MAX_LOOKAHEAD, OutputMode, Processor, StreamConfig};
 use crate::fence::attribute::{decode_attribute, encode_attribute, is_safe_byte};
 use crate::fence::{
     ContentKind, Fence, FenceErrorKind, FixedNonce, MaxBytes, Nonce, Provenance, check, defang,
     find_all,
 };
+use crate::source::{Source, SourceSnapshot};
+use crate::stream::{MAX_LOOKAHEAD, OutputMode, Processor, StreamConfig};
 
 /// The most input bytes a fence fuzz body looks at, so every run does bounded work.
 const FENCE_MAX_INPUT: usize = 64 * 1024;
@@ -55,6 +55,53 @@ pub fn fence_wrap(data: &[u8]) {
             assert!(
                 content.to_ascii_lowercase().contains(nonce.as_str()),
                 "a collision without the nonce in the content"
+            );
+        }
+    }
+}
+
+/// Defangs arbitrary text: the output holds no finding, defanging again changes nothing (G4),
+/// and text without findings comes back unchanged.
+pub fn fence_defang(data: &[u8]) {
+    let text = fence_text(data);
+    let findings = find_all(&text);
+    let once = defang(&text);
+    assert!(
+        find_all(&once).is_empty(),
+        "defanged text still holds a finding"
+    );
+    assert_eq!(defang(&once), once, "defang is not idempotent");
+    if findings.is_empty() {
+        assert_eq!(once, text, "text without findings changed");
+    }
+}
+
+/// Encodes arbitrary text as an attribute value and builds provenances from it: the encoding is
+/// safe and decodes back exactly, and an accepted provenance writes a marker line that parses
+/// back (G7).
+pub fn fence_attribute(data: &[u8]) {
+    let text = fence_text(&data[..data.len().min(1024)]);
+    let encoded = encode_attribute(&text);
+    assert!(
+        encoded.bytes().all(|b| b == b'%' || is_safe_byte(b)),
+        "unsafe byte in an encoded attribute"
+    );
+    assert_eq!(decode_attribute(&encoded).as_deref(), Some(text.as_ref()));
+    let fence = Fence::new(FixedNonce::new(
+        Nonce::parse("0123456789abcdef").expect("a valid fixed nonce"),
+    ));
+    for kind in ContentKind::ALL {
+        let Ok(provenance) = Provenance::new(kind, Some(&text), Some(&text)) else {
+            continue;
+        };
+        let Ok(wrapped) = fence.wrap("x", &provenance) else {
+            continue;
+        };
+        assert_eq!(wrapped.text.lines().count(), 3, "the marker line broke");
+        let report = check(&wrapped.text);
+        assert!(report.is_valid(), "invalid fence: {:?}", report.problems);
+    }
+}
 
 /// Sources 1, 2, 3 and 10, so that fuzzed numbers both resolve and miss.
 fn stream_sources() -> SourceSnapshot {
@@ -128,48 +175,5 @@ pub fn stream_chunking(data: &[u8]) {
                 "byte by byte differs"
             );
         }
-    }
-}
-
-/// Defangs arbitrary text: the output holds no finding, defanging again changes nothing (G4),
-/// and text without findings comes back unchanged.
-pub fn fence_defang(data: &[u8]) {
-    let text = fence_text(data);
-    let findings = find_all(&text);
-    let once = defang(&text);
-    assert!(
-        find_all(&once).is_empty(),
-        "defanged text still holds a finding"
-    );
-    assert_eq!(defang(&once), once, "defang is not idempotent");
-    if findings.is_empty() {
-        assert_eq!(once, text, "text without findings changed");
-    }
-}
-
-/// Encodes arbitrary text as an attribute value and builds provenances from it: the encoding is
-/// safe and decodes back exactly, and an accepted provenance writes a marker line that parses
-/// back (G7).
-pub fn fence_attribute(data: &[u8]) {
-    let text = fence_text(&data[..data.len().min(1024)]);
-    let encoded = encode_attribute(&text);
-    assert!(
-        encoded.bytes().all(|b| b == b'%' || is_safe_byte(b)),
-        "unsafe byte in an encoded attribute"
-    );
-    assert_eq!(decode_attribute(&encoded).as_deref(), Some(text.as_ref()));
-    let fence = Fence::new(FixedNonce::new(
-        Nonce::parse("0123456789abcdef").expect("a valid fixed nonce"),
-    ));
-    for kind in ContentKind::ALL {
-        let Ok(provenance) = Provenance::new(kind, Some(&text), Some(&text)) else {
-            continue;
-        };
-        let Ok(wrapped) = fence.wrap("x", &provenance) else {
-            continue;
-        };
-        assert_eq!(wrapped.text.lines().count(), 3, "the marker line broke");
-        let report = check(&wrapped.text);
-        assert!(report.is_valid(), "invalid fence: {:?}", report.problems);
     }
 }

@@ -64,10 +64,10 @@ mod hash;
 mod lint;
 pub mod source;
 pub mod spec;
+pub mod stream;
 mod template;
 pub mod tokens;
 pub mod toolset;
-pub mod stream;
 
 #[doc(hidden)]
 pub mod fuzzing;

@@ -9,7 +9,6 @@ use std::process::ExitCode;
 use anyhow::Context as _;
 use promptstack::source::SourceSnapshot;
 use promptstack::stream::{OutputMode, Processor, StreamConfig};
-use serde_json::json;
 
 use crate::exit::bad_input;
 
@@ -91,12 +90,11 @@ fn stream(processor: &mut Processor, json: bool) -> anyhow::Result<()> {
     }
     if json {
         let citations: Vec<_> = processor.citations().iter().collect();
-        let map = json!({
-            "type": "map",
-            "citations": citations,
-            "score": processor.score(),
-        });
-        writeln!(stdout, "{map}").context("cannot write to stdout")?;
+        let map = Line::Map {
+            citations,
+            score: processor.score(),
+        };
+        writeln!(stdout, "{}", serde_json::to_string(&map)?).context("cannot write to stdout")?;
     }
     stdout.flush().context("cannot write to stdout")
 }
@@ -106,7 +104,9 @@ fn emit(stdout: &mut impl Write, text: &str, json: bool) -> anyhow::Result<()> {
         return Ok(());
     }
     if json {
-        writeln!(stdout, "{}", json!({ "type": "text", "text": text }))
+        let line: Line<'_, (), ()> = Line::Text { text };
+        let line = serde_json::to_string(&line).map_err(io::Error::other)?;
+        writeln!(stdout, "{line}")
     } else {
         stdout.write_all(text.as_bytes())
     }
@@ -118,4 +118,14 @@ fn is_broken_pipe(error: &anyhow::Error) -> bool {
     error
         .downcast_ref::<io::Error>()
         .is_some_and(|e| e.kind() == io::ErrorKind::BrokenPipe)
+}
+
+/// One line of JSON-mode output; `type` comes first so a reader can dispatch before parsing on.
+#[derive(serde::Serialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+enum Line<'a, C: serde::Serialize, S: serde::Serialize> {
+    /// A piece of display-ready text.
+    Text { text: &'a str },
+    /// The citation map and score, once, at the end.
+    Map { citations: Vec<C>, score: S },
 }
