@@ -19,12 +19,10 @@ struct Cli {
 }
 
 #[derive(Debug, Subcommand)]
-enum Command {
-}
+enum Command {}
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
-    let result = match cli.command {
-    };
+    let result = match cli.command {};
     exit::report(result)
 }

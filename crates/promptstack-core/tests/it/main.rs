@@ -1,1 +1,6 @@
 //! The core's integration tests: one binary, one module per area.
+
+mod canonical_url;
+mod label;
+mod naming;
+mod turn;
