@@ -3,6 +3,11 @@
 //! [`promptstack_core`] is the pure engine; this crate re-exports it and adds the edges an
 //! application needs around it: randomness from the operating system, the wall clock, files on
 //! disk and MCP servers. Everything here feeds data into the core; nothing here decides prompt text.
+//!
+//! - [`mcp`]: discovery of MCP servers' tools over stdio and streamable HTTP, with timeouts and a
+//!   background retry that the application runs on its own runtime.
+
+pub mod mcp;
 
 pub use promptstack_core as core;
 pub use promptstack_core::*;
