@@ -3,7 +3,7 @@
 use std::hint::black_box;
 use std::sync::Arc;
 
-use criterion::{BenchmarkId, Criterion, criterion_group, criterion_main};
+use criterion::{BatchSize, BenchmarkId, Criterion, criterion_group, criterion_main};
 use futures::executor::block_on;
 use promptstack_core::turn::{
     BudgetsConfig, ClassBudgetConfig, ExecuteFuture, ToolCall, ToolExecutor, ToolOutput, Turn,
@@ -69,6 +69,22 @@ fn turn(sources: usize) -> Turn {
 fn bench(c: &mut Criterion) {
     let mut group = c.benchmark_group("turn_call");
     for sources in [0usize, 1, 5] {
+        // The executor alone, to subtract from the numbers below: what the Turn adds is the rest.
+        let executor = Instant { sources };
+        group.bench_with_input(
+            BenchmarkId::new("executor_alone", sources),
+            &sources,
+            |b, _| {
+                let input = json!({"query": "rust"});
+                b.iter(|| {
+                    block_on(executor.execute(ToolCall {
+                        name: "note",
+                        input: black_box(&input),
+                    }))
+                    .unwrap()
+                });
+            },
+        );
         let t = turn(sources);
         group.bench_with_input(BenchmarkId::new("unbudgeted", sources), &sources, |b, _| {
             let input = json!({"query": "rust"});
@@ -88,11 +104,14 @@ fn bench(c: &mut Criterion) {
         group.bench_with_input(BenchmarkId::new("budgeted_new", sources), &sources, |b, _| {
             // A new, non-cacheable, budgeted call each time: charged, new sources numbered.
             let mut n = 0u64;
-            b.iter(|| {
-                n += 1;
-                let input = json!({"query": format!("q{n}"), "url": format!("https://example.com/page/{n}")});
-                block_on(t.call("fetch", black_box(&input))).unwrap()
-            });
+            b.iter_batched_ref(
+                || {
+                    n += 1;
+                    json!({"query": format!("q{n}"), "url": format!("https://example.com/page/{n}")})
+                },
+                |input| block_on(t.call("fetch", black_box(input))).unwrap(),
+                BatchSize::SmallInput,
+            );
         });
     }
     group.finish();

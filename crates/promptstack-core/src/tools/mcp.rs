@@ -6,8 +6,6 @@
 //! [`namespace_mcp_tools`](super::naming::namespace_mcp_tools). A server whose discovery failed
 //! contributes no tools and is reported in [`McpToolset::skipped`] with its diagnostic.
 
-use std::collections::BTreeMap;
-
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
@@ -78,19 +76,15 @@ pub struct McpServerListing {
     pub status: McpServerStatus,
 }
 
-/// An MCP tool with its provider-facing name.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
-#[serde(deny_unknown_fields)]
-pub struct NamespacedMcpTool {
+/// An MCP tool with its provider-facing name, borrowed from the listing it came from.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+pub struct NamespacedMcpTool<'a> {
     /// The provider-facing name, `<server>_<tool>` made safe and unique.
-    pub name: String,
+    pub name: &'a str,
     /// The server and the tool's own name there.
-    pub origin: McpToolOrigin,
-    /// The server's description of the tool.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub description: Option<String>,
-    /// The JSON Schema of the tool's input.
-    pub input_schema: serde_json::Map<String, serde_json::Value>,
+    pub origin: &'a McpToolOrigin,
+    /// The tool as the server listed it (description and input schema).
+    pub tool: &'a McpTool,
 }
 
 /// A server that contributed no tools, and why.
@@ -104,14 +98,36 @@ pub struct SkippedMcpServer {
 }
 
 /// Every discovered MCP tool under its final name, plus the servers that were skipped.
+///
+/// Borrows the listings it was merged from, so merging copies no schema.
 #[derive(Debug, Clone, Default, PartialEq)]
-pub struct McpToolset {
-    /// The tools, sorted by provider-facing name (the canonical order).
-    pub tools: Vec<NamespacedMcpTool>,
-    /// Both-way name map (name → origin, origin → name).
+pub struct McpToolset<'a> {
+    /// Both-way name map (name → origin, origin → name), in canonical (name) order.
     pub names: NamespacedTools,
+    /// The listed tool behind each entry of `names`, in the same order.
+    tools: Vec<&'a McpTool>,
     /// Servers whose discovery failed, sorted by server name.
     pub skipped: Vec<SkippedMcpServer>,
+}
+
+impl<'a> McpToolset<'a> {
+    /// The tools in canonical order (sorted by provider-facing name).
+    pub fn tools(&self) -> impl ExactSizeIterator<Item = NamespacedMcpTool<'_>> {
+        self.names
+            .iter()
+            .zip(&self.tools)
+            .map(|((name, origin), tool)| NamespacedMcpTool { name, origin, tool })
+    }
+
+    /// How many tools the toolset has.
+    pub fn len(&self) -> usize {
+        self.tools.len()
+    }
+
+    /// Whether the toolset has no tool.
+    pub fn is_empty(&self) -> bool {
+        self.tools.is_empty()
+    }
 }
 
 /// Merges discovery results into one toolset with provider-safe, order-independent names.
@@ -122,23 +138,16 @@ pub struct McpToolset {
 pub fn merge_mcp_tools<'a>(
     listings: &'a [McpServerListing],
     taken: impl IntoIterator<Item = &'a str>,
-) -> McpToolset {
-    let mut tools: BTreeMap<(&str, &str), &McpTool> = BTreeMap::new();
+) -> McpToolset<'a> {
+    let mut listed: Vec<((&str, &str), &McpTool)> = Vec::new();
     let mut skipped = Vec::new();
     for listing in listings {
         match &listing.status {
-            McpServerStatus::Ready { tools: listed } => {
-                for tool in listed {
-                    tools
-                        .entry((listing.server.as_str(), tool.name.as_str()))
-                        .and_modify(|kept| {
-                            if tool_order_key(tool) < tool_order_key(kept) {
-                                *kept = tool;
-                            }
-                        })
-                        .or_insert(tool);
-                }
-            }
+            McpServerStatus::Ready { tools } => listed.extend(
+                tools
+                    .iter()
+                    .map(|tool| ((listing.server.as_str(), tool.name.as_str()), tool)),
+            ),
             McpServerStatus::Failed { failure } => skipped.push(SkippedMcpServer {
                 server: listing.server.clone(),
                 failure: failure.clone(),
@@ -147,24 +156,27 @@ pub fn merge_mcp_tools<'a>(
     }
     skipped.sort_by(|a, b| a.server.cmp(&b.server));
     skipped.dedup_by(|a, b| a.server == b.server);
+    listed.sort_unstable_by(|a, b| {
+        a.0.cmp(&b.0)
+            .then_with(|| tool_order_key(a.1).cmp(&tool_order_key(b.1)))
+    });
+    listed.dedup_by(|later, first| later.0 == first.0);
 
-    let names = namespace_mcp_tools(tools.keys().copied(), taken);
-    let mut merged: Vec<NamespacedMcpTool> = names
+    let names = namespace_mcp_tools(listed.iter().map(|(pair, _)| *pair), taken);
+    let tools = names
         .iter()
-        .map(|(name, origin)| {
-            let tool = tools[&(origin.server.as_str(), origin.tool.as_str())];
-            NamespacedMcpTool {
-                name: name.to_owned(),
-                origin: origin.clone(),
-                description: tool.description.clone(),
-                input_schema: tool.input_schema.clone(),
-            }
+        .map(|(_, origin)| {
+            let at = listed
+                .binary_search_by(|(pair, _)| {
+                    (*pair).cmp(&(origin.server.as_str(), origin.tool.as_str()))
+                })
+                .expect("every named pair was listed");
+            listed[at].1
         })
         .collect();
-    merged.sort_by(|a, b| a.name.cmp(&b.name));
     McpToolset {
-        tools: merged,
         names,
+        tools,
         skipped,
     }
 }

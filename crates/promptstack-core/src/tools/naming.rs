@@ -16,7 +16,7 @@
 //! server and tool names (`_` and 8 hex digits, then 16 if that still collides). No pair "wins" the
 //! plain name, because which pair came first is exactly the order dependence this avoids.
 
-use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
+use std::collections::{BTreeMap, HashMap, HashSet};
 use std::fmt;
 
 use schemars::JsonSchema;
@@ -149,49 +149,58 @@ pub struct McpToolOrigin {
 }
 
 /// The names given to a set of MCP tools, both ways: name → origin and origin → name.
+///
+/// Stored as one list sorted by name plus an index sorted by origin, so both lookups are binary
+/// searches and building it costs three allocations per tool.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct NamespacedTools {
-    by_name: BTreeMap<String, McpToolOrigin>,
-    by_origin: BTreeMap<McpToolOrigin, String>,
+    /// `(name, origin)`, sorted by name.
+    entries: Vec<(String, McpToolOrigin)>,
+    /// Positions in `entries`, sorted by origin.
+    by_origin: Vec<usize>,
 }
 
 impl NamespacedTools {
     /// The provider-facing name of `tool` on `server`, if it was namespaced here.
     pub fn name_of(&self, server: &str, tool: &str) -> Option<&str> {
-        // The map is keyed by owned origins; a linear scan would be O(n), so build the key.
-        self.by_origin
-            .get(&McpToolOrigin {
-                server: server.to_owned(),
-                tool: tool.to_owned(),
-            })
-            .map(String::as_str)
+        let found = self.by_origin.binary_search_by(|&i| {
+            let origin = &self.entries[i].1;
+            (origin.server.as_str(), origin.tool.as_str()).cmp(&(server, tool))
+        });
+        found
+            .ok()
+            .map(|at| self.entries[self.by_origin[at]].0.as_str())
     }
 
     /// The server and original tool name behind a provider-facing name.
     pub fn origin(&self, name: &str) -> Option<&McpToolOrigin> {
-        self.by_name.get(name)
+        let at = self
+            .entries
+            .binary_search_by(|(n, _)| n.as_str().cmp(name))
+            .ok()?;
+        Some(&self.entries[at].1)
     }
 
     /// Every name with its origin, sorted by name (the canonical order).
-    pub fn iter(&self) -> impl Iterator<Item = (&str, &McpToolOrigin)> {
-        self.by_name
+    pub fn iter(&self) -> impl ExactSizeIterator<Item = (&str, &McpToolOrigin)> {
+        self.entries
             .iter()
             .map(|(name, origin)| (name.as_str(), origin))
     }
 
-    /// The reverse map name → origin, for history and UI.
-    pub fn reverse_map(&self) -> &BTreeMap<String, McpToolOrigin> {
-        &self.by_name
+    /// The reverse map name → origin, for history and UI (e.g. on an assistant message).
+    pub fn reverse_map(&self) -> BTreeMap<String, McpToolOrigin> {
+        self.entries.iter().cloned().collect()
     }
 
     /// How many tools were named.
     pub fn len(&self) -> usize {
-        self.by_name.len()
+        self.entries.len()
     }
 
     /// Whether no tool was named.
     pub fn is_empty(&self) -> bool {
-        self.by_name.is_empty()
+        self.entries.is_empty()
     }
 }
 
@@ -218,57 +227,55 @@ pub fn namespace_mcp_tools<'a>(
 ) -> NamespacedTools {
     let taken: HashSet<&str> = taken.into_iter().collect();
     // Sorting (and de-duplicating) first is what makes every later step order-independent.
-    let pairs: Vec<(&str, &str)> = pairs
-        .into_iter()
-        .collect::<BTreeSet<_>>()
-        .into_iter()
-        .collect();
-    let bases: Vec<String> = pairs
-        .iter()
-        .map(|(server, tool)| {
-            let mut base = sanitize_name_part(server);
-            base.push('_');
-            base.push_str(&sanitize_name_part(tool));
-            base
-        })
-        .collect();
-    let hashes: Vec<u64> = pairs.iter().map(|(s, t)| pair_hash(s, t)).collect();
+    let mut pairs: Vec<(&str, &str)> = pairs.into_iter().collect();
+    pairs.sort_unstable();
+    pairs.dedup();
     let count = pairs.len();
     let mut levels = vec![0usize; count];
-    let mut names: Vec<String> = (0..count)
-        .map(|i| candidate(&bases[i], hashes[i], 0, i, count))
+    let mut names: Vec<String> = pairs
+        .iter()
+        .enumerate()
+        .map(|(i, &(server, tool))| candidate(server, tool, 0, i, count))
         .collect();
 
     // Bump every pair whose candidate is shared or taken, until all are unique. Candidates from
     // level 3 on end in `_<code>` with a code unique per pair, so they never collide with each
     // other, and the loop ends (see `candidate`).
     loop {
-        let mut uses: HashMap<&str, usize> = HashMap::with_capacity(count);
-        for name in &names {
-            *uses.entry(name.as_str()).or_default() += 1;
-        }
-        let clashing: Vec<usize> = (0..count)
-            .filter(|&i| uses[names[i].as_str()] > 1 || taken.contains(names[i].as_str()))
-            .collect();
+        let clashing: Vec<usize> = {
+            let mut uses: HashMap<&str, u32> = HashMap::with_capacity(count);
+            for name in &names {
+                *uses.entry(name.as_str()).or_default() += 1;
+            }
+            (0..count)
+                .filter(|&i| uses[names[i].as_str()] > 1 || taken.contains(names[i].as_str()))
+                .collect()
+        };
         if clashing.is_empty() {
             break;
         }
         for i in clashing {
             levels[i] += 1;
-            names[i] = candidate(&bases[i], hashes[i], levels[i], i, count);
+            let (server, tool) = pairs[i];
+            names[i] = candidate(server, tool, levels[i], i, count);
         }
     }
 
-    let mut result = NamespacedTools::default();
-    for ((server, tool), name) in pairs.into_iter().zip(names) {
-        let origin = McpToolOrigin {
-            server: server.to_owned(),
-            tool: tool.to_owned(),
-        };
-        result.by_origin.insert(origin.clone(), name.clone());
-        result.by_name.insert(name, origin);
-    }
-    result
+    let mut entries: Vec<(String, McpToolOrigin)> = names
+        .into_iter()
+        .zip(&pairs)
+        .map(|(name, &(server, tool))| {
+            let origin = McpToolOrigin {
+                server: server.to_owned(),
+                tool: tool.to_owned(),
+            };
+            (name, origin)
+        })
+        .collect();
+    entries.sort_unstable_by(|a, b| a.0.cmp(&b.0));
+    let mut by_origin: Vec<usize> = (0..entries.len()).collect();
+    by_origin.sort_unstable_by(|&a, &b| entries[a].1.cmp(&entries[b].1));
+    NamespacedTools { entries, by_origin }
 }
 
 /// A stable 64-bit hash of an original `(server, tool)` pair.
@@ -276,34 +283,48 @@ pub fn namespace_mcp_tools<'a>(
 /// XXH3 has a fixed specification, so names stay the same across releases and platforms. The
 /// `0xFF` separator never occurs in UTF-8, so `("ab", "c")` and `("a", "bc")` hash differently.
 fn pair_hash(server: &str, tool: &str) -> u64 {
-    let mut bytes = Vec::with_capacity(server.len() + tool.len() + 1);
-    bytes.extend_from_slice(server.as_bytes());
-    bytes.push(0xFF);
-    bytes.extend_from_slice(tool.as_bytes());
-    xxhash_rust::xxh3::xxh3_64(&bytes)
+    let mut hasher = xxhash_rust::xxh3::Xxh3::new();
+    hasher.update(server.as_bytes());
+    hasher.update(&[0xFF]);
+    hasher.update(tool.as_bytes());
+    hasher.digest()
 }
 
 /// The name a pair would get at a given level of disambiguation.
 ///
-/// - level 0: the plain sanitised name (or level 1 when it is too long);
+/// - level 0: the plain sanitised `<server>_<tool>` (or level 1 when it is too long);
 /// - level 1: the plain name cut to fit, `_`, 8 hex digits of the hash;
 /// - level 2: the same with all 16 hex digits;
 /// - level 3 and up: 16 hex digits, `_`, then a decimal code `index + (level - 3) × count`,
 ///   unique per pair at any level, so two such names can never be equal.
-fn candidate(base: &str, hash: u64, level: usize, index: usize, count: usize) -> String {
-    let with_suffix = |suffix: String| {
-        let keep = MAX_TOOL_NAME_LEN - suffix.len();
-        // Sanitised names are ASCII, so any byte offset is a character boundary.
-        let mut name = base[..base.len().min(keep)].to_owned();
-        name.push_str(&suffix);
-        name
-    };
-    match level {
-        0 if base.len() <= MAX_TOOL_NAME_LEN => base.to_owned(),
-        0 | 1 => with_suffix(format!("_{:08x}", hash >> 32)),
-        2 => with_suffix(format!("_{hash:016x}")),
-        _ => with_suffix(format!("_{hash:016x}_{}", index + (level - 3) * count)),
+fn candidate(server: &str, tool: &str, level: usize, index: usize, count: usize) -> String {
+    let mut name = String::with_capacity(server.len() + tool.len() + 1);
+    push_sanitized(&mut name, server);
+    name.push('_');
+    push_sanitized(&mut name, tool);
+    if level == 0 && name.len() <= MAX_TOOL_NAME_LEN {
+        return name;
     }
+    let hash = pair_hash(server, tool);
+    let suffix = match level {
+        0 | 1 => format!("_{:08x}", hash >> 32),
+        2 => format!("_{hash:016x}"),
+        _ => format!("_{hash:016x}_{}", index + (level - 3) * count),
+    };
+    // Sanitised names are ASCII, so any byte offset is a character boundary.
+    name.truncate(MAX_TOOL_NAME_LEN - suffix.len());
+    name.push_str(&suffix);
+    name
+}
+
+fn push_sanitized(out: &mut String, part: &str) {
+    out.extend(part.chars().map(|c| {
+        if c.is_ascii() && is_name_byte(c as u8) {
+            c
+        } else {
+            '_'
+        }
+    }));
 }
 
 #[cfg(test)]
@@ -322,9 +343,9 @@ mod tests {
 
     #[test]
     fn level_three_names_are_distinct() {
-        let a = candidate("x", 7, 3, 0, 2);
-        let b = candidate("x", 7, 3, 1, 2);
-        let c = candidate("x", 7, 4, 0, 2);
+        let a = candidate("x", "y", 3, 0, 2);
+        let b = candidate("x", "y", 3, 1, 2);
+        let c = candidate("x", "y", 4, 0, 2);
         assert!(a != b && a != c && b != c);
     }
 }

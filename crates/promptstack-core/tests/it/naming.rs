@@ -161,7 +161,7 @@ fn merging_skips_failed_servers_and_orders_canonically() {
         },
     ];
     let merged = merge_mcp_tools(&listings, ["alpha_b"]);
-    let names: Vec<&str> = merged.tools.iter().map(|t| t.name.as_str()).collect();
+    let names: Vec<&str> = merged.tools().map(|t| t.name).collect();
     assert_eq!(names.len(), 3);
     assert!(
         names.windows(2).all(|w| w[0] < w[1]),
@@ -171,6 +171,10 @@ fn merging_skips_failed_servers_and_orders_canonically() {
     assert!(names.iter().any(|n| n.starts_with("alpha_b_")), "{names:?}");
     assert_eq!(merged.skipped.len(), 1);
     assert_eq!(merged.skipped[0].server, "down");
+
+    let zeta_a = merged.tools().find(|t| t.name == "zeta_a").unwrap();
+    assert_eq!(zeta_a.tool.description.as_deref(), Some("a things"));
+    assert_eq!(zeta_a.origin.server, "zeta");
 
     let mut reordered = listings.clone();
     reordered.reverse();

@@ -688,6 +688,8 @@ proptest! {
 }
 
 #[test]
+// The test plays the application, which owns the runtime and may spawn calls onto it.
+#[allow(clippy::disallowed_methods)]
 fn budgets_hold_on_a_multi_threaded_runtime() {
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)

@@ -254,13 +254,12 @@ async fn servers_sharing_tool_names_are_namespaced_apart_in_any_order() {
         suffixed.starts_with("gitlab_create_issue_")
             && suffixed.len() == "gitlab_create_issue_".len() + 8
     );
+    let all: Vec<_> = merged.tools().collect();
     assert!(
-        merged
-            .tools
-            .iter()
-            .all(|t| promptstack::core::tools::naming::is_valid_tool_name(&t.name))
+        all.iter()
+            .all(|t| promptstack::core::tools::naming::is_valid_tool_name(t.name))
     );
-    assert!(merged.tools.windows(2).all(|w| w[0].name < w[1].name));
+    assert!(all.windows(2).all(|w| w[0].name < w[1].name));
 
     let reversed = guarded(discover_all(&[gitlab(), github()], &config())).await;
     assert_eq!(merge_mcp_tools(&reversed, local), merged);
@@ -371,7 +370,7 @@ async fn hanging_servers_hit_their_timeouts() {
     );
     // The healthy server is unaffected, and the merged toolset skips the others.
     let merged = merge_mcp_tools(&listings, []);
-    assert!(merged.tools.iter().all(|t| t.origin.server == "fine") && !merged.tools.is_empty());
+    assert!(merged.tools().all(|t| t.origin.server == "fine") && !merged.is_empty());
     let skipped: Vec<&str> = merged.skipped.iter().map(|s| s.server.as_str()).collect();
     assert_eq!(skipped, ["mute", "silent", "stuck"]);
     accepting.abort();
