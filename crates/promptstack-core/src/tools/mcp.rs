@@ -3,7 +3,7 @@
 //! Discovery itself is IO and lives in the `promptstack` facade (`promptstack::mcp`). It produces
 //! one [`McpServerListing`] per configured server; the send context carries them, and
 //! [`merge_mcp_tools`] turns them into provider-facing tools with the names of
-//! [`namespace_mcp_tools`](super::naming::namespace_mcp_tools). A server whose discovery failed
+//! [`namespace_mcp_tools`]. A server whose discovery failed
 //! contributes no tools and is reported in [`McpToolset::skipped`] with its diagnostic.
 
 use schemars::JsonSchema;
