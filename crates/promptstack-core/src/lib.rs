@@ -18,6 +18,9 @@
 //!   markers it cannot forge, defanging look-alike markers and chat-template control tokens.
 //! - [`stream`]: the model-output pipeline, turning streamed text into display-ready Markdown with
 //!   resolved citations and one math style, plus the eval scorer that counts citations.
+//! - [`canonical_url`]: the one canonical form of a URL (budgets, sources, evals).
+//! - [`tools`]: provider-safe tool names, MCP namespacing and merging, UI labels.
+//! - [`turn`]: the Turn runtime: dedupe, budgets and the source registry around tool executors.
 //!
 //! ```
 //! use promptstack_core::{Agent, SendContext, SpecFormat};
@@ -54,6 +57,7 @@
 mod agent;
 mod assemble;
 pub mod block;
+pub mod canonical_url;
 pub mod compose;
 pub mod context;
 pub mod diagnostic;
@@ -67,7 +71,9 @@ pub mod spec;
 pub mod stream;
 mod template;
 pub mod tokens;
+pub mod tools;
 pub mod toolset;
+pub mod turn;
 
 #[doc(hidden)]
 pub mod fuzzing;

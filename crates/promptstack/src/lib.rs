@@ -5,7 +5,10 @@
 //! disk and MCP servers. Everything here feeds data into the core; nothing here decides prompt text.
 //!
 //! - [`nonce`]: [`nonce::OsNonces`], fence nonces from the operating system's CSPRNG.
+//! - [`mcp`]: discovery of MCP servers' tools over stdio and streamable HTTP, with timeouts and a
+//!   background retry that the application runs on its own runtime.
 
+pub mod mcp;
 pub mod nonce;
 
 pub use promptstack_core as core;

@@ -1,0 +1,319 @@
+//! Per-turn call budgets: their configuration, the intent that selects a cap, and the ledger.
+//!
+//! A budget belongs to a *class* of tools (e.g. `web`: search and fetch draw from one budget). Its
+//! cap depends on the turn's *intent*, named by a `/slug` token in the user message (`/research`
+//! buys more calls than a bare question). Loading a configured skill mid-turn promotes the cap,
+//! once. Calls are charged by their canonical key, so a repeated call costs nothing.
+//!
+//! A failed call **is charged**: budgets bound the work attempted, and a model retrying a failing
+//! fetch must run dry like any other loop. Its key is forgotten, so each retry is charged again
+//! (otherwise a failing call could be retried for free, forever).
+
+use std::collections::{BTreeMap, HashSet};
+
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use crate::canonical_url::canonicalize_url;
+
+/// The budget classes and their caps. Serialised as a map from class name to its config.
+///
+/// The default has one class, `web`: 5 calls, 12 with `/search`, 30 with `/research`, promoted to
+/// 30 when the `research` skill loads mid-turn. A spec that declares budgets declares every class
+/// its tools use; classes are not merged with the default.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(transparent)]
+pub struct BudgetsConfig {
+    /// Budget configuration per class name.
+    pub classes: BTreeMap<String, ClassBudgetConfig>,
+}
+
+impl Default for BudgetsConfig {
+    fn default() -> Self {
+        Self {
+            classes: BTreeMap::from([("web".to_owned(), ClassBudgetConfig::default_web())]),
+        }
+    }
+}
+
+/// The caps of one budget class.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ClassBudgetConfig {
+    /// Calls per turn when the user message names none of this class's intents.
+    pub auto: u32,
+    /// Calls per turn for each intent, keyed by the slug that selects it (`research` for
+    /// `/research`). Slugs are compared case-insensitively.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub intents: BTreeMap<String, u32>,
+    /// A skill whose loading mid-turn raises the cap to one intent's cap, once.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub promote: Option<BudgetPromotion>,
+}
+
+impl ClassBudgetConfig {
+    /// The default `web` class: auto 5, search 12, research 30, promoted by the `research` skill.
+    pub fn default_web() -> Self {
+        Self {
+            auto: 5,
+            intents: BTreeMap::from([("search".to_owned(), 12), ("research".to_owned(), 30)]),
+            promote: Some(BudgetPromotion {
+                skill: "research".to_owned(),
+                intent: "research".to_owned(),
+            }),
+        }
+    }
+}
+
+/// A skill that, when loaded during a turn, raises a class's cap to an intent's cap.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct BudgetPromotion {
+    /// The skill's name.
+    pub skill: String,
+    /// The intent (a key of `intents`) whose cap the budget is raised to.
+    pub intent: String,
+}
+
+/// The `/slug` tokens of a user message, lowercased, in order of appearance.
+///
+/// A slug starts with `/` at the start of the message or after whitespace, is made of ASCII
+/// letters, digits, `_` and `-`, and ends at the end of the message, at whitespace or at
+/// punctuation other than `/` (so `https://a/b` and `/usr/lib` name nothing).
+pub fn message_slugs(message: &str) -> Vec<String> {
+    let bytes = message.as_bytes();
+    let mut slugs = Vec::new();
+    let mut i = 0;
+    while let Some(offset) = memchr_slash(&bytes[i..]) {
+        let at = i + offset;
+        i = at + 1;
+        let starts_token = at == 0 || message[..at].ends_with(char::is_whitespace);
+        if !starts_token {
+            continue;
+        }
+        let len = bytes[at + 1..]
+            .iter()
+            .take_while(|b| b.is_ascii_alphanumeric() || matches!(b, b'_' | b'-'))
+            .count();
+        let end = at + 1 + len;
+        let ends_token = match message[end..].chars().next() {
+            None => true,
+            Some(c) => c.is_whitespace() || (c.is_ascii_punctuation() && c != '/'),
+        };
+        if len > 0 && ends_token {
+            slugs.push(message[at + 1..end].to_ascii_lowercase());
+        }
+    }
+    slugs
+}
+
+fn memchr_slash(bytes: &[u8]) -> Option<usize> {
+    bytes.iter().position(|&b| b == b'/')
+}
+
+/// The key a budgeted call is charged under: tool name plus the canonicalised input.
+///
+/// Object keys are sorted; string values that are `http(s)` URLs go through
+/// [`canonicalize_url`]; other strings are lowercased with whitespace runs collapsed to one space
+/// and trimmed. The encoding is length-prefixed, hence injective over canonical inputs.
+pub(crate) fn budget_key(tool: &str, input: &Value) -> String {
+    let mut key = String::with_capacity(tool.len() + 32);
+    key.push_str(tool);
+    key.push('\0');
+    write_value(input, true, &mut key);
+    key
+}
+
+/// The key under which identical calls of a cacheable tool share one execution: tool name plus
+/// the exact input, with object keys sorted.
+pub(crate) fn exact_key(tool: &str, input: &Value) -> String {
+    let mut key = String::with_capacity(tool.len() + 32);
+    key.push_str(tool);
+    key.push('\0');
+    write_value(input, false, &mut key);
+    key
+}
+
+fn write_value(value: &Value, normalize: bool, out: &mut String) {
+    use std::fmt::Write as _;
+    match value {
+        Value::Null => out.push('z'),
+        Value::Bool(true) => out.push('t'),
+        Value::Bool(false) => out.push('f'),
+        Value::Number(n) => {
+            let _ = write!(out, "n{n};");
+        }
+        Value::String(s) => {
+            if normalize {
+                write_str(&normalize_string(s), out);
+            } else {
+                write_str(s, out);
+            }
+        }
+        Value::Array(items) => {
+            out.push('[');
+            for item in items {
+                write_value(item, normalize, out);
+            }
+            out.push(']');
+        }
+        Value::Object(map) => {
+            let mut entries: Vec<(&String, &Value)> = map.iter().collect();
+            entries.sort_unstable_by(|a, b| a.0.cmp(b.0));
+            out.push('{');
+            for (k, v) in entries {
+                write_str(k, out);
+                write_value(v, normalize, out);
+            }
+            out.push('}');
+        }
+    }
+}
+
+fn write_str(s: &str, out: &mut String) {
+    use std::fmt::Write as _;
+    let _ = write!(out, "s{}:", s.len());
+    out.push_str(s);
+}
+
+/// A URL through the canonical-URL function; any other text lowercased and whitespace-collapsed.
+fn normalize_string(s: &str) -> String {
+    let trimmed = s.trim_start().as_bytes();
+    let looks_like_url = trimmed.len() >= 7
+        && (trimmed[..7].eq_ignore_ascii_case(b"http://")
+            || (trimmed.len() >= 8 && trimmed[..8].eq_ignore_ascii_case(b"https://")));
+    if looks_like_url && let Ok(url) = canonicalize_url(s) {
+        return url.into_string();
+    }
+    let mut out = String::with_capacity(s.len());
+    for word in s.split_whitespace() {
+        if !out.is_empty() {
+            out.push(' ');
+        }
+        out.extend(word.chars().flat_map(char::to_lowercase));
+    }
+    out
+}
+
+/// The outcome of asking a budget for one call.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Admission {
+    /// An identical call was already charged this turn: this one is free.
+    Free,
+    /// The call was charged.
+    Charged,
+    /// The budget is used up: the call must not run.
+    Exhausted,
+}
+
+/// The live state of one class's budget within a turn.
+#[derive(Debug)]
+pub(crate) struct ClassLedger {
+    pub(crate) cap: u32,
+    pub(crate) used: u32,
+    charged: HashSet<String>,
+    promotion: Option<(String, u32)>,
+}
+
+impl ClassLedger {
+    /// A ledger for `config` under the turn's slugs: the first slug naming one of the class's
+    /// intents selects the cap, otherwise `auto`.
+    pub(crate) fn new(config: &ClassBudgetConfig, slugs: &[String]) -> Result<Self, String> {
+        let cap_of = |intent: &str| {
+            config
+                .intents
+                .iter()
+                .find(|(name, _)| name.eq_ignore_ascii_case(intent))
+                .map(|(_, cap)| *cap)
+        };
+        let cap = slugs.iter().find_map(|s| cap_of(s)).unwrap_or(config.auto);
+        let promotion = match &config.promote {
+            None => None,
+            Some(p) => match cap_of(&p.intent) {
+                Some(to) => Some((p.skill.to_ascii_lowercase(), to)),
+                None => return Err(p.intent.clone()),
+            },
+        };
+        Ok(Self {
+            cap,
+            used: 0,
+            charged: HashSet::new(),
+            promotion,
+        })
+    }
+
+    pub(crate) fn admit(&mut self, key: &str) -> Admission {
+        if self.charged.contains(key) {
+            Admission::Free
+        } else if self.used < self.cap {
+            self.used += 1;
+            self.charged.insert(key.to_owned());
+            Admission::Charged
+        } else {
+            Admission::Exhausted
+        }
+    }
+
+    /// Forgets a charged key after its call failed, so that a retry is charged again.
+    pub(crate) fn forget(&mut self, key: &str) {
+        self.charged.remove(key);
+    }
+
+    pub(crate) fn remaining(&self) -> u32 {
+        self.cap.saturating_sub(self.used)
+    }
+
+    /// Applies the promotion if `skill` is this class's promoting skill and it has not been
+    /// applied yet. Returns whether the cap grew.
+    pub(crate) fn promote(&mut self, skill: &str) -> bool {
+        match &self.promotion {
+            Some((promoting, to)) if promoting.eq_ignore_ascii_case(skill) => {
+                let to = *to;
+                // Once: the promotion is consumed even when the cap is already at least as high.
+                self.promotion = None;
+                if to > self.cap {
+                    self.cap = to;
+                    return true;
+                }
+                false
+            }
+            _ => false,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn slugs_are_tokens() {
+        assert_eq!(message_slugs("/Research rust, please"), ["research"]);
+        assert_eq!(
+            message_slugs("see https://a.com/search and /usr/lib"),
+            Vec::<String>::new()
+        );
+        assert_eq!(
+            message_slugs("a /search? then\t/research."),
+            ["search", "research"]
+        );
+        assert_eq!(message_slugs("/"), Vec::<String>::new());
+        assert_eq!(message_slugs("é /x"), ["x"]);
+    }
+
+    #[test]
+    fn keys_canonicalise_queries_and_urls() {
+        let a = budget_key("search", &json!({"query": "  Rust   ASYNC ", "n": 3}));
+        let b = budget_key("search", &json!({"n": 3, "query": "rust async"}));
+        assert_eq!(a, b);
+        let c = budget_key("fetch", &json!({"url": "HTTPS://Example.com/a/#x"}));
+        let d = budget_key("fetch", &json!({"url": "https://example.com/a"}));
+        assert_eq!(c, d);
+        assert_ne!(
+            exact_key("search", &json!({"q": "A"})),
+            exact_key("search", &json!({"q": "a"}))
+        );
+    }
+}

@@ -1,0 +1,3 @@
+//! The facade's integration tests: one binary, one module per area.
+
+mod mcp;
