@@ -13,7 +13,7 @@ use clap::{Parser, Subcommand};
 
 /// Decide exactly what an LLM sees on every send, and clean up what it writes back.
 #[derive(Debug, Parser)]
-#[command(name = "promptstack", version, about, long_about = None)]
+#[command(name = "promptstack", version, long_about = None)]
 struct Cli {
     #[command(subcommand)]
     command: Command,

@@ -194,6 +194,7 @@ impl Agent {
             spec,
             source,
             spans,
+            recovered,
         } = parsed;
         let mut compiler = Compiler {
             spec: &spec,
@@ -202,7 +203,7 @@ impl Agent {
                 spans: &spans,
             },
             templates: TemplateSet::new(&spec.render),
-            errors: Vec::new(),
+            errors: recovered,
             lint: Vec::new(),
         };
         let (mut units, facts) = compiler.units();
@@ -420,7 +421,7 @@ impl Compiler<'_> {
         for (i, block) in spec.blocks.iter().enumerate() {
             let pointer = format!("/blocks/{i}");
             let body = self.body(
-                format!("block:{}", block.id),
+                format!("blocks[{i}]"),
                 &block.text,
                 &block.template,
                 &pointer,
@@ -428,7 +429,7 @@ impl Compiler<'_> {
             let gate = block
                 .when
                 .as_deref()
-                .map(|w| self.gate(format!("gate:block:{}", block.id), w, &pointer));
+                .map(|w| self.gate(format!("blocks[{i}].when"), w, &pointer));
             let mut variants = Vec::new();
             let mut variant_ids = HashSet::new();
             if block.variants.len() > MAX_VARIANTS {
@@ -459,13 +460,13 @@ impl Compiler<'_> {
                     );
                 }
                 let body = self.body(
-                    format!("block:{}:variant:{}", block.id, variant.id),
+                    format!("blocks[{i}].variants[{j}]"),
                     &variant.text,
                     &variant.template,
                     &vp,
                 );
                 let gate = self.gate(
-                    format!("gate:block:{}:variant:{}", block.id, variant.id),
+                    format!("blocks[{i}].variants[{j}].when"),
                     &variant.when,
                     &vp,
                 );
@@ -504,16 +505,11 @@ impl Compiler<'_> {
         }
         for (i, note) in spec.notes.iter().enumerate() {
             let pointer = format!("/notes/{i}");
-            let body = self.body(
-                format!("note:{}", note.id),
-                &note.text,
-                &note.template,
-                &pointer,
-            );
+            let body = self.body(format!("notes[{i}]"), &note.text, &note.template, &pointer);
             let gate = note
                 .when
                 .as_deref()
-                .map(|w| self.gate(format!("gate:note:{}", note.id), w, &pointer));
+                .map(|w| self.gate(format!("notes[{i}].when"), w, &pointer));
             if note.max_tokens == Some(0) {
                 self.error(
                     "bad-value",
@@ -595,7 +591,7 @@ impl Compiler<'_> {
             let gate = tool
                 .when
                 .as_deref()
-                .map(|w| self.gate(format!("gate:tool:{}", tool.name), w, &pointer));
+                .map(|w| self.gate(format!("tools[{i}].when"), w, &pointer));
             if let Some(gate) = &gate {
                 let reads = self.templates.variables(&gate.template);
                 if reads.iter().any(|p| root_of(p) == "tools") {

@@ -468,7 +468,8 @@ impl SendContext {
     /// A [`SpecError`] (the same located diagnostics as specs use) for non-UTF-8 input, syntax
     /// errors, unknown keys, wrong types, and values such as a `now` without an offset.
     pub fn from_json(bytes: &[u8], name: &str) -> Result<Self, SpecError> {
-        let (tree, source, spans) = parse_tree(bytes, name, SpecFormat::Json, MAX_SEND_BYTES)?;
+        let (tree, source, spans) = parse_tree(bytes, name, SpecFormat::Json, MAX_SEND_BYTES)
+            .map_err(|e| e.about("send context"))?;
         let locator = Locator {
             source: &source,
             spans: &spans,
@@ -486,7 +487,7 @@ impl SendContext {
                 }
             }
         }
-        Err(SpecError::new(diagnostics))
+        Err(SpecError::new(diagnostics).about("send context"))
     }
 
     /// The JSON Schema of the send context.

@@ -1,3 +1,5 @@
 //! End-to-end tests of the `promptstack` binary: one binary, one module per subcommand.
 mod cite;
+mod commands;
+mod examples;
 mod fence;

@@ -48,6 +48,9 @@ pub struct SpecDiagnostic {
     pub message: String,
     /// The key path of the offending value, like `blocks[2].template` (empty for the whole file).
     pub path: String,
+    /// The same place as a JSON pointer (`/blocks/2/template`).
+    #[serde(skip)]
+    pub(crate) pointer: String,
     /// Where it is in the source, when known.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub location: Option<super::Location>,
@@ -67,11 +70,46 @@ pub(crate) struct Snippet {
     columns: (usize, usize),
 }
 
-/// A spec that could not be loaded: every problem found, in source order.
+/// The widest source line shown in full; longer lines (minified JSON, generated files) are shown
+/// as a window around the error.
+const SNIPPET_WIDTH: usize = 100;
+
+impl Snippet {
+    /// The text to show and the columns to underline within it.
+    fn window(&self) -> (String, usize, usize) {
+        let chars: Vec<char> = self.line_text.chars().collect();
+        let (from, to) = self.columns;
+        if chars.len() <= SNIPPET_WIDTH {
+            return (self.line_text.clone(), from, to);
+        }
+        let start = (from - 1)
+            .saturating_sub(SNIPPET_WIDTH / 2)
+            .min(chars.len().saturating_sub(SNIPPET_WIDTH));
+        let end = (start + SNIPPET_WIDTH).min(chars.len());
+        let mut text = String::new();
+        let mut shift = start;
+        if start > 0 {
+            text.push('…');
+            shift -= 1;
+        }
+        text.extend(&chars[start..end]);
+        if end < chars.len() {
+            text.push('…');
+        }
+        let from = from - shift;
+        let to = (to - shift).min(text.chars().count() + 1).max(from + 1);
+        (text, from, to)
+    }
+}
+
+/// A spec (or send context) that could not be loaded: every problem found, in source order.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct SpecError {
     /// The problems, sorted by location.
     pub diagnostics: Vec<SpecDiagnostic>,
+    /// What was being read ("spec", "send context"), for the summary line.
+    #[serde(skip)]
+    pub(crate) subject: &'static str,
 }
 
 impl SpecError {
@@ -81,7 +119,16 @@ impl SpecError {
             key(a).cmp(&key(b)).then_with(|| a.path.cmp(&b.path))
         });
         diagnostics.dedup();
-        Self { diagnostics }
+        Self {
+            diagnostics,
+            subject: "spec",
+        }
+    }
+
+    /// Names what was being read, for the summary line.
+    pub(crate) fn about(mut self, subject: &'static str) -> Self {
+        self.subject = subject;
+        self
     }
 }
 
@@ -94,7 +141,12 @@ impl fmt::Display for SpecError {
             write!(f, "{d}")?;
         }
         let n = self.diagnostics.len();
-        write!(f, "\n{n} error{} in spec", if n == 1 { "" } else { "s" })
+        write!(
+            f,
+            "\n{n} error{} in {}",
+            if n == 1 { "" } else { "s" },
+            self.subject
+        )
     }
 }
 
@@ -109,9 +161,9 @@ impl fmt::Display for SpecDiagnostic {
         if let (Some(snippet), Some(location)) = (&self.snippet, &self.location) {
             let number = location.line.to_string();
             let pad = " ".repeat(number.len());
-            let (from, to) = snippet.columns;
+            let (text, from, to) = snippet.window();
             writeln!(f, "{pad} |")?;
-            writeln!(f, "{number} | {}", snippet.line_text)?;
+            writeln!(f, "{number} | {text}")?;
             writeln!(
                 f,
                 "{pad} | {}{}",
@@ -151,6 +203,7 @@ impl Locator<'_> {
         });
         let mut diagnostic = self.at_span(code, span, message, hint);
         diagnostic.path = display_path(pointer);
+        diagnostic.pointer = pointer.to_owned();
         diagnostic
     }
 
@@ -183,6 +236,7 @@ impl Locator<'_> {
             code,
             message,
             path: String::new(),
+            pointer: String::new(),
             location: Some(location),
             hint,
             snippet,
@@ -218,6 +272,9 @@ pub struct ParsedSpec {
     pub source: SourceMap,
     /// Byte spans of every value.
     pub spans: SpanIndex,
+    /// Problems already found that did not stop parsing (unknown keys, which were set aside so
+    /// the rest of the spec could still be checked). Compiling reports them with its own findings.
+    pub recovered: Vec<SpecDiagnostic>,
 }
 
 /// Parses raw bytes as a generic tree with spans, enforcing size, encoding and nesting limits.
@@ -455,14 +512,23 @@ pub fn parse(bytes: &[u8], name: &str, format: SpecFormat) -> Result<ParsedSpec,
         SPEC_VALIDATOR.as_ref(),
         &locator,
     ));
+    // Unknown keys do not stop the rest of the spec from being checked: set them aside, report
+    // them, and go on, so that one run shows every problem. Any other schema error stops here.
+    let mut tree = tree;
     if !diagnostics.is_empty() {
-        return Err(SpecError::new(diagnostics));
+        if !diagnostics.iter().all(|d| d.code == "unknown-key") {
+            return Err(SpecError::new(diagnostics));
+        }
+        for d in &diagnostics {
+            remove_path(&mut tree, &d.pointer);
+        }
     }
     match serde_json::from_value::<AgentSpec>(tree) {
         Ok(spec) => Ok(ParsedSpec {
             spec,
             source,
             spans,
+            recovered: diagnostics,
         }),
         Err(error) => Err(SpecError::new(vec![locator.at_span(
             "invalid-spec",
@@ -473,6 +539,17 @@ pub fn parse(bytes: &[u8], name: &str, format: SpecFormat) -> Result<ParsedSpec,
     }
 }
 
+/// Removes the value at a JSON pointer, if present.
+fn remove_path(tree: &mut serde_json::Value, pointer: &str) {
+    let Some(cut) = pointer.rfind('/') else {
+        return;
+    };
+    let key = pointer[cut + 1..].replace("~1", "/").replace("~0", "~");
+    if let Some(serde_json::Value::Object(map)) = tree.pointer_mut(&pointer[..cut]) {
+        map.remove(&key);
+    }
+}
+
 /// Checks a tree against a JSON Schema and turns every violation into a located diagnostic.
 pub(crate) fn schema_diagnostics(
     tree: &serde_json::Value,
@@ -480,7 +557,6 @@ pub(crate) fn schema_diagnostics(
     validator: Option<&jsonschema::Validator>,
     locator: &Locator<'_>,
 ) -> Vec<SpecDiagnostic> {
-    use jsonschema::error::ValidationErrorKind as Kind;
     let Some(validator) = validator else {
         return vec![locator.at_span(
             "internal",
@@ -491,6 +567,20 @@ pub(crate) fn schema_diagnostics(
     };
     let mut out = Vec::new();
     for error in validator.iter_errors(tree) {
+        diagnose(&error, schema, locator, &mut out);
+    }
+    out
+}
+
+/// Turns one schema violation into located diagnostics (several for several unknown keys).
+fn diagnose(
+    error: &jsonschema::ValidationError<'_>,
+    schema: &serde_json::Value,
+    locator: &Locator<'_>,
+    out: &mut Vec<SpecDiagnostic>,
+) {
+    use jsonschema::error::ValidationErrorKind as Kind;
+    {
         let pointer = error.instance_path().to_string();
         let schema_pointer = error.schema_path().to_string();
         let here = display_path(&pointer);
@@ -527,9 +617,12 @@ pub(crate) fn schema_diagnostics(
             Kind::Type { kind } => {
                 let expected = match kind {
                     jsonschema::error::TypeKind::Single(t) => t.to_string(),
+                    // `null` is how optional fields appear in the schema; "must be a null or an
+                    // integer" helps nobody.
                     jsonschema::error::TypeKind::Multiple(ts) => ts
                         .iter()
                         .map(|t| t.to_string())
+                        .filter(|t| t != "null")
                         .collect::<Vec<_>>()
                         .join(" or "),
                 };
@@ -573,6 +666,42 @@ pub(crate) fn schema_diagnostics(
                 format!("`{here}` must be {expected_value}"),
                 None,
             )),
+            // An optional field is `anyOf [the type, null]`: for a non-null value the null branch
+            // says nothing useful, so report what the one remaining branch found instead.
+            Kind::AnyOf { context } | Kind::OneOfNotValid { context }
+                if !error.instance().is_null()
+                    && context
+                        .iter()
+                        .filter(|branch| !is_null_branch(branch))
+                        .count()
+                        == 1 =>
+            {
+                if let Some(branch) = context.iter().find(|branch| !is_null_branch(branch)) {
+                    for inner in branch {
+                        diagnose(inner, schema, locator, out);
+                    }
+                }
+            }
+            Kind::Minimum { limit } | Kind::ExclusiveMinimum { limit } => out.push(locator.at(
+                "out-of-range",
+                &pointer,
+                false,
+                format!(
+                    "`{here}` must be at least {limit}, found {}",
+                    error.instance()
+                ),
+                None,
+            )),
+            Kind::Maximum { limit } | Kind::ExclusiveMaximum { limit } => out.push(locator.at(
+                "out-of-range",
+                &pointer,
+                false,
+                format!(
+                    "`{here}` must be at most {limit}, found {}",
+                    error.instance()
+                ),
+                None,
+            )),
             Kind::OneOfNotValid { .. } | Kind::OneOfMultipleValid { .. } | Kind::AnyOf { .. } => {
                 // Enum-like unions (schemars renders documented enum variants as `oneOf` of
                 // constants): list the allowed constants when there are any.
@@ -606,7 +735,13 @@ pub(crate) fn schema_diagnostics(
             )),
         }
     }
-    out
+}
+
+/// Whether a branch's only complaint is that the value is not null.
+fn is_null_branch(branch: &[jsonschema::ValidationError<'_>]) -> bool {
+    use jsonschema::error::{TypeKind, ValidationErrorKind as Kind};
+    branch.len() == 1
+        && matches!(branch[0].kind(), Kind::Type { kind: TypeKind::Single(t) } if t.to_string() == "null")
 }
 
 fn quoted(items: &[String]) -> String {

@@ -3,6 +3,7 @@
 mod canonical_url;
 mod fence;
 mod label;
+mod malformed;
 mod naming;
 mod stream;
 mod turn;

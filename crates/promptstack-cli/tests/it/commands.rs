@@ -1,0 +1,161 @@
+//! The assembly commands end to end: help texts, exit codes, errors on bad input, schema, lint,
+//! bench. Example outputs are covered in `examples.rs`.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use insta_cmd::{assert_cmd_snapshot, get_cargo_bin};
+
+fn root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../..")
+        .canonicalize()
+        .unwrap()
+}
+
+/// The binary, run from the workspace root so that paths in snapshots are relative.
+fn promptstack() -> Command {
+    let mut command = Command::new(get_cargo_bin("promptstack"));
+    command.current_dir(root());
+    command
+}
+
+const SPEC: &str = "examples/chat-assistant/agent.toml";
+const SEND: &str = "examples/chat-assistant/sends/plain.json";
+
+#[test]
+fn help() {
+    assert_cmd_snapshot!("help", promptstack().arg("--help"));
+    for command in ["render", "explain", "lint", "schema", "bench"] {
+        insta::with_settings!({ snapshot_suffix => command }, {
+            assert_cmd_snapshot!("help", promptstack().args([command, "--help"]));
+        });
+    }
+}
+
+#[test]
+fn version() {
+    let output = promptstack().arg("--version").output().unwrap();
+    assert!(output.status.success());
+    assert!(String::from_utf8_lossy(&output.stdout).starts_with("promptstack "));
+}
+
+#[test]
+fn no_arguments_is_bad_input() {
+    let output = promptstack().output().unwrap();
+    assert_eq!(output.status.code(), Some(2));
+}
+
+#[test]
+fn missing_files_are_bad_input() {
+    assert_cmd_snapshot!(promptstack().args(["render", "no/such/agent.toml", "--send", SEND]));
+    assert_cmd_snapshot!(promptstack().args(["explain", SPEC, "--send", "no/such/send.json"]));
+}
+
+#[test]
+fn invalid_spec_is_bad_input_with_locations() {
+    assert_cmd_snapshot!(promptstack().args([
+        "lint",
+        "crates/promptstack-cli/tests/data/lint/invalid.toml"
+    ]));
+}
+
+#[test]
+fn invalid_send_is_bad_input_with_locations() {
+    assert_cmd_snapshot!(promptstack().args([
+        "render",
+        SPEC,
+        "--send",
+        "crates/promptstack-cli/tests/data/lint/bad-send.json"
+    ]));
+}
+
+#[test]
+fn unknown_target_is_bad_input() {
+    assert_cmd_snapshot!(promptstack().args(["render", SPEC, "--send", SEND, "--target", "nope"]));
+}
+
+#[test]
+fn lint_errors_exit_one() {
+    assert_cmd_snapshot!(promptstack().args([
+        "lint",
+        "crates/promptstack-cli/tests/data/lint/lint-errors.toml"
+    ]));
+    assert_cmd_snapshot!(promptstack().args([
+        "lint",
+        "crates/promptstack-cli/tests/data/lint/over-limit.toml",
+        "--send",
+        SEND,
+        "--json"
+    ]));
+}
+
+#[test]
+fn lint_clean_exits_zero() {
+    assert_cmd_snapshot!(promptstack().args(["lint", SPEC, "--send", SEND]));
+}
+
+#[test]
+fn render_all_targets_with_headers() {
+    assert_cmd_snapshot!(promptstack().args(["render", SPEC, "--send", SEND]));
+}
+
+#[test]
+fn explain_json_is_the_assembly_format() {
+    let output = promptstack()
+        .args(["explain", SPEC, "--send", SEND, "--json"])
+        .output()
+        .unwrap();
+    assert!(output.status.success());
+    let json: serde_json::Value = serde_json::from_slice(&output.stdout).unwrap();
+    assert_eq!(json["assembly"]["format"], "promptstack.assembly/v1");
+    assert_eq!(json["assembly"]["full"], json["assembly"]["stable"]);
+    assert!(json["assembly"]["blocks"].as_array().unwrap().len() > 10);
+    assert_eq!(json["targets"].as_array().unwrap().len(), 2);
+}
+
+#[test]
+fn schema_of_spec_and_send() {
+    for which in ["spec", "send"] {
+        let output = promptstack().args(["schema", which]).output().unwrap();
+        assert!(output.status.success());
+        let schema: serde_json::Value = serde_json::from_slice(&output.stdout).unwrap();
+        insta::with_settings!({ snapshot_suffix => which }, {
+            insta::assert_json_snapshot!("schema", schema);
+        });
+    }
+}
+
+#[test]
+fn bench_reports_three_figures() {
+    let output = promptstack()
+        .args(["bench", SPEC, "--send", SEND, "--iterations", "5", "--json"])
+        .output()
+        .unwrap();
+    assert!(
+        output.status.success(),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let figures: serde_json::Value = serde_json::from_slice(&output.stdout).unwrap();
+    let names: Vec<&str> = figures
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|f| f["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(names, ["warm", "volatile-only", "compose"]);
+    for figure in figures.as_array().unwrap() {
+        assert_eq!(figure["iterations"], 5);
+        assert!(figure["median_ns"].as_u64().unwrap() >= figure["min_ns"].as_u64().unwrap());
+    }
+}
+
+#[test]
+fn bench_rejects_zero_iterations() {
+    let output = promptstack()
+        .args(["bench", SPEC, "--send", SEND, "--iterations", "0"])
+        .output()
+        .unwrap();
+    assert_eq!(output.status.code(), Some(2));
+}
