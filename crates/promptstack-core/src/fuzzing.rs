@@ -242,3 +242,71 @@ pub fn mcp_namespacing(data: &[u8]) {
         );
     }
 }
+
+/// The most input bytes a spec fuzz body looks at.
+const SPEC_MAX_INPUT: usize = 64 * 1024;
+
+/// Loads arbitrary bytes as an agent spec (the first byte picks TOML or JSON) and, when it
+/// compiles, assembles and composes every target for a fixed send. Nothing may panic: every
+/// failure must come back as a located error or an assembly error; and the assembly must be
+/// deterministic and reuse-safe (fresh and cached results agree).
+pub fn spec_load(data: &[u8]) {
+    use crate::{Agent, SendContext, SpecFormat};
+    let Some((&selector, rest)) = data.split_first() else {
+        return;
+    };
+    let rest = &rest[..rest.len().min(SPEC_MAX_INPUT)];
+    let (format, name) = if selector % 2 == 0 {
+        (SpecFormat::Toml, "fuzz.toml")
+    } else {
+        (SpecFormat::Json, "fuzz.json")
+    };
+    let agent = match Agent::from_source(rest, name, format) {
+        Ok(agent) => agent,
+        Err(error) => {
+            assert!(
+                !error.diagnostics.is_empty(),
+                "an error must carry at least one diagnostic"
+            );
+            // Rendering the report must not panic either.
+            let _ = error.to_string();
+            return;
+        }
+    };
+    let send = br#"{"now": "2026-11-30T09:15:00+01:00",
+        "model": {"id": "gpt-4o", "name": "GPT-4o", "provider": "openai"},
+        "user": {"name": "Ada", "location": {"latitude": 0, "longitude": 0}},
+        "user_message": "/research tides"}"#;
+    let ctx = SendContext::from_json(send, "send.json").expect("the fixed send is valid");
+    let first = agent.assemble(&ctx);
+    let fresh = agent.assemble_fresh(&ctx);
+    match (first, fresh) {
+        (Ok(a), Ok(b)) => {
+            assert_eq!(a.stable(), b.stable());
+            assert_eq!(a.fingerprint(), b.fingerprint());
+            for target in agent.target_ids() {
+                let (ca, cb) = (a.compose(target), b.compose(target));
+                match (ca, cb) {
+                    (Ok(ca), Ok(cb)) => assert_eq!(ca, cb),
+                    (Err(_), Err(_)) => {}
+                    _ => panic!("cached and fresh compositions disagree for target {target}"),
+                }
+            }
+        }
+        (Err(_), Err(_)) => {}
+        (a, b) => panic!(
+            "cached and fresh assembly disagree: {:?} vs {:?}",
+            a.is_ok(),
+            b.is_ok()
+        ),
+    }
+}
+
+/// Parses arbitrary bytes as a send context: every failure is a located error, never a panic.
+pub fn send_load(data: &[u8]) {
+    let data = &data[..data.len().min(SPEC_MAX_INPUT)];
+    if let Err(error) = crate::SendContext::from_json(data, "fuzz.json") {
+        assert!(!error.diagnostics.is_empty());
+        let _ = error.to_string();
+    }
+}

@@ -2,8 +2,11 @@
 
 mod canonical_url;
 mod fence;
+mod invariants;
 mod label;
 mod malformed;
 mod naming;
+mod purity;
+mod spec_fuzz;
 mod stream;
 mod turn;

@@ -1,0 +1,169 @@
+//! The core is pure: its dependency graph holds nothing that does IO, reads a clock for its own
+//! use, or draws randomness that could reach an output. `clippy.toml` forbids the std calls; this
+//! test guards the crates and features the core pulls in.
+
+#![allow(clippy::disallowed_methods, clippy::disallowed_types)]
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::process::Command;
+
+/// The core's normal (non-dev) dependencies with their enabled features, resolved for the core
+/// alone (so features other crates of the workspace turn on do not count).
+fn dependencies() -> BTreeMap<String, BTreeSet<String>> {
+    let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
+    let output = Command::new(cargo)
+        .args([
+            "tree",
+            "-p",
+            "promptstack-core",
+            "-e",
+            "normal",
+            "--prefix",
+            "none",
+            "--format",
+            "{p}|{f}",
+            "--offline",
+        ])
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .output()
+        .expect("cargo tree runs");
+    assert!(
+        output.status.success(),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let mut deps: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
+    for line in String::from_utf8(output.stdout).unwrap().lines() {
+        let (package, features) = line.split_once('|').unwrap();
+        let name = package.split_whitespace().next().unwrap().to_owned();
+        let features = features
+            .trim_end_matches(" (*)")
+            .split(',')
+            .filter(|f| !f.is_empty())
+            .map(str::to_owned);
+        deps.entry(name).or_default().extend(features);
+    }
+    deps
+}
+
+/// Who depends on `package` within the core's graph (direct dependents, by name).
+fn dependents(package: &str) -> BTreeSet<String> {
+    let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
+    let output = Command::new(cargo)
+        .args([
+            "tree",
+            "-p",
+            "promptstack-core",
+            "-e",
+            "normal",
+            "--prefix",
+            "depth",
+            "--format",
+            "{p}",
+            "--offline",
+        ])
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .output()
+        .expect("cargo tree runs");
+    assert!(
+        output.status.success(),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    // Lines are `<depth><name> v<version> …`; a line's parent is the nearest earlier line one level up.
+    let mut stack: Vec<String> = Vec::new();
+    let mut users = BTreeSet::new();
+    for line in String::from_utf8(output.stdout).unwrap().lines() {
+        let digits = line.chars().take_while(char::is_ascii_digit).count();
+        let depth: usize = line[..digits].parse().unwrap_or(0);
+        let name = line[digits..]
+            .split_whitespace()
+            .next()
+            .unwrap_or_default()
+            .to_owned();
+        stack.truncate(depth);
+        if name == package {
+            if let Some(parent) = stack.last() {
+                users.insert(parent.clone());
+            }
+        }
+        stack.push(name);
+    }
+    users
+}
+
+#[test]
+fn no_io_clock_or_randomness_crates() {
+    let deps = dependencies();
+    assert!(
+        deps.contains_key("minijinja"),
+        "the dependency list was read: {deps:?}"
+    );
+    // Network, process, filesystem-walking, randomness and system-time-zone crates.
+    const FORBIDDEN: &[&str] = &[
+        "mio",
+        "socket2",
+        "hyper",
+        "reqwest",
+        "h2",
+        "rustls",
+        "native-tls",
+        "openssl",
+        "ureq",
+        "curl",
+        "rand",
+        "rand_core",
+        "rand_chacha",
+        "fastrand",
+        "walkdir",
+        "notify",
+        "tempfile",
+        "dirs",
+        "home",
+        "iana-time-zone",
+        "jiff-tzdb-platform",
+        "rmcp",
+        "signal-hook",
+        "libloading",
+    ];
+    for name in FORBIDDEN {
+        assert!(
+            !deps.contains_key(*name),
+            "the core must not depend on {name}"
+        );
+    }
+    // The async primitives the Turn uses, and nothing that reaches the OS.
+    let tokio = deps.get("tokio").cloned().unwrap_or_default();
+    assert!(
+        tokio.iter().all(|f| f == "sync"),
+        "tokio features in the core: {tokio:?}"
+    );
+    // Civil time arithmetic only: no system clock or time-zone database lookups.
+    let jiff = deps.get("jiff").cloned().unwrap_or_default();
+    for feature in [
+        "tz-system",
+        "tzdb-zoneinfo",
+        "tzdb-bundle-platform",
+        "tzdb-concatenated",
+    ] {
+        assert!(
+            !jiff.contains(feature),
+            "jiff feature {feature} reads the system"
+        );
+    }
+}
+
+/// `getrandom` is in the graph only to seed the hash maps of the JSON Schema validator against
+/// collision attacks; it never reaches an output (diagnostics are sorted, maps are not iterated
+/// into text). Anything else depending on it would be a new source of randomness.
+#[test]
+fn randomness_only_seeds_hash_maps() {
+    if !dependencies().contains_key("getrandom") {
+        return;
+    }
+    let users = dependents("getrandom");
+    assert!(!users.is_empty());
+    for user in &users {
+        assert_eq!(user, "ahash", "{user} depends on getrandom");
+    }
+}

@@ -1,0 +1,6 @@
+//! Fuzzes the send context parser; the body lives in `promptstack_core::fuzzing::send_load`.
+#![no_main]
+
+use libfuzzer_sys::fuzz_target;
+
+fuzz_target!(|data: &[u8]| promptstack_core::fuzzing::send_load(data));
