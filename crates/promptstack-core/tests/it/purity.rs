@@ -82,10 +82,10 @@ fn dependents(package: &str) -> BTreeSet<String> {
             .unwrap_or_default()
             .to_owned();
         stack.truncate(depth);
-        if name == package {
-            if let Some(parent) = stack.last() {
-                users.insert(parent.clone());
-            }
+        if name == package
+            && let Some(parent) = stack.last()
+        {
+            users.insert(parent.clone());
         }
         stack.push(name);
     }
