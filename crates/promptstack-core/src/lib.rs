@@ -65,6 +65,7 @@ pub mod error;
 pub mod fence;
 pub mod fingerprint;
 mod hash;
+pub mod inject;
 mod lint;
 pub mod source;
 pub mod spec;

@@ -76,7 +76,7 @@ fn examples() -> Vec<Example> {
 
 fn load(example: &Example) -> Agent {
     let bytes = std::fs::read(root().join(&example.spec)).unwrap();
-    Agent::from_source(&bytes, &example.spec, SpecFormat::Toml).unwrap()
+    promptstack::registry::compile(&bytes, &root().join(&example.spec), SpecFormat::Toml).unwrap()
 }
 
 #[test]

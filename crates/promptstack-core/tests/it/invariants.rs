@@ -144,6 +144,9 @@ prop_compose! {
             skills,
             user_message,
             variables,
+            topic: None,
+            tenant_instructions: None,
+            auto_injections: None,
         }
     }
 }

@@ -2,6 +2,7 @@
 
 mod canonical_url;
 mod fence;
+mod injections;
 mod invariants;
 mod label;
 mod malformed;
