@@ -149,3 +149,26 @@ fn streams_before_input_ends() {
     );
     assert!(child.wait().unwrap().success());
 }
+
+/// The chat-assistant example's answer to its research send, through both modes.
+#[test]
+fn example_answer() {
+    let answer = std::fs::read_to_string(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../../examples/chat-assistant/answers/research.md"
+    ))
+    .unwrap();
+    let sources = "../../examples/chat-assistant/answers/research.sources.json";
+    assert_cmd_snapshot!(
+        "example_answer_json",
+        cite()
+            .args(["--sources", sources, "--json"])
+            .pass_stdin(answer.clone())
+    );
+    assert_cmd_snapshot!(
+        "example_answer_links",
+        cite()
+            .args(["--sources", sources, "--mode", "links"])
+            .pass_stdin(answer)
+    );
+}

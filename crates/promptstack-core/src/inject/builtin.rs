@@ -165,6 +165,8 @@ fn tool(name: &str, description: &str, parameters: Value) -> ToolSpec {
         budget: None,
         results: crate::spec::ResultTrust::Trusted,
         when: None,
+        read_only: false,
+        requires: Default::default(),
     }
 }
 

@@ -144,6 +144,7 @@ prop_compose! {
             skills,
             user_message,
             variables,
+            mcp_servers: Vec::new(),
             topic: None,
             tenant_instructions: None,
             auto_injections: None,

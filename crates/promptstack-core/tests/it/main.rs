@@ -10,4 +10,5 @@ mod naming;
 mod purity;
 mod spec_fuzz;
 mod stream;
+mod tools;
 mod turn;
