@@ -20,6 +20,7 @@
 pub mod builtin;
 mod compile;
 pub mod overrides;
+pub mod refresh;
 pub mod registry;
 pub mod substitute;
 
@@ -206,18 +207,7 @@ pub(crate) fn stage_injections(
 ) -> Vec<Injection> {
     let mut out = Vec::new();
     for capability in &stage.capabilities {
-        let mut decision = overrides.decide(Injectable::Capability {
-            slug: &capability.slug,
-            compliance: capability.compliance,
-        });
-        // The default text was substituted successfully at compile time, so this cannot fail.
-        let text = registry::decided_text(
-            &capability.slug,
-            capability.default_source(),
-            &capability.config,
-            &mut decision,
-        )
-        .unwrap_or_default();
+        let (decision, text) = capability_decision(capability, overrides);
         let exclusion = if let Some(key) = decision.off_key.clone().filter(|_| !decision.ships()) {
             Some(Exclusion::Override { key })
         } else if !decision.visible_in(prompt) {
@@ -319,6 +309,49 @@ pub(crate) fn stage_injections(
         ));
     }
     out
+}
+
+/// One capability's decision and its decided text (the same for every prompt of the stage).
+fn capability_decision(
+    capability: &CompiledCapability,
+    overrides: &Overrides<'_>,
+) -> (Decision, String) {
+    let mut decision = overrides.decide(Injectable::Capability {
+        slug: &capability.slug,
+        compliance: capability.compliance,
+    });
+    // The default text was substituted successfully at compile time, so this cannot fail.
+    let text = registry::decided_text(
+        &capability.slug,
+        capability.default_source(),
+        &capability.config,
+        &mut decision,
+    )
+    .unwrap_or_default();
+    (decision, text)
+}
+
+/// The segments sidecar of a stage: each capability's exact text with its shipping and
+/// visibility, keyed by block id, in stage order.
+pub(crate) fn capability_segments(
+    stage: &CompiledStage,
+    overrides: &Overrides<'_>,
+) -> Vec<(String, registry::Segment)> {
+    stage
+        .capabilities
+        .iter()
+        .map(|capability| {
+            let (decision, text) = capability_decision(capability, overrides);
+            let segment = registry::Segment {
+                text,
+                override_state: decision.state,
+                ships: decision.ships(),
+                main: decision.main,
+                subagents: decision.subagents,
+            };
+            (format!("{CAPABILITY_PREFIX}{}", capability.slug), segment)
+        })
+        .collect()
 }
 
 /// The platform context preamble: the current date and time in UTC, labelled.

@@ -8,6 +8,7 @@ mod label;
 mod malformed;
 mod naming;
 mod purity;
+mod refresh;
 mod spec_fuzz;
 mod stream;
 mod tools;
