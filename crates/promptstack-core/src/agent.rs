@@ -374,7 +374,10 @@ impl Compiler<'_> {
         match (text, template) {
             (Some(text), None) => Body::Text(text.clone()),
             (None, Some(source)) => {
-                if let Err(error) = self.templates.add(name.clone(), source.clone()) {
+                if let Err(error) = self.templates.add(
+                    name.clone(),
+                    crate::inject::tokens::protect(source).into_owned(),
+                ) {
                     let child = push_pointer(pointer, "template");
                     let (message, offset) = template_error(&error, source);
                     let span = self.template_span(&child, offset);

@@ -559,7 +559,13 @@ impl Agent {
                 continue;
             }
             let outcome = self.render_unit(unit, &context)?;
-            blocks.push(self.finish_block(unit, outcome, &context, counting, &mut diagnostics));
+            blocks.push(self.finish_block(
+                unit,
+                outcome,
+                &context,
+                (counting, &toolset),
+                &mut diagnostics,
+            ));
         }
         if let Some(stage) = &self.stage {
             let overrides = inject::overrides_for(self.spec.auto_injections.as_ref(), ctx);
@@ -681,7 +687,13 @@ impl Agent {
             }
             let outcome = self.render_unit(unit, &context)?;
             let mut found = Vec::new();
-            let block = self.finish_block(unit, outcome, &context, stable.counting, &mut found);
+            let block = self.finish_block(
+                unit,
+                outcome,
+                &context,
+                (stable.counting, &stable.toolset),
+                &mut found,
+            );
             if let Some(key) = key {
                 let mut memo = self.memo();
                 if memo.len() >= VOLATILE_MEMO_CAPACITY {
@@ -735,7 +747,7 @@ impl Agent {
         unit: &Unit,
         outcome: Outcome,
         context: &Value,
-        counting: Counting,
+        (counting, toolset): (Counting, &Toolset),
         diagnostics: &mut Vec<Diagnostic>,
     ) -> Block {
         let mut block = Block {
@@ -807,6 +819,44 @@ impl Agent {
             trim_block(text)
         } else {
             text
+        };
+        let text = match inject::tokens::expand(
+            &text,
+            |name| toolset.contains(name),
+            &self.spec.components,
+        ) {
+            None => text,
+            Some((expanded, unresolved)) => {
+                for tool in unresolved.tools {
+                    diagnostics.push(
+                        Diagnostic::warning(
+                            "unresolved-tool-token",
+                            format!(
+                                "`{{{{TOOL:{tool}}}}}` in `{}` names a tool this send does not offer; it is left as written",
+                                unit.id
+                            ),
+                        )
+                        .subject(&*unit.id)
+                        .at(origin_location(&block))
+                        .hint("gate the text on the tool (`'name' in tools`) or fix the name"),
+                    );
+                }
+                for component in unresolved.components {
+                    diagnostics.push(
+                        Diagnostic::warning(
+                            "unknown-component",
+                            format!(
+                                "`{{{{COMPONENT:{component}}}}}` in `{}` names no component; it is left as written",
+                                unit.id
+                            ),
+                        )
+                        .subject(&*unit.id)
+                        .at(origin_location(&block))
+                        .hint("define it under [components]"),
+                    );
+                }
+                expanded
+            }
         };
         if text.is_empty() {
             block.state = BlockState::Excluded {

@@ -19,10 +19,12 @@
 
 pub mod builtin;
 mod compile;
+pub mod full;
 pub mod overrides;
 pub mod refresh;
 pub mod registry;
 pub mod substitute;
+pub(crate) mod tokens;
 
 use std::collections::BTreeMap;
 

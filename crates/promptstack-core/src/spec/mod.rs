@@ -62,6 +62,10 @@ pub struct AgentSpec {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(with = "Option<serde_json::Map<String, serde_json::Value>>")]
     pub auto_injections: Option<serde_json::Value>,
+    /// Reusable texts authored text includes with `{{COMPONENT:<name>}}`; a multi-line component
+    /// is set off by newlines where it is expanded.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub components: BTreeMap<String, String>,
 }
 
 /// A stage: the capabilities the platform wires into it, their configuration, and the prompts of
