@@ -714,3 +714,93 @@ fn stage_errors_are_located() {
         );
     }
 }
+
+mod decision_properties {
+    use proptest::prelude::*;
+
+    use super::*;
+
+    fn config() -> impl Strategy<Value = Value> {
+        let leaf = prop_oneof![
+            Just(Value::Null),
+            any::<bool>().prop_map(Value::Bool),
+            (-2i64..3).prop_map(|n| json!(n)),
+            prop_oneof![
+                Just("off"),
+                Just("custom"),
+                Just("default"),
+                Just("of"),
+                Just(""),
+                Just("Text.")
+            ]
+            .prop_map(|s| json!(s)),
+        ];
+        let keys = prop_oneof![
+            Just("platform_context"),
+            Just("tenant_instructions"),
+            Just("capabilities"),
+            Just("payments"),
+            Just("end_session"),
+            Just("mode"),
+            Just("text"),
+            Just("main"),
+            Just("subagents"),
+            Just("billing"),
+        ];
+        leaf.prop_recursive(4, 48, 6, move |inner| {
+            prop_oneof![
+                proptest::collection::vec(inner.clone(), 0..3).prop_map(Value::Array),
+                proptest::collection::btree_map(keys.clone(), inner, 0..5).prop_map(|m| {
+                    Value::Object(m.into_iter().map(|(k, v)| (k.to_owned(), v)).collect())
+                }),
+            ]
+        })
+    }
+
+    fn at<'a>(config: &'a Value, path: &[&str]) -> Option<&'a Value> {
+        path.iter().try_fold(config, |v, k| v.as_object()?.get(*k))
+    }
+
+    proptest! {
+        /// Overrides never silence by accident: a block is off, or hidden in a prompt, only where
+        /// the configuration says so literally; custom text ships only from a non-empty string.
+        #[test]
+        fn only_literal_switches_suppress(config in config()) {
+            let overrides = Overrides::read(Some(&config));
+            let platform = overrides.decide(Injectable::PlatformContext);
+            prop_assert_eq!(
+                platform.state == OverrideState::Off,
+                at(&config, &["platform_context"]) == Some(&Value::Bool(false))
+            );
+            let tenant = overrides.decide(Injectable::TenantInstructions);
+            prop_assert_eq!(
+                tenant.state == OverrideState::Off,
+                at(&config, &["tenant_instructions"]) == Some(&Value::Bool(false))
+            );
+            for slug in ["payments", "end_session"] {
+                let d = overrides.decide(Injectable::Capability { slug, compliance: slug == "payments" });
+                let entry = ["capabilities", slug];
+                let mode = at(&config, &[entry[0], entry[1], "mode"]);
+                prop_assert_eq!(d.state == OverrideState::Off, mode == Some(&json!("off")));
+                prop_assert_eq!(
+                    !d.visible_in(Prompt::Main),
+                    at(&config, &[entry[0], entry[1], "main"]) == Some(&Value::Bool(false))
+                );
+                prop_assert_eq!(
+                    !d.visible_in(Prompt::Subagent("billing")),
+                    at(&config, &[entry[0], entry[1], "subagents", "billing"]) == Some(&Value::Bool(false))
+                );
+                if d.state == OverrideState::Custom {
+                    prop_assert_eq!(mode, Some(&json!("custom")));
+                    prop_assert!(d.custom_text.as_deref().is_some_and(|t| !t.trim().is_empty()));
+                }
+                if d.state == OverrideState::FallbackAfterMalformed {
+                    prop_assert!(!d.diagnostics.is_empty());
+                }
+                if slug == "payments" && (d.state != OverrideState::Default || d.is_scoped()) {
+                    prop_assert!(d.diagnostics.iter().any(|x| x.code == "compliance-override"));
+                }
+            }
+        }
+    }
+}

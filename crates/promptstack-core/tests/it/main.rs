@@ -2,6 +2,7 @@
 
 mod canonical_url;
 mod fence;
+mod full;
 mod injections;
 mod invariants;
 mod label;
@@ -9,6 +10,7 @@ mod malformed;
 mod naming;
 mod purity;
 mod refresh;
+mod registry;
 mod spec_fuzz;
 mod stream;
 mod tools;
