@@ -528,8 +528,13 @@ pub(crate) fn split_system(composition: &Composition) -> Vec<Chunk<'_>> {
         }
         let end = parts[count - 1].range.end;
         match cuts.last_mut() {
-            // A later boundary at the same place supersedes an earlier one.
-            Some(last) if last.0 == end => last.1 = boundary,
+            // Two boundaries at one place: the end of the stable half names it; otherwise the
+            // wider reuse (agent-wide over tenant-wide) does.
+            Some(last) if last.0 == end => {
+                if boundary == Boundary::Stable {
+                    last.1 = boundary;
+                }
+            }
             _ => cuts.push((end, boundary)),
         }
     }

@@ -470,10 +470,11 @@ impl CacheState {
             cost.uncached = total;
         }
         let price = f64::from(cost.uncached) + cost.write_units + f64::from(cost.read) * rule.read;
+        // Four decimals: enough for a price ratio, and stable in reports.
         cost.relative = if total == 0 {
             1.0
         } else {
-            price / f64::from(total)
+            (price / f64::from(total) * 10_000.0).round() / 10_000.0
         };
         cost
     }
