@@ -50,6 +50,11 @@ pub struct SendContext {
     /// Values for the variables the spec declares, by name.
     #[serde(default)]
     pub variables: BTreeMap<String, serde_json::Value>,
+    /// What MCP discovery found on each configured server for this send: its tools, or why it
+    /// could not be used. The tools join the toolset under namespaced names; the servers are the
+    /// volatile `mcp` root, so a server going up or down never changes the stable half.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub mcp_servers: Vec<crate::tools::mcp::McpServerListing>,
 }
 
 /// The moment of a send: an instant plus the UTC offset of the user's wall clock.
@@ -446,6 +451,12 @@ pub const ROOTS: &[Root] = &[
         stability: Stability::Stable,
         trust: Trust::User,
         description: "enabled skills visible to the model: name, slug, description, instructions, tags",
+    },
+    Root {
+        name: "mcp",
+        stability: Stability::Volatile,
+        trust: Trust::Untrusted,
+        description: "this send's MCP servers: servers (name, ready, tools, reason), tools (namespaced names)",
     },
     Root {
         name: "user_message",

@@ -144,6 +144,7 @@ prop_compose! {
             skills,
             user_message,
             variables,
+            mcp_servers: Vec::new(),
         }
     }
 }
