@@ -29,6 +29,7 @@ enum Command {
     /// Wrap untrusted content from stdin in a nonce fence, or check a wrapped text.
     Fence(cmd::fence::Args),
     Cite(cmd::cite::Args),
+    CacheSim(cmd::cache_sim::Args),
 }
 
 fn main() -> ExitCode {
@@ -49,6 +50,7 @@ fn main() -> ExitCode {
         Command::Bench(args) => cmd::bench::run(args),
         Command::Fence(args) => cmd::fence::run(args),
         Command::Cite(args) => cmd::cite::run(args),
+        Command::CacheSim(args) => cmd::cache_sim::run(args),
     };
     exit::report(result)
 }

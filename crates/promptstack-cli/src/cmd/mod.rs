@@ -1,6 +1,7 @@
 //! One module per subcommand: each has an `Args` struct and a `run` function.
 
 pub mod bench;
+pub mod cache_sim;
 pub mod cite;
 pub mod explain;
 pub mod fence;

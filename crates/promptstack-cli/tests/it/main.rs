@@ -1,4 +1,5 @@
 //! End-to-end tests of the `promptstack` binary: one binary, one module per subcommand.
+mod cache_sim;
 mod cite;
 mod commands;
 mod examples;

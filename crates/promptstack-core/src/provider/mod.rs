@@ -17,6 +17,7 @@ mod gemini;
 mod openai;
 pub mod plan;
 pub mod rules;
+pub mod sim;
 
 use std::sync::Arc;
 
@@ -224,6 +225,33 @@ impl Agent {
         options: &RequestOptions,
     ) -> Result<Request, Error> {
         let composition = assembly.compose(&options.target)?;
+        let chunks = split_system(&composition);
+        self.build_request(
+            ctx,
+            assembly,
+            &composition,
+            chunks,
+            assembly.toolset().tools(),
+            conversation,
+            rules,
+            options,
+        )
+    }
+
+    /// Builds a request from explicit system chunks and tools (the simulator's naive baseline
+    /// uses this with its own order).
+    #[allow(clippy::too_many_arguments)]
+    pub(crate) fn build_request(
+        &self,
+        ctx: &SendContext,
+        assembly: &Assembly,
+        composition: &Composition,
+        chunks: Vec<Chunk<'_>>,
+        tools: &[Arc<Tool>],
+        conversation: &Conversation,
+        rules: &Rules,
+        options: &RequestOptions,
+    ) -> Result<Request, Error> {
         let model = options
             .model
             .clone()
@@ -289,8 +317,8 @@ impl Agent {
             .rposition(|m| matches!(m, Message::Assistant { .. }))
             .and_then(|i| i.checked_sub(1));
         let inputs = Inputs {
-            chunks: split_system(&composition),
-            tools: assembly.toolset().tools(),
+            chunks,
+            tools,
             messages,
             conversation,
             history_end,
@@ -423,7 +451,7 @@ impl Agent {
         Ok(Request {
             format: options.format,
             model,
-            target: composition.target,
+            target: composition.target.clone(),
             body: canonical::to_string(&body),
             user_message,
             plan,

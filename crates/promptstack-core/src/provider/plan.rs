@@ -131,6 +131,8 @@ pub struct Cost {
     pub read: u32,
     /// The write surcharge, in base-price tokens (written × multiplier, summed per lifetime).
     pub write_units: f64,
+    /// The price of the request in base-price tokens.
+    pub price: f64,
     /// The price of the request divided by the price of all its tokens uncached.
     pub relative: f64,
 }
@@ -186,6 +188,11 @@ pub(crate) struct Placed {
 ///
 /// `gap_seconds` is the expected time until the thread's next request; `tool_turn` says the
 /// request continues a tool-call turn (its next request follows within seconds).
+///
+/// The tail is marked even when per-send system text precedes the messages (so that the next
+/// send cannot reuse them): a tool-call continuation of the same send can, and writing costs
+/// 0.25× more than sending uncached while reading saves 0.9×, so it pays off once more than
+/// about one turn in five calls a tool.
 pub(crate) fn place(
     units: &[Unit],
     rule: &Rule,
@@ -470,6 +477,7 @@ impl CacheState {
             cost.uncached = total;
         }
         let price = f64::from(cost.uncached) + cost.write_units + f64::from(cost.read) * rule.read;
+        cost.price = (price * 100.0).round() / 100.0;
         // Four decimals: enough for a price ratio, and stable in reports.
         cost.relative = if total == 0 {
             1.0
