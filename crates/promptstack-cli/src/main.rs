@@ -30,6 +30,7 @@ enum Command {
     Fence(cmd::fence::Args),
     Cite(cmd::cite::Args),
     CacheSim(cmd::cache_sim::Args),
+    Diff(cmd::diff::Args),
 }
 
 fn main() -> ExitCode {
@@ -51,6 +52,7 @@ fn main() -> ExitCode {
         Command::Fence(args) => cmd::fence::run(args),
         Command::Cite(args) => cmd::cite::run(args),
         Command::CacheSim(args) => cmd::cache_sim::run(args),
+        Command::Diff(args) => cmd::diff::run(args),
     };
     exit::report(result)
 }

@@ -3,6 +3,7 @@
 pub mod bench;
 pub mod cache_sim;
 pub mod cite;
+pub mod diff;
 pub mod explain;
 pub mod fence;
 pub mod lint;

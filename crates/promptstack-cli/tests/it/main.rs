@@ -2,6 +2,7 @@
 mod cache_sim;
 mod cite;
 mod commands;
+mod diff;
 mod examples;
 mod fence;
 mod requests;

@@ -13,6 +13,7 @@
 mod anthropic;
 pub mod canonical;
 pub mod conversation;
+pub mod diff;
 mod gemini;
 mod openai;
 pub mod plan;
@@ -337,7 +338,6 @@ impl Agent {
         }
         let counting = assembly.counting();
         let mut units = Vec::with_capacity(pieces.len());
-        let mut unit_bytes = Vec::with_capacity(pieces.len());
         let mut prefix = 0u128;
         let mut message_index = usize::MAX;
         let mut part = 0usize;
@@ -367,12 +367,13 @@ impl Agent {
                 boundary: piece.boundary,
                 markable: piece.markable,
                 prefix,
+                bytes,
             });
-            unit_bytes.push(bytes);
         }
         let tool_turn = ctx.user_message.is_none() && conversation.continues_tool_turn();
         let (placed, skipped) = plan::place(&units, rule, options.expected_gap_seconds, tool_turn);
         let at: Vec<usize> = placed.iter().map(|p| p.unit).collect();
+        let unit_bytes: Vec<&str> = units.iter().map(|u| u.bytes.as_str()).collect();
         let fingerprints = plan::fingerprints(&[options.format.as_str(), &model], &unit_bytes, &at);
         let prefix_tokens = plan::prefix_tokens(&units);
         let breakpoints: Vec<Breakpoint> = placed

@@ -88,6 +88,9 @@ pub struct Unit {
     /// The identity of the prefix ending with this unit (XXH3-128 chained over canonical bytes).
     #[serde(skip)]
     pub prefix: u128,
+    /// The unit's canonical JSON, without cache markers.
+    #[serde(skip)]
+    pub bytes: String,
 }
 
 /// A placed breakpoint.
@@ -346,11 +349,7 @@ pub(crate) fn chain(previous: u128, bytes: &[u8]) -> u128 {
 }
 
 /// SHA-256 fingerprints of the prefixes ending at the given unit indices (ascending).
-pub(crate) fn fingerprints(
-    domain: &[&str],
-    unit_bytes: &[String],
-    at: &[usize],
-) -> Vec<Fingerprint> {
+pub(crate) fn fingerprints(domain: &[&str], unit_bytes: &[&str], at: &[usize]) -> Vec<Fingerprint> {
     let mut hasher = Sha256::new();
     hasher.update(b"promptstack/prefix/v1\0");
     for part in domain {
@@ -554,6 +553,7 @@ mod tests {
                     },
                     markable,
                     prefix: i as u128,
+                    bytes: String::new(),
                 })
                 .collect()
         })
@@ -602,6 +602,7 @@ mod tests {
                 boundary: if i + 1 == count { Some(Boundary::Tail) } else if i == history_at { Some(Boundary::History) } else { None },
                 markable: true,
                 prefix: i as u128,
+                bytes: String::new(),
             }).collect();
             let rule = rule(0, 64, 20);
             let (placed, _) = place(&units, &rule, None, true);
@@ -621,14 +622,16 @@ mod tests {
         ) {
             let all_a: Vec<usize> = (0..a.len()).collect();
             let all_b: Vec<usize> = (0..b.len()).collect();
-            let fa = fingerprints(&["anthropic", "m"], &a, &all_a);
-            let fb = fingerprints(&["anthropic", "m"], &b, &all_b);
+            let ra: Vec<&str> = a.iter().map(String::as_str).collect();
+            let rb: Vec<&str> = b.iter().map(String::as_str).collect();
+            let fa = fingerprints(&["anthropic", "m"], &ra, &all_a);
+            let fb = fingerprints(&["anthropic", "m"], &rb, &all_b);
             for i in 0..a.len() {
                 for j in 0..b.len() {
                     prop_assert_eq!(fa[i] == fb[j], a[..=i] == b[..=j], "{:?} {:?} {} {}", a, b, i, j);
                 }
             }
-            let other = fingerprints(&["gemini", "m"], &a, &all_a);
+            let other = fingerprints(&["gemini", "m"], &ra, &all_a);
             prop_assert_ne!(fa[0], other[0]);
         }
     }
@@ -644,6 +647,7 @@ mod tests {
                 boundary: (i == 4).then_some(Boundary::Stable),
                 markable: true,
                 prefix: i,
+                bytes: String::new(),
             })
             .collect();
         let rule = rule(1024, 4, 20);
