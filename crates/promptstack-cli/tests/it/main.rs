@@ -1,6 +1,9 @@
 //! End-to-end tests of the `promptstack` binary: one binary, one module per subcommand.
+mod cache_sim;
 mod cite;
 mod commands;
+mod diff;
 mod examples;
 mod fence;
+mod requests;
 mod tools;
