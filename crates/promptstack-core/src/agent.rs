@@ -101,6 +101,8 @@ pub(crate) enum VolatileInput {
     Variable(String),
     /// `variables` as a whole (e.g. `variables[name]`).
     AllVariables,
+    Tabs,
+    HarnessState,
 }
 
 impl VolatileInput {
@@ -109,6 +111,8 @@ impl VolatileInput {
         match (parts.next(), parts.next()) {
             (Some("now"), _) => VolatileInput::Now,
             (Some("user_message"), _) => VolatileInput::UserMessage,
+            (Some("tabs"), _) => VolatileInput::Tabs,
+            (Some("harness_state"), _) => VolatileInput::HarnessState,
             (Some("variables"), Some(name)) => VolatileInput::Variable(name.to_owned()),
             _ => VolatileInput::AllVariables,
         }
