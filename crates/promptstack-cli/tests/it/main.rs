@@ -3,3 +3,4 @@ mod cite;
 mod commands;
 mod examples;
 mod fence;
+mod pi_compat;
