@@ -20,6 +20,8 @@ pub struct Args {
     /// Send contexts to check the spec against (repeatable).
     #[arg(long)]
     send: Vec<PathBuf>,
+    #[command(flatten)]
+    workspace: input::Workspace,
     /// Print the findings as JSON.
     #[arg(long)]
     json: bool,
@@ -46,7 +48,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         })
         .collect();
     for path in &args.send {
-        let send = input::send(path)?;
+        let send = input::send_in(path, &args.workspace)?;
         let name = path.display().to_string();
         let assembly = match agent.assemble(&send) {
             Ok(assembly) => assembly,
