@@ -63,7 +63,8 @@ pub fn load_chain(
     }
     let mut dirs: Vec<PathBuf> = Vec::new();
     if let Some(dir) = agent_dir {
-        dirs.push(dir.to_owned());
+        // Absolute, so its files can be shown relative to the working directory.
+        dirs.push(std::fs::canonicalize(dir).unwrap_or_else(|_| dir.to_owned()));
     }
     let mut ancestors: Vec<&Path> = cwd.ancestors().collect();
     ancestors.reverse();

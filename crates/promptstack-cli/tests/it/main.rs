@@ -2,5 +2,6 @@
 mod cite;
 mod commands;
 mod examples;
+mod families;
 mod fence;
 mod pi_compat;
