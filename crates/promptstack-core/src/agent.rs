@@ -103,6 +103,8 @@ pub(crate) enum VolatileInput {
     AllVariables,
     Tabs,
     HarnessState,
+    /// This send's MCP servers.
+    Mcp,
 }
 
 impl VolatileInput {
@@ -113,6 +115,7 @@ impl VolatileInput {
             (Some("user_message"), _) => VolatileInput::UserMessage,
             (Some("tabs"), _) => VolatileInput::Tabs,
             (Some("harness_state"), _) => VolatileInput::HarnessState,
+            (Some("mcp"), _) => VolatileInput::Mcp,
             (Some("variables"), Some(name)) => VolatileInput::Variable(name.to_owned()),
             _ => VolatileInput::AllVariables,
         }
@@ -550,13 +553,13 @@ impl Compiler<'_> {
         let mut out = Vec::new();
         for (i, tool) in spec.tools.iter().enumerate() {
             let pointer = format!("/tools/{i}");
-            if !crate::toolset::valid_tool_name(&tool.name) {
+            for problem in crate::tools::registry::descriptor_problems(tool) {
                 self.error(
-                    "bad-tool-name",
-                    &push_pointer(&pointer, "name"),
+                    problem.code,
+                    &push_pointer(&pointer, problem.field),
                     false,
-                    format!("tool name `{}` is not accepted by providers", tool.name),
-                    Some("tool names must match ^[a-zA-Z0-9_-]{1,64}$".into()),
+                    problem.message,
+                    problem.hint,
                 );
             }
             if let Some(first) = seen.insert(&tool.name, i) {
@@ -571,25 +574,16 @@ impl Compiler<'_> {
                     None,
                 );
             }
-            if tool.description.trim().is_empty() {
+            if let Some(class) = &tool.budget
+                && !spec.turn.budgets.classes.contains_key(class)
+            {
+                let declared: Vec<String> = spec.turn.budgets.classes.keys().cloned().collect();
                 self.error(
-                    "incomplete-tool",
-                    &push_pointer(&pointer, "description"),
+                    "unknown-budget-class",
+                    &push_pointer(&pointer, "budget"),
                     false,
-                    format!("tool `{}` has an empty description", tool.name),
-                    Some(
-                        "say what the tool does, when to use it, and what to do after a failure"
-                            .into(),
-                    ),
-                );
-            }
-            if let Some(problem) = crate::toolset::parameters_problem(&tool.parameters) {
-                self.error(
-                    "bad-tool-parameters",
-                    &push_pointer(&pointer, "parameters"),
-                    false,
-                    format!("the parameters of tool `{}` are not a valid JSON Schema: {problem}", tool.name),
-                    Some("parameters must be a JSON Schema object, e.g. { type = \"object\", properties = { … } }".into()),
+                    format!("tool `{}` draws from budget class `{class}`, which [turn.budgets] does not declare", tool.name),
+                    suggest(class, &declared).or_else(|| Some(format!("declare it under [turn.budgets.{class}] with its `auto` cap"))),
                 );
             }
             let gate = tool
@@ -618,6 +612,24 @@ impl Compiler<'_> {
                 spec: tool.clone(),
                 gate,
             });
+        }
+        for (class, config) in &spec.turn.budgets.classes {
+            if let Some(promote) = &config.promote
+                && !config.intents.contains_key(&promote.intent)
+            {
+                let intents: Vec<String> = config.intents.keys().cloned().collect();
+                let pointer = push_pointer(&push_pointer("/turn/budgets", class), "promote");
+                self.error(
+                    "unknown-intent",
+                    &push_pointer(&pointer, "intent"),
+                    false,
+                    format!(
+                        "budget class `{class}` is promoted to intent `{}`, which its `intents` do not declare",
+                        promote.intent
+                    ),
+                    suggest(&promote.intent, &intents),
+                );
+            }
         }
         out
     }

@@ -119,6 +119,8 @@ pub(crate) struct StablePart {
 #[derive(Clone)]
 pub struct Assembly {
     pub(crate) stable: Arc<StablePart>,
+    /// The stable part's toolset, plus this send's MCP tools.
+    pub(crate) toolset: Arc<Toolset>,
     pub(crate) volatile_blocks: Vec<Block>,
     pub(crate) volatile_text: String,
     pub(crate) volatile_tokens: TokenCount,
@@ -178,9 +180,10 @@ impl Assembly {
             .get_or_init(|| join_halves(&self.stable.text, &self.separator, &self.volatile_text))
     }
 
-    /// The resolved toolset.
+    /// The resolved toolset: the spec's tools whose requirements and gates hold, and the tools of
+    /// this send's MCP servers, in canonical order.
     pub fn toolset(&self) -> &Toolset {
-        &self.stable.toolset
+        &self.toolset
     }
 
     /// Findings: spec lint, excluded tools, empty variables, token limits.
@@ -346,6 +349,9 @@ impl Agent {
                 VolatileInput::HarnessState => {
                     key.add(&ctx.harness_state);
                 }
+                VolatileInput::Mcp => {
+                    key.add(&ctx.mcp_servers);
+                }
             }
         }
         key.finish()
@@ -389,39 +395,53 @@ impl Agent {
             }
             return Ok(Toolset::new(included, excluded));
         }
-        let open = self.decide_tools(roots)?;
+        let open = self.decide_tools(ctx, roots)?;
         for (tool, open) in self.tools.iter().zip(open) {
-            if open {
-                included.push(tool.tool.clone());
-            } else {
-                let when = tool
-                    .gate
-                    .as_ref()
-                    .map(|g| g.expression.as_str())
-                    .unwrap_or_default();
-                excluded.push(ExcludedTool {
+            match open {
+                Err(reason) => excluded.push(ExcludedTool {
                     name: tool.spec.name.clone(),
-                    reason: format!("gate false: {when}"),
-                });
+                    reason,
+                }),
+                Ok(true) => included.push(tool.tool.clone()),
+                Ok(false) => {
+                    let when = tool
+                        .gate
+                        .as_ref()
+                        .map(|g| g.expression.as_str())
+                        .unwrap_or_default();
+                    excluded.push(ExcludedTool {
+                        name: tool.spec.name.clone(),
+                        reason: format!("gate false: {when}"),
+                    });
+                }
             }
         }
         Ok(Toolset::new(included, excluded))
     }
 
-    /// Decides every tool gate, in declaration order.
+    /// Decides every tool, in declaration order: `Err(reason)` for an unmet requirement, else
+    /// whether its gate is true.
     ///
-    /// Tools often share a gate (every tool of one integration), so each distinct expression is
-    /// evaluated once.
-    fn decide_tools(&self, context: &Value) -> Result<Vec<bool>, Error> {
+    /// Requirements come first and a tool whose requirements fail is not gated. Tools often share
+    /// a gate (every tool of one integration), so each distinct expression is evaluated once.
+    fn decide_tools(
+        &self,
+        ctx: &SendContext,
+        context: &Value,
+    ) -> Result<Vec<Result<bool, String>>, Error> {
         let mut decided: Vec<(&str, bool)> = Vec::new();
         let mut open = Vec::with_capacity(self.tools.len());
         for tool in &self.tools {
+            if let Some(reason) = crate::toolset::unmet_requirement(&tool.spec.requires, ctx) {
+                open.push(Err(reason));
+                continue;
+            }
             let Some(gate) = &tool.gate else {
-                open.push(true);
+                open.push(Ok(true));
                 continue;
             };
             if let Some(&(_, known)) = decided.iter().find(|(e, _)| *e == gate.expression) {
-                open.push(known);
+                open.push(Ok(known));
                 continue;
             }
             let value = self.templates.gate(&gate.template, context).map_err(|e| {
@@ -437,7 +457,7 @@ impl Agent {
                 .with_source(e)
             })?;
             decided.push((&gate.expression, value));
-            open.push(value);
+            open.push(Ok(value));
         }
         Ok(open)
     }
@@ -594,8 +614,32 @@ impl Agent {
             "harness_state",
             template::to_value(ctx.harness_state.as_ref()),
         ));
+        let toolset = if ctx.mcp_servers.is_empty() {
+            stable.toolset.clone()
+        } else {
+            Arc::new(stable.toolset.with_mcp(
+                &ctx.mcp_servers,
+                self.tools.iter().map(|t| t.spec.name.as_str()),
+                ctx.model.can_use_tools(),
+            ))
+        };
+        roots.push(("mcp", template::mcp_value(&ctx.mcp_servers, &toolset)));
         let context = template::context_value(roots);
         let mut diagnostics: Vec<Diagnostic> = Vec::new();
+        for skipped in toolset.skipped_servers() {
+            let failure = &skipped.failure;
+            diagnostics.push(
+                Diagnostic::warning(
+                    "mcp-server-skipped",
+                    format!(
+                        "MCP server `{}` contributes no tools to this send: {}",
+                        skipped.server, failure.message
+                    ),
+                )
+                .subject(skipped.server.clone())
+                .hint("the server is retried in the background; the stable half does not change"),
+            );
+        }
         for tab in ctx.tabs.all() {
             if let Err(error) = crate::layers::sites::parse_url(&tab.url) {
                 diagnostics.push(
@@ -659,6 +703,7 @@ impl Agent {
         let volatile_tokens = self.counter.count(stable.counting, &volatile_text);
         Ok(Assembly {
             stable,
+            toolset,
             volatile_blocks,
             volatile_text,
             volatile_tokens,

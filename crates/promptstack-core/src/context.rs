@@ -66,6 +66,11 @@ pub struct SendContext {
     /// A browser agent's tabs: the one active when the user submitted, and the ones they referenced.
     #[serde(default, skip_serializing_if = "Tabs::is_empty")]
     pub tabs: Tabs,
+    /// What MCP discovery found on each configured server for this send: its tools, or why it
+    /// could not be used. The tools join the toolset under namespaced names; the servers are the
+    /// volatile `mcp` root, so a server going up or down never changes the stable half.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub mcp_servers: Vec<crate::tools::mcp::McpServerListing>,
 }
 
 /// One context file: where it is and what it says.
@@ -516,6 +521,12 @@ pub const ROOTS: &[Root] = &[
         stability: Stability::Stable,
         trust: Trust::User,
         description: "enabled skills visible to the model: name, slug, description, instructions, tags",
+    },
+    Root {
+        name: "mcp",
+        stability: Stability::Volatile,
+        trust: Trust::Untrusted,
+        description: "this send's MCP servers: servers (name, ready, tools, reason), tools (namespaced names)",
     },
     Root {
         name: "user_message",

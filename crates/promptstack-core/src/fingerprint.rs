@@ -56,6 +56,11 @@ impl Fingerprint {
         Self(hasher.finalize().into())
     }
 
+    /// A fingerprint from a finished SHA-256 digest.
+    pub(crate) fn from_digest(digest: [u8; 32]) -> Self {
+        Self(digest)
+    }
+
     /// The raw digest.
     pub fn as_bytes(&self) -> &[u8; 32] {
         &self.0

@@ -23,6 +23,8 @@
 //! - [`canonical_url`]: the one canonical form of a URL (budgets, sources, evals).
 //! - [`tools`]: provider-safe tool names, MCP namespacing and merging, UI labels.
 //! - [`turn`]: the Turn runtime: dedupe, budgets and the source registry around tool executors.
+//! - [`provider`]: provider request bodies (Anthropic, OpenAI Chat and Responses, Gemini) with
+//!   cache breakpoints planned from a rules table, and a cache simulator.
 //!
 //! ```
 //! use promptstack_core::{Agent, SendContext, SpecFormat};
@@ -69,6 +71,7 @@ pub mod fingerprint;
 mod hash;
 pub mod layers;
 mod lint;
+pub mod provider;
 pub mod source;
 pub mod spec;
 pub mod stream;

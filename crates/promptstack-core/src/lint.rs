@@ -112,7 +112,10 @@ fn tool_mentions(
     tools: &[CompiledTool],
     out: &mut Vec<Diagnostic>,
 ) {
-    let gated: Vec<&CompiledTool> = tools.iter().filter(|t| t.gate.is_some()).collect();
+    let gated: Vec<&CompiledTool> = tools
+        .iter()
+        .filter(|t| t.gate.is_some() || !t.spec.requires.is_empty())
+        .collect();
     if gated.is_empty() {
         return;
     }
@@ -146,11 +149,10 @@ fn tool_mentions(
             let mentioned = sources.iter().any(|s| mentions(s, name));
             let guarded = tests_tool(gate, name) || sources.iter().any(|s| tests_tool(s, name));
             if mentioned && !guarded {
-                let tool_gate = tool
-                    .gate
-                    .as_ref()
-                    .map(|g| g.expression.as_str())
-                    .unwrap_or_default();
+                let tool_gate = match &tool.gate {
+                    Some(g) => g.expression.clone(),
+                    None => "declared requirements".to_owned(),
+                };
                 out.push(
                     Diagnostic::warning(
                         "tool-mention",
@@ -177,7 +179,25 @@ fn gates_on_settings(
         .flat_map(|g| templates.variables(&g.template))
         .filter(|p| matches!(root_of(p), "settings" | "integrations"))
         .collect();
-    if tool_paths.is_empty() {
+    // Declared requirements decide availability as much as gates do.
+    let required: Vec<String> = tools
+        .iter()
+        .flat_map(|t| {
+            let r = &t.spec.requires;
+            r.integration
+                .iter()
+                .map(|i| format!("integrations.{i}"))
+                .chain(r.setting.iter().map(|s| format!("settings.{}", s.name())))
+        })
+        .collect();
+    let decides = |path: &str| {
+        tool_paths.contains(path)
+            || required.iter().any(|r| {
+                path.strip_prefix(r.as_str())
+                    .is_some_and(|rest| rest.is_empty() || rest.starts_with('.'))
+            })
+    };
+    if tool_paths.is_empty() && required.is_empty() {
         return;
     }
     for unit in units {
@@ -185,7 +205,7 @@ fn gates_on_settings(
         let mut reads: Vec<String> = templates
             .variables(&gate.template)
             .into_iter()
-            .filter(|p| tool_paths.contains(p))
+            .filter(|p| decides(p))
             .collect();
         reads.sort();
         for path in reads {
@@ -199,26 +219,6 @@ fn gates_on_settings(
                 .hint("gate on the resolved toolset instead (e.g. `'search' in tools`): it is the fact the text depends on"),
             );
         }
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn mentions_are_identifiers_not_words() {
-        assert!(mentions("call `search` first", "search"));
-        assert!(mentions("use the search tool", "search"));
-        assert!(mentions("search(query)", "search"));
-        assert!(!mentions("the search engine", "search"));
-        assert!(!mentions("research it", "search"));
-        assert!(!mentions("search_project_chats", "search"));
-        assert!(mentions(
-            "try search_project_chats.",
-            "search_project_chats"
-        ));
-        assert!(!mentions("a skill's instructions", "skill"));
     }
 }
 
@@ -268,5 +268,25 @@ impl crate::Agent {
             }
         }
         out
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn mentions_are_identifiers_not_words() {
+        assert!(mentions("call `search` first", "search"));
+        assert!(mentions("use the search tool", "search"));
+        assert!(mentions("search(query)", "search"));
+        assert!(!mentions("the search engine", "search"));
+        assert!(!mentions("research it", "search"));
+        assert!(!mentions("search_project_chats", "search"));
+        assert!(mentions(
+            "try search_project_chats.",
+            "search_project_chats"
+        ));
+        assert!(!mentions("a skill's instructions", "skill"));
     }
 }

@@ -293,6 +293,78 @@ pub(crate) fn user_message_value(message: Option<&str>) -> Value {
     }
 }
 
+/// The `mcp` root: this send's servers sorted by name (`name`, `ready`, `tools` as
+/// `{name, tool, description}` under their namespaced names, `reason` when not ready) and `tools`,
+/// the namespaced names of every MCP tool offered.
+pub(crate) fn mcp_value(
+    listings: &[crate::tools::mcp::McpServerListing],
+    toolset: &Toolset,
+) -> Value {
+    use crate::tools::mcp::McpServerStatus;
+    let mut servers: Vec<McpServerView<'_>> = listings
+        .iter()
+        .map(|listing| match &listing.status {
+            McpServerStatus::Ready { tools } => {
+                let mut views: Vec<McpToolView<'_>> = tools
+                    .iter()
+                    .filter_map(|tool| {
+                        let name = toolset.mcp_names().name_of(&listing.server, &tool.name)?;
+                        Some(McpToolView {
+                            name,
+                            tool: &tool.name,
+                            description: tool.description.as_deref(),
+                        })
+                    })
+                    .collect();
+                views.sort_by(|a, b| a.name.cmp(b.name));
+                views.dedup_by(|a, b| a.name == b.name);
+                McpServerView {
+                    name: &listing.server,
+                    ready: true,
+                    tools: views,
+                    reason: None,
+                }
+            }
+            McpServerStatus::Failed { failure } => McpServerView {
+                name: &listing.server,
+                ready: false,
+                tools: Vec::new(),
+                reason: Some(&failure.message),
+            },
+        })
+        .collect();
+    servers.sort_by(|a, b| a.name.cmp(b.name));
+    servers.dedup_by(|a, b| a.name == b.name);
+    let tools: Vec<&str> = toolset
+        .tools()
+        .iter()
+        .filter(|t| !t.origin.is_local())
+        .map(|t| t.name.as_str())
+        .collect();
+    to_value(McpView { servers, tools })
+}
+
+#[derive(Serialize)]
+struct McpView<'a> {
+    servers: Vec<McpServerView<'a>>,
+    tools: Vec<&'a str>,
+}
+
+#[derive(Serialize)]
+struct McpServerView<'a> {
+    name: &'a str,
+    ready: bool,
+    tools: Vec<McpToolView<'a>>,
+    reason: Option<&'a str>,
+}
+
+#[derive(Serialize)]
+struct McpToolView<'a> {
+    name: &'a str,
+    tool: &'a str,
+    description: Option<&'a str>,
+}
+
 /// Joins roots into the context value templates render against.
 pub(crate) fn context_value(roots: impl IntoIterator<Item = (&'static str, Value)>) -> Value {
     Value::from_object(Roots(roots.into_iter().collect()))

@@ -10,14 +10,30 @@ use std::sync::Arc;
 use minijinja::value::Value;
 use serde::Serialize;
 
-use crate::spec::{ResultTrust, ToolSpec};
+use crate::spec::{ResultTrust, ToolRequirements, ToolSpec};
+use crate::tools::mcp::{McpServerListing, SkippedMcpServer, merge_mcp_tools};
+use crate::tools::naming::{McpToolOrigin, NamespacedTools};
 
 /// Where a tool comes from.
 #[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize)]
 #[serde(tag = "kind", rename_all = "snake_case")]
 pub enum ToolOrigin {
-    /// Declared in the agent spec.
+    /// Declared in the agent spec (or registered with it).
     Local,
+    /// Listed by an MCP server on this send.
+    Mcp {
+        /// The server's configured name.
+        server: String,
+        /// The tool's own name on that server (the model calls the namespaced `Tool::name`).
+        tool: String,
+    },
+}
+
+impl ToolOrigin {
+    /// Whether the tool is declared in the spec.
+    pub fn is_local(&self) -> bool {
+        matches!(self, ToolOrigin::Local)
+    }
 }
 
 /// A tool the model gets on this send.
@@ -77,6 +93,15 @@ pub struct Toolset {
     tools: Vec<Arc<Tool>>,
     excluded: Vec<ExcludedTool>,
     template_value: Value,
+    mcp: Arc<McpPart>,
+}
+
+/// What MCP discovery added to a toolset.
+#[derive(Debug, Clone, Default)]
+struct McpPart {
+    names: NamespacedTools,
+    skipped: Vec<SkippedMcpServer>,
+    withheld: Vec<ExcludedTool>,
 }
 
 impl Toolset {
@@ -103,7 +128,81 @@ impl Toolset {
             tools,
             excluded,
             template_value,
+            mcp: Arc::default(),
         }
+    }
+
+    /// This toolset plus the tools of MCP servers, merged in canonical order.
+    ///
+    /// MCP tools are named by [`merge_mcp_tools`] with every local tool name of the agent taken
+    /// (`local_names`, offered or not, so a name does not change when a local gate flips). Their
+    /// results are untrusted, they are neither cacheable nor budgeted, and a model that cannot
+    /// call tools gets none of them. The `tools` template root keeps only the local tools: the
+    /// stable half can never depend on which MCP servers answered.
+    pub fn with_mcp<'a>(
+        &self,
+        listings: &'a [McpServerListing],
+        local_names: impl IntoIterator<Item = &'a str>,
+        can_use_tools: bool,
+    ) -> Self {
+        let merged = merge_mcp_tools(listings, local_names);
+        let mut tools = self.tools.clone();
+        let mut withheld = Vec::new();
+        for found in merged.tools() {
+            if can_use_tools {
+                tools.push(Arc::new(Tool {
+                    name: found.name.to_owned(),
+                    description: found.tool.description.clone().unwrap_or_default(),
+                    parameters: serde_json::Value::Object(found.tool.input_schema.clone()),
+                    verb: None,
+                    cacheable: false,
+                    budget: None,
+                    results: ResultTrust::Untrusted,
+                    origin: ToolOrigin::Mcp {
+                        server: found.origin.server.clone(),
+                        tool: found.origin.tool.clone(),
+                    },
+                    view: std::sync::OnceLock::new(),
+                }));
+            } else {
+                withheld.push(ExcludedTool {
+                    name: found.name.to_owned(),
+                    reason: "the model cannot call tools".into(),
+                });
+            }
+        }
+        tools.sort_by(|a, b| a.name.cmp(&b.name));
+        Self {
+            tools,
+            excluded: self.excluded.clone(),
+            template_value: self.template_value.clone(),
+            mcp: Arc::new(McpPart {
+                names: merged.names,
+                skipped: merged.skipped,
+                withheld,
+            }),
+        }
+    }
+
+    /// The server and original name behind an MCP tool's provider-facing name.
+    pub fn mcp_origin(&self, name: &str) -> Option<&McpToolOrigin> {
+        self.mcp.names.origin(name)
+    }
+
+    /// Every MCP tool name of this send with its server and original name (for history and UI),
+    /// including tools withheld from a model that cannot call tools.
+    pub fn mcp_names(&self) -> &NamespacedTools {
+        &self.mcp.names
+    }
+
+    /// MCP servers whose discovery failed: they contribute no tools to this send.
+    pub fn skipped_servers(&self) -> &[SkippedMcpServer] {
+        &self.mcp.skipped
+    }
+
+    /// MCP tools left out of this send (a model that cannot call tools), with the reason.
+    pub fn withheld_mcp_tools(&self) -> &[ExcludedTool] {
+        &self.mcp.withheld
     }
 
     /// The offered tools, in canonical order.
@@ -128,7 +227,8 @@ impl Toolset {
         self.tools.iter().map(|t| t.name.as_str())
     }
 
-    /// The `tools` template root: a map from name to `{name, description, budget, cacheable}`.
+    /// The `tools` template root: a map from name to `{name, description, budget, cacheable}`,
+    /// of the local tools only.
     pub(crate) fn template_value(&self) -> Value {
         self.template_value.clone()
     }
@@ -140,6 +240,57 @@ struct ToolView<'a> {
     description: &'a str,
     budget: Option<&'a str>,
     cacheable: bool,
+}
+
+/// Why a tool's declared requirements are not met on this send, or `None` when they all hold.
+///
+/// Requirements are checked in a fixed order (integration, setting, skills, project), and the
+/// first unmet one is the reason.
+pub(crate) fn unmet_requirement(
+    requires: &ToolRequirements,
+    ctx: &crate::context::SendContext,
+) -> Option<String> {
+    if let Some(name) = &requires.integration {
+        match ctx.integrations.get(name) {
+            Some(i) if i.connected && i.enabled => {}
+            Some(i) if i.connected => {
+                return Some(format!(
+                    "integration `{name}` is connected but switched off"
+                ));
+            }
+            _ => return Some(format!("integration `{name}` is not connected")),
+        }
+    }
+    if let Some(setting) = &requires.setting {
+        let on = ctx
+            .settings
+            .get(setting.name())
+            .map_or(setting.default(), truthy);
+        if !on {
+            return Some(format!("setting `{}` is off", setting.name()));
+        }
+    }
+    if requires.skills && !ctx.skills.iter().any(|s| !s.disable_model_invocation) {
+        return Some("no skill is enabled".into());
+    }
+    if requires.project_siblings && !ctx.project.as_ref().is_some_and(|p| p.has_sibling_threads) {
+        return Some("the thread is not in a project with other threads".into());
+    }
+    None
+}
+
+/// Whether a setting's value counts as on: like a template's truth test (`false`, `null`, `0`,
+/// `""`, `[]` and `{}` are off).
+fn truthy(value: &serde_json::Value) -> bool {
+    use serde_json::Value as J;
+    match value {
+        J::Null => false,
+        J::Bool(b) => *b,
+        J::Number(n) => n.as_f64().is_some_and(|f| f != 0.0),
+        J::String(s) => !s.is_empty(),
+        J::Array(a) => !a.is_empty(),
+        J::Object(o) => !o.is_empty(),
+    }
 }
 
 /// Whether a tool name is accepted by every provider: `^[a-zA-Z0-9_-]{1,64}$`.

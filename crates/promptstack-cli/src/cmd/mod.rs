@@ -6,4 +6,5 @@ pub mod explain;
 pub mod fence;
 pub mod lint;
 pub mod render;
+pub mod request;
 pub mod schema;

@@ -11,10 +11,15 @@ use serde::Serialize;
 
 use crate::input;
 
-/// Print the exact text a target sends for one send context.
+/// Print the exact text a target sends for one send context, or the provider request body.
 ///
 /// With `--target`, the text is printed byte for byte as it goes on the wire (no trailing newline is
 /// added). Without it, every target is printed under a `==> id <==` header. Warnings go to stderr.
+///
+/// With a provider format (`anthropic`, `openai-chat`, `openai-responses`, `gemini`), the request
+/// body is printed as canonical JSON, byte for byte as it is sent, with cache breakpoints placed by
+/// the planner; stderr names the rules version, the breakpoints and the expected cost. `--plan`
+/// prints the body with its cache plan and units as JSON instead.
 #[derive(Debug, clap::Args)]
 pub struct Args {
     /// The agent spec (TOML, or JSON if the name ends in .json).
@@ -33,6 +38,11 @@ pub struct Args {
     /// Output format.
     #[arg(long, value_enum, default_value_t = Format::Text)]
     format: Format,
+    #[command(flatten)]
+    request: crate::cmd::request::RequestArgs,
+    /// With a provider format: print the body, the cache plan and the units as one JSON document.
+    #[arg(long)]
+    plan: bool,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -41,6 +51,27 @@ enum Format {
     Text,
     /// Every composed text with its parts, the fingerprint and the diagnostics, as JSON.
     Json,
+    /// An Anthropic Messages request body.
+    Anthropic,
+    /// An OpenAI Chat Completions request body.
+    OpenaiChat,
+    /// An OpenAI Responses request body.
+    OpenaiResponses,
+    /// A Gemini generateContent request body (REST).
+    Gemini,
+}
+
+impl Format {
+    fn provider(self) -> Option<promptstack::provider::Format> {
+        use promptstack::provider::Format as P;
+        match self {
+            Format::Text | Format::Json => None,
+            Format::Anthropic => Some(P::Anthropic),
+            Format::OpenaiChat => Some(P::OpenaiChat),
+            Format::OpenaiResponses => Some(P::OpenaiResponses),
+            Format::Gemini => Some(P::Gemini),
+        }
+    }
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -63,6 +94,9 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     let agent = input::agent(&args.spec)?;
     let send = input::send_in(&args.send, &args.workspace)?;
     let assembly = agent.assemble(&send).context("assembly failed")?;
+    if let Some(format) = args.format.provider() {
+        return render_request(&agent, &send, &assembly, format, &args);
+    }
     let targets: Vec<String> = match &args.target {
         Some(t) => vec![t.clone()],
         None => assembly.target_ids().map(str::to_owned).collect(),
@@ -80,6 +114,9 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
             };
             serde_json::to_writer_pretty(&mut out, &output)?;
             writeln!(out)?;
+        }
+        Format::Anthropic | Format::OpenaiChat | Format::OpenaiResponses | Format::Gemini => {
+            unreachable!("provider formats return early")
         }
         Format::Text if args.target.is_some() => {
             let composition = &compositions[0];
@@ -125,4 +162,44 @@ pub fn report_diagnostics<'a>(diagnostics: impl Iterator<Item = &'a promptstack:
     for diagnostic in diagnostics.filter(|d| d.severity >= Severity::Warning) {
         eprintln!("{diagnostic}");
     }
+}
+
+/// Prints a provider request body (or, with `--plan`, the body with its plan).
+fn render_request(
+    agent: &promptstack::Agent,
+    send: &promptstack::SendContext,
+    assembly: &Assembly,
+    format: promptstack::provider::Format,
+    args: &Args,
+) -> anyhow::Result<ExitCode> {
+    let target = crate::cmd::request::target(assembly, args.target.as_deref())?;
+    let request = args.request.build(agent, send, assembly, format, &target)?;
+    report_diagnostics(assembly.diagnostics().chain(request.diagnostics.iter()));
+    let mut out = std::io::stdout().lock();
+    if args.plan {
+        #[derive(Serialize)]
+        struct Planned<'a> {
+            format: &'static str,
+            model: &'a str,
+            target: &'a str,
+            body: serde_json::Value,
+            plan: &'a promptstack::provider::CachePlan,
+            units: &'a [promptstack::provider::Unit],
+        }
+        let planned = Planned {
+            format: format.as_str(),
+            model: &request.model,
+            target: &request.target,
+            body: request.body_value(),
+            plan: &request.plan,
+            units: &request.units,
+        };
+        serde_json::to_writer_pretty(&mut out, &planned)?;
+        writeln!(out)?;
+    } else {
+        eprintln!("{}", crate::cmd::request::summary(&request));
+        out.write_all(request.body.as_bytes())?;
+    }
+    out.flush()?;
+    Ok(ExitCode::SUCCESS)
 }

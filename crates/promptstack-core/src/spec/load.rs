@@ -277,6 +277,17 @@ pub struct ParsedSpec {
     pub recovered: Vec<SpecDiagnostic>,
 }
 
+impl ParsedSpec {
+    /// Adds tools registered in Rust to the spec's own `[[tools]]`, to be compiled with them.
+    ///
+    /// The registry has already checked each descriptor; compiling still refuses a registered
+    /// tool whose name the spec's `[[tools]]` already uses (`duplicate-tool`).
+    pub fn with_tools(mut self, registry: crate::tools::registry::ToolRegistry) -> Self {
+        self.spec.tools.extend(registry.into_tools());
+        self
+    }
+}
+
 /// Parses raw bytes as a generic tree with spans, enforcing size, encoding and nesting limits.
 ///
 /// Shared by specs and send contexts.

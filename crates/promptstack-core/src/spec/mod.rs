@@ -48,6 +48,10 @@ pub struct AgentSpec {
     pub notes: Vec<NoteSpec>,
     /// The texts this agent composes for its engines, by id.
     pub targets: BTreeMap<String, TargetSpec>,
+    /// How a Turn runs this agent's tools: budget classes with their caps per intent, and the
+    /// source cap. Absent: the `web` class (auto 5, search 12, research 30) and 200 sources.
+    #[serde(default)]
+    pub turn: crate::turn::TurnConfig,
 }
 
 /// How rendered blocks are trimmed and joined.
@@ -219,7 +223,7 @@ pub struct ToolSpec {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub verb: Option<String>,
     /// Whether identical calls within one turn may share one execution. Only for read-only,
-    /// deterministic tools.
+    /// deterministic tools: a cacheable tool must also declare `read_only = true`.
     #[serde(default)]
     pub cacheable: bool,
     /// The budget class the tool draws from (e.g. `web`), if any.
@@ -231,6 +235,77 @@ pub struct ToolSpec {
     /// A gate expression over the send context (not over other tools); absent means always offered.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub when: Option<String>,
+    /// The tool only reads: calling it changes nothing for the user or anyone else. Required for
+    /// `cacheable`.
+    #[serde(default)]
+    pub read_only: bool,
+    /// Facts of the send the tool needs (an enabled integration, a setting, skills, a project
+    /// with other threads). Checked before `when`; an unmet requirement is the reason the tool is
+    /// left out.
+    #[serde(default, skip_serializing_if = "ToolRequirements::is_empty")]
+    pub requires: ToolRequirements,
+}
+
+/// What a tool needs from the send to be offered. Every requirement given must hold.
+///
+/// Declared requirements, unlike gate expressions, say *why* a tool is missing (`explain`,
+/// `promptstack tools`), and they can not be misspelled into a gate that is always false.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ToolRequirements {
+    /// An integration that must be connected **and** enabled. A connected but switched-off
+    /// integration offers no tools; templates still see it as `integrations.<name>.status ==
+    /// "disabled"`, so the prompt can say so.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub integration: Option<String>,
+    /// A setting that must be on: its name (absent counts as off), or `{ name, default }`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub setting: Option<SettingRequirement>,
+    /// At least one enabled skill the model may see (hidden skills do not count).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub skills: bool,
+    /// The thread belongs to a project that has other threads.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub project_siblings: bool,
+}
+
+impl ToolRequirements {
+    /// Whether nothing is required.
+    pub fn is_empty(&self) -> bool {
+        self == &Self::default()
+    }
+}
+
+/// A setting a tool needs to be on.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(untagged)]
+pub enum SettingRequirement {
+    /// The setting's name; a send without it counts as off.
+    Name(String),
+    /// The setting's name and the value assumed when the send does not set it.
+    WithDefault {
+        /// The setting's name.
+        name: String,
+        /// Whether the setting counts as on when the send does not set it.
+        default: bool,
+    },
+}
+
+impl SettingRequirement {
+    /// The setting's name.
+    pub fn name(&self) -> &str {
+        match self {
+            SettingRequirement::Name(name) | SettingRequirement::WithDefault { name, .. } => name,
+        }
+    }
+
+    /// Whether the setting counts as on when absent.
+    pub fn default(&self) -> bool {
+        match self {
+            SettingRequirement::Name(_) => false,
+            SettingRequirement::WithDefault { default, .. } => *default,
+        }
+    }
 }
 
 fn empty_object_schema() -> serde_json::Value {

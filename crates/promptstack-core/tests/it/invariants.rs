@@ -151,6 +151,7 @@ prop_compose! {
             messages_path: None,
             harness_state: None,
             tabs: Default::default(),
+            mcp_servers: Vec::new(),
         }
     }
 }

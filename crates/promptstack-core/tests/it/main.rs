@@ -9,4 +9,5 @@ mod naming;
 mod purity;
 mod spec_fuzz;
 mod stream;
+mod tools;
 mod turn;

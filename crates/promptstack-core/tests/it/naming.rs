@@ -112,7 +112,7 @@ proptest! {
 }
 
 /// A deterministic Fisher–Yates shuffle driven by a splitmix64 sequence.
-fn shuffle<T>(items: &mut [T], mut seed: u64) {
+pub(crate) fn shuffle<T>(items: &mut [T], mut seed: u64) {
     for i in (1..items.len()).rev() {
         seed = seed.wrapping_add(0x9E37_79B9_7F4A_7C15);
         let mut z = seed;

@@ -1,0 +1,183 @@
+//! Anthropic Messages: system text blocks, tools and message content blocks, each of which can
+//! carry a `cache_control` breakpoint.
+
+use serde_json::Value;
+
+use super::conversation::Message;
+use super::plan::{Boundary, Region};
+use super::{Inputs, Piece, canonical, object};
+
+/// The units of a request in Anthropic's prefix order: tools, system, messages.
+pub(crate) fn pieces(inputs: &Inputs<'_>) -> Vec<Piece> {
+    let mut pieces = Vec::new();
+    let count = inputs.tools.len();
+    for (i, tool) in inputs.tools.iter().enumerate() {
+        let value = object([
+            ("name", Value::String(tool.name.clone())),
+            ("description", Value::String(tool.description.clone())),
+            ("input_schema", tool.parameters.clone()),
+        ]);
+        pieces.push(Piece {
+            count: canonical::to_string(&value),
+            value,
+            region: Region::Tools,
+            group: 0,
+            role: "",
+            label: tool.name.clone(),
+            boundary: (i + 1 == count).then_some(Boundary::Tools),
+            markable: true,
+        });
+    }
+    for chunk in &inputs.chunks {
+        pieces.push(Piece {
+            value: object([
+                ("type", Value::String("text".into())),
+                ("text", Value::String(chunk.text.to_owned())),
+            ]),
+            region: Region::System,
+            group: 0,
+            role: "",
+            label: chunk.label.clone(),
+            count: chunk.text.to_owned(),
+            boundary: chunk.boundary,
+            markable: true,
+        });
+    }
+    let mut group = 0usize;
+    let mut role = "";
+    for (index, message) in inputs.messages.iter().enumerate() {
+        let message_role = match message {
+            Message::User { .. } | Message::Tool { .. } => "user",
+            Message::Assistant { .. } => "assistant",
+        };
+        if !role.is_empty() && message_role != role {
+            group += 1;
+        }
+        role = message_role;
+        let start = pieces.len();
+        let mut push = |value: Value, label: String, count: String| {
+            pieces.push(Piece {
+                value,
+                region: Region::Messages,
+                group,
+                role: message_role,
+                label,
+                count,
+                boundary: None,
+                markable: true,
+            });
+        };
+        match message {
+            Message::User { text } => push(
+                object([
+                    ("type", Value::String("text".into())),
+                    ("text", Value::String(text.clone())),
+                ]),
+                format!("message {index}: user"),
+                text.clone(),
+            ),
+            Message::Assistant { text, tool_calls } => {
+                if !text.is_empty() {
+                    push(
+                        object([
+                            ("type", Value::String("text".into())),
+                            ("text", Value::String(text.clone())),
+                        ]),
+                        format!("message {index}: assistant"),
+                        text.clone(),
+                    );
+                }
+                for call in tool_calls {
+                    push(
+                        object([
+                            ("type", Value::String("tool_use".into())),
+                            ("id", Value::String(call.id.clone())),
+                            ("name", Value::String(call.name.clone())),
+                            ("input", call.arguments.clone()),
+                        ]),
+                        format!("message {index}: call {}", call.name),
+                        canonical::to_string(&call.arguments),
+                    );
+                }
+            }
+            Message::Tool {
+                call_id,
+                content,
+                is_error,
+            } => {
+                let mut value = object([
+                    ("type", Value::String("tool_result".into())),
+                    ("tool_use_id", Value::String(call_id.clone())),
+                    ("content", Value::String(content.clone())),
+                ]);
+                if *is_error {
+                    value["is_error"] = Value::Bool(true);
+                }
+                push(
+                    value,
+                    format!("message {index}: result {call_id}"),
+                    content.clone(),
+                );
+            }
+        }
+        if inputs.history_end == Some(index)
+            && let Some(last) = pieces[start..].last_mut()
+        {
+            last.boundary = Some(Boundary::History);
+        }
+    }
+    pieces
+}
+
+/// Puts a breakpoint on a content block.
+pub(crate) fn mark(value: &mut Value, ttl: &str) {
+    value["cache_control"] = object([
+        ("type", Value::String("ephemeral".into())),
+        ("ttl", Value::String(ttl.to_owned())),
+    ]);
+}
+
+/// The request body.
+pub(crate) fn assemble(pieces: Vec<Piece>, model: &str, max_tokens: u32) -> Value {
+    let mut tools = Vec::new();
+    let mut system = Vec::new();
+    let mut messages: Vec<Value> = Vec::new();
+    let mut current: Option<(usize, &'static str, Vec<Value>)> = None;
+    for piece in pieces {
+        match piece.region {
+            Region::Tools => tools.push(piece.value),
+            Region::System => system.push(piece.value),
+            Region::Messages => match &mut current {
+                Some((group, _, content)) if *group == piece.group => content.push(piece.value),
+                _ => {
+                    if let Some((_, role, content)) = current.take() {
+                        messages.push(message(role, content));
+                    }
+                    current = Some((piece.group, piece.role, vec![piece.value]));
+                }
+            },
+        }
+    }
+    if let Some((_, role, content)) = current {
+        messages.push(message(role, content));
+    }
+    let mut body = object([
+        ("model", Value::String(model.to_owned())),
+        ("max_tokens", Value::from(max_tokens)),
+        ("messages", Value::Array(messages)),
+    ]);
+    if !system.is_empty() {
+        body["system"] = Value::Array(system);
+    }
+    if !tools.is_empty() {
+        body["tools"] = Value::Array(tools);
+    }
+    body
+}
+
+fn message(role: &str, content: Vec<Value>) -> Value {
+    object([
+        ("role", Value::String(role.to_owned())),
+        ("content", Value::Array(content)),
+    ])
+}

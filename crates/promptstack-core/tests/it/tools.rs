@@ -1,0 +1,536 @@
+//! Tool descriptors, the registry, availability from declared requirements, and canonical order.
+
+use std::collections::BTreeMap;
+
+use promptstack_core::context::{Integration, ModelDescriptor, Project, Skill, ToolUsage};
+use promptstack_core::spec::ToolSpec;
+use promptstack_core::spec::load::parse;
+use promptstack_core::tools::registry::{RegistrationErrorKind, ToolRegistry, descriptor_problems};
+use promptstack_core::{Agent, SendContext, SpecFormat};
+use proptest::prelude::*;
+use serde_json::json;
+
+fn descriptor(name: &str) -> ToolSpec {
+    serde_json::from_value(json!({
+        "name": name,
+        "description": "Look something up. Use it when asked. If it fails, say so.",
+        "parameters": {"type": "object", "properties": {"query": {"type": "string"}}, "required": ["query"]},
+        "verb": "looking up {query}",
+        "cacheable": true,
+        "read_only": true
+    }))
+    .unwrap()
+}
+
+fn codes(tool: &ToolSpec) -> Vec<&'static str> {
+    descriptor_problems(tool).iter().map(|p| p.code).collect()
+}
+
+#[test]
+fn descriptors_are_checked_field_by_field() {
+    assert!(codes(&descriptor("lookup")).is_empty());
+
+    let mut tool = descriptor("look up");
+    tool.description = "  ".into();
+    tool.cacheable = true;
+    tool.read_only = false;
+    tool.verb = Some("looking up {what}".into());
+    tool.parameters = json!({"type": "object", "properties": {"query": {"type": 12}}});
+    assert_eq!(
+        codes(&tool),
+        [
+            "bad-tool-name",
+            "incomplete-tool",
+            "bad-tool-parameters",
+            "cacheable-not-read-only"
+        ]
+    );
+
+    // Once the schema is valid, the names it uses are checked too.
+    tool.parameters = json!({"type": "object", "properties": {"query": {"type": "string"}}, "required": ["limit"]});
+    assert_eq!(
+        codes(&tool),
+        [
+            "bad-tool-name",
+            "incomplete-tool",
+            "bad-tool-parameters",
+            "bad-tool-verb",
+            "cacheable-not-read-only"
+        ]
+    );
+
+    // A composed schema may declare its properties elsewhere: its names are not second-guessed.
+    let mut composed = descriptor("composed");
+    composed.parameters =
+        json!({"type": "object", "allOf": [{"properties": {"q": {"type": "string"}}}]});
+    composed.verb = Some("looking up {q}".into());
+    assert!(codes(&composed).is_empty());
+
+    let mut array = descriptor("array");
+    array.parameters = json!({"type": "array"});
+    assert_eq!(codes(&array), ["bad-tool-parameters"]);
+}
+
+#[test]
+fn the_registry_refuses_conflicts_and_invalid_descriptors() {
+    let mut registry = ToolRegistry::new();
+    registry
+        .register(descriptor("b_tool"))
+        .unwrap()
+        .register(descriptor("a_tool"))
+        .unwrap();
+    let conflict = registry.register(descriptor("a_tool")).unwrap_err();
+    assert_eq!(conflict.kind(), &RegistrationErrorKind::Conflict);
+    assert_eq!(
+        conflict.to_string(),
+        "tool `a_tool` is already registered; tool names must be unique"
+    );
+
+    let mut incomplete = descriptor("c_tool");
+    incomplete.description = String::new();
+    incomplete.read_only = false;
+    let error = registry.register(incomplete).unwrap_err();
+    let RegistrationErrorKind::Invalid(problems) = error.kind() else {
+        panic!("{error}");
+    };
+    assert_eq!(problems.len(), 2);
+    insta::assert_snapshot!(error.to_string(), @r"
+    tool `c_tool` was refused:
+    - incomplete-tool (`description`): tool `c_tool` has an empty description; say what the tool does, when to use it, and what to do after a failure
+    - cacheable-not-read-only (`cacheable`): tool `c_tool` is cacheable but not declared read-only; identical calls would share one execution of a tool that changes something; add `read_only = true` if the tool only reads, or remove `cacheable`
+    ");
+
+    // Nothing was registered by the refused calls, and tools come back by name.
+    let names: Vec<&str> = registry.iter().map(|t| t.name.as_str()).collect();
+    assert_eq!(names, ["a_tool", "b_tool"]);
+}
+
+const BASE: &str = r#"
+spec_version = 1
+name = "tools"
+
+[[tools]]
+name = "lookup"
+description = "Look something up. Use it when asked. If it fails, say so."
+
+[[blocks]]
+id = "intro"
+trust = "author"
+stability = "stable"
+template = "Tools: {{ tools | join(', ') }}."
+
+[targets.system]
+system = ["@stable"]
+"#;
+
+#[test]
+fn registered_tools_compile_with_the_spec_and_may_not_shadow_it() {
+    let mut registry = ToolRegistry::new();
+    registry.register(descriptor("order_status")).unwrap();
+    let parsed = parse(BASE.as_bytes(), "tools.toml", SpecFormat::Toml).unwrap();
+    let agent = Agent::compile(parsed.with_tools(registry)).unwrap();
+    let assembly = agent.assemble(&send(BTreeMap::new())).unwrap();
+    assert_eq!(assembly.stable(), "Tools: lookup, order_status.");
+
+    let mut registry = ToolRegistry::new();
+    registry.register(descriptor("lookup")).unwrap();
+    let parsed = parse(BASE.as_bytes(), "tools.toml", SpecFormat::Toml).unwrap();
+    let error = Agent::compile(parsed.with_tools(registry)).unwrap_err();
+    assert_eq!(error.diagnostics[0].code, "duplicate-tool");
+}
+
+fn send(integrations: BTreeMap<String, Integration>) -> SendContext {
+    SendContext {
+        now: "2026-11-30T09:15:00Z".parse().unwrap(),
+        model: ModelDescriptor {
+            id: "gpt-4o".into(),
+            name: "GPT-4o".into(),
+            provider: "openai".into(),
+            tool_usage: ToolUsage::Native,
+            context_window: None,
+        },
+        settings: BTreeMap::new(),
+        integrations,
+        user: Default::default(),
+        project: None,
+        skills: Vec::new(),
+        user_message: None,
+        variables: BTreeMap::new(),
+        cwd: None,
+        context_files: Vec::new(),
+        messages_path: None,
+        harness_state: None,
+        tabs: Default::default(),
+        mcp_servers: Vec::new(),
+    }
+}
+
+/// A spec declaring `tools` (name, requirement TOML) in the given order.
+fn spec_with(tools: &[(String, String)]) -> String {
+    let mut spec = String::from("spec_version = 1\nname = \"order\"\n");
+    for (name, requires) in tools {
+        spec.push_str(&format!(
+            "\n[[tools]]\nname = \"{name}\"\ndescription = \"Tool {name}. Use it when needed. Retry once on failure.\"\n{requires}\n"
+        ));
+    }
+    spec.push_str(
+        r#"
+[[blocks]]
+id = "intro"
+trust = "author"
+stability = "stable"
+template = "{% for name in tools %}{{ name }} {% endfor %}"
+
+[targets.system]
+system = ["@stable"]
+"#,
+    );
+    spec
+}
+
+fn requirement() -> impl Strategy<Value = String> {
+    prop_oneof![
+        Just(String::new()),
+        Just("requires = { integration = \"google\" }".to_owned()),
+        Just("requires = { setting = \"beta\" }".to_owned()),
+        Just("requires = { setting = { name = \"web\", default = true } }".to_owned()),
+        Just("requires = { skills = true }".to_owned()),
+        Just("requires = { project_siblings = true }".to_owned()),
+    ]
+}
+
+fn rich_send(
+    google: Option<(bool, bool)>,
+    beta: Option<bool>,
+    web: Option<bool>,
+    skills: usize,
+    siblings: Option<bool>,
+) -> SendContext {
+    let mut ctx = send(
+        google
+            .map(|(connected, enabled)| {
+                BTreeMap::from([("google".to_owned(), Integration { connected, enabled })])
+            })
+            .unwrap_or_default(),
+    );
+    if let Some(beta) = beta {
+        ctx.settings.insert("beta".into(), json!(beta));
+    }
+    if let Some(web) = web {
+        ctx.settings.insert("web".into(), json!(web));
+    }
+    ctx.skills = (0..skills)
+        .map(|i| Skill {
+            name: format!("skill{i}"),
+            slug: None,
+            description: "A skill.".into(),
+            instructions: String::new(),
+            tags: Vec::new(),
+            disable_model_invocation: false,
+            location: None,
+            sites: Vec::new(),
+        })
+        .collect();
+    ctx.project = siblings.map(|has_sibling_threads| Project {
+        name: "P".into(),
+        instructions: None,
+        has_sibling_threads,
+    });
+    ctx
+}
+
+fn context() -> impl Strategy<Value = SendContext> {
+    (
+        proptest::option::of((any::<bool>(), any::<bool>())),
+        proptest::option::of(any::<bool>()),
+        proptest::option::of(any::<bool>()),
+        0usize..2,
+        proptest::option::of(any::<bool>()),
+    )
+        .prop_map(|(g, b, w, s, p)| rich_send(g, b, w, s, p))
+}
+
+/// What each requirement decides, written independently of the engine.
+fn expected(requires: &str, ctx: &SendContext) -> bool {
+    if requires.contains("google") {
+        return ctx
+            .integrations
+            .get("google")
+            .is_some_and(|i| i.connected && i.enabled);
+    }
+    if requires.contains("\"beta\"") {
+        return ctx.settings.get("beta") == Some(&json!(true));
+    }
+    if requires.contains("\"web\"") {
+        return ctx.settings.get("web") != Some(&json!(false));
+    }
+    if requires.contains("skills") {
+        return !ctx.skills.is_empty();
+    }
+    if requires.contains("project_siblings") {
+        return ctx.project.as_ref().is_some_and(|p| p.has_sibling_threads);
+    }
+    true
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(64))]
+
+    /// The toolset and the prompt do not depend on the order tools are declared (registered) in,
+    /// and a tool is offered exactly when its requirements hold.
+    #[test]
+    fn availability_and_canonical_order(
+        tools in proptest::collection::btree_map("[a-z]{1,6}(_[a-z]{1,4})?", requirement(), 1..8),
+        seed in any::<u64>(),
+        ctx in context(),
+    ) {
+        let declared: Vec<(String, String)> = tools.into_iter().collect();
+        let mut shuffled = declared.clone();
+        crate::naming::shuffle(&mut shuffled, seed);
+        let a = Agent::from_source(spec_with(&declared).as_bytes(), "a.toml", SpecFormat::Toml).unwrap();
+        let b = Agent::from_source(spec_with(&shuffled).as_bytes(), "b.toml", SpecFormat::Toml).unwrap();
+        let first = a.assemble(&ctx).unwrap();
+        let second = b.assemble(&ctx).unwrap();
+        let names: Vec<&str> = first.toolset().names().collect();
+        prop_assert_eq!(&names, &second.toolset().names().collect::<Vec<_>>());
+        prop_assert!(names.windows(2).all(|w| w[0] < w[1]));
+        prop_assert_eq!(first.stable(), second.stable());
+        for (name, requires) in &declared {
+            prop_assert_eq!(first.toolset().contains(name), expected(requires, &ctx), "{} {}", name, requires);
+        }
+        // A connected but switched-off integration says so in the reason.
+        if let Some(google) = ctx.integrations.get("google") {
+            for excluded in first.toolset().excluded() {
+                if excluded.reason.contains("`google`") {
+                    prop_assert_eq!(excluded.reason.contains("switched off"), google.connected && !google.enabled);
+                }
+            }
+        }
+    }
+}
+
+const WITH_MCP: &str = r#"
+spec_version = 1
+name = "mcp"
+
+[[tools]]
+name = "files_read"
+description = "Read a local file. Use it when asked about a file. If it fails, say so."
+
+[[blocks]]
+id = "intro"
+trust = "author"
+stability = "stable"
+template = "Local tools: {{ tools | join(', ') }}."
+
+[[notes]]
+id = "servers"
+trust = "untrusted"
+when = "mcp.servers"
+template = """
+{% for s in mcp.servers %}
+- {{ s.name }}: {{ s.tools | map(attribute='name') | join(', ') if s.ready else 'unavailable on this send' }}
+{% endfor %}
+"""
+
+[[notes]]
+id = "close"
+trust = "platform"
+text = "End."
+
+[targets.system]
+system = ["@stable", "servers", "close"]
+"#;
+
+fn mcp_agent() -> Agent {
+    Agent::from_source(WITH_MCP.as_bytes(), "mcp.toml", SpecFormat::Toml).unwrap()
+}
+
+fn mcp_send(servers: serde_json::Value) -> SendContext {
+    let send = json!({
+        "now": "2026-11-30T09:15:00Z",
+        "model": {"id": "gpt-4o", "name": "GPT-4o", "provider": "openai"},
+        "mcp_servers": servers,
+    });
+    SendContext::from_json(send.to_string().as_bytes(), "send.json").unwrap()
+}
+
+fn listing(server: &str, tools: &[&str]) -> serde_json::Value {
+    json!({
+        "server": server,
+        "status": "ready",
+        "tools": tools.iter().map(|t| json!({
+            "name": t,
+            "description": format!("{t} on {server}"),
+            "input_schema": {"type": "object", "properties": {}}
+        })).collect::<Vec<_>>(),
+    })
+}
+
+fn failed(server: &str) -> serde_json::Value {
+    json!({
+        "server": server,
+        "status": "failed",
+        "failure": {"stage": "connect", "timed_out": true, "message": "no answer to the mcp handshake within 2.0s"},
+    })
+}
+
+#[test]
+fn mcp_tools_join_the_toolset_without_touching_the_stable_half() {
+    let agent = mcp_agent();
+    let plain = agent.assemble(&mcp_send(json!([]))).unwrap();
+    let send = mcp_send(json!([
+        listing("files", &["read", "write"]),
+        failed("tracker"),
+        listing("git.hub", &["search"]),
+    ]));
+    let assembly = agent.assemble(&send).unwrap();
+    assert_eq!(assembly.stable(), plain.stable());
+    assert_eq!(assembly.fingerprint(), plain.fingerprint());
+    assert_eq!(assembly.stable(), "Local tools: files_read.");
+
+    let names: Vec<&str> = assembly.toolset().names().collect();
+    // `files_read` is local, so the MCP tool of that plain name gets a stable hash suffix.
+    let suffixed = assembly
+        .toolset()
+        .mcp_names()
+        .name_of("files", "read")
+        .unwrap();
+    assert!(suffixed.starts_with("files_read_") && suffixed.len() == "files_read_".len() + 8);
+    let mut expected = vec!["files_read", suffixed, "files_write", "git_hub_search"];
+    expected.sort_unstable();
+    assert_eq!(names, expected);
+    let tool = assembly
+        .toolset()
+        .tools()
+        .iter()
+        .find(|t| t.name == "git_hub_search")
+        .unwrap();
+    assert_eq!(
+        tool.origin,
+        promptstack_core::toolset::ToolOrigin::Mcp {
+            server: "git.hub".into(),
+            tool: "search".into()
+        }
+    );
+    assert_eq!(tool.results, promptstack_core::spec::ResultTrust::Untrusted);
+    assert!(!tool.cacheable);
+
+    let skipped: Vec<&str> = assembly
+        .toolset()
+        .skipped_servers()
+        .iter()
+        .map(|s| s.server.as_str())
+        .collect();
+    assert_eq!(skipped, ["tracker"]);
+    let warnings: Vec<String> = assembly
+        .diagnostics()
+        .filter(|d| d.code == "mcp-server-skipped")
+        .map(|d| d.message.clone())
+        .collect();
+    assert_eq!(
+        warnings,
+        [
+            "MCP server `tracker` contributes no tools to this send: no answer to the mcp handshake within 2.0s"
+        ]
+    );
+    let system = assembly.compose("system").unwrap().system;
+    insta::assert_snapshot!(system, @r"
+    Local tools: files_read.
+
+    - files: files_read_b64d2b7a, files_write
+    - git.hub: git_hub_search
+    - tracker: unavailable on this send
+
+    End.
+    ");
+}
+
+#[test]
+fn a_model_without_tool_use_gets_no_mcp_tools() {
+    let agent = mcp_agent();
+    let mut send = mcp_send(json!([listing("files", &["write"])]));
+    send.model.tool_usage = ToolUsage::None;
+    let assembly = agent.assemble(&send).unwrap();
+    assert_eq!(assembly.toolset().names().count(), 0);
+    let withheld: Vec<&str> = assembly
+        .toolset()
+        .withheld_mcp_tools()
+        .iter()
+        .map(|t| t.name.as_str())
+        .collect();
+    assert_eq!(withheld, ["files_write"]);
+}
+
+#[test]
+fn the_mcp_root_is_volatile() {
+    let spec = WITH_MCP.replace(
+        "template = \"Local tools: {{ tools | join(', ') }}.\"",
+        "template = \"{{ mcp.tools }}\"",
+    );
+    let error = Agent::from_source(spec.as_bytes(), "mcp.toml", SpecFormat::Toml).unwrap_err();
+    assert!(
+        error
+            .diagnostics
+            .iter()
+            .any(|d| d.code == "volatile-in-stable"),
+        "{error}"
+    );
+}
+
+fn listings() -> impl Strategy<Value = Vec<serde_json::Value>> {
+    proptest::collection::vec(
+        (
+            prop_oneof![
+                Just("files"),
+                Just("git.hub"),
+                Just("git hub"),
+                Just("tracker"),
+                Just("files_read")
+            ],
+            proptest::collection::vec(
+                prop_oneof![Just("read"), Just("search"), Just("x"), Just("read.all")],
+                0..4,
+            ),
+            any::<bool>(),
+        ),
+        0..5,
+    )
+    .prop_map(|servers| {
+        let mut seen = std::collections::HashSet::new();
+        servers
+            .into_iter()
+            .filter(|(server, _, _)| seen.insert(*server))
+            .map(|(server, tools, ok)| {
+                if ok {
+                    listing(server, &tools)
+                } else {
+                    failed(server)
+                }
+            })
+            .collect()
+    })
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(64))]
+
+    /// Whatever MCP servers answer, the stable half and the fingerprint stay the same; the toolset
+    /// does not depend on the order servers are listed in, and every name is provider-safe.
+    #[test]
+    fn mcp_listings_never_move_the_stable_half(servers in listings(), seed in any::<u64>()) {
+        let agent = mcp_agent();
+        let plain = agent.assemble(&mcp_send(json!([]))).unwrap();
+        let mut shuffled = servers.clone();
+        crate::naming::shuffle(&mut shuffled, seed);
+        let first = agent.assemble(&mcp_send(json!(servers))).unwrap();
+        let second = agent.assemble(&mcp_send(json!(shuffled))).unwrap();
+        prop_assert_eq!(first.stable(), plain.stable());
+        prop_assert_eq!(first.fingerprint(), plain.fingerprint());
+        let names: Vec<&str> = first.toolset().names().collect();
+        prop_assert_eq!(&names, &second.toolset().names().collect::<Vec<_>>());
+        prop_assert_eq!(first.compose("system").unwrap().system, second.compose("system").unwrap().system);
+        prop_assert!(names.windows(2).all(|w| w[0] < w[1]));
+        prop_assert!(names.iter().all(|n| promptstack_core::tools::naming::is_valid_tool_name(n)));
+    }
+}
