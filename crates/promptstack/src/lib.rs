@@ -5,9 +5,12 @@
 //! disk and MCP servers. Everything here feeds data into the core; nothing here decides prompt text.
 //!
 //! - [`nonce`]: [`nonce::OsNonces`], fence nonces from the operating system's CSPRNG.
+//! - [`context_files`]: the AGENTS.md / CLAUDE.md chain from the agent directory and from the
+//!   root down to the working directory.
 //! - [`mcp`]: discovery of MCP servers' tools over stdio and streamable HTTP, with timeouts and a
 //!   background retry that the application runs on its own runtime.
 
+pub mod context_files;
 pub mod mcp;
 pub mod nonce;
 

@@ -4,6 +4,7 @@ mod canonical_url;
 mod fence;
 mod invariants;
 mod label;
+mod layers;
 mod malformed;
 mod naming;
 mod purity;
