@@ -105,6 +105,8 @@ pub(crate) enum VolatileInput {
     Variable(String),
     /// `variables` as a whole (e.g. `variables[name]`).
     AllVariables,
+    Tabs,
+    HarnessState,
     /// This send's MCP servers.
     Mcp,
 }
@@ -115,6 +117,8 @@ impl VolatileInput {
         match (parts.next(), parts.next()) {
             (Some("now"), _) => VolatileInput::Now,
             (Some("user_message"), _) => VolatileInput::UserMessage,
+            (Some("tabs"), _) => VolatileInput::Tabs,
+            (Some("harness_state"), _) => VolatileInput::HarnessState,
             (Some("mcp"), _) => VolatileInput::Mcp,
             (Some("variables"), Some(name)) => VolatileInput::Variable(name.to_owned()),
             _ => VolatileInput::AllVariables,

@@ -344,6 +344,12 @@ impl Agent {
                 VolatileInput::AllVariables => {
                     key.add(&ctx.variables);
                 }
+                VolatileInput::Tabs => {
+                    key.add(&ctx.tabs);
+                }
+                VolatileInput::HarnessState => {
+                    key.add(&ctx.harness_state);
+                }
                 VolatileInput::Mcp => {
                     key.add(&ctx.mcp_servers);
                 }
@@ -365,7 +371,10 @@ impl Agent {
             .add(&ctx.integrations)
             .add(&ctx.user)
             .add(&ctx.project)
-            .add(&ctx.skills);
+            .add(&ctx.skills)
+            .add(&ctx.cwd)
+            .add(&ctx.context_files)
+            .add(&ctx.messages_path);
         for (name, spec) in &self.spec.variables {
             if spec.stability == Stability::Stable {
                 key.add(name.as_str()).add(&ctx.variables.get(name));
@@ -628,6 +637,11 @@ impl Agent {
             "user_message",
             template::user_message_value(ctx.user_message.as_deref()),
         ));
+        roots.push(("tabs", template::tabs_value(&ctx.tabs)));
+        roots.push((
+            "harness_state",
+            template::to_value(ctx.harness_state.as_ref()),
+        ));
         let toolset = if ctx.mcp_servers.is_empty() {
             stable.toolset.clone()
         } else {
@@ -653,6 +667,20 @@ impl Agent {
                 .subject(skipped.server.clone())
                 .hint("the server is retried in the background; the stable half does not change"),
             );
+        }
+        for tab in ctx.tabs.all() {
+            if let Err(error) = crate::layers::sites::parse_url(&tab.url) {
+                diagnostics.push(
+                    Diagnostic::warning(
+                        "bad-tab-url",
+                        format!(
+                            "tab {} has the URL `{}`, which does not parse ({error}); no site pattern matches it",
+                            tab.id, tab.url
+                        ),
+                    )
+                    .hint("send the tab's full URL, scheme included"),
+                );
+            }
         }
         for name in ctx.variables.keys() {
             if !self.spec.variables.contains_key(name) {

@@ -23,6 +23,8 @@ pub struct Args {
     /// The send context (JSON).
     #[arg(long)]
     send: PathBuf,
+    #[command(flatten)]
+    workspace: input::Workspace,
     /// Only this target in the targets section (default: every target).
     #[arg(long)]
     target: Option<String>,
@@ -51,7 +53,7 @@ struct TargetJson {
 
 pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     let agent = input::agent(&args.spec)?;
-    let send = input::send(&args.send)?;
+    let send = input::send_in(&args.send, &args.workspace)?;
     let assembly = agent.assemble(&send).context("assembly failed")?;
     let targets: Vec<String> = match &args.target {
         Some(t) => vec![t.clone()],

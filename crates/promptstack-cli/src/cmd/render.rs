@@ -27,6 +27,8 @@ pub struct Args {
     /// The send context (JSON).
     #[arg(long)]
     send: PathBuf,
+    #[command(flatten)]
+    workspace: input::Workspace,
     /// The target to render (default: every target).
     #[arg(long)]
     target: Option<String>,
@@ -96,7 +98,7 @@ struct JsonOutput<'a> {
 
 pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     let agent = input::agent(&args.spec)?;
-    let send = input::send(&args.send)?;
+    let send = input::send_in(&args.send, &args.workspace)?;
     if args.full {
         return render_full(&agent, &send, &args);
     }

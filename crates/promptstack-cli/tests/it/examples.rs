@@ -79,9 +79,15 @@ fn load(example: &Example) -> Agent {
     promptstack::registry::compile(&bytes, &root().join(&example.spec), SpecFormat::Toml).unwrap()
 }
 
+/// pi-compat's renders are compared byte for byte with the peer's own output in `pi_compat.rs`;
+/// snapshots of them would only repeat those fixtures.
+fn snapshotted(example: &Example) -> bool {
+    example.name != "pi-compat"
+}
+
 #[test]
 fn explain_every_send() {
-    for example in examples() {
+    for example in examples().into_iter().filter(snapshotted) {
         for (send, path) in &example.sends {
             insta::with_settings!({ snapshot_suffix => format!("{}-{send}", example.name) }, {
                 assert_cmd_snapshot!("explain", promptstack().args(["explain", &example.spec, "--send", path]));
@@ -92,7 +98,7 @@ fn explain_every_send() {
 
 #[test]
 fn render_every_send_and_target() {
-    for example in examples() {
+    for example in examples().into_iter().filter(snapshotted) {
         let agent = load(&example);
         let targets: Vec<String> = agent.target_ids().map(str::to_owned).collect();
         for (send, path) in &example.sends {

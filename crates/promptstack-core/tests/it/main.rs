@@ -6,6 +6,7 @@ mod full;
 mod injections;
 mod invariants;
 mod label;
+mod layers;
 mod malformed;
 mod naming;
 mod purity;
