@@ -69,6 +69,7 @@ pub mod error;
 pub mod fence;
 pub mod fingerprint;
 mod hash;
+pub mod inject;
 pub mod layers;
 mod lint;
 pub mod provider;

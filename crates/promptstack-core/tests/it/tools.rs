@@ -164,6 +164,9 @@ fn send(integrations: BTreeMap<String, Integration>) -> SendContext {
         harness_state: None,
         tabs: Default::default(),
         mcp_servers: Vec::new(),
+        topic: None,
+        tenant_instructions: None,
+        auto_injections: None,
     }
 }
 
