@@ -39,6 +39,7 @@ pub struct Agent {
     pub(crate) counter: TokenCounter,
     pub(crate) stable_cache: Mutex<crate::assemble::StableCache>,
     pub(crate) volatile_memo: Mutex<crate::assemble::VolatileMemo>,
+    pub(crate) mcp_memo: Mutex<crate::assemble::McpMemo>,
 }
 
 impl std::fmt::Debug for Agent {
@@ -243,6 +244,7 @@ impl Agent {
             counter: TokenCounter::default(),
             stable_cache: Mutex::new(crate::assemble::StableCache::default()),
             volatile_memo: Mutex::new(crate::assemble::VolatileMemo::default()),
+            mcp_memo: Mutex::new(crate::assemble::McpMemo::default()),
         })
     }
 
