@@ -288,6 +288,48 @@ impl Agent {
             }),
             subagents,
         });
+        let mut lint = lint;
+        match (&stage, &spec.auto_injections) {
+            (Some(stage), Some(config)) => {
+                let overrides = crate::inject::Overrides::read(Some(config));
+                let locator = Locator {
+                    source: &source,
+                    spans: &spans,
+                };
+                for finding in crate::inject::override_findings(stage, &overrides) {
+                    // The finding's key path, or the nearest enclosing key the file has.
+                    let mut pointer = finding
+                        .subject
+                        .as_deref()
+                        .map(|path| format!("/{}", path.replace('.', "/")))
+                        .unwrap_or_default();
+                    let location = loop {
+                        if let Some(span) = locator.spans.find(&pointer) {
+                            break Some(source.location(span.value.start));
+                        }
+                        match pointer.rfind('/') {
+                            Some(i) if i > 0 => pointer.truncate(i),
+                            _ => break None,
+                        }
+                    };
+                    lint.push(finding.at(location));
+                }
+            }
+            (None, Some(_)) => {
+                let location = spans
+                    .find("/auto_injections")
+                    .map(|span| source.location(span.value.start));
+                lint.push(
+                    Diagnostic::warning(
+                        "overrides-without-stage",
+                        "`[auto_injections]` has no effect: the spec declares no `[stage]`",
+                    )
+                    .at(location)
+                    .hint("add a [stage], or remove [auto_injections]"),
+                );
+            }
+            _ => {}
+        }
 
         Ok(Self {
             spec: Arc::new(spec),

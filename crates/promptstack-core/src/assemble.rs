@@ -625,7 +625,11 @@ impl Agent {
         }
         if let Some(stage) = &self.stage {
             let overrides = inject::overrides_for(self.spec.auto_injections.as_ref(), ctx);
-            diagnostics.extend(overrides.diagnostics().iter().cloned());
+            // Findings about the spec's own overrides are lint, located, reported at compile time;
+            // a send's stored overrides are checked here, once per stable part.
+            if ctx.auto_injections.is_some() {
+                diagnostics.extend(inject::override_findings(stage, &overrides));
+            }
             if !self.authored_volatile(stage, prompt) {
                 for injection in
                     inject::stage_injections(stage, ctx, prompt, &overrides, Stability::Stable)
@@ -1007,6 +1011,7 @@ impl Agent {
         counting: Counting,
         diagnostics: &mut Vec<Diagnostic>,
     ) -> Block {
+        // Decision findings are reported once, by `override_findings`.
         diagnostics.extend(injection.diagnostics);
         let preview = injection.preview;
         let (state, text, tokens) = match injection.exclusion {
