@@ -317,6 +317,15 @@ impl Agent {
         self.finish(ctx, stable, None)
     }
 
+    /// Forgets every reusable result: stable parts, memoised volatile units and token counts. The
+    /// next assembly does all the work a first send does (only the compiled templates remain).
+    /// For measuring cold assembly; applications never need it.
+    pub fn clear_caches(&self) {
+        self.cache().entries.clear();
+        self.memo().clear();
+        self.counter.clear();
+    }
+
     /// Counters of cache reuse since the agent was compiled.
     pub fn cache_stats(&self) -> CacheStats {
         let cache = self.cache();
