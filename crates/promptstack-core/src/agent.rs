@@ -41,6 +41,7 @@ pub struct Agent {
     pub(crate) volatile_memo: Mutex<crate::assemble::VolatileMemo>,
     /// The stage, when the spec declares one: capabilities, subagents, injected blocks.
     pub(crate) stage: Option<crate::inject::CompiledStage>,
+    pub(crate) mcp_memo: Mutex<crate::assemble::McpMemo>,
 }
 
 impl std::fmt::Debug for Agent {
@@ -342,6 +343,7 @@ impl Agent {
             stable_cache: Mutex::new(crate::assemble::StableCache::default()),
             volatile_memo: Mutex::new(crate::assemble::VolatileMemo::default()),
             stage,
+            mcp_memo: Mutex::new(crate::assemble::McpMemo::default()),
         })
     }
 

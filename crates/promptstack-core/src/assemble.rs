@@ -59,6 +59,19 @@ pub(crate) type VolatileMemo = std::collections::HashMap<Key, (Block, Vec<Diagno
 /// Beyond this many entries the volatile memo starts over.
 const VOLATILE_MEMO_CAPACITY: usize = 4096;
 
+/// Resolved MCP tools by the key of their listings (see `Agent::resolve_mcp`). Small and
+/// FIFO-evicted: an application usually sends the same listings until a server changes.
+pub(crate) type McpMemo = VecDeque<(Key, Arc<McpResolved>)>;
+
+/// How many distinct sets of MCP listings an agent keeps resolved.
+const MCP_MEMO_CAPACITY: usize = 8;
+
+/// A send's MCP tools and its `mcp` template root.
+pub(crate) struct McpResolved {
+    mcp: crate::toolset::ResolvedMcp,
+    root: Value,
+}
+
 /// The memo of stable parts, keyed by the stable inputs. Small and FIFO-evicted.
 #[derive(Default)]
 pub(crate) struct StableCache {
@@ -304,6 +317,15 @@ impl Agent {
         self.finish(ctx, stable, None)
     }
 
+    /// Forgets every reusable result: stable parts, memoised volatile units and token counts. The
+    /// next assembly does all the work a first send does (only the compiled templates remain).
+    /// For measuring cold assembly; applications never need it.
+    pub fn clear_caches(&self) {
+        self.cache().entries.clear();
+        self.memo().clear();
+        self.counter.clear();
+    }
+
     /// Counters of cache reuse since the agent was compiled.
     pub fn cache_stats(&self) -> CacheStats {
         let cache = self.cache();
@@ -320,7 +342,14 @@ impl Agent {
     }
 
     /// A key over a volatile unit's identity, the stable inputs, and the volatile inputs it reads.
-    fn volatile_key(&self, stable_key: Key, index: usize, unit: &Unit, ctx: &SendContext) -> Key {
+    fn volatile_key(
+        &self,
+        stable_key: Key,
+        index: usize,
+        unit: &Unit,
+        ctx: &SendContext,
+        mcp_key: Option<Key>,
+    ) -> Key {
         let mut key = KeyBuilder::new("promptstack/volatile-unit/v1");
         key.add(&stable_key).add(&index);
         for input in &unit.volatile_inputs {
@@ -351,11 +380,38 @@ impl Agent {
                     key.add(&ctx.harness_state);
                 }
                 VolatileInput::Mcp => {
-                    key.add(&ctx.mcp_servers);
+                    key.add(&mcp_key);
                 }
             }
         }
         key.finish()
+    }
+
+    /// The MCP tools and `mcp` root of a send's listings, built once per distinct listings (and
+    /// tool capability) and shared by later sends; the key also stands for the listings in the
+    /// volatile memo.
+    fn resolve_mcp(&self, ctx: &SendContext, local: &Toolset) -> (Key, Arc<McpResolved>) {
+        let can_use_tools = ctx.model.can_use_tools();
+        let key = KeyBuilder::new("promptstack/mcp-listings/v1")
+            .add(&ctx.mcp_servers)
+            .add(&can_use_tools)
+            .finish();
+        let mut memo = self.mcp_memo.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some((_, found)) = memo.iter().find(|(k, _)| *k == key) {
+            return (key, found.clone());
+        }
+        let mcp = crate::toolset::ResolvedMcp::new(
+            &ctx.mcp_servers,
+            self.tools.iter().map(|t| t.spec.name.as_str()),
+            can_use_tools,
+        );
+        let root = template::mcp_value(&ctx.mcp_servers, &local.joined(&mcp));
+        let resolved = Arc::new(McpResolved { mcp, root });
+        if memo.len() >= MCP_MEMO_CAPACITY {
+            memo.pop_front();
+        }
+        memo.push_back((key, resolved.clone()));
+        (key, resolved)
     }
 
     fn cache(&self) -> std::sync::MutexGuard<'_, StableCache> {
@@ -646,16 +702,15 @@ impl Agent {
             "harness_state",
             template::to_value(ctx.harness_state.as_ref()),
         ));
-        let toolset = if ctx.mcp_servers.is_empty() {
-            stable.toolset.clone()
+        let (toolset, mcp_root, mcp_key) = if ctx.mcp_servers.is_empty() {
+            let root = template::mcp_value(&[], &stable.toolset);
+            (stable.toolset.clone(), root, None)
         } else {
-            Arc::new(stable.toolset.with_mcp(
-                &ctx.mcp_servers,
-                self.tools.iter().map(|t| t.spec.name.as_str()),
-                ctx.model.can_use_tools(),
-            ))
+            let (key, resolved) = self.resolve_mcp(ctx, &stable.toolset);
+            let toolset = Arc::new(stable.toolset.joined(&resolved.mcp));
+            (toolset, resolved.root.clone(), Some(key))
         };
-        roots.push(("mcp", template::mcp_value(&ctx.mcp_servers, &toolset)));
+        roots.push(("mcp", mcp_root));
         let context = template::context_value(roots);
         let mut diagnostics: Vec<Diagnostic> = Vec::new();
         for skipped in toolset.skipped_servers() {
@@ -711,7 +766,7 @@ impl Agent {
                 volatile_blocks.push(other_prompt_block(unit, prompt, stable.counting));
                 continue;
             }
-            let key = memo.map(|stable_key| self.volatile_key(stable_key, i, unit, ctx));
+            let key = memo.map(|stable_key| self.volatile_key(stable_key, i, unit, ctx, mcp_key));
             if let Some((block, found)) = key.and_then(|k| self.memo().get(&k).cloned()) {
                 diagnostics.extend(found);
                 volatile_blocks.push(block);

@@ -537,6 +537,12 @@ proptest! {
         prop_assert_eq!(first.compose("system").unwrap().system, second.compose("system").unwrap().system);
         prop_assert!(names.windows(2).all(|w| w[0] < w[1]));
         prop_assert!(names.iter().all(|n| promptstack_core::tools::naming::is_valid_tool_name(n)));
+        // A later send with the same listings reuses the resolved MCP tools: same result.
+        let again = agent.assemble(&mcp_send(json!(servers))).unwrap();
+        prop_assert_eq!(&names, &again.toolset().names().collect::<Vec<_>>());
+        prop_assert_eq!(first.compose("system").unwrap().system, again.compose("system").unwrap().system);
+        let fresh = mcp_agent().assemble_fresh(&mcp_send(json!(servers))).unwrap();
+        prop_assert_eq!(&names, &fresh.toolset().names().collect::<Vec<_>>());
     }
 }
 
