@@ -258,7 +258,7 @@ impl Agent {
             .clone()
             .unwrap_or_else(|| ctx.model.id.clone());
         let rule = rules.find(options.format.family(), &model)?;
-        let mut diagnostics = Vec::new();
+        let mut diagnostics = composition.diagnostics.clone();
         let user_message = match &ctx.user_message {
             Some(text) => Some(composition.user_message(text, assembly.separator())),
             None => {
