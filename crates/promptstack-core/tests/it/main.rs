@@ -6,6 +6,7 @@ mod invariants;
 mod label;
 mod malformed;
 mod naming;
+mod provider;
 mod purity;
 mod spec_fuzz;
 mod stream;
