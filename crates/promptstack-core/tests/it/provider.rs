@@ -136,3 +136,40 @@ fn bad_requests_are_errors() {
             .unwrap_err();
     assert!(error.to_string().starts_with("c.json:1:"), "{error}");
 }
+
+/// With an explicit Gemini cached content, the request names it and omits the system text and
+/// the tools, which the cached content holds; other formats refuse the option.
+#[test]
+fn gemini_cached_content_omits_system_and_tools() {
+    let agent = agent();
+    let ctx = send("research");
+    let assembly = agent.assemble(&ctx).unwrap();
+    let mut options = RequestOptions::new(Format::Gemini, "legacy");
+    options.cached_content = Some("cachedContents/abc123".into());
+    let request = agent
+        .request(
+            &ctx,
+            &assembly,
+            &Conversation::default(),
+            Rules::bundled(),
+            &options,
+        )
+        .unwrap();
+    let body = request.body_value();
+    assert_eq!(body["cachedContent"], "cachedContents/abc123");
+    assert!(body.get("systemInstruction").is_none());
+    assert!(body.get("tools").is_none());
+    assert!(body["contents"].as_array().is_some_and(|c| !c.is_empty()));
+    options.format = Format::Anthropic;
+    assert!(
+        agent
+            .request(
+                &ctx,
+                &assembly,
+                &Conversation::default(),
+                Rules::bundled(),
+                &options
+            )
+            .is_err()
+    );
+}
