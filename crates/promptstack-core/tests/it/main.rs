@@ -9,6 +9,7 @@ mod label;
 mod layers;
 mod malformed;
 mod naming;
+mod provider;
 mod purity;
 mod refresh;
 mod registry;
