@@ -154,6 +154,10 @@ pub(crate) struct CompiledTarget {
     pub user: Vec<(usize, Arc<str>)>,
     pub user_position: UserPosition,
     pub separator: String,
+    /// The token budget, if the target has one.
+    pub budget: Option<u32>,
+    /// Shedding priority and pinning of every block and note, by id (only with a budget).
+    pub shedding: Vec<(Arc<str>, i32, bool)>,
 }
 
 /// Per-unit facts collected while validating, used by several checks.
@@ -1093,6 +1097,20 @@ impl Compiler<'_> {
                     .separator
                     .clone()
                     .unwrap_or_else(|| spec.render.separator.clone()),
+                budget: target.budget,
+                shedding: if target.budget.is_some() {
+                    spec.blocks
+                        .iter()
+                        .map(|b| (Arc::from(b.id.as_str()), b.priority, b.pinned))
+                        .chain(
+                            spec.notes
+                                .iter()
+                                .map(|n| (Arc::from(n.id.as_str()), n.priority, n.pinned)),
+                        )
+                        .collect()
+                } else {
+                    Vec::new()
+                },
             };
             self.check_target_trailing(&compiled, units, &pointer);
             out.push(compiled);
