@@ -30,6 +30,8 @@ enum Command {
     Fence(cmd::fence::Args),
     Cite(cmd::cite::Args),
     Tools(cmd::tools::Args),
+    CacheSim(cmd::cache_sim::Args),
+    Diff(cmd::diff::Args),
 }
 
 fn main() -> ExitCode {
@@ -51,6 +53,8 @@ fn main() -> ExitCode {
         Command::Fence(args) => cmd::fence::run(args),
         Command::Cite(args) => cmd::cite::run(args),
         Command::Tools(args) => cmd::tools::run(args),
+        Command::CacheSim(args) => cmd::cache_sim::run(args),
+        Command::Diff(args) => cmd::diff::run(args),
     };
     exit::report(result)
 }

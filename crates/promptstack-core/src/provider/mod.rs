@@ -13,10 +13,12 @@
 mod anthropic;
 pub mod canonical;
 pub mod conversation;
+pub mod diff;
 mod gemini;
 mod openai;
 pub mod plan;
 pub mod rules;
+pub mod sim;
 
 use std::sync::Arc;
 
@@ -224,6 +226,33 @@ impl Agent {
         options: &RequestOptions,
     ) -> Result<Request, Error> {
         let composition = assembly.compose(&options.target)?;
+        let chunks = split_system(&composition);
+        self.build_request(
+            ctx,
+            assembly,
+            &composition,
+            chunks,
+            assembly.toolset().tools(),
+            conversation,
+            rules,
+            options,
+        )
+    }
+
+    /// Builds a request from explicit system chunks and tools (the simulator's naive baseline
+    /// uses this with its own order).
+    #[allow(clippy::too_many_arguments)]
+    pub(crate) fn build_request(
+        &self,
+        ctx: &SendContext,
+        assembly: &Assembly,
+        composition: &Composition,
+        chunks: Vec<Chunk<'_>>,
+        tools: &[Arc<Tool>],
+        conversation: &Conversation,
+        rules: &Rules,
+        options: &RequestOptions,
+    ) -> Result<Request, Error> {
         let model = options
             .model
             .clone()
@@ -289,8 +318,8 @@ impl Agent {
             .rposition(|m| matches!(m, Message::Assistant { .. }))
             .and_then(|i| i.checked_sub(1));
         let inputs = Inputs {
-            chunks: split_system(&composition),
-            tools: assembly.toolset().tools(),
+            chunks,
+            tools,
             messages,
             conversation,
             history_end,
@@ -309,7 +338,6 @@ impl Agent {
         }
         let counting = assembly.counting();
         let mut units = Vec::with_capacity(pieces.len());
-        let mut unit_bytes = Vec::with_capacity(pieces.len());
         let mut prefix = 0u128;
         let mut message_index = usize::MAX;
         let mut part = 0usize;
@@ -339,12 +367,13 @@ impl Agent {
                 boundary: piece.boundary,
                 markable: piece.markable,
                 prefix,
+                bytes,
             });
-            unit_bytes.push(bytes);
         }
         let tool_turn = ctx.user_message.is_none() && conversation.continues_tool_turn();
         let (placed, skipped) = plan::place(&units, rule, options.expected_gap_seconds, tool_turn);
         let at: Vec<usize> = placed.iter().map(|p| p.unit).collect();
+        let unit_bytes: Vec<&str> = units.iter().map(|u| u.bytes.as_str()).collect();
         let fingerprints = plan::fingerprints(&[options.format.as_str(), &model], &unit_bytes, &at);
         let prefix_tokens = plan::prefix_tokens(&units);
         let breakpoints: Vec<Breakpoint> = placed
@@ -423,7 +452,7 @@ impl Agent {
         Ok(Request {
             format: options.format,
             model,
-            target: composition.target,
+            target: composition.target.clone(),
             body: canonical::to_string(&body),
             user_message,
             plan,
@@ -528,8 +557,13 @@ pub(crate) fn split_system(composition: &Composition) -> Vec<Chunk<'_>> {
         }
         let end = parts[count - 1].range.end;
         match cuts.last_mut() {
-            // A later boundary at the same place supersedes an earlier one.
-            Some(last) if last.0 == end => last.1 = boundary,
+            // Two boundaries at one place: the end of the stable half names it; otherwise the
+            // wider reuse (agent-wide over tenant-wide) does.
+            Some(last) if last.0 == end => {
+                if boundary == Boundary::Stable {
+                    last.1 = boundary;
+                }
+            }
             _ => cuts.push((end, boundary)),
         }
     }

@@ -2,11 +2,16 @@
 
 mod canonical_url;
 mod fence;
+mod full;
+mod injections;
 mod invariants;
 mod label;
+mod layers;
 mod malformed;
 mod naming;
 mod purity;
+mod refresh;
+mod registry;
 mod spec_fuzz;
 mod stream;
 mod tools;

@@ -158,7 +158,15 @@ fn send(integrations: BTreeMap<String, Integration>) -> SendContext {
         skills: Vec::new(),
         user_message: None,
         variables: BTreeMap::new(),
+        cwd: None,
+        context_files: Vec::new(),
+        messages_path: None,
+        harness_state: None,
+        tabs: Default::default(),
         mcp_servers: Vec::new(),
+        topic: None,
+        tenant_instructions: None,
+        auto_injections: None,
     }
 }
 
@@ -224,6 +232,8 @@ fn rich_send(
             instructions: String::new(),
             tags: Vec::new(),
             disable_model_invocation: false,
+            location: None,
+            sites: Vec::new(),
         })
         .collect();
     ctx.project = siblings.map(|has_sibling_threads| Project {
