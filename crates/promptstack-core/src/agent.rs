@@ -154,6 +154,10 @@ pub(crate) struct CompiledTarget {
     pub user: Vec<(usize, Arc<str>)>,
     pub user_position: UserPosition,
     pub separator: String,
+    /// The token budget, if the target has one.
+    pub budget: Option<u32>,
+    /// Shedding priority and pinning of every block and note, by id (only with a budget).
+    pub shedding: Vec<(Arc<str>, i32, bool)>,
 }
 
 /// Per-unit facts collected while validating, used by several checks.
@@ -288,6 +292,48 @@ impl Agent {
             }),
             subagents,
         });
+        let mut lint = lint;
+        match (&stage, &spec.auto_injections) {
+            (Some(stage), Some(config)) => {
+                let overrides = crate::inject::Overrides::read(Some(config));
+                let locator = Locator {
+                    source: &source,
+                    spans: &spans,
+                };
+                for finding in crate::inject::override_findings(stage, &overrides) {
+                    // The finding's key path, or the nearest enclosing key the file has.
+                    let mut pointer = finding
+                        .subject
+                        .as_deref()
+                        .map(|path| format!("/{}", path.replace('.', "/")))
+                        .unwrap_or_default();
+                    let location = loop {
+                        if let Some(span) = locator.spans.find(&pointer) {
+                            break Some(source.location(span.value.start));
+                        }
+                        match pointer.rfind('/') {
+                            Some(i) if i > 0 => pointer.truncate(i),
+                            _ => break None,
+                        }
+                    };
+                    lint.push(finding.at(location));
+                }
+            }
+            (None, Some(_)) => {
+                let location = spans
+                    .find("/auto_injections")
+                    .map(|span| source.location(span.value.start));
+                lint.push(
+                    Diagnostic::warning(
+                        "overrides-without-stage",
+                        "`[auto_injections]` has no effect: the spec declares no `[stage]`",
+                    )
+                    .at(location)
+                    .hint("add a [stage], or remove [auto_injections]"),
+                );
+            }
+            _ => {}
+        }
 
         Ok(Self {
             spec: Arc::new(spec),
@@ -1051,6 +1097,20 @@ impl Compiler<'_> {
                     .separator
                     .clone()
                     .unwrap_or_else(|| spec.render.separator.clone()),
+                budget: target.budget,
+                shedding: if target.budget.is_some() {
+                    spec.blocks
+                        .iter()
+                        .map(|b| (Arc::from(b.id.as_str()), b.priority, b.pinned))
+                        .chain(
+                            spec.notes
+                                .iter()
+                                .map(|n| (Arc::from(n.id.as_str()), n.priority, n.pinned)),
+                        )
+                        .collect()
+                } else {
+                    Vec::new()
+                },
             };
             self.check_target_trailing(&compiled, units, &pointer);
             out.push(compiled);

@@ -317,6 +317,15 @@ impl Agent {
         self.finish(ctx, stable, None)
     }
 
+    /// Forgets every reusable result: stable parts, memoised volatile units and token counts. The
+    /// next assembly does all the work a first send does (only the compiled templates remain).
+    /// For measuring cold assembly; applications never need it.
+    pub fn clear_caches(&self) {
+        self.cache().entries.clear();
+        self.memo().clear();
+        self.counter.clear();
+    }
+
     /// Counters of cache reuse since the agent was compiled.
     pub fn cache_stats(&self) -> CacheStats {
         let cache = self.cache();
@@ -625,7 +634,11 @@ impl Agent {
         }
         if let Some(stage) = &self.stage {
             let overrides = inject::overrides_for(self.spec.auto_injections.as_ref(), ctx);
-            diagnostics.extend(overrides.diagnostics().iter().cloned());
+            // Findings about the spec's own overrides are lint, located, reported at compile time;
+            // a send's stored overrides are checked here, once per stable part.
+            if ctx.auto_injections.is_some() {
+                diagnostics.extend(inject::override_findings(stage, &overrides));
+            }
             if !self.authored_volatile(stage, prompt) {
                 for injection in
                     inject::stage_injections(stage, ctx, prompt, &overrides, Stability::Stable)
@@ -1007,6 +1020,7 @@ impl Agent {
         counting: Counting,
         diagnostics: &mut Vec<Diagnostic>,
     ) -> Block {
+        // Decision findings are reported once, by `override_findings`.
         diagnostics.extend(injection.diagnostics);
         let preview = injection.preview;
         let (state, text, tokens) = match injection.exclusion {

@@ -61,6 +61,7 @@
 mod agent;
 mod assemble;
 pub mod block;
+pub mod budget;
 pub mod canonical_url;
 pub mod compose;
 pub mod context;

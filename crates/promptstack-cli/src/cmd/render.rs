@@ -111,7 +111,11 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         None => assembly.target_ids().map(str::to_owned).collect(),
     };
     let compositions = compose_all(&assembly, &targets)?;
-    report_diagnostics(assembly.diagnostics());
+    report_diagnostics(
+        assembly
+            .diagnostics()
+            .chain(compositions.iter().flat_map(|c| c.diagnostics.iter())),
+    );
     let mut out = std::io::stdout().lock();
     match args.format {
         Format::Json => {

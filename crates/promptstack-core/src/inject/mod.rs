@@ -146,6 +146,7 @@ pub(crate) struct Injection {
     pub exclusion: Option<Exclusion>,
     pub kind: BlockKind,
     pub origin: crate::block::Origin,
+    /// Findings of this send (tenant instructions that could not be read).
     pub diagnostics: Vec<Diagnostic>,
 }
 
@@ -189,7 +190,7 @@ impl Injection {
             },
             exclusion,
             origin,
-            diagnostics: decision.diagnostics.clone(),
+            diagnostics: Vec::new(),
         }
     }
 }
@@ -309,6 +310,34 @@ pub(crate) fn stage_injections(
                 builder: TENANT_INSTRUCTIONS_END,
             },
         ));
+    }
+    out
+}
+
+/// Every finding of the override decisions for a stage, once: the configuration's shape, each
+/// block's entry, and entries for capabilities the stage does not enable (harmless leftovers,
+/// reported as information).
+pub(crate) fn override_findings(
+    stage: &CompiledStage,
+    overrides: &Overrides<'_>,
+) -> Vec<Diagnostic> {
+    let mut out = overrides.diagnostics().to_vec();
+    out.extend(overrides.decide(Injectable::PlatformContext).diagnostics);
+    out.extend(overrides.decide(Injectable::TenantInstructions).diagnostics);
+    for capability in &stage.capabilities {
+        out.extend(capability_decision(capability, overrides).0.diagnostics);
+    }
+    for slug in overrides.configured_capabilities() {
+        if !stage.capabilities.iter().any(|c| c.slug == slug) {
+            out.push(
+                Diagnostic::new(
+                    crate::diagnostic::Severity::Info,
+                    "leftover-override",
+                    format!("`auto_injections.capabilities.{slug}` configures a capability this stage does not enable; it has no effect"),
+                )
+                .subject(format!("auto_injections.capabilities.{slug}")),
+            );
+        }
     }
     out
 }

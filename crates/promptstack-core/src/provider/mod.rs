@@ -188,8 +188,8 @@ pub(crate) struct Piece {
     /// The provider's role of that message.
     pub role: &'static str,
     pub label: String,
-    /// The text whose tokens the unit costs.
-    pub count: String,
+    /// The text whose tokens the unit costs; `None`: its canonical JSON (tool definitions).
+    pub count: Option<String>,
     pub boundary: Option<Boundary>,
     pub markable: bool,
 }
@@ -258,7 +258,7 @@ impl Agent {
             .clone()
             .unwrap_or_else(|| ctx.model.id.clone());
         let rule = rules.find(options.format.family(), &model)?;
-        let mut diagnostics = Vec::new();
+        let mut diagnostics = composition.diagnostics.clone();
         let user_message = match &ctx.user_message {
             Some(text) => Some(composition.user_message(text, assembly.separator())),
             None => {
@@ -344,7 +344,8 @@ impl Agent {
         for piece in &pieces {
             let bytes = canonical::to_string(&piece.value);
             prefix = plan::chain(prefix, bytes.as_bytes());
-            let tokens = self.counter.count(counting, &piece.count).count;
+            let text = piece.count.as_deref().unwrap_or(&bytes);
+            let tokens = self.counter.count(counting, text).count;
             if piece.region == Region::Messages {
                 if piece.group != message_index {
                     message_index = piece.group;
@@ -601,12 +602,12 @@ pub(crate) fn split_system(composition: &Composition) -> Vec<Chunk<'_>> {
     chunks
 }
 
-/// `{"type": …, "text": …}` style objects without allocating a map by hand at every call.
+/// A JSON object from key–value pairs. Inserted one by one: for the few keys of a request
+/// object that is cheaper than collecting (which sorts a temporary vector first).
 pub(crate) fn object<const N: usize>(entries: [(&str, Value); N]) -> Value {
-    Value::Object(
-        entries
-            .into_iter()
-            .map(|(k, v)| (k.to_owned(), v))
-            .collect(),
-    )
+    let mut map = serde_json::Map::new();
+    for (key, value) in entries {
+        map.insert(key.to_owned(), value);
+    }
+    Value::Object(map)
 }

@@ -341,11 +341,11 @@ pub(crate) fn prefix_tokens(units: &[Unit]) -> Vec<u32> {
 
 /// The chained XXH3-128 identity of a prefix, extended by one unit's canonical bytes.
 pub(crate) fn chain(previous: u128, bytes: &[u8]) -> u128 {
-    let mut input = Vec::with_capacity(24 + bytes.len());
-    input.extend_from_slice(&previous.to_le_bytes());
-    input.extend_from_slice(&(bytes.len() as u64).to_le_bytes());
-    input.extend_from_slice(bytes);
-    xxhash_rust::xxh3::xxh3_128(&input)
+    let mut hasher = xxhash_rust::xxh3::Xxh3::new();
+    hasher.update(&previous.to_le_bytes());
+    hasher.update(&(bytes.len() as u64).to_le_bytes());
+    hasher.update(bytes);
+    hasher.digest128()
 }
 
 /// SHA-256 fingerprints of the prefixes ending at the given unit indices (ascending).

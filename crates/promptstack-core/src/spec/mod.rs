@@ -364,6 +364,10 @@ fn empty_object_schema() -> serde_json::Value {
     serde_json::json!({"type": "object", "properties": {}})
 }
 
+fn is_zero(value: &i32) -> bool {
+    *value == 0
+}
+
 fn default_results_trust() -> ResultTrust {
     ResultTrust::Trusted
 }
@@ -410,6 +414,13 @@ pub struct BlockSpec {
     /// replaces the block's own text.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub variants: Vec<VariantSpec>,
+    /// Shedding order under a target's token budget: blocks of lower priority are dropped first
+    /// (default 0).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub priority: i32,
+    /// Never dropped to fit a token budget.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub pinned: bool,
 }
 
 /// An alternative text for a block, chosen by a gate (e.g. a model profile).
@@ -448,6 +459,13 @@ pub struct NoteSpec {
     /// A lint limit on the note's rendered size in tokens.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub max_tokens: Option<u32>,
+    /// Shedding order under a target's token budget: blocks of lower priority are dropped first
+    /// (default 0).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub priority: i32,
+    /// Never dropped to fit a token budget.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub pinned: bool,
 }
 
 /// One composed text for one engine: a system string and, optionally, notes for the last user message.
@@ -473,6 +491,12 @@ pub struct TargetSpec {
     /// Overrides the spec-wide separator between the parts of this target.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub separator: Option<String>,
+    /// A total token budget for this target's composed text (system text and user-slot notes,
+    /// counted as the sum of their blocks' tokens). Over it, blocks are shed: volatile before
+    /// stable, lower `priority` first, later before earlier; `pinned` blocks never.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(range(min = 1))]
+    pub budget: Option<u32>,
 }
 
 /// Where a target's user-slot notes go relative to the user's own message text.

@@ -804,3 +804,39 @@ mod decision_properties {
         }
     }
 }
+
+#[test]
+fn spec_overrides_are_checked_at_compile_time_with_locations_and_reported_once() {
+    let agent = agent_with(
+        r#"
+[auto_injections]
+platform_context = "no"
+[auto_injections.capabilities.payments]
+mode = "of"
+[auto_injections.capabilities.sms]
+mode = "off"
+"#,
+    );
+    let lint: Vec<_> = agent
+        .lint()
+        .iter()
+        .map(|d| (d.code, d.location.as_ref().map(|l| l.line)))
+        .collect();
+    assert!(lint.contains(&("malformed-override", Some(42))), "{lint:?}");
+    assert!(lint.contains(&("malformed-override", Some(44))), "{lint:?}");
+    assert!(lint.iter().any(|(c, _)| *c == "compliance-override"));
+    assert!(
+        lint.iter()
+            .any(|(c, l)| *c == "leftover-override" && l.is_some())
+    );
+    let assembly = agent.assemble(&send(json!({}))).unwrap();
+    let malformed = assembly
+        .diagnostics()
+        .filter(|d| d.code == "malformed-override")
+        .count();
+    assert_eq!(malformed, 2, "reported once, not again per assembly");
+    // Without a stage, overrides do nothing, and lint says so.
+    let spec = "spec_version = 1\nname = \"s\"\n[[blocks]]\nid = \"a\"\ntrust = \"author\"\nstability = \"stable\"\ntext = \"A.\"\n[targets.main]\nsystem = [\"@body\"]\n[auto_injections]\nplatform_context = false\n";
+    let agent = Agent::from_source(spec.as_bytes(), "s.toml", SpecFormat::Toml).unwrap();
+    assert_eq!(agent.lint()[0].code, "overrides-without-stage");
+}

@@ -1,6 +1,7 @@
 //! The core's integration tests: one binary, one module per area.
 
 mod canonical_url;
+mod examples_turn;
 mod fence;
 mod full;
 mod injections;
@@ -9,6 +10,7 @@ mod label;
 mod layers;
 mod malformed;
 mod naming;
+mod provider;
 mod purity;
 mod refresh;
 mod registry;
