@@ -15,7 +15,7 @@ pub(crate) fn pieces(inputs: &Inputs<'_>) -> Vec<Piece> {
         let value = object([
             ("name", Value::String(tool.name.clone())),
             ("description", Value::String(tool.description.clone())),
-            ("input_schema", tool.parameters.clone()),
+            ("input_schema", (*tool.parameters).clone()),
         ]);
         pieces.push(Piece {
             count: None,

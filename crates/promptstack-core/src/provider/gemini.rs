@@ -30,7 +30,7 @@ pub(crate) fn pieces(inputs: &Inputs<'_>, cached_content: bool) -> Vec<Piece> {
             let value = object([
                 ("name", Value::String(tool.name.clone())),
                 ("description", Value::String(tool.description.clone())),
-                ("parametersJsonSchema", tool.parameters.clone()),
+                ("parametersJsonSchema", (*tool.parameters).clone()),
             ]);
             pieces.push(Piece {
                 count: None,

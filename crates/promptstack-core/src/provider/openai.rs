@@ -65,7 +65,7 @@ pub(crate) fn chat_pieces(inputs: &Inputs<'_>) -> Vec<Piece> {
                     object([
                         ("name", Value::String(t.name.clone())),
                         ("description", Value::String(t.description.clone())),
-                        ("parameters", t.parameters.clone()),
+                        ("parameters", (*t.parameters).clone()),
                     ]),
                 ),
             ])
@@ -148,7 +148,7 @@ pub(crate) fn responses_pieces(inputs: &Inputs<'_>) -> Vec<Piece> {
                 ("type", Value::String("function".into())),
                 ("name", Value::String(t.name.clone())),
                 ("description", Value::String(t.description.clone())),
-                ("parameters", t.parameters.clone()),
+                ("parameters", (*t.parameters).clone()),
                 ("strict", Value::Bool(false)),
             ])
         },

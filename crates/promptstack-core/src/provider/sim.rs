@@ -173,14 +173,11 @@ fn synthetic_servers() -> Vec<McpServerListing> {
     let tool = |name: &str, description: &str| McpTool {
         name: name.to_owned(),
         description: Some(description.to_owned()),
-        input_schema: serde_json::json!({
+        input_schema: Arc::new(serde_json::json!({
             "type": "object",
             "properties": {"query": {"type": "string"}, "limit": {"type": "integer"}},
             "required": ["query"]
-        })
-        .as_object()
-        .cloned()
-        .unwrap_or_default(),
+        })),
     };
     vec![
         McpServerListing {
