@@ -18,7 +18,12 @@ pub fn read(path: &Path, what: &str) -> anyhow::Result<Vec<u8>> {
 pub fn agent(path: &Path) -> anyhow::Result<Agent> {
     let bytes = read(path, "spec")?;
     let name = path.display().to_string();
-    Agent::from_source(&bytes, &name, SpecFormat::from_name(&name)).map_err(bad_input)
+    promptstack::registry::compile(&bytes, path, SpecFormat::from_name(&name)).map_err(
+        |e| match e {
+            promptstack::registry::LoadError::Spec(e) => bad_input(e),
+            other => bad_input(other),
+        },
+    )
 }
 
 /// Reads a send context (JSON).

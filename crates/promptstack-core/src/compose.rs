@@ -57,6 +57,12 @@ pub struct Composition {
     /// The length in bytes of the system text's leading stable run: the part a provider can cache
     /// across the sends of a thread.
     pub stable_prefix: usize,
+    /// Blocks shed to fit the target's token budget, in shedding order.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub shed: Vec<crate::budget::Shed>,
+    /// Findings of this composition (shed blocks, a budget pinned blocks exceed).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub diagnostics: Vec<crate::diagnostic::Diagnostic>,
 }
 
 impl Composition {
@@ -212,13 +218,19 @@ impl Assembly {
         }
         let mut parts = system.parts;
         parts.extend(user.parts);
-        Ok(Composition {
+        let composition = Composition {
             target: plan.id.clone(),
             system: system.text,
             user: user.text,
             user_position: plan.user_position,
             parts,
             stable_prefix,
-        })
+            shed: Vec::new(),
+            diagnostics: Vec::new(),
+        };
+        if plan.budget.is_none() {
+            return Ok(composition);
+        }
+        Ok(crate::budget::fit(self, plan, composition))
     }
 }

@@ -71,6 +71,33 @@ pub struct SendContext {
     /// volatile `mcp` root, so a server going up or down never changes the stable half.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub mcp_servers: Vec<crate::tools::mcp::McpServerListing>,
+    /// The active subagent topic of a stage; absent means the main prompt.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub topic: Option<String>,
+    /// The tenant's instructions, as a tenant-instructions source resolved them for this send.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tenant_instructions: Option<TenantInstructions>,
+    /// The stage's stored overrides of the injected blocks (same shape as the spec's
+    /// `[auto_injections]`); when present they replace the spec's.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(with = "Option<serde_json::Map<String, serde_json::Value>>")]
+    pub auto_injections: Option<serde_json::Value>,
+}
+
+/// A tenant's instructions for every agent it runs, as read from its settings.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize, JsonSchema, Default)]
+#[serde(deny_unknown_fields)]
+pub struct TenantInstructions {
+    /// Whether the administrator switched the instructions on.
+    #[serde(default)]
+    pub enabled: bool,
+    /// The instructions.
+    #[serde(default)]
+    pub text: String,
+    /// Set when the source could not be read: the send goes on without tenant instructions and the
+    /// assembly reports this reason as a warning.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub unavailable: Option<String>,
 }
 
 /// One context file: where it is and what it says.

@@ -61,6 +61,7 @@
 mod agent;
 mod assemble;
 pub mod block;
+pub mod budget;
 pub mod canonical_url;
 pub mod compose;
 pub mod context;
@@ -69,6 +70,7 @@ pub mod error;
 pub mod fence;
 pub mod fingerprint;
 mod hash;
+pub mod inject;
 pub mod layers;
 mod lint;
 pub mod provider;

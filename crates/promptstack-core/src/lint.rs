@@ -32,6 +32,7 @@ pub(crate) fn static_checks(
 fn location(unit: &Unit) -> Option<crate::spec::Location> {
     match &*unit.origin {
         crate::block::Origin::Spec { location, .. } => location.clone(),
+        _ => None,
     }
 }
 

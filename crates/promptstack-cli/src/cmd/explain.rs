@@ -38,6 +38,9 @@ struct JsonOutput<'a> {
     agent: &'a str,
     assembly: &'a Assembly,
     targets: Vec<TargetJson>,
+    /// A stage's injectable blocks with their exact text and state (removed ones included).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    injections: Vec<promptstack::inject::InjectionPreview>,
 }
 
 #[derive(Serialize)]
@@ -71,6 +74,9 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
             agent: agent.name(),
             assembly: &assembly,
             targets,
+            injections: agent
+                .preview_injections(&send)
+                .context("previewing the injections failed")?,
         };
         println!("{}", serde_json::to_string_pretty(&output)?);
         return Ok(ExitCode::SUCCESS);

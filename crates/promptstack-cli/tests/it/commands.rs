@@ -26,7 +26,7 @@ const SEND: &str = "examples/chat-assistant/sends/plain.json";
 #[test]
 fn help() {
     assert_cmd_snapshot!("help", promptstack().arg("--help"));
-    for command in ["render", "explain", "lint", "schema", "bench"] {
+    for command in ["render", "explain", "lint", "schema", "bench", "tools"] {
         insta::with_settings!({ snapshot_suffix => command }, {
             assert_cmd_snapshot!("help", promptstack().args([command, "--help"]));
         });
@@ -158,4 +158,22 @@ fn bench_rejects_zero_iterations() {
         .output()
         .unwrap();
     assert_eq!(output.status.code(), Some(2));
+}
+
+/// A target over its token budget sheds volatile and low-priority blocks first, never pinned
+/// ones, and names each shed block with its tokens.
+#[test]
+fn budget_sheds_blocks() {
+    for target in ["tight", "roomy"] {
+        insta::with_settings!({ snapshot_suffix => target }, {
+            assert_cmd_snapshot!("budget", promptstack().args([
+                "render",
+                "crates/promptstack-cli/tests/data/budget/agent.toml",
+                "--send",
+                "crates/promptstack-cli/tests/data/budget/send.json",
+                "--target",
+                target,
+            ]));
+        });
+    }
 }

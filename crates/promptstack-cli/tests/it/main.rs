@@ -1,7 +1,11 @@
 //! End-to-end tests of the `promptstack` binary: one binary, one module per subcommand.
+mod cache_sim;
 mod cite;
 mod commands;
+mod diff;
 mod examples;
 mod families;
 mod fence;
 mod pi_compat;
+mod requests;
+mod tools;

@@ -18,7 +18,7 @@ pub(crate) fn pieces(inputs: &Inputs<'_>) -> Vec<Piece> {
             ("input_schema", tool.parameters.clone()),
         ]);
         pieces.push(Piece {
-            count: canonical::to_string(&value),
+            count: None,
             value,
             region: Region::Tools,
             group: 0,
@@ -38,7 +38,7 @@ pub(crate) fn pieces(inputs: &Inputs<'_>) -> Vec<Piece> {
             group: 0,
             role: "",
             label: chunk.label.clone(),
-            count: chunk.text.to_owned(),
+            count: Some(chunk.text.to_owned()),
             boundary: chunk.boundary,
             markable: true,
         });
@@ -62,7 +62,7 @@ pub(crate) fn pieces(inputs: &Inputs<'_>) -> Vec<Piece> {
                 group,
                 role: message_role,
                 label,
-                count,
+                count: Some(count),
                 boundary: None,
                 markable: true,
             });

@@ -20,7 +20,7 @@ pub(crate) fn pieces(inputs: &Inputs<'_>, cached_content: bool) -> Vec<Piece> {
                 group: 0,
                 role: "",
                 label: chunk.label.clone(),
-                count: chunk.text.to_owned(),
+                count: Some(chunk.text.to_owned()),
                 boundary: chunk.boundary,
                 markable: false,
             });
@@ -33,7 +33,7 @@ pub(crate) fn pieces(inputs: &Inputs<'_>, cached_content: bool) -> Vec<Piece> {
                 ("parametersJsonSchema", tool.parameters.clone()),
             ]);
             pieces.push(Piece {
-                count: canonical::to_string(&value),
+                count: None,
                 value,
                 region: Region::Tools,
                 group: 0,
@@ -63,7 +63,7 @@ pub(crate) fn pieces(inputs: &Inputs<'_>, cached_content: bool) -> Vec<Piece> {
                 group,
                 role: message_role,
                 label,
-                count,
+                count: Some(count),
                 boundary: None,
                 markable: false,
             });

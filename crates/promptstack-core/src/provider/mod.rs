@@ -13,10 +13,12 @@
 mod anthropic;
 pub mod canonical;
 pub mod conversation;
+pub mod diff;
 mod gemini;
 mod openai;
 pub mod plan;
 pub mod rules;
+pub mod sim;
 
 use std::sync::Arc;
 
@@ -186,8 +188,8 @@ pub(crate) struct Piece {
     /// The provider's role of that message.
     pub role: &'static str,
     pub label: String,
-    /// The text whose tokens the unit costs.
-    pub count: String,
+    /// The text whose tokens the unit costs; `None`: its canonical JSON (tool definitions).
+    pub count: Option<String>,
     pub boundary: Option<Boundary>,
     pub markable: bool,
 }
@@ -224,12 +226,39 @@ impl Agent {
         options: &RequestOptions,
     ) -> Result<Request, Error> {
         let composition = assembly.compose(&options.target)?;
+        let chunks = split_system(&composition);
+        self.build_request(
+            ctx,
+            assembly,
+            &composition,
+            chunks,
+            assembly.toolset().tools(),
+            conversation,
+            rules,
+            options,
+        )
+    }
+
+    /// Builds a request from explicit system chunks and tools (the simulator's naive baseline
+    /// uses this with its own order).
+    #[allow(clippy::too_many_arguments)]
+    pub(crate) fn build_request(
+        &self,
+        ctx: &SendContext,
+        assembly: &Assembly,
+        composition: &Composition,
+        chunks: Vec<Chunk<'_>>,
+        tools: &[Arc<Tool>],
+        conversation: &Conversation,
+        rules: &Rules,
+        options: &RequestOptions,
+    ) -> Result<Request, Error> {
         let model = options
             .model
             .clone()
             .unwrap_or_else(|| ctx.model.id.clone());
         let rule = rules.find(options.format.family(), &model)?;
-        let mut diagnostics = Vec::new();
+        let mut diagnostics = composition.diagnostics.clone();
         let user_message = match &ctx.user_message {
             Some(text) => Some(composition.user_message(text, assembly.separator())),
             None => {
@@ -289,8 +318,8 @@ impl Agent {
             .rposition(|m| matches!(m, Message::Assistant { .. }))
             .and_then(|i| i.checked_sub(1));
         let inputs = Inputs {
-            chunks: split_system(&composition),
-            tools: assembly.toolset().tools(),
+            chunks,
+            tools,
             messages,
             conversation,
             history_end,
@@ -309,14 +338,14 @@ impl Agent {
         }
         let counting = assembly.counting();
         let mut units = Vec::with_capacity(pieces.len());
-        let mut unit_bytes = Vec::with_capacity(pieces.len());
         let mut prefix = 0u128;
         let mut message_index = usize::MAX;
         let mut part = 0usize;
         for piece in &pieces {
             let bytes = canonical::to_string(&piece.value);
             prefix = plan::chain(prefix, bytes.as_bytes());
-            let tokens = self.counter.count(counting, &piece.count).count;
+            let text = piece.count.as_deref().unwrap_or(&bytes);
+            let tokens = self.counter.count(counting, text).count;
             if piece.region == Region::Messages {
                 if piece.group != message_index {
                     message_index = piece.group;
@@ -339,12 +368,13 @@ impl Agent {
                 boundary: piece.boundary,
                 markable: piece.markable,
                 prefix,
+                bytes,
             });
-            unit_bytes.push(bytes);
         }
         let tool_turn = ctx.user_message.is_none() && conversation.continues_tool_turn();
         let (placed, skipped) = plan::place(&units, rule, options.expected_gap_seconds, tool_turn);
         let at: Vec<usize> = placed.iter().map(|p| p.unit).collect();
+        let unit_bytes: Vec<&str> = units.iter().map(|u| u.bytes.as_str()).collect();
         let fingerprints = plan::fingerprints(&[options.format.as_str(), &model], &unit_bytes, &at);
         let prefix_tokens = plan::prefix_tokens(&units);
         let breakpoints: Vec<Breakpoint> = placed
@@ -423,7 +453,7 @@ impl Agent {
         Ok(Request {
             format: options.format,
             model,
-            target: composition.target,
+            target: composition.target.clone(),
             body: canonical::to_string(&body),
             user_message,
             plan,
@@ -528,8 +558,13 @@ pub(crate) fn split_system(composition: &Composition) -> Vec<Chunk<'_>> {
         }
         let end = parts[count - 1].range.end;
         match cuts.last_mut() {
-            // A later boundary at the same place supersedes an earlier one.
-            Some(last) if last.0 == end => last.1 = boundary,
+            // Two boundaries at one place: the end of the stable half names it; otherwise the
+            // wider reuse (agent-wide over tenant-wide) does.
+            Some(last) if last.0 == end => {
+                if boundary == Boundary::Stable {
+                    last.1 = boundary;
+                }
+            }
             _ => cuts.push((end, boundary)),
         }
     }
@@ -567,12 +602,12 @@ pub(crate) fn split_system(composition: &Composition) -> Vec<Chunk<'_>> {
     chunks
 }
 
-/// `{"type": …, "text": …}` style objects without allocating a map by hand at every call.
+/// A JSON object from key–value pairs. Inserted one by one: for the few keys of a request
+/// object that is cheaper than collecting (which sorts a temporary vector first).
 pub(crate) fn object<const N: usize>(entries: [(&str, Value); N]) -> Value {
-    Value::Object(
-        entries
-            .into_iter()
-            .map(|(k, v)| (k.to_owned(), v))
-            .collect(),
-    )
+    let mut map = serde_json::Map::new();
+    for (key, value) in entries {
+        map.insert(key.to_owned(), value);
+    }
+    Value::Object(map)
 }

@@ -28,7 +28,7 @@ fn head(
     for (i, t) in inputs.tools.iter().enumerate() {
         let value = tool(t);
         pieces.push(Piece {
-            count: canonical::to_string(&value),
+            count: None,
             value,
             region: Region::Tools,
             group: 0,
@@ -45,7 +45,7 @@ fn head(
             group: 0,
             role: "system",
             label: chunk.label.clone(),
-            count: chunk.text.to_owned(),
+            count: Some(chunk.text.to_owned()),
             boundary: chunk.boundary,
             markable: inputs.explicit,
         });
@@ -131,7 +131,7 @@ pub(crate) fn chat_pieces(inputs: &Inputs<'_>) -> Vec<Piece> {
             group: index,
             role,
             label: format!("message {index}: {role}"),
-            count,
+            count: Some(count),
             boundary: (inputs.history_end == Some(index)).then_some(Boundary::History),
             markable: markable && inputs.explicit,
         });
@@ -164,7 +164,7 @@ pub(crate) fn responses_pieces(inputs: &Inputs<'_>) -> Vec<Piece> {
                 group: item,
                 role,
                 label: format!("message {index}: {role}"),
-                count,
+                count: Some(count),
                 boundary: None,
                 markable: markable && inputs.explicit,
             });

@@ -88,6 +88,9 @@ pub struct Unit {
     /// The identity of the prefix ending with this unit (XXH3-128 chained over canonical bytes).
     #[serde(skip)]
     pub prefix: u128,
+    /// The unit's canonical JSON, without cache markers.
+    #[serde(skip)]
+    pub bytes: String,
 }
 
 /// A placed breakpoint.
@@ -131,6 +134,8 @@ pub struct Cost {
     pub read: u32,
     /// The write surcharge, in base-price tokens (written × multiplier, summed per lifetime).
     pub write_units: f64,
+    /// The price of the request in base-price tokens.
+    pub price: f64,
     /// The price of the request divided by the price of all its tokens uncached.
     pub relative: f64,
 }
@@ -186,6 +191,11 @@ pub(crate) struct Placed {
 ///
 /// `gap_seconds` is the expected time until the thread's next request; `tool_turn` says the
 /// request continues a tool-call turn (its next request follows within seconds).
+///
+/// The tail is marked even when per-send system text precedes the messages (so that the next
+/// send cannot reuse them): a tool-call continuation of the same send can, and writing costs
+/// 0.25× more than sending uncached while reading saves 0.9×, so it pays off once more than
+/// about one turn in five calls a tool.
 pub(crate) fn place(
     units: &[Unit],
     rule: &Rule,
@@ -331,19 +341,15 @@ pub(crate) fn prefix_tokens(units: &[Unit]) -> Vec<u32> {
 
 /// The chained XXH3-128 identity of a prefix, extended by one unit's canonical bytes.
 pub(crate) fn chain(previous: u128, bytes: &[u8]) -> u128 {
-    let mut input = Vec::with_capacity(24 + bytes.len());
-    input.extend_from_slice(&previous.to_le_bytes());
-    input.extend_from_slice(&(bytes.len() as u64).to_le_bytes());
-    input.extend_from_slice(bytes);
-    xxhash_rust::xxh3::xxh3_128(&input)
+    let mut hasher = xxhash_rust::xxh3::Xxh3::new();
+    hasher.update(&previous.to_le_bytes());
+    hasher.update(&(bytes.len() as u64).to_le_bytes());
+    hasher.update(bytes);
+    hasher.digest128()
 }
 
 /// SHA-256 fingerprints of the prefixes ending at the given unit indices (ascending).
-pub(crate) fn fingerprints(
-    domain: &[&str],
-    unit_bytes: &[String],
-    at: &[usize],
-) -> Vec<Fingerprint> {
+pub(crate) fn fingerprints(domain: &[&str], unit_bytes: &[&str], at: &[usize]) -> Vec<Fingerprint> {
     let mut hasher = Sha256::new();
     hasher.update(b"promptstack/prefix/v1\0");
     for part in domain {
@@ -470,11 +476,190 @@ impl CacheState {
             cost.uncached = total;
         }
         let price = f64::from(cost.uncached) + cost.write_units + f64::from(cost.read) * rule.read;
+        cost.price = (price * 100.0).round() / 100.0;
+        // Four decimals: enough for a price ratio, and stable in reports.
         cost.relative = if total == 0 {
             1.0
         } else {
-            price / f64::from(total)
+            (price / f64::from(total) * 10_000.0).round() / 10_000.0
         };
         cost
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use proptest::prelude::*;
+
+    use super::*;
+    use crate::provider::rules::{Family, Ttl};
+
+    fn rule(min_tokens: u32, max_breakpoints: u32, lookback_blocks: u32) -> Rule {
+        Rule {
+            provider: Family::Anthropic,
+            models: "*".into(),
+            min_tokens,
+            explicit_breakpoints: true,
+            max_breakpoints,
+            lookback_blocks,
+            ttls: vec![
+                Ttl {
+                    name: "5m".into(),
+                    seconds: 300,
+                    write: 1.25,
+                },
+                Ttl {
+                    name: "1h".into(),
+                    seconds: 3600,
+                    write: 2.0,
+                },
+            ],
+            read: 0.1,
+            automatic: false,
+            automatic_step: 1,
+            automatic_seconds: 0,
+            retention: Vec::new(),
+            cached_content_seconds: None,
+            source: "test".into(),
+            date: "2026-11-30".into(),
+        }
+    }
+
+    fn boundary() -> impl Strategy<Value = Option<Boundary>> {
+        prop_oneof![
+            4 => Just(None),
+            1 => Just(Some(Boundary::Tools)),
+            1 => Just(Some(Boundary::Agent)),
+            1 => Just(Some(Boundary::Tenant)),
+            1 => Just(Some(Boundary::Stable)),
+            1 => Just(Some(Boundary::History)),
+        ]
+    }
+
+    fn units() -> impl Strategy<Value = Vec<Unit>> {
+        prop::collection::vec((0u32..800, boundary(), any::<bool>()), 1..80).prop_map(|raw| {
+            let count = raw.len();
+            raw.into_iter()
+                .enumerate()
+                .map(|(i, (tokens, boundary, markable))| Unit {
+                    at: format!("/u/{i}"),
+                    label: String::new(),
+                    region: Region::Messages,
+                    tokens,
+                    boundary: if i + 1 == count {
+                        Some(Boundary::Tail)
+                    } else {
+                        boundary
+                    },
+                    markable,
+                    prefix: i as u128,
+                    bytes: String::new(),
+                })
+                .collect()
+        })
+    }
+
+    proptest! {
+        /// Breakpoints sit only on markable boundary units whose prefix reaches the minimum,
+        /// within the budget, once per unit, longer lifetimes first.
+        #[test]
+        fn breakpoints_respect_the_rules(
+            units in units(),
+            min in 0u32..4096,
+            budget in 1u32..6,
+            lookback in 0u32..25,
+            gap in proptest::option::of(0u32..7200),
+            tool_turn in any::<bool>(),
+        ) {
+            let rule = rule(min, budget, lookback);
+            let (placed, _) = place(&units, &rule, gap, tool_turn);
+            let prefix = prefix_tokens(&units);
+            prop_assert!(placed.len() <= budget as usize);
+            for p in &placed {
+                prop_assert!(prefix[p.unit] >= min, "below the minimum");
+                prop_assert!(units[p.unit].markable);
+                prop_assert!(units[p.unit].boundary.is_some() || p.boundary == Boundary::Intermediate);
+            }
+            for pair in placed.windows(2) {
+                prop_assert!(pair[0].unit < pair[1].unit);
+                prop_assert!(rule.ttls[pair[0].ttl].seconds >= rule.ttls[pair[1].ttl].seconds);
+            }
+        }
+
+        /// With budget to spare, consecutive message breakpoints are never further apart than the
+        /// lookback window, so the tail can reach the previous request's entry.
+        #[test]
+        fn the_tail_reaches_the_history_within_the_window(
+            tokens in prop::collection::vec(1u32..50, 30..120),
+            history_at in 0usize..25,
+        ) {
+            let count = tokens.len();
+            let units: Vec<Unit> = tokens.iter().enumerate().map(|(i, &t)| Unit {
+                at: String::new(),
+                label: String::new(),
+                region: Region::Messages,
+                tokens: t,
+                boundary: if i + 1 == count { Some(Boundary::Tail) } else if i == history_at { Some(Boundary::History) } else { None },
+                markable: true,
+                prefix: i as u128,
+                bytes: String::new(),
+            }).collect();
+            let rule = rule(0, 64, 20);
+            let (placed, _) = place(&units, &rule, None, true);
+            let chain: Vec<usize> = placed.iter().filter(|p| p.unit >= history_at).map(|p| p.unit).collect();
+            prop_assert_eq!(chain.first().copied(), Some(history_at));
+            prop_assert_eq!(chain.last().copied(), Some(count - 1));
+            for pair in chain.windows(2) {
+                prop_assert!(pair[1] - pair[0] <= 20, "{:?}", chain);
+            }
+        }
+
+        /// Prefix fingerprints are equal exactly when the prefixes' bytes are.
+        #[test]
+        fn fingerprints_equal_iff_prefixes_equal(
+            a in prop::collection::vec("[ab]{0,3}", 1..6),
+            b in prop::collection::vec("[ab]{0,3}", 1..6),
+        ) {
+            let all_a: Vec<usize> = (0..a.len()).collect();
+            let all_b: Vec<usize> = (0..b.len()).collect();
+            let ra: Vec<&str> = a.iter().map(String::as_str).collect();
+            let rb: Vec<&str> = b.iter().map(String::as_str).collect();
+            let fa = fingerprints(&["anthropic", "m"], &ra, &all_a);
+            let fb = fingerprints(&["anthropic", "m"], &rb, &all_b);
+            for i in 0..a.len() {
+                for j in 0..b.len() {
+                    prop_assert_eq!(fa[i] == fb[j], a[..=i] == b[..=j], "{:?} {:?} {} {}", a, b, i, j);
+                }
+            }
+            let other = fingerprints(&["gemini", "m"], &ra, &all_a);
+            prop_assert_ne!(fa[0], other[0]);
+        }
+    }
+
+    #[test]
+    fn repeat_reads_what_the_first_request_wrote() {
+        let units: Vec<Unit> = (0..5)
+            .map(|i| Unit {
+                at: String::new(),
+                label: String::new(),
+                region: Region::System,
+                tokens: 600,
+                boundary: (i == 4).then_some(Boundary::Stable),
+                markable: true,
+                prefix: i,
+                bytes: String::new(),
+            })
+            .collect();
+        let rule = rule(1024, 4, 20);
+        let (placed, _) = place(&units, &rule, Some(60), false);
+        assert_eq!(placed.len(), 1);
+        let mut state = CacheState::new();
+        let cold = state.apply(&units, &placed, &rule, None, 0);
+        assert_eq!((cold.written, cold.read), (3000, 0));
+        let warm = state.apply(&units, &placed, &rule, None, 100);
+        assert_eq!((warm.written, warm.read), (0, 3000));
+        // Past the 5-minute lifetime (refreshed at 100 s) the entry is gone.
+        let expired = state.apply(&units, &placed, &rule, None, 100 + 301);
+        assert_eq!(expired.read, 0);
     }
 }

@@ -52,6 +52,58 @@ pub struct AgentSpec {
     /// source cap. Absent: the `web` class (auto 5, search 12, research 30) and 200 sources.
     #[serde(default)]
     pub turn: crate::turn::TurnConfig,
+    /// A stage of a multi-tenant platform: enabled capabilities, their configuration and subagent
+    /// prompts. A spec with a stage gets the platform's injected blocks (see `docs/injections.md`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub stage: Option<StageSpec>,
+    /// Overrides of the injected blocks: `platform_context = false`, `tenant_instructions = false`,
+    /// `capabilities.<slug> = { mode, text, main, subagents }`. Read leniently: a malformed entry
+    /// falls back to the default text with a diagnostic instead of failing the load.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(with = "Option<serde_json::Map<String, serde_json::Value>>")]
+    pub auto_injections: Option<serde_json::Value>,
+    /// Reusable texts authored text includes with `{{COMPONENT:<name>}}`; a multi-line component
+    /// is set off by newlines where it is expanded.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub components: BTreeMap<String, String>,
+}
+
+/// A stage: the capabilities the platform wires into it, their configuration, and the prompts of
+/// its subagents.
+#[derive(Debug, Clone, Default, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct StageSpec {
+    /// Enabled capabilities, in the order their guidance is appended: built-in slugs (`payments`,
+    /// `customer_authentication`, `external_consult`, `end_session`) or registry references
+    /// (`capability:<slug>`).
+    #[serde(default)]
+    pub capabilities: Vec<String>,
+    /// Each capability's configuration, by slug (registry fragments read it as
+    /// `{{capability_config.<key>}}`).
+    #[serde(default)]
+    pub capability_configs: BTreeMap<String, serde_json::Map<String, serde_json::Value>>,
+    /// Subagent prompts by topic. While a topic is active its prompt replaces the main prompt.
+    #[serde(default)]
+    pub subagents: BTreeMap<String, SubagentSpec>,
+}
+
+/// The authored prompt of one subagent.
+#[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct SubagentSpec {
+    /// Literal text. Exactly one of `text` and `template` is required.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub text: Option<String>,
+    /// A Jinja template.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub template: Option<String>,
+    /// Whether the prompt may change between sends (e.g. it reads volatile session variables).
+    #[serde(default = "default_stable")]
+    pub stability: Stability,
+}
+
+fn default_stable() -> Stability {
+    Stability::Stable
 }
 
 /// How rendered blocks are trimmed and joined.
@@ -312,6 +364,10 @@ fn empty_object_schema() -> serde_json::Value {
     serde_json::json!({"type": "object", "properties": {}})
 }
 
+fn is_zero(value: &i32) -> bool {
+    *value == 0
+}
+
 fn default_results_trust() -> ResultTrust {
     ResultTrust::Trusted
 }
@@ -358,6 +414,13 @@ pub struct BlockSpec {
     /// replaces the block's own text.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub variants: Vec<VariantSpec>,
+    /// Shedding order under a target's token budget: blocks of lower priority are dropped first
+    /// (default 0).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub priority: i32,
+    /// Never dropped to fit a token budget.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub pinned: bool,
 }
 
 /// An alternative text for a block, chosen by a gate (e.g. a model profile).
@@ -396,6 +459,13 @@ pub struct NoteSpec {
     /// A lint limit on the note's rendered size in tokens.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub max_tokens: Option<u32>,
+    /// Shedding order under a target's token budget: blocks of lower priority are dropped first
+    /// (default 0).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub priority: i32,
+    /// Never dropped to fit a token budget.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub pinned: bool,
 }
 
 /// One composed text for one engine: a system string and, optionally, notes for the last user message.
@@ -421,6 +491,12 @@ pub struct TargetSpec {
     /// Overrides the spec-wide separator between the parts of this target.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub separator: Option<String>,
+    /// A total token budget for this target's composed text (system text and user-slot notes,
+    /// counted as the sum of their blocks' tokens). Over it, blocks are shed: volatile before
+    /// stable, lower `priority` first, later before earlier; `pinned` blocks never.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(range(min = 1))]
+    pub budget: Option<u32>,
 }
 
 /// Where a target's user-slot notes go relative to the user's own message text.

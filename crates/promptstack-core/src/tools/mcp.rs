@@ -66,8 +66,7 @@ pub enum McpServerStatus {
 }
 
 /// One configured MCP server and what discovery found on it.
-///
-/// (Not `deny_unknown_fields`: serde does not support it next to the flattened status.)
+// Not `deny_unknown_fields`: serde does not support it next to the flattened status.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct McpServerListing {
     /// The server's configured name; the prefix of its tools' names.

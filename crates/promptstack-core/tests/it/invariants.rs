@@ -152,6 +152,9 @@ prop_compose! {
             harness_state: None,
             tabs: Default::default(),
             mcp_servers: Vec::new(),
+            topic: None,
+            tenant_instructions: None,
+            auto_injections: None,
         }
     }
 }

@@ -1,0 +1,170 @@
+//! `promptstack cache-sim`: replay a multi-turn thread against the provider caching rules.
+
+use std::io::Write as _;
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use anyhow::Context as _;
+use promptstack::provider::sim::{SimConfig, SimFigures, SimReport};
+use promptstack::provider::{Format, RequestOptions};
+
+use crate::exit::bad_input;
+use crate::input;
+
+/// Simulate a provider's prompt cache over a multi-turn thread, for our requests and for a naive
+/// baseline in the same run.
+///
+/// The thread keeps the first send's stable inputs (model, settings, user); turn N takes the
+/// user message and volatile variables of the next send in DIR (in name order, cycling); the clock
+/// advances by the gap; the conversation grows by each user message as sent and an answer; every
+/// third turn the model first calls a tool (a continuation request two seconds later). Two
+/// synthetic MCP servers list their tools in a new order every turn and now and then one fails.
+/// The naive baseline has the same content with the per-send notes (the timestamp) at the top of
+/// the system text and the tools in discovery order.
+///
+/// Reported for each side: the share of input tokens read from the cache, written to it and
+/// uncached; the cost relative to no caching; and the share of system + tool tokens read from the
+/// cache after the first request.
+#[derive(Debug, clap::Args)]
+pub struct Args {
+    /// The agent spec.
+    spec: PathBuf,
+    /// A directory of send contexts (*.json).
+    #[arg(long)]
+    sends: PathBuf,
+    /// How many user turns.
+    #[arg(long, default_value_t = 100)]
+    turns: u32,
+    /// Seconds between turns.
+    #[arg(long, default_value_t = 60)]
+    gap_seconds: u32,
+    /// The request format: anthropic, openai-chat, openai-responses or gemini (default: from the
+    /// first send's model provider).
+    #[arg(long)]
+    provider: Option<String>,
+    /// The model id (default: the first send's model id).
+    #[arg(long)]
+    model: Option<String>,
+    /// The target composed (default: the spec's only target; required when it has several).
+    #[arg(long)]
+    target: Option<String>,
+    /// A provider rules table (TOML) replacing the bundled one.
+    #[arg(long)]
+    rules: Option<PathBuf>,
+    /// The chance per turn that one synthetic MCP server fails.
+    #[arg(long, default_value_t = 0.05)]
+    mcp_failure_rate: f64,
+    /// The seed of the generator that reorders and fails MCP servers.
+    #[arg(long, default_value_t = 1)]
+    seed: u64,
+    /// Print the report as JSON.
+    #[arg(long)]
+    json: bool,
+}
+
+pub fn run(args: Args) -> anyhow::Result<ExitCode> {
+    let agent = input::agent(&args.spec)?;
+    let mut paths: Vec<PathBuf> = std::fs::read_dir(&args.sends)
+        .with_context(|| format!("cannot read the sends directory {}", args.sends.display()))
+        .map_err(bad_input)?
+        .flatten()
+        .map(|e| e.path())
+        .filter(|p| p.extension().is_some_and(|e| e == "json"))
+        .collect();
+    paths.sort();
+    if paths.is_empty() {
+        return Err(bad_input(anyhow::anyhow!(
+            "{} holds no send contexts (*.json)",
+            args.sends.display()
+        )));
+    }
+    let sends = paths
+        .iter()
+        .map(|p| input::send(p))
+        .collect::<anyhow::Result<Vec<_>>>()?;
+    if !(0.0..=1.0).contains(&args.mcp_failure_rate) {
+        return Err(bad_input(anyhow::anyhow!(
+            "--mcp-failure-rate must be between 0 and 1"
+        )));
+    }
+    let provider = args
+        .provider
+        .clone()
+        .unwrap_or_else(|| sends[0].model.provider.clone());
+    let format = Format::for_provider(&provider).ok_or_else(|| {
+        bad_input(anyhow::anyhow!(
+            "unknown provider `{provider}`; use anthropic, openai-chat, openai-responses or gemini"
+        ))
+    })?;
+    let assembly = agent.assemble(&sends[0]).context("assembly failed")?;
+    let target = crate::cmd::request::target(&assembly, args.target.as_deref())?;
+    if assembly.target_ids().all(|t| t != target) {
+        return Err(bad_input(anyhow::anyhow!("unknown target `{target}`")));
+    }
+    let rules = crate::cmd::request::rules(args.rules.as_deref())?;
+    let mut request = RequestOptions::new(format, target);
+    request.model = args.model.clone();
+    let config = SimConfig {
+        turns: args.turns,
+        gap_seconds: args.gap_seconds,
+        request,
+        mcp_failure_rate: args.mcp_failure_rate,
+        seed: args.seed,
+    };
+    let report = agent
+        .simulate_cache(&sends, &rules, &config)
+        .map_err(|e| match e.kind() {
+            promptstack::ErrorKind::Rules | promptstack::ErrorKind::Request => bad_input(e),
+            _ => anyhow::Error::new(e),
+        })?;
+    let mut out = std::io::stdout().lock();
+    if args.json {
+        serde_json::to_writer_pretty(&mut out, &report)?;
+        writeln!(out)?;
+    } else {
+        write!(out, "{}", table(&report))?;
+    }
+    out.flush()?;
+    Ok(ExitCode::SUCCESS)
+}
+
+fn percent(x: f64) -> String {
+    format!("{:.1} %", x * 100.0)
+}
+
+fn row(label: &str, f: &SimFigures) -> String {
+    format!(
+        "{label:<8} {:>8} {:>12} {:>9} {:>9} {:>9} {:>9} {:>14}\n",
+        f.requests,
+        f.input_tokens,
+        percent(f.read_share),
+        percent(f.written_share),
+        percent(f.uncached_share),
+        format!("{:.3}×", f.relative_cost),
+        percent(f.prefix_read_share),
+    )
+}
+
+fn table(report: &SimReport) -> String {
+    let mut text = format!(
+        "{} {} · target {} · rules {} · {} turns, {} s apart · synthetic MCP failures on {} turns\n\n",
+        report.format,
+        report.model,
+        report.target,
+        report.rules_version,
+        report.turns,
+        report.gap_seconds,
+        report.mcp_failures
+    );
+    text.push_str(&format!(
+        "{:<8} {:>8} {:>12} {:>9} {:>9} {:>9} {:>9} {:>14}\n",
+        "", "requests", "input tokens", "read", "written", "uncached", "cost", "sys+tools read"
+    ));
+    text.push_str(&row("ours", &report.ours));
+    text.push_str(&row("naive", &report.naive));
+    text.push_str(
+        "\ncost: the price of all requests relative to sending every token uncached.\n\
+         sys+tools read: the share of system and tool tokens read from the cache after the first request.\n",
+    );
+    text
+}
