@@ -29,6 +29,7 @@ enum Command {
     /// Wrap untrusted content from stdin in a nonce fence, or check a wrapped text.
     Fence(cmd::fence::Args),
     Cite(cmd::cite::Args),
+    Tools(cmd::tools::Args),
     CacheSim(cmd::cache_sim::Args),
     Diff(cmd::diff::Args),
 }
@@ -51,6 +52,7 @@ fn main() -> ExitCode {
         Command::Bench(args) => cmd::bench::run(args),
         Command::Fence(args) => cmd::fence::run(args),
         Command::Cite(args) => cmd::cite::run(args),
+        Command::Tools(args) => cmd::tools::run(args),
         Command::CacheSim(args) => cmd::cache_sim::run(args),
         Command::Diff(args) => cmd::diff::run(args),
     };

@@ -13,6 +13,8 @@ use std::path::{Path, PathBuf};
 
 use criterion::{BenchmarkId, Criterion, criterion_group, criterion_main};
 use promptstack_core::context::Now;
+use promptstack_core::inject::refresh::{Change, Refresher};
+use promptstack_core::inject::registry::{Manifest, Registry};
 use promptstack_core::{Agent, SendContext, SpecFormat};
 
 /// One example: its name, its compiled agent, and its sends by name.
@@ -34,10 +36,20 @@ fn examples() -> Vec<Example> {
             continue;
         }
         let name = dir.file_name().unwrap().to_string_lossy().into_owned();
-        let agent = Agent::from_source(
+        // Registry capabilities of a stage: every manifest in `capabilities/`.
+        let mut registry = Registry::new();
+        if let Ok(entries) = std::fs::read_dir(dir.join("capabilities")) {
+            for entry in entries.flatten() {
+                let path = entry.path();
+                let text = std::fs::read_to_string(&path).unwrap();
+                registry.insert(Manifest::from_toml(&text, &path.display().to_string()).unwrap());
+            }
+        }
+        let agent = Agent::from_source_with_registry(
             &std::fs::read(&spec).unwrap(),
             &spec.display().to_string(),
             SpecFormat::Toml,
+            &registry,
         )
         .expect("example spec compiles");
         let mut sends: Vec<PathBuf> = std::fs::read_dir(&sends_dir)
@@ -105,7 +117,35 @@ fn bench(c: &mut Criterion) {
             );
         }
         group.finish();
+        if agent.spec().stage.is_some() {
+            bench_stage(c, &example, &agent, &sends);
+        }
     }
+}
+
+/// A stage's extra paths: the injection preview, and a refresh after a session-variable change.
+fn bench_stage(c: &mut Criterion, example: &str, agent: &Agent, sends: &[(String, SendContext)]) {
+    let Some((_, ctx)) = sends.iter().find(|(name, _)| name == "default") else {
+        return;
+    };
+    let mut group = c.benchmark_group(format!("stage/{example}"));
+    group.bench_function("preview_injections", |b| {
+        b.iter(|| agent.preview_injections(ctx).unwrap())
+    });
+    let mut refresher = Refresher::new(agent, ctx.clone(), "llm_context").unwrap();
+    let mut verified = false;
+    group.bench_function("refresh_variable", |b| {
+        b.iter(|| {
+            verified = !verified;
+            let mut values = std::collections::BTreeMap::new();
+            values.insert(
+                "caller_verified".to_owned(),
+                serde_json::Value::Bool(verified),
+            );
+            refresher.apply(Change::Variables(values)).unwrap().len()
+        })
+    });
+    group.finish();
 }
 
 criterion_group!(benches, bench);

@@ -1,4 +1,8 @@
-//! Namespacing and merging the tools of many MCP servers (discovery excluded).
+//! Namespacing and merging the tools of many MCP servers (discovery excluded), and resolving a
+//! whole send's toolset with them through the assembly.
+
+// The assembly bench reads the chat-assistant example from disk; the library itself does no IO.
+#![allow(clippy::disallowed_methods, clippy::disallowed_types)]
 
 use std::hint::black_box;
 
@@ -66,5 +70,48 @@ fn bench(c: &mut Criterion) {
     group.finish();
 }
 
-criterion_group!(benches, bench);
+/// A warm send of the chat-assistant example (stable part reused), without MCP servers and with
+/// 10 servers × 50 tools: the difference is what resolving the MCP tools into the toolset, the
+/// `mcp` root and the MCP note costs per send.
+fn assemble_with_mcp(c: &mut Criterion) {
+    use promptstack_core::{Agent, SendContext, SpecFormat};
+    let root =
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples/chat-assistant");
+    let agent = Agent::from_source(
+        &std::fs::read(root.join("agent.toml")).unwrap(),
+        "agent.toml",
+        SpecFormat::Toml,
+    )
+    .unwrap();
+    let send = SendContext::from_json(
+        &std::fs::read(root.join("sends/research.json")).unwrap(),
+        "research.json",
+    )
+    .unwrap();
+    let mut group = c.benchmark_group("resolve_toolset");
+    group.bench_function("assemble/no_mcp", |b| {
+        b.iter(|| agent.assemble(black_box(&send)).unwrap())
+    });
+    let mut with_mcp = send.clone();
+    with_mcp.mcp_servers = listings(10, 50);
+    let assembly = agent.assemble(&with_mcp).unwrap();
+    assert_eq!(assembly.toolset().tools().len(), 9 + 500);
+    group.bench_function("assemble/mcp_10x50", |b| {
+        b.iter(|| agent.assemble(black_box(&with_mcp)).unwrap())
+    });
+    let stable = agent.assemble(&send).unwrap();
+    let local: Vec<&str> = agent.spec().tools.iter().map(|t| t.name.as_str()).collect();
+    group.bench_function("toolset_with_mcp/10x50", |b| {
+        b.iter(|| {
+            stable.toolset().with_mcp(
+                black_box(&with_mcp.mcp_servers),
+                local.iter().copied(),
+                true,
+            )
+        })
+    });
+    group.finish();
+}
+
+criterion_group!(benches, bench, assemble_with_mcp);
 criterion_main!(benches);

@@ -39,6 +39,9 @@ pub struct Agent {
     pub(crate) counter: TokenCounter,
     pub(crate) stable_cache: Mutex<crate::assemble::StableCache>,
     pub(crate) volatile_memo: Mutex<crate::assemble::VolatileMemo>,
+    /// The stage, when the spec declares one: capabilities, subagents, injected blocks.
+    pub(crate) stage: Option<crate::inject::CompiledStage>,
+    pub(crate) mcp_memo: Mutex<crate::assemble::McpMemo>,
 }
 
 impl std::fmt::Debug for Agent {
@@ -91,6 +94,8 @@ pub(crate) struct Unit {
     pub volatile_inputs: Vec<VolatileInput>,
     /// Whether the unit is always present (no gate; literal or template text).
     pub unconditional: bool,
+    /// The subagent topic whose prompt this unit is; `None` for the main prompt (and notes).
+    pub scope: Option<Arc<str>>,
 }
 
 /// A volatile input a unit reads.
@@ -101,6 +106,8 @@ pub(crate) enum VolatileInput {
     Variable(String),
     /// `variables` as a whole (e.g. `variables[name]`).
     AllVariables,
+    Tabs,
+    HarnessState,
     /// This send's MCP servers.
     Mcp,
 }
@@ -111,6 +118,8 @@ impl VolatileInput {
         match (parts.next(), parts.next()) {
             (Some("now"), _) => VolatileInput::Now,
             (Some("user_message"), _) => VolatileInput::UserMessage,
+            (Some("tabs"), _) => VolatileInput::Tabs,
+            (Some("harness_state"), _) => VolatileInput::HarnessState,
             (Some("mcp"), _) => VolatileInput::Mcp,
             (Some("variables"), Some(name)) => VolatileInput::Variable(name.to_owned()),
             _ => VolatileInput::AllVariables,
@@ -197,12 +206,49 @@ impl Agent {
     ///
     /// A [`SpecError`] with every semantic problem found.
     pub fn compile(parsed: load::ParsedSpec) -> Result<Self, SpecError> {
+        Self::compile_with_registry(parsed, &crate::inject::registry::Registry::new())
+    }
+
+    /// Parses, validates and compiles a spec whose stage references registry capabilities
+    /// (`capability:<slug>`), resolving them against `registry`.
+    ///
+    /// # Errors
+    ///
+    /// As [`Agent::from_source`], plus `unknown-capability` for a reference the registry lacks.
+    pub fn from_source_with_registry(
+        bytes: &[u8],
+        name: &str,
+        format: SpecFormat,
+        registry: &crate::inject::registry::Registry,
+    ) -> Result<Self, SpecError> {
+        let parsed = load::parse(bytes, name, format)?;
+        Self::compile_with_registry(parsed, registry)
+    }
+
+    /// Compiles an already parsed spec, resolving registry capabilities against `registry`.
+    ///
+    /// # Errors
+    ///
+    /// A [`SpecError`] with every semantic problem found.
+    pub fn compile_with_registry(
+        parsed: load::ParsedSpec,
+        registry: &crate::inject::registry::Registry,
+    ) -> Result<Self, SpecError> {
         let load::ParsedSpec {
-            spec,
+            mut spec,
             source,
             spans,
-            recovered,
+            mut recovered,
         } = parsed;
+        let mut capabilities = Vec::new();
+        if spec.stage.is_some() {
+            let locator = Locator {
+                source: &source,
+                spans: &spans,
+            };
+            capabilities =
+                crate::inject::compile_capabilities(&mut spec, registry, &locator, &mut recovered);
+        }
         let mut compiler = Compiler {
             spec: &spec,
             locator: Locator {
@@ -213,7 +259,8 @@ impl Agent {
             errors: recovered,
             lint: Vec::new(),
         };
-        let (mut units, facts) = compiler.units();
+        let (mut units, mut facts) = compiler.units();
+        let subagents = compiler.subagents(&mut units, &mut facts);
         let tools = compiler.tools();
         compiler.check_ids(&units, &facts);
         compiler.check_variables_and_trust(&mut units, &facts);
@@ -235,6 +282,58 @@ impl Agent {
         if !errors.is_empty() {
             return Err(SpecError::new(errors));
         }
+        let stage = spec.stage.as_ref().map(|_| crate::inject::CompiledStage {
+            capabilities,
+            main_volatile: units.iter().any(|u| {
+                u.scope.is_none()
+                    && u.placement == Placement::Body
+                    && u.kind != BlockKind::Note
+                    && u.stability == Stability::Volatile
+            }),
+            subagents,
+        });
+        let mut lint = lint;
+        match (&stage, &spec.auto_injections) {
+            (Some(stage), Some(config)) => {
+                let overrides = crate::inject::Overrides::read(Some(config));
+                let locator = Locator {
+                    source: &source,
+                    spans: &spans,
+                };
+                for finding in crate::inject::override_findings(stage, &overrides) {
+                    // The finding's key path, or the nearest enclosing key the file has.
+                    let mut pointer = finding
+                        .subject
+                        .as_deref()
+                        .map(|path| format!("/{}", path.replace('.', "/")))
+                        .unwrap_or_default();
+                    let location = loop {
+                        if let Some(span) = locator.spans.find(&pointer) {
+                            break Some(source.location(span.value.start));
+                        }
+                        match pointer.rfind('/') {
+                            Some(i) if i > 0 => pointer.truncate(i),
+                            _ => break None,
+                        }
+                    };
+                    lint.push(finding.at(location));
+                }
+            }
+            (None, Some(_)) => {
+                let location = spans
+                    .find("/auto_injections")
+                    .map(|span| source.location(span.value.start));
+                lint.push(
+                    Diagnostic::warning(
+                        "overrides-without-stage",
+                        "`[auto_injections]` has no effect: the spec declares no `[stage]`",
+                    )
+                    .at(location)
+                    .hint("add a [stage], or remove [auto_injections]"),
+                );
+            }
+            _ => {}
+        }
 
         Ok(Self {
             spec: Arc::new(spec),
@@ -247,6 +346,8 @@ impl Agent {
             counter: TokenCounter::default(),
             stable_cache: Mutex::new(crate::assemble::StableCache::default()),
             volatile_memo: Mutex::new(crate::assemble::VolatileMemo::default()),
+            stage,
+            mcp_memo: Mutex::new(crate::assemble::McpMemo::default()),
         })
     }
 
@@ -325,7 +426,10 @@ impl Compiler<'_> {
         match (text, template) {
             (Some(text), None) => Body::Text(text.clone()),
             (None, Some(source)) => {
-                if let Err(error) = self.templates.add(name.clone(), source.clone()) {
+                if let Err(error) = self.templates.add(
+                    name.clone(),
+                    crate::inject::tokens::protect(source).into_owned(),
+                ) {
                     let child = push_pointer(pointer, "template");
                     let (message, offset) = template_error(&error, source);
                     let span = self.template_span(&child, offset);
@@ -507,6 +611,7 @@ impl Compiler<'_> {
                 reads: Vec::new(),
                 volatile_inputs: Vec::new(),
                 unconditional,
+                scope: None,
             });
             facts.push(UnitFacts { pointer });
         }
@@ -541,10 +646,47 @@ impl Compiler<'_> {
                 reads: Vec::new(),
                 volatile_inputs: Vec::new(),
                 unconditional,
+                scope: None,
             });
             facts.push(UnitFacts { pointer });
         }
         (units, facts)
+    }
+
+    /// Compiles the stage's subagent prompts as units scoped to their topic.
+    fn subagents(
+        &mut self,
+        units: &mut Vec<Unit>,
+        facts: &mut Vec<UnitFacts>,
+    ) -> BTreeMap<String, usize> {
+        let mut out = BTreeMap::new();
+        let Some(stage) = &self.spec.stage else {
+            return out;
+        };
+        for (topic, subagent) in &stage.subagents {
+            let pointer = push_pointer("/stage/subagents", topic);
+            let id = format!("subagent.{topic}");
+            let body = self.body(id.clone(), &subagent.text, &subagent.template, &pointer);
+            out.insert(topic.clone(), units.len());
+            units.push(Unit {
+                id: Arc::from(id.as_str()),
+                kind: BlockKind::Section,
+                trust: Trust::Author,
+                stability: subagent.stability,
+                placement: Placement::Body,
+                origin: Arc::new(self.origin(&pointer)),
+                body,
+                gate: None,
+                variants: Vec::new(),
+                max_tokens: None,
+                reads: Vec::new(),
+                volatile_inputs: Vec::new(),
+                unconditional: true,
+                scope: Some(Arc::from(topic.as_str())),
+            });
+            facts.push(UnitFacts { pointer });
+        }
+        out
     }
 
     fn tools(&mut self) -> Vec<CompiledTool> {
@@ -757,7 +899,9 @@ impl Compiler<'_> {
         let body: Vec<(usize, &Unit)> = units
             .iter()
             .enumerate()
-            .filter(|(_, u)| u.placement == Placement::Body && u.kind != BlockKind::Note)
+            .filter(|(_, u)| {
+                u.placement == Placement::Body && u.kind != BlockKind::Note && u.scope.is_none()
+            })
             .collect();
         let mut first_volatile: Option<&Unit> = None;
         for &(i, unit) in &body {
@@ -983,10 +1127,12 @@ impl Compiler<'_> {
                 u.placement == Placement::Body
                     && u.kind != BlockKind::Note
                     && u.stability == Stability::Volatile
+                    && u.scope.is_none()
             })
             .collect();
         let body_stable_present = units.iter().any(|u| {
             u.placement == Placement::Body
+                && u.scope.is_none()
                 && u.stability == Stability::Stable
                 && u.unconditional
                 && !u.trust.is_user_controlled()

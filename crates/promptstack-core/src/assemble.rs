@@ -22,6 +22,7 @@ use crate::diagnostic::Diagnostic;
 use crate::error::{Error, ErrorKind};
 use crate::fingerprint::Fingerprint;
 use crate::hash::{Key, KeyBuilder};
+use crate::inject::{self, Prompt};
 use crate::spec::{BlockKind, Placement, Stability};
 use crate::template::{self, path_is_empty};
 use crate::tokens::{Counting, TokenCount};
@@ -57,6 +58,19 @@ pub(crate) type VolatileMemo = std::collections::HashMap<Key, (Block, Vec<Diagno
 
 /// Beyond this many entries the volatile memo starts over.
 const VOLATILE_MEMO_CAPACITY: usize = 4096;
+
+/// Resolved MCP tools by the key of their listings (see `Agent::resolve_mcp`). Small and
+/// FIFO-evicted: an application usually sends the same listings until a server changes.
+pub(crate) type McpMemo = VecDeque<(Key, Arc<McpResolved>)>;
+
+/// How many distinct sets of MCP listings an agent keeps resolved.
+const MCP_MEMO_CAPACITY: usize = 8;
+
+/// A send's MCP tools and its `mcp` template root.
+pub(crate) struct McpResolved {
+    mcp: crate::toolset::ResolvedMcp,
+    root: Value,
+}
 
 /// The memo of stable parts, keyed by the stable inputs. Small and FIFO-evicted.
 #[derive(Default)]
@@ -303,6 +317,15 @@ impl Agent {
         self.finish(ctx, stable, None)
     }
 
+    /// Forgets every reusable result: stable parts, memoised volatile units and token counts. The
+    /// next assembly does all the work a first send does (only the compiled templates remain).
+    /// For measuring cold assembly; applications never need it.
+    pub fn clear_caches(&self) {
+        self.cache().entries.clear();
+        self.memo().clear();
+        self.counter.clear();
+    }
+
     /// Counters of cache reuse since the agent was compiled.
     pub fn cache_stats(&self) -> CacheStats {
         let cache = self.cache();
@@ -319,7 +342,14 @@ impl Agent {
     }
 
     /// A key over a volatile unit's identity, the stable inputs, and the volatile inputs it reads.
-    fn volatile_key(&self, stable_key: Key, index: usize, unit: &Unit, ctx: &SendContext) -> Key {
+    fn volatile_key(
+        &self,
+        stable_key: Key,
+        index: usize,
+        unit: &Unit,
+        ctx: &SendContext,
+        mcp_key: Option<Key>,
+    ) -> Key {
         let mut key = KeyBuilder::new("promptstack/volatile-unit/v1");
         key.add(&stable_key).add(&index);
         for input in &unit.volatile_inputs {
@@ -343,12 +373,45 @@ impl Agent {
                 VolatileInput::AllVariables => {
                     key.add(&ctx.variables);
                 }
+                VolatileInput::Tabs => {
+                    key.add(&ctx.tabs);
+                }
+                VolatileInput::HarnessState => {
+                    key.add(&ctx.harness_state);
+                }
                 VolatileInput::Mcp => {
-                    key.add(&ctx.mcp_servers);
+                    key.add(&mcp_key);
                 }
             }
         }
         key.finish()
+    }
+
+    /// The MCP tools and `mcp` root of a send's listings, built once per distinct listings (and
+    /// tool capability) and shared by later sends; the key also stands for the listings in the
+    /// volatile memo.
+    fn resolve_mcp(&self, ctx: &SendContext, local: &Toolset) -> (Key, Arc<McpResolved>) {
+        let can_use_tools = ctx.model.can_use_tools();
+        let key = KeyBuilder::new("promptstack/mcp-listings/v1")
+            .add(&ctx.mcp_servers)
+            .add(&can_use_tools)
+            .finish();
+        let mut memo = self.mcp_memo.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some((_, found)) = memo.iter().find(|(k, _)| *k == key) {
+            return (key, found.clone());
+        }
+        let mcp = crate::toolset::ResolvedMcp::new(
+            &ctx.mcp_servers,
+            self.tools.iter().map(|t| t.spec.name.as_str()),
+            can_use_tools,
+        );
+        let root = template::mcp_value(&ctx.mcp_servers, &local.joined(&mcp));
+        let resolved = Arc::new(McpResolved { mcp, root });
+        if memo.len() >= MCP_MEMO_CAPACITY {
+            memo.pop_front();
+        }
+        memo.push_back((key, resolved.clone()));
+        (key, resolved)
     }
 
     fn cache(&self) -> std::sync::MutexGuard<'_, StableCache> {
@@ -364,11 +427,19 @@ impl Agent {
             .add(&ctx.integrations)
             .add(&ctx.user)
             .add(&ctx.project)
-            .add(&ctx.skills);
+            .add(&ctx.skills)
+            .add(&ctx.cwd)
+            .add(&ctx.context_files)
+            .add(&ctx.messages_path);
         for (name, spec) in &self.spec.variables {
             if spec.stability == Stability::Stable {
                 key.add(name.as_str()).add(&ctx.variables.get(name));
             }
+        }
+        if self.stage.is_some() {
+            key.add(&ctx.topic)
+                .add(&ctx.tenant_instructions)
+                .add(&ctx.auto_injections);
         }
         key.finish()
     }
@@ -542,13 +613,39 @@ impl Agent {
         let context = template::context_value(roots.iter().cloned());
         let mut diagnostics = self.lint.clone();
         let mut blocks = Vec::new();
+        let prompt = self.active_prompt(ctx)?;
         for unit in self
             .units
             .iter()
             .filter(|u| u.stability == Stability::Stable)
         {
+            if !in_prompt(unit, prompt) {
+                blocks.push(other_prompt_block(unit, prompt, counting));
+                continue;
+            }
             let outcome = self.render_unit(unit, &context)?;
-            blocks.push(self.finish_block(unit, outcome, &context, counting, &mut diagnostics));
+            blocks.push(self.finish_block(
+                unit,
+                outcome,
+                &context,
+                (counting, &toolset),
+                &mut diagnostics,
+            ));
+        }
+        if let Some(stage) = &self.stage {
+            let overrides = inject::overrides_for(self.spec.auto_injections.as_ref(), ctx);
+            // Findings about the spec's own overrides are lint, located, reported at compile time;
+            // a send's stored overrides are checked here, once per stable part.
+            if ctx.auto_injections.is_some() {
+                diagnostics.extend(inject::override_findings(stage, &overrides));
+            }
+            if !self.authored_volatile(stage, prompt) {
+                for injection in
+                    inject::stage_injections(stage, ctx, prompt, &overrides, Stability::Stable)
+                {
+                    blocks.push(self.injected_block(injection, counting, &mut diagnostics));
+                }
+            }
         }
         let (text, _) = join_body(&mut blocks, &self.spec.render.separator, 0);
         if let Some(last) = blocks
@@ -600,16 +697,20 @@ impl Agent {
             "user_message",
             template::user_message_value(ctx.user_message.as_deref()),
         ));
-        let toolset = if ctx.mcp_servers.is_empty() {
-            stable.toolset.clone()
+        roots.push(("tabs", template::tabs_value(&ctx.tabs)));
+        roots.push((
+            "harness_state",
+            template::to_value(ctx.harness_state.as_ref()),
+        ));
+        let (toolset, mcp_root, mcp_key) = if ctx.mcp_servers.is_empty() {
+            let root = template::mcp_value(&[], &stable.toolset);
+            (stable.toolset.clone(), root, None)
         } else {
-            Arc::new(stable.toolset.with_mcp(
-                &ctx.mcp_servers,
-                self.tools.iter().map(|t| t.spec.name.as_str()),
-                ctx.model.can_use_tools(),
-            ))
+            let (key, resolved) = self.resolve_mcp(ctx, &stable.toolset);
+            let toolset = Arc::new(stable.toolset.joined(&resolved.mcp));
+            (toolset, resolved.root.clone(), Some(key))
         };
-        roots.push(("mcp", template::mcp_value(&ctx.mcp_servers, &toolset)));
+        roots.push(("mcp", mcp_root));
         let context = template::context_value(roots);
         let mut diagnostics: Vec<Diagnostic> = Vec::new();
         for skipped in toolset.skipped_servers() {
@@ -626,6 +727,20 @@ impl Agent {
                 .hint("the server is retried in the background; the stable half does not change"),
             );
         }
+        for tab in ctx.tabs.all() {
+            if let Err(error) = crate::layers::sites::parse_url(&tab.url) {
+                diagnostics.push(
+                    Diagnostic::warning(
+                        "bad-tab-url",
+                        format!(
+                            "tab {} has the URL `{}`, which does not parse ({error}); no site pattern matches it",
+                            tab.id, tab.url
+                        ),
+                    )
+                    .hint("send the tab's full URL, scheme included"),
+                );
+            }
+        }
         for name in ctx.variables.keys() {
             if !self.spec.variables.contains_key(name) {
                 diagnostics.push(
@@ -640,13 +755,18 @@ impl Agent {
             }
         }
         let mut volatile_blocks = Vec::new();
+        let prompt = self.active_prompt(ctx)?;
         for (i, unit) in self
             .units
             .iter()
             .enumerate()
             .filter(|(_, u)| u.stability == Stability::Volatile)
         {
-            let key = memo.map(|stable_key| self.volatile_key(stable_key, i, unit, ctx));
+            if !in_prompt(unit, prompt) {
+                volatile_blocks.push(other_prompt_block(unit, prompt, stable.counting));
+                continue;
+            }
+            let key = memo.map(|stable_key| self.volatile_key(stable_key, i, unit, ctx, mcp_key));
             if let Some((block, found)) = key.and_then(|k| self.memo().get(&k).cloned()) {
                 diagnostics.extend(found);
                 volatile_blocks.push(block);
@@ -654,7 +774,13 @@ impl Agent {
             }
             let outcome = self.render_unit(unit, &context)?;
             let mut found = Vec::new();
-            let block = self.finish_block(unit, outcome, &context, stable.counting, &mut found);
+            let block = self.finish_block(
+                unit,
+                outcome,
+                &context,
+                (stable.counting, &stable.toolset),
+                &mut found,
+            );
             if let Some(key) = key {
                 let mut memo = self.memo();
                 if memo.len() >= VOLATILE_MEMO_CAPACITY {
@@ -664,6 +790,22 @@ impl Agent {
             }
             diagnostics.extend(found);
             volatile_blocks.push(block);
+        }
+        if let Some(stage) = &self.stage {
+            let overrides = inject::overrides_for(self.spec.auto_injections.as_ref(), ctx);
+            if self.authored_volatile(stage, prompt) {
+                for injection in
+                    inject::stage_injections(stage, ctx, prompt, &overrides, Stability::Volatile)
+                {
+                    volatile_blocks.push(self.injected_block(
+                        injection,
+                        stable.counting,
+                        &mut diagnostics,
+                    ));
+                }
+            }
+            let platform = inject::platform_injection(ctx, &overrides);
+            volatile_blocks.push(self.injected_block(platform, stable.counting, &mut diagnostics));
         }
         let offset = if stable.text.is_empty() {
             0
@@ -692,7 +834,7 @@ impl Agent {
         unit: &Unit,
         outcome: Outcome,
         context: &Value,
-        counting: Counting,
+        (counting, toolset): (Counting, &Toolset),
         diagnostics: &mut Vec<Diagnostic>,
     ) -> Block {
         let mut block = Block {
@@ -765,6 +907,44 @@ impl Agent {
         } else {
             text
         };
+        let text = match inject::tokens::expand(
+            &text,
+            |name| toolset.contains(name),
+            &self.spec.components,
+        ) {
+            None => text,
+            Some((expanded, unresolved)) => {
+                for tool in unresolved.tools {
+                    diagnostics.push(
+                        Diagnostic::warning(
+                            "unresolved-tool-token",
+                            format!(
+                                "`{{{{TOOL:{tool}}}}}` in `{}` names a tool this send does not offer; it is left as written",
+                                unit.id
+                            ),
+                        )
+                        .subject(&*unit.id)
+                        .at(origin_location(&block))
+                        .hint("gate the text on the tool (`'name' in tools`) or fix the name"),
+                    );
+                }
+                for component in unresolved.components {
+                    diagnostics.push(
+                        Diagnostic::warning(
+                            "unknown-component",
+                            format!(
+                                "`{{{{COMPONENT:{component}}}}}` in `{}` names no component; it is left as written",
+                                unit.id
+                            ),
+                        )
+                        .subject(&*unit.id)
+                        .at(origin_location(&block))
+                        .hint("define it under [components]"),
+                    );
+                }
+                expanded
+            }
+        };
         if text.is_empty() {
             block.state = BlockState::Excluded {
                 reason: Exclusion::Empty,
@@ -794,9 +974,126 @@ impl Agent {
     }
 }
 
+impl Agent {
+    /// The prompt a send builds: the main prompt, or the subagent prompt of its topic.
+    pub(crate) fn active_prompt<'c>(&self, ctx: &'c SendContext) -> Result<Prompt<'c>, Error> {
+        let Some(topic) = ctx.topic.as_deref() else {
+            return Ok(Prompt::Main);
+        };
+        let known = self.stage.as_ref().map(|s| &s.subagents);
+        if known.is_some_and(|k| k.contains_key(topic)) {
+            return Ok(Prompt::Subagent(topic));
+        }
+        let names = known
+            .map(|k| k.keys().map(String::as_str).collect::<Vec<_>>().join(", "))
+            .unwrap_or_default();
+        Err(Error::new(
+            ErrorKind::NotFound,
+            if names.is_empty() {
+                format!("the send's topic is `{topic}`, but this agent has no subagents")
+            } else {
+                format!("the send's topic is `{topic}`; this stage's subagents are: {names}")
+            },
+        ))
+    }
+
+    /// Whether the active prompt's authored body can change between sends, in which case the
+    /// injected blocks that follow it are volatile too.
+    pub(crate) fn authored_volatile(
+        &self,
+        stage: &inject::CompiledStage,
+        prompt: Prompt<'_>,
+    ) -> bool {
+        match prompt {
+            Prompt::Main => stage.main_volatile,
+            Prompt::Subagent(topic) => stage
+                .subagents
+                .get(topic)
+                .is_some_and(|&i| self.units[i].stability == Stability::Volatile),
+        }
+    }
+
+    /// Turns an injection into a block: included with its text, or excluded with its reason.
+    fn injected_block(
+        &self,
+        injection: inject::Injection,
+        counting: Counting,
+        diagnostics: &mut Vec<Diagnostic>,
+    ) -> Block {
+        // Decision findings are reported once, by `override_findings`.
+        diagnostics.extend(injection.diagnostics);
+        let preview = injection.preview;
+        let (state, text, tokens) = match injection.exclusion {
+            None => {
+                let tokens = self.counter.count(counting, &preview.text);
+                (BlockState::Included, preview.text, tokens)
+            }
+            Some(reason) => (
+                BlockState::Excluded { reason },
+                String::new(),
+                TokenCount {
+                    count: 0,
+                    exact: counting.exact,
+                },
+            ),
+        };
+        Block {
+            id: Arc::from(preview.id.as_str()),
+            kind: injection.kind,
+            trust: preview.trust,
+            stability: preview.stability,
+            placement: Placement::Body,
+            origin: Arc::new(injection.origin),
+            state,
+            override_state: preview.override_state,
+            variant: None,
+            text,
+            range: None,
+            tokens,
+        }
+    }
+}
+
+/// Whether a unit takes part in the active prompt. Notes and target-placed blocks belong to every
+/// prompt; body blocks of the spec to the main prompt; a subagent's prompt to its topic.
+fn in_prompt(unit: &Unit, prompt: Prompt<'_>) -> bool {
+    match (&unit.scope, prompt) {
+        (None, _) if unit.placement != Placement::Body || unit.kind == BlockKind::Note => true,
+        (None, Prompt::Main) => true,
+        (Some(topic), Prompt::Subagent(active)) => &**topic == active,
+        _ => false,
+    }
+}
+
+/// The block of a unit that belongs to another prompt than the active one.
+fn other_prompt_block(unit: &Unit, prompt: Prompt<'_>, counting: Counting) -> Block {
+    Block {
+        id: unit.id.clone(),
+        kind: unit.kind,
+        trust: unit.trust,
+        stability: unit.stability,
+        placement: unit.placement,
+        origin: unit.origin.clone(),
+        state: BlockState::Excluded {
+            reason: Exclusion::OtherPrompt {
+                active: prompt.to_string(),
+            },
+        },
+        override_state: OverrideState::Default,
+        variant: None,
+        text: String::new(),
+        range: None,
+        tokens: TokenCount {
+            count: 0,
+            exact: counting.exact,
+        },
+    }
+}
+
 fn origin_location(block: &Block) -> Option<crate::spec::Location> {
     match &*block.origin {
         crate::block::Origin::Spec { location, .. } => location.clone(),
+        _ => None,
     }
 }
 

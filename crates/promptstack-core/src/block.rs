@@ -61,6 +61,20 @@ pub enum Origin {
         #[serde(skip_serializing_if = "Option::is_none")]
         location: Option<Location>,
     },
+    /// Built by the platform (the date and time preamble, the closer after tenant text).
+    Platform {
+        /// The builder's name.
+        builder: &'static str,
+    },
+    /// The tenant's settings (its instructions).
+    Tenant,
+    /// A capability's guidance: a built-in text, or a registry manifest's fragment.
+    Capability {
+        /// The capability's slug.
+        slug: String,
+        /// Whether it came from a registry manifest.
+        registry: bool,
+    },
 }
 
 impl Origin {
@@ -74,6 +88,16 @@ impl Origin {
                 path,
                 location: None,
             } => path.clone(),
+            Origin::Platform { builder } => format!("platform: {builder}"),
+            Origin::Tenant => "tenant settings".to_owned(),
+            Origin::Capability {
+                slug,
+                registry: false,
+            } => format!("capability {slug} (built-in)"),
+            Origin::Capability {
+                slug,
+                registry: true,
+            } => format!("capability {slug} (registry)"),
         }
     }
 }
@@ -102,6 +126,26 @@ pub enum Exclusion {
     },
     /// Its text rendered empty (or only whitespace).
     Empty,
+    /// An override switched it off.
+    Override {
+        /// The configuration key that did.
+        key: String,
+    },
+    /// Hidden in the active prompt by a per-prompt switch.
+    Scope {
+        /// The active prompt (`main` or a subagent).
+        prompt: String,
+    },
+    /// It belongs to a prompt that is not active on this send.
+    OtherPrompt {
+        /// The active prompt.
+        active: String,
+    },
+    /// Not shipped for a reason outside the spec (e.g. the tenant switched its instructions off).
+    Disabled {
+        /// Why.
+        reason: String,
+    },
 }
 
 impl std::fmt::Display for Exclusion {
@@ -109,6 +153,10 @@ impl std::fmt::Display for Exclusion {
         match self {
             Exclusion::Gate { when } => write!(f, "gate false: {when}"),
             Exclusion::Empty => f.write_str("rendered empty"),
+            Exclusion::Override { key } => write!(f, "switched off by {key}"),
+            Exclusion::Scope { prompt } => write!(f, "hidden in the {prompt} prompt"),
+            Exclusion::OtherPrompt { active } => write!(f, "the active prompt is {active}"),
+            Exclusion::Disabled { reason } => f.write_str(reason),
         }
     }
 }

@@ -50,11 +50,101 @@ pub struct SendContext {
     /// Values for the variables the spec declares, by name.
     #[serde(default)]
     pub variables: BTreeMap<String, serde_json::Value>,
+    /// A coding agent's working directory, as the harness reports it (any separator style).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cwd: Option<String>,
+    /// Context files (AGENTS.md, CLAUDE.md…) in the order they apply: the agent's own directory
+    /// first, then each directory from the root down to the working directory.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub context_files: Vec<ContextFile>,
+    /// Where the thread's messages are persisted, if anywhere.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub messages_path: Option<String>,
+    /// The harness's own state (task list, subagents, open work), any JSON; shown compactly.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub harness_state: Option<serde_json::Value>,
+    /// A browser agent's tabs: the one active when the user submitted, and the ones they referenced.
+    #[serde(default, skip_serializing_if = "Tabs::is_empty")]
+    pub tabs: Tabs,
     /// What MCP discovery found on each configured server for this send: its tools, or why it
     /// could not be used. The tools join the toolset under namespaced names; the servers are the
     /// volatile `mcp` root, so a server going up or down never changes the stable half.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub mcp_servers: Vec<crate::tools::mcp::McpServerListing>,
+    /// The active subagent topic of a stage; absent means the main prompt.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub topic: Option<String>,
+    /// The tenant's instructions, as a tenant-instructions source resolved them for this send.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tenant_instructions: Option<TenantInstructions>,
+    /// The stage's stored overrides of the injected blocks (same shape as the spec's
+    /// `[auto_injections]`); when present they replace the spec's.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(with = "Option<serde_json::Map<String, serde_json::Value>>")]
+    pub auto_injections: Option<serde_json::Value>,
+}
+
+/// A tenant's instructions for every agent it runs, as read from its settings.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize, JsonSchema, Default)]
+#[serde(deny_unknown_fields)]
+pub struct TenantInstructions {
+    /// Whether the administrator switched the instructions on.
+    #[serde(default)]
+    pub enabled: bool,
+    /// The instructions.
+    #[serde(default)]
+    pub text: String,
+    /// Set when the source could not be read: the send goes on without tenant instructions and the
+    /// assembly reports this reason as a warning.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub unavailable: Option<String>,
+}
+
+/// One context file: where it is and what it says.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ContextFile {
+    /// The file's path (absolute or relative, any separator style).
+    pub path: String,
+    /// The file's text.
+    pub content: String,
+}
+
+/// The tabs a browser-agent send is about.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize, JsonSchema, Default)]
+#[serde(deny_unknown_fields)]
+pub struct Tabs {
+    /// The tab that was active when the user submitted the message.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub active: Option<Tab>,
+    /// Tabs the user referred to explicitly (e.g. with `@tab`), in the order referenced.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub referenced: Vec<Tab>,
+}
+
+impl Tabs {
+    /// Whether there is no tab at all.
+    pub fn is_empty(&self) -> bool {
+        self.active.is_none() && self.referenced.is_empty()
+    }
+
+    /// The active tab, then the referenced ones.
+    pub fn all(&self) -> impl Iterator<Item = &Tab> {
+        self.active.iter().chain(self.referenced.iter())
+    }
+}
+
+/// One browser tab.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct Tab {
+    /// The browser's id for the tab.
+    pub id: i64,
+    /// The tab's URL.
+    pub url: String,
+    /// The page title (page-controlled text).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub title: Option<String>,
 }
 
 /// The moment of a send: an instant plus the UTC offset of the user's wall clock.
@@ -336,6 +426,13 @@ pub struct Skill {
     /// Hidden from the model: never listed, never inlined.
     #[serde(default)]
     pub disable_model_invocation: bool,
+    /// Where the skill's full instructions can be loaded from (e.g. the path of its SKILL.md).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub location: Option<String>,
+    /// Site patterns (`*.example.com`, `docs.example.com:8443/api`) the skill applies to; empty
+    /// means every site. See `layers::sites`.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub sites: Vec<String>,
 }
 
 impl Skill {
@@ -464,6 +561,36 @@ pub const ROOTS: &[Root] = &[
         trust: Trust::User,
         description: "text and slugs of this send's message (none when absent)",
     },
+    Root {
+        name: "cwd",
+        stability: Stability::Stable,
+        trust: Trust::Platform,
+        description: "the working directory the harness reports (none when absent); `cwd | posix_path` for `/` separators",
+    },
+    Root {
+        name: "context_files",
+        stability: Stability::Stable,
+        trust: Trust::Untrusted,
+        description: "context files in order: path, content (raw; `context_files | context_files(base=cwd)` caps and relativises them)",
+    },
+    Root {
+        name: "messages_path",
+        stability: Stability::Stable,
+        trust: Trust::Platform,
+        description: "where the thread's messages are persisted (none when they are not)",
+    },
+    Root {
+        name: "harness_state",
+        stability: Stability::Volatile,
+        trust: Trust::User,
+        description: "the harness's state as JSON (none when absent); `harness_state | compact` for one bounded line",
+    },
+    Root {
+        name: "tabs",
+        stability: Stability::Volatile,
+        trust: Trust::Untrusted,
+        description: "active (id, url, title, host), referenced (the same), urls (active first)",
+    },
 ];
 
 /// Looks a template root up by name.
@@ -490,7 +617,24 @@ impl SendContext {
         // The schema cannot check the content of `now`; serde can, and names the path.
         if diagnostics.is_empty() {
             match serde_path_to_error::deserialize::<_, SendContext>(&tree) {
-                Ok(context) => return Ok(context),
+                Ok(context) => {
+                    for (i, skill) in context.skills.iter().enumerate() {
+                        for (j, pattern) in skill.sites.iter().enumerate() {
+                            if let Err(error) = crate::layers::sites::SitePattern::parse(pattern) {
+                                diagnostics.push(locator.at(
+                                    "bad-site-pattern",
+                                    &format!("/skills/{i}/sites/{j}"),
+                                    false,
+                                    error.to_string(),
+                                    Some("write a host (`docs.example.com`), `*.example.com` for a domain and its subdomains, or `*` for every site".into()),
+                                ));
+                            }
+                        }
+                    }
+                    if diagnostics.is_empty() {
+                        return Ok(context);
+                    }
+                }
                 Err(error) => {
                     let pointer = path_to_pointer(error.path());
                     let message = lowercase_first(&error.inner().to_string());

@@ -310,3 +310,29 @@ pub fn send_load(data: &[u8]) {
         let _ = error.to_string();
     }
 }
+
+/// Site patterns and URLs: the first byte splits the rest into a pattern and a URL. Parsing and
+/// matching never panic; a parsed pattern matches the URL the same way twice, and the wildcard
+/// `*` matches every http(s) URL with a host.
+pub fn site_pattern(data: &[u8]) {
+    use crate::layers::sites::{SitePattern, parse_url};
+    let Some((&split, rest)) = data.split_first() else {
+        return;
+    };
+    let rest = &rest[..rest.len().min(4096)];
+    let at = usize::from(split).min(rest.len());
+    let pattern = String::from_utf8_lossy(&rest[..at]);
+    let url = String::from_utf8_lossy(&rest[at..]);
+    let parsed = SitePattern::parse(&pattern);
+    if let Err(error) = &parsed {
+        assert!(!error.to_string().is_empty());
+    }
+    if let Ok(url) = parse_url(&url) {
+        if let Ok(pattern) = &parsed {
+            assert_eq!(pattern.matches(&url), pattern.matches(&url));
+        }
+        let any = SitePattern::parse("*").expect("`*` is a pattern");
+        let web = matches!(url.scheme(), "http" | "https") && url.host().is_some();
+        assert_eq!(any.matches(&url), web, "`*` and {url}");
+    }
+}

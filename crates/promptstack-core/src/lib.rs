@@ -18,6 +18,8 @@
 //!   markers it cannot forge, defanging look-alike markers and chat-template control tokens.
 //! - [`stream`]: the model-output pipeline, turning streamed text into display-ready Markdown with
 //!   resolved citations and one math style, plus the eval scorer that counts citations.
+//! - [`layers`]: reusable agent-family layers (escaping, guidelines, site patterns, context
+//!   files, compact harness state), also registered as template filters.
 //! - [`canonical_url`]: the one canonical form of a URL (budgets, sources, evals).
 //! - [`tools`]: provider-safe tool names, MCP namespacing and merging, UI labels.
 //! - [`turn`]: the Turn runtime: dedupe, budgets and the source registry around tool executors.
@@ -68,6 +70,8 @@ pub mod error;
 pub mod fence;
 pub mod fingerprint;
 mod hash;
+pub mod inject;
+pub mod layers;
 mod lint;
 pub mod provider;
 pub mod source;

@@ -32,6 +32,7 @@ pub(crate) fn static_checks(
 fn location(unit: &Unit) -> Option<crate::spec::Location> {
     match &*unit.origin {
         crate::block::Origin::Spec { location, .. } => location.clone(),
+        _ => None,
     }
 }
 
@@ -219,6 +220,55 @@ fn gates_on_settings(
                 .hint("gate on the resolved toolset instead (e.g. `'search' in tools`): it is the fact the text depends on"),
             );
         }
+    }
+}
+
+impl crate::Agent {
+    /// Token limits that can be checked without a send: every block or note with `max_tokens`
+    /// whose text (and every variant's text) is literal, counted with `counting` after the same
+    /// trimming assembly applies. One `over-token-limit` error per text over its limit.
+    ///
+    /// Templated texts depend on the send; [`crate::Agent::assemble`] checks them per send.
+    pub fn literal_token_limits(&self, counting: crate::tokens::Counting) -> Vec<Diagnostic> {
+        let mut out = Vec::new();
+        for unit in &self.units {
+            let Some(limit) = unit.max_tokens else {
+                continue;
+            };
+            let own = std::iter::once((None, &unit.body));
+            let variants = unit.variants.iter().map(|v| (Some(v.id.as_str()), &v.body));
+            for (variant, body) in own.chain(variants) {
+                let crate::agent::Body::Text(text) = body else {
+                    continue;
+                };
+                let text = if self.spec.render.trim {
+                    text.trim_matches([' ', '\t', '\r', '\n'])
+                } else {
+                    text.as_str()
+                };
+                let tokens = self.counter.count(counting, text);
+                if tokens.count > limit {
+                    let what = match variant {
+                        Some(v) => format!("variant `{v}` of `{}`", unit.id),
+                        None => format!("`{}`", unit.id),
+                    };
+                    out.push(
+                        Diagnostic::error(
+                            "over-token-limit",
+                            format!(
+                                "{what} is {} tokens ({}); its limit is {limit}",
+                                tokens.display(),
+                                counting.encoding.as_str()
+                            ),
+                        )
+                        .subject(&*unit.id)
+                        .at(location(unit))
+                        .hint("shorten the text or raise `max_tokens`"),
+                    );
+                }
+            }
+        }
+        out
     }
 }
 

@@ -59,6 +59,7 @@ impl TemplateSet {
                     .unwrap_or(false),
             }
         });
+        crate::layers::register(&mut env);
         env.set_formatter(|out, state, value| {
             let empty = value.is_none()
                 || value.is_undefined()
@@ -196,6 +197,8 @@ pub(crate) fn stable_roots(ctx: &SendContext, toolset: &Toolset) -> StableRoots 
             description: &s.description,
             instructions: &s.instructions,
             tags: &s.tags,
+            location: s.location.as_deref(),
+            sites: &s.sites,
         })
         .collect();
     StableRoots {
@@ -208,6 +211,9 @@ pub(crate) fn stable_roots(ctx: &SendContext, toolset: &Toolset) -> StableRoots 
             ("language", to_value(&language)),
             ("project", to_value(&project)),
             ("skills", to_value(&skills)),
+            ("cwd", to_value(ctx.cwd.as_deref())),
+            ("context_files", to_value(&ctx.context_files)),
+            ("messages_path", to_value(ctx.messages_path.as_deref())),
         ],
     }
 }
@@ -469,6 +475,40 @@ struct SkillView<'a> {
     description: &'a str,
     instructions: &'a str,
     tags: &'a [String],
+    location: Option<&'a str>,
+    sites: &'a [String],
+}
+
+/// The `tabs` root: the active tab, the referenced ones, and every URL (active first).
+pub(crate) fn tabs_value(tabs: &crate::context::Tabs) -> Value {
+    let view = |t: &'_ crate::context::Tab| TabView {
+        id: t.id,
+        url: t.url.clone(),
+        title: t.title.clone(),
+        host: url::Url::parse(&t.url)
+            .ok()
+            .and_then(|u| u.host_str().map(str::to_owned)),
+    };
+    to_value(TabsView {
+        active: tabs.active.as_ref().map(view),
+        referenced: tabs.referenced.iter().map(view).collect(),
+        urls: tabs.all().map(|t| t.url.as_str()).collect(),
+    })
+}
+
+#[derive(Serialize)]
+struct TabView {
+    id: i64,
+    url: String,
+    title: Option<String>,
+    host: Option<String>,
+}
+
+#[derive(Serialize)]
+struct TabsView<'a> {
+    active: Option<TabView>,
+    referenced: Vec<TabView>,
+    urls: Vec<&'a str>,
 }
 
 #[derive(Serialize)]

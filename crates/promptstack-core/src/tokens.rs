@@ -163,6 +163,11 @@ impl TokenCounter {
         }
     }
 
+    /// Forgets every memoised count, so the next count of any text tokenises it again.
+    pub fn clear(&self) {
+        self.lock().clear();
+    }
+
     /// How many texts were actually tokenised (memo misses) since this counter was made.
     pub fn tokenized(&self) -> u64 {
         self.tokenized.load(Ordering::Relaxed)

@@ -96,6 +96,57 @@ pub struct Toolset {
     mcp: Arc<McpPart>,
 }
 
+/// The tools of a send's MCP servers, named and built once; shared by every toolset of sends with
+/// the same listings.
+#[derive(Debug, Clone)]
+pub(crate) struct ResolvedMcp {
+    tools: Vec<Arc<Tool>>,
+    part: Arc<McpPart>,
+}
+
+impl ResolvedMcp {
+    pub(crate) fn new<'a>(
+        listings: &'a [McpServerListing],
+        local_names: impl IntoIterator<Item = &'a str>,
+        can_use_tools: bool,
+    ) -> Self {
+        let merged = merge_mcp_tools(listings, local_names);
+        let mut tools = Vec::new();
+        let mut withheld = Vec::new();
+        for found in merged.tools() {
+            if can_use_tools {
+                tools.push(Arc::new(Tool {
+                    name: found.name.to_owned(),
+                    description: found.tool.description.clone().unwrap_or_default(),
+                    parameters: serde_json::Value::Object(found.tool.input_schema.clone()),
+                    verb: None,
+                    cacheable: false,
+                    budget: None,
+                    results: ResultTrust::Untrusted,
+                    origin: ToolOrigin::Mcp {
+                        server: found.origin.server.clone(),
+                        tool: found.origin.tool.clone(),
+                    },
+                    view: std::sync::OnceLock::new(),
+                }));
+            } else {
+                withheld.push(ExcludedTool {
+                    name: found.name.to_owned(),
+                    reason: "the model cannot call tools".into(),
+                });
+            }
+        }
+        Self {
+            tools,
+            part: Arc::new(McpPart {
+                names: merged.names,
+                skipped: merged.skipped,
+                withheld,
+            }),
+        }
+    }
+}
+
 /// What MCP discovery added to a toolset.
 #[derive(Debug, Clone, Default)]
 struct McpPart {
@@ -145,42 +196,21 @@ impl Toolset {
         local_names: impl IntoIterator<Item = &'a str>,
         can_use_tools: bool,
     ) -> Self {
-        let merged = merge_mcp_tools(listings, local_names);
-        let mut tools = self.tools.clone();
-        let mut withheld = Vec::new();
-        for found in merged.tools() {
-            if can_use_tools {
-                tools.push(Arc::new(Tool {
-                    name: found.name.to_owned(),
-                    description: found.tool.description.clone().unwrap_or_default(),
-                    parameters: serde_json::Value::Object(found.tool.input_schema.clone()),
-                    verb: None,
-                    cacheable: false,
-                    budget: None,
-                    results: ResultTrust::Untrusted,
-                    origin: ToolOrigin::Mcp {
-                        server: found.origin.server.clone(),
-                        tool: found.origin.tool.clone(),
-                    },
-                    view: std::sync::OnceLock::new(),
-                }));
-            } else {
-                withheld.push(ExcludedTool {
-                    name: found.name.to_owned(),
-                    reason: "the model cannot call tools".into(),
-                });
-            }
-        }
-        tools.sort_by(|a, b| a.name.cmp(&b.name));
+        let resolved = ResolvedMcp::new(listings, local_names, can_use_tools);
+        self.joined(&resolved)
+    }
+
+    /// This toolset plus already resolved MCP tools.
+    pub(crate) fn joined(&self, mcp: &ResolvedMcp) -> Self {
+        let mut tools = Vec::with_capacity(self.tools.len() + mcp.tools.len());
+        tools.extend(self.tools.iter().cloned());
+        tools.extend(mcp.tools.iter().cloned());
+        tools.sort_unstable_by(|a, b| a.name.cmp(&b.name));
         Self {
             tools,
             excluded: self.excluded.clone(),
             template_value: self.template_value.clone(),
-            mcp: Arc::new(McpPart {
-                names: merged.names,
-                skipped: merged.skipped,
-                withheld,
-            }),
+            mcp: mcp.part.clone(),
         }
     }
 

@@ -5,11 +5,18 @@
 //! disk and MCP servers. Everything here feeds data into the core; nothing here decides prompt text.
 //!
 //! - [`nonce`]: [`nonce::OsNonces`], fence nonces from the operating system's CSPRNG.
+//! - [`context_files`]: the AGENTS.md / CLAUDE.md chain from the agent directory and from the
+//!   root down to the working directory.
 //! - [`mcp`]: discovery of MCP servers' tools over stdio and streamable HTTP, with timeouts and a
 //!   background retry that the application runs on its own runtime.
+//! - [`registry`]: registry capability manifests read from the folder next to a spec.
+//! - [`tenant`]: tenant-instructions sources (file, memory) behind a fail-open TTL cache.
 
+pub mod context_files;
 pub mod mcp;
 pub mod nonce;
+pub mod registry;
+pub mod tenant;
 
 pub use promptstack_core as core;
 pub use promptstack_core::*;

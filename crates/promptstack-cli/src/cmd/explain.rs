@@ -23,6 +23,8 @@ pub struct Args {
     /// The send context (JSON).
     #[arg(long)]
     send: PathBuf,
+    #[command(flatten)]
+    workspace: input::Workspace,
     /// Only this target in the targets section (default: every target).
     #[arg(long)]
     target: Option<String>,
@@ -36,6 +38,9 @@ struct JsonOutput<'a> {
     agent: &'a str,
     assembly: &'a Assembly,
     targets: Vec<TargetJson>,
+    /// A stage's injectable blocks with their exact text and state (removed ones included).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    injections: Vec<promptstack::inject::InjectionPreview>,
 }
 
 #[derive(Serialize)]
@@ -48,7 +53,7 @@ struct TargetJson {
 
 pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     let agent = input::agent(&args.spec)?;
-    let send = input::send(&args.send)?;
+    let send = input::send_in(&args.send, &args.workspace)?;
     let assembly = agent.assemble(&send).context("assembly failed")?;
     let targets: Vec<String> = match &args.target {
         Some(t) => vec![t.clone()],
@@ -69,6 +74,9 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
             agent: agent.name(),
             assembly: &assembly,
             targets,
+            injections: agent
+                .preview_injections(&send)
+                .context("previewing the injections failed")?,
         };
         println!("{}", serde_json::to_string_pretty(&output)?);
         return Ok(ExitCode::SUCCESS);

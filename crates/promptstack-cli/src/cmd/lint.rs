@@ -9,7 +9,8 @@ use serde::Serialize;
 use crate::input;
 
 /// Check an agent spec: schema, templates, invariants, lint rules; with `--send`, also assemble and
-/// compose every target for each send (token limits, empty variables, render failures).
+/// compose every target for each send (token limits, empty variables, render failures). Without
+/// `--send`, blocks with literal text are still held to their `max_tokens` (counted as o200k).
 ///
 /// Exit status: 0 when there is no lint error (warnings allowed), 1 when there are lint errors,
 /// 2 when the spec or a send cannot be read or is invalid.
@@ -20,6 +21,8 @@ pub struct Args {
     /// Send contexts to check the spec against (repeatable).
     #[arg(long)]
     send: Vec<PathBuf>,
+    #[command(flatten)]
+    workspace: input::Workspace,
     /// Print the findings as JSON.
     #[arg(long)]
     json: bool,
@@ -45,8 +48,24 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
             diagnostic,
         })
         .collect();
+    if args.send.is_empty() {
+        // Without a send, literal texts can still be held to their token limits (o200k estimate).
+        let counting = promptstack::tokens::Counting {
+            encoding: promptstack::tokens::Encoding::O200k,
+            exact: false,
+        };
+        findings.extend(
+            agent
+                .literal_token_limits(counting)
+                .into_iter()
+                .map(|diagnostic| Finding {
+                    send: None,
+                    diagnostic,
+                }),
+        );
+    }
     for path in &args.send {
-        let send = input::send(path)?;
+        let send = input::send_in(path, &args.workspace)?;
         let name = path.display().to_string();
         let assembly = match agent.assemble(&send) {
             Ok(assembly) => assembly,

@@ -10,3 +10,4 @@ pub mod lint;
 pub mod render;
 pub mod request;
 pub mod schema;
+pub mod tools;

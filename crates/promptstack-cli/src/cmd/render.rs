@@ -27,6 +27,8 @@ pub struct Args {
     /// The send context (JSON).
     #[arg(long)]
     send: PathBuf,
+    #[command(flatten)]
+    workspace: input::Workspace,
     /// The target to render (default: every target).
     #[arg(long)]
     target: Option<String>,
@@ -41,6 +43,12 @@ pub struct Args {
     /// With a provider format: print the body, the cache plan and the units as one JSON document.
     #[arg(long)]
     plan: bool,
+    /// Print the full prompt the model receives — authored text with tokens expanded and
+    /// variables substituted, then every platform append in build order — for `--target` (or the
+    /// only target). Warnings (unresolved tool tokens, variables that rendered empty…) go to
+    /// stderr; with `--format json` the text, its parts and the warnings are printed as JSON.
+    #[arg(long, conflicts_with_all = ["slot", "plan"])]
+    full: bool,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -90,7 +98,10 @@ struct JsonOutput<'a> {
 
 pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     let agent = input::agent(&args.spec)?;
-    let send = input::send(&args.send)?;
+    let send = input::send_in(&args.send, &args.workspace)?;
+    if args.full {
+        return render_full(&agent, &send, &args);
+    }
     let assembly = agent.assemble(&send).context("assembly failed")?;
     if let Some(format) = args.format.provider() {
         return render_request(&agent, &send, &assembly, format, &args);
@@ -201,6 +212,36 @@ fn render_request(
     } else {
         eprintln!("{}", crate::cmd::request::summary(&request));
         out.write_all(request.body.as_bytes())?;
+    }
+    out.flush()?;
+    Ok(ExitCode::SUCCESS)
+}
+
+/// `--full`: the full prompt with its warnings. A rendering failure is an error, never a
+/// different text.
+fn render_full(
+    agent: &promptstack::Agent,
+    send: &promptstack::SendContext,
+    args: &Args,
+) -> anyhow::Result<ExitCode> {
+    if args.format.provider().is_some() {
+        return Err(crate::exit::bad_input(anyhow::anyhow!(
+            "--full prints text or JSON; use --format text or --format json"
+        )));
+    }
+    let full = agent
+        .render_full(send, args.target.as_deref())
+        .map_err(|e| match e.kind() {
+            promptstack::ErrorKind::NotFound => crate::exit::bad_input(e),
+            _ => anyhow::Error::new(e).context("rendering the full prompt failed"),
+        })?;
+    report_diagnostics(full.warnings.iter());
+    let mut out = std::io::stdout().lock();
+    if args.format == Format::Json {
+        serde_json::to_writer_pretty(&mut out, &full)?;
+        writeln!(out)?;
+    } else {
+        out.write_all(full.text.as_bytes())?;
     }
     out.flush()?;
     Ok(ExitCode::SUCCESS)

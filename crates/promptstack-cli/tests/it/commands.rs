@@ -26,7 +26,7 @@ const SEND: &str = "examples/chat-assistant/sends/plain.json";
 #[test]
 fn help() {
     assert_cmd_snapshot!("help", promptstack().arg("--help"));
-    for command in ["render", "explain", "lint", "schema", "bench"] {
+    for command in ["render", "explain", "lint", "schema", "bench", "tools"] {
         insta::with_settings!({ snapshot_suffix => command }, {
             assert_cmd_snapshot!("help", promptstack().args([command, "--help"]));
         });

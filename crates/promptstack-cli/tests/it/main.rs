@@ -4,5 +4,8 @@ mod cite;
 mod commands;
 mod diff;
 mod examples;
+mod families;
 mod fence;
+mod pi_compat;
 mod requests;
+mod tools;

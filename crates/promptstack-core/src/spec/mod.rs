@@ -52,6 +52,58 @@ pub struct AgentSpec {
     /// source cap. Absent: the `web` class (auto 5, search 12, research 30) and 200 sources.
     #[serde(default)]
     pub turn: crate::turn::TurnConfig,
+    /// A stage of a multi-tenant platform: enabled capabilities, their configuration and subagent
+    /// prompts. A spec with a stage gets the platform's injected blocks (see `docs/injections.md`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub stage: Option<StageSpec>,
+    /// Overrides of the injected blocks: `platform_context = false`, `tenant_instructions = false`,
+    /// `capabilities.<slug> = { mode, text, main, subagents }`. Read leniently: a malformed entry
+    /// falls back to the default text with a diagnostic instead of failing the load.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(with = "Option<serde_json::Map<String, serde_json::Value>>")]
+    pub auto_injections: Option<serde_json::Value>,
+    /// Reusable texts authored text includes with `{{COMPONENT:<name>}}`; a multi-line component
+    /// is set off by newlines where it is expanded.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub components: BTreeMap<String, String>,
+}
+
+/// A stage: the capabilities the platform wires into it, their configuration, and the prompts of
+/// its subagents.
+#[derive(Debug, Clone, Default, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct StageSpec {
+    /// Enabled capabilities, in the order their guidance is appended: built-in slugs (`payments`,
+    /// `customer_authentication`, `external_consult`, `end_session`) or registry references
+    /// (`capability:<slug>`).
+    #[serde(default)]
+    pub capabilities: Vec<String>,
+    /// Each capability's configuration, by slug (registry fragments read it as
+    /// `{{capability_config.<key>}}`).
+    #[serde(default)]
+    pub capability_configs: BTreeMap<String, serde_json::Map<String, serde_json::Value>>,
+    /// Subagent prompts by topic. While a topic is active its prompt replaces the main prompt.
+    #[serde(default)]
+    pub subagents: BTreeMap<String, SubagentSpec>,
+}
+
+/// The authored prompt of one subagent.
+#[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct SubagentSpec {
+    /// Literal text. Exactly one of `text` and `template` is required.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub text: Option<String>,
+    /// A Jinja template.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub template: Option<String>,
+    /// Whether the prompt may change between sends (e.g. it reads volatile session variables).
+    #[serde(default = "default_stable")]
+    pub stability: Stability,
+}
+
+fn default_stable() -> Stability {
+    Stability::Stable
 }
 
 /// How rendered blocks are trimmed and joined.

@@ -42,6 +42,7 @@
 
 pub mod budget;
 mod dedupe;
+mod offered;
 pub mod sources;
 
 use std::collections::{BTreeMap, HashMap};
@@ -371,6 +372,8 @@ pub enum TurnErrorKind {
     },
     /// A call named a tool that the Turn does not know.
     UnknownTool(String),
+    /// An offered tool was given no executor.
+    MissingExecutor(String),
 }
 
 /// A misuse of the Turn API (never a tool failure, never budget exhaustion: those are results).
@@ -400,6 +403,10 @@ impl fmt::Display for TurnError {
                 "budget class `{class}` is promoted to intent `{intent}`, which it does not declare"
             ),
             TurnErrorKind::UnknownTool(name) => write!(f, "no tool named `{name}` in this turn"),
+            TurnErrorKind::MissingExecutor(name) => write!(
+                f,
+                "tool `{name}` is offered to the model but has no executor"
+            ),
         }
     }
 }

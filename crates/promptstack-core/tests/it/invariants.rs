@@ -73,6 +73,8 @@ fn skill_strategy() -> impl Strategy<Value = Skill> {
                 vec![]
             },
             disable_model_invocation: hidden,
+            location: None,
+            sites: vec![],
         },
     )
 }
@@ -144,7 +146,15 @@ prop_compose! {
             skills,
             user_message,
             variables,
+            cwd: None,
+            context_files: vec![],
+            messages_path: None,
+            harness_state: None,
+            tabs: Default::default(),
             mcp_servers: Vec::new(),
+            topic: None,
+            tenant_instructions: None,
+            auto_injections: None,
         }
     }
 }

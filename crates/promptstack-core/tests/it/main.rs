@@ -2,12 +2,17 @@
 
 mod canonical_url;
 mod fence;
+mod full;
+mod injections;
 mod invariants;
 mod label;
+mod layers;
 mod malformed;
 mod naming;
 mod provider;
 mod purity;
+mod refresh;
+mod registry;
 mod spec_fuzz;
 mod stream;
 mod tools;

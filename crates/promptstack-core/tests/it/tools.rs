@@ -1,5 +1,7 @@
 //! Tool descriptors, the registry, availability from declared requirements, and canonical order.
 
+#![allow(clippy::disallowed_methods, clippy::disallowed_types)]
+
 use std::collections::BTreeMap;
 
 use promptstack_core::context::{Integration, ModelDescriptor, Project, Skill, ToolUsage};
@@ -156,7 +158,15 @@ fn send(integrations: BTreeMap<String, Integration>) -> SendContext {
         skills: Vec::new(),
         user_message: None,
         variables: BTreeMap::new(),
+        cwd: None,
+        context_files: Vec::new(),
+        messages_path: None,
+        harness_state: None,
+        tabs: Default::default(),
         mcp_servers: Vec::new(),
+        topic: None,
+        tenant_instructions: None,
+        auto_injections: None,
     }
 }
 
@@ -222,6 +232,8 @@ fn rich_send(
             instructions: String::new(),
             tags: Vec::new(),
             disable_model_invocation: false,
+            location: None,
+            sites: Vec::new(),
         })
         .collect();
     ctx.project = siblings.map(|has_sibling_threads| Project {
@@ -525,5 +537,146 @@ proptest! {
         prop_assert_eq!(first.compose("system").unwrap().system, second.compose("system").unwrap().system);
         prop_assert!(names.windows(2).all(|w| w[0] < w[1]));
         prop_assert!(names.iter().all(|n| promptstack_core::tools::naming::is_valid_tool_name(n)));
+        // A later send with the same listings reuses the resolved MCP tools: same result.
+        let again = agent.assemble(&mcp_send(json!(servers))).unwrap();
+        prop_assert_eq!(&names, &again.toolset().names().collect::<Vec<_>>());
+        prop_assert_eq!(first.compose("system").unwrap().system, again.compose("system").unwrap().system);
+        let fresh = mcp_agent().assemble_fresh(&mcp_send(json!(servers))).unwrap();
+        prop_assert_eq!(&names, &fresh.toolset().names().collect::<Vec<_>>());
+    }
+}
+
+fn chat_agent_and_send(send: &str) -> (Agent, SendContext) {
+    let root =
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples/chat-assistant");
+    let agent = Agent::from_source(
+        &std::fs::read(root.join("agent.toml")).unwrap(),
+        "agent.toml",
+        SpecFormat::Toml,
+    )
+    .unwrap();
+    let ctx = SendContext::from_json(&std::fs::read(root.join("sends").join(send)).unwrap(), send)
+        .unwrap();
+    (agent, ctx)
+}
+
+fn fixed_fence() -> std::sync::Arc<promptstack_core::fence::Fence> {
+    use promptstack_core::fence::{Fence, FixedNonce, Nonce};
+    std::sync::Arc::new(Fence::new(FixedNonce::new(
+        Nonce::parse("0123456789abcdef").unwrap(),
+    )))
+}
+
+#[test]
+fn a_turn_built_from_an_assembly_fences_budgets_and_numbers() {
+    use promptstack_core::turn::{FnExecutor, ToolExecutor, ToolOutput, TurnErrorKind};
+    let (agent, ctx) = chat_agent_and_send("research.json");
+    let assembly = agent.assemble(&ctx).unwrap();
+    let executor =
+        |_: &promptstack_core::toolset::Tool| -> Option<std::sync::Arc<dyn ToolExecutor>> {
+            Some(std::sync::Arc::new(FnExecutor::new(
+                |input: serde_json::Value| async move {
+                    Ok(ToolOutput::new().source(
+                        "https://example.org/heat-pumps?utm_source=x",
+                        Some("Heat pumps"),
+                        format!("results for {input}"),
+                    ))
+                },
+            )))
+        };
+    let turn = agent
+        .turn_builder(
+            &assembly,
+            ctx.user_message.as_deref(),
+            fixed_fence(),
+            executor,
+        )
+        .unwrap()
+        .build()
+        .unwrap();
+    // `/research` selects the research intent of the default `web` class.
+    assert_eq!(turn.cap("web"), Some(30));
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .build()
+        .unwrap();
+    let result = runtime
+        .block_on(turn.call("search", &json!({"query": "heat pump costs"})))
+        .unwrap();
+    insta::assert_snapshot!(result.text, @r#"
+    [Source 1] (cite as [1])
+    <<<tool_result_0123456789abcdef origin="https://example.org" tool="search">>>
+    results for {"query":"heat pump costs"}
+    <<<end_tool_result_0123456789abcdef>>>
+
+    Web calls remaining this turn: 29
+    "#);
+    // Trusted local tools are not fenced, and the same page (after canonicalisation) keeps its
+    // number.
+    let result = runtime
+        .block_on(turn.call("render_html", &json!({"title": "t", "html": "<p>"})))
+        .unwrap();
+    assert_eq!(
+        result.text,
+        "[Source 1] (cite as [1])\nresults for {\"html\":\"<p>\",\"title\":\"t\"}"
+    );
+
+    let missing = agent.turn_builder(&assembly, None, fixed_fence(), |tool| {
+        (tool.name != "search").then(|| executor(tool)).flatten()
+    });
+    let Err(missing) = missing else {
+        panic!("a tool without an executor was accepted");
+    };
+    assert_eq!(
+        missing.kind(),
+        &TurnErrorKind::MissingExecutor("search".into())
+    );
+}
+
+#[test]
+fn the_spec_configures_the_turn() {
+    use promptstack_core::turn::{FnExecutor, ToolOutput};
+    let spec = r#"
+spec_version = 1
+name = "budgets"
+
+[[tools]]
+name = "search"
+description = "Search. Use it for recent facts. Rephrase once if results are thin."
+budget = "web"
+
+[turn]
+source_cap = 3
+[turn.budgets.web]
+auto = 2
+intents = { deep = 4 }
+
+[[blocks]]
+id = "intro"
+trust = "author"
+stability = "stable"
+text = "Hi."
+
+[targets.system]
+system = ["@stable"]
+"#;
+    let agent = Agent::from_source(spec.as_bytes(), "budgets.toml", SpecFormat::Toml).unwrap();
+    assert_eq!(agent.turn_config().source_cap, 3);
+    let assembly = agent.assemble(&send(BTreeMap::new())).unwrap();
+    let executor = std::sync::Arc::new(FnExecutor::new(|_input: serde_json::Value| async move {
+        Ok(ToolOutput::new().text("ok"))
+    }));
+    for (message, cap) in [
+        ("plain question", 2),
+        ("/deep question", 4),
+        ("/research it", 2),
+    ] {
+        let turn = agent
+            .turn_builder(&assembly, Some(message), fixed_fence(), |_| {
+                Some(executor.clone())
+            })
+            .unwrap()
+            .build()
+            .unwrap();
+        assert_eq!(turn.cap("web"), Some(cap), "{message}");
     }
 }

@@ -1,3 +1,4 @@
 //! The facade's integration tests: one binary, one module per area.
 
 mod mcp;
+mod tenant;

@@ -403,3 +403,69 @@ async fn failed_servers_are_retried_in_the_background() {
     assert_eq!(names(tools(&listings[1])), names(tools(&listings[0])));
     assert_eq!(guarded(directory.refresh_failed()).await, 0);
 }
+
+/// Real discovery results, healthy and failed, go into a send: it still assembles, the MCP tools
+/// join the toolset under namespaced names, and the stable half is the one without any server.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_send_with_failed_servers_still_assembles_with_the_same_stable_half() {
+    use promptstack::{Agent, SendContext, SpecFormat};
+    let examples = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples/chat-assistant");
+    let agent = Agent::from_source(
+        &std::fs::read(examples.join("agent.toml")).unwrap(),
+        "agent.toml",
+        SpecFormat::Toml,
+    )
+    .unwrap();
+    let send = SendContext::from_json(
+        &std::fs::read(examples.join("sends/research.json")).unwrap(),
+        "research.json",
+    )
+    .unwrap();
+    let plain = agent.assemble(&send).unwrap();
+
+    let missing = McpServerConfig {
+        name: "missing".into(),
+        transport: McpTransport::Stdio {
+            command: "/nonexistent/promptstack-mcp-server".into(),
+            args: vec![],
+            env: BTreeMap::new(),
+            cwd: None,
+        },
+    };
+    let silent = stdio("silent", &["-e", "setInterval(() => {}, 1000)"], &[]);
+    let listings = guarded(discover_all(
+        &[missing, everything("everything"), silent, github()],
+        &short(),
+    ))
+    .await;
+    let mut with_servers = send.clone();
+    with_servers.mcp_servers = listings;
+    let assembly = agent.assemble(&with_servers).unwrap();
+
+    assert_eq!(assembly.stable(), plain.stable());
+    assert_eq!(assembly.fingerprint(), plain.fingerprint());
+    let toolset = assembly.toolset();
+    assert!(toolset.contains("everything_echo") && toolset.contains("github_create_issue"));
+    assert!(toolset.contains("search") && toolset.contains("skill"));
+    let names: Vec<&str> = toolset.names().collect();
+    assert!(names.windows(2).all(|w| w[0] < w[1]));
+    let origin = toolset.mcp_origin("github_create_issue").unwrap();
+    assert_eq!(
+        (origin.server.as_str(), origin.tool.as_str()),
+        ("github", "create_issue")
+    );
+    let skipped: Vec<&str> = toolset
+        .skipped_servers()
+        .iter()
+        .map(|s| s.server.as_str())
+        .collect();
+    assert_eq!(skipped, ["missing", "silent"]);
+    let warned = assembly
+        .diagnostics()
+        .filter(|d| d.code == "mcp-server-skipped")
+        .count();
+    assert_eq!(warned, 2);
+    // The servers reach the prompt only through the volatile note that lists them.
+    let legacy = assembly.compose("legacy").unwrap();
+    assert!(legacy.system.starts_with(plain.stable()));
+}

@@ -1,0 +1,222 @@
+//! `promptstack tools` end to end, with real MCP servers from npm (installed by `scripts/test`
+//! with `npm ci --prefix crates/promptstack/tests/mcp`), one that cannot start and one that hangs.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use insta_cmd::{assert_cmd_snapshot, get_cargo_bin};
+
+fn root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../..")
+        .canonicalize()
+        .unwrap()
+}
+
+fn promptstack() -> Command {
+    let mut command = Command::new(get_cargo_bin("promptstack"));
+    command.current_dir(root());
+    command
+}
+
+const SPEC: &str = "examples/chat-assistant/agent.toml";
+
+/// The entry script of an installed MCP server package, or a loud failure naming the install.
+fn server_entry(package: &str) -> String {
+    let path = root()
+        .join("crates/promptstack/tests/mcp/node_modules/@modelcontextprotocol")
+        .join(package)
+        .join("dist/index.js");
+    assert!(
+        path.is_file(),
+        "`@modelcontextprotocol/{package}` is not installed; run `npm ci --prefix crates/promptstack/tests/mcp`"
+    );
+    path.to_string_lossy().into_owned()
+}
+
+/// Writes an MCP server list for `--mcp` and returns its path.
+fn server_list(name: &str, servers: serde_json::Value) -> PathBuf {
+    let path = Path::new(env!("CARGO_TARGET_TMPDIR")).join(format!("{name}.json"));
+    std::fs::write(&path, servers.to_string()).unwrap();
+    path
+}
+
+#[test]
+fn help() {
+    assert_cmd_snapshot!(promptstack().args(["tools", "--help"]));
+}
+
+#[test]
+fn local_tools_with_reasons() {
+    assert_cmd_snapshot!(promptstack().args([
+        "tools",
+        SPEC,
+        "--send",
+        "examples/chat-assistant/sends/project.json"
+    ]));
+}
+
+#[test]
+fn no_tools_for_a_model_without_tool_use() {
+    assert_cmd_snapshot!(promptstack().args([
+        "tools",
+        SPEC,
+        "--send",
+        "examples/chat-assistant/sends/no-tools-model.json",
+        "--json"
+    ]));
+}
+
+/// Two servers whose tools share names, one that cannot start and one that never answers: the
+/// send still resolves, within the timeout, and the skipped servers are reported.
+#[test]
+fn real_mcp_servers_are_contacted() {
+    let servers = server_list(
+        "cli-mcp-servers",
+        serde_json::json!([
+            {"name": "everything", "transport": "stdio", "command": "node",
+             "args": [server_entry("server-everything"), "stdio"]},
+            {"name": "every.thing", "transport": "stdio", "command": "node",
+             "args": [server_entry("server-everything"), "stdio"]},
+            {"name": "missing", "transport": "stdio", "command": "/nonexistent/promptstack-mcp-server"},
+            {"name": "silent", "transport": "stdio", "command": "node", "args": ["-e", "setInterval(() => {}, 1000)"]}
+        ]),
+    );
+    let output = promptstack()
+        .args([
+            "tools",
+            SPEC,
+            "--send",
+            "examples/chat-assistant/sends/research.json",
+            "--json",
+            "--mcp-timeout",
+            "2",
+            "--mcp",
+        ])
+        .arg(&servers)
+        .output()
+        .unwrap();
+    assert_eq!(
+        output.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let json: serde_json::Value = serde_json::from_slice(&output.stdout).unwrap();
+    let tools = json["tools"].as_array().unwrap();
+    let offered: Vec<&str> = tools
+        .iter()
+        .filter(|t| t["offered"] == true)
+        .map(|t| t["name"].as_str().unwrap())
+        .collect();
+    assert!(offered.windows(2).all(|w| w[0] < w[1]), "{offered:?}");
+    assert!(offered.contains(&"search") && offered.contains(&"skill"));
+    // The two servers list the same tool names; they stay apart and each maps back to its server.
+    let echo: Vec<(&str, &str)> = tools
+        .iter()
+        .filter(|t| t["mcp_tool"] == "echo")
+        .map(|t| (t["name"].as_str().unwrap(), t["origin"].as_str().unwrap()))
+        .collect();
+    assert_eq!(echo.len(), 2, "{echo:?}");
+    assert!(
+        echo.contains(&("everything_echo", "everything")),
+        "{echo:?}"
+    );
+    assert!(
+        echo.contains(&("every_thing_echo", "every.thing")),
+        "{echo:?}"
+    );
+    for tool in tools.iter().filter(|t| t["origin"] != "local") {
+        assert_eq!(tool["untrusted_results"], true);
+        assert_eq!(
+            tool["why"],
+            format!(
+                "listed by MCP server `{}`",
+                tool["origin"].as_str().unwrap()
+            )
+        );
+    }
+    let servers: Vec<(&str, bool)> = json["mcp_servers"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| (s["name"].as_str().unwrap(), s["ready"].as_bool().unwrap()))
+        .collect();
+    assert_eq!(
+        servers,
+        [
+            ("every.thing", true),
+            ("everything", true),
+            ("missing", false),
+            ("silent", false)
+        ]
+    );
+    let silent = &json["mcp_servers"][3]["failure"];
+    assert_eq!(
+        silent,
+        "connect timed out: no answer to the mcp handshake within 2.0s"
+    );
+}
+
+#[test]
+fn failing_servers_in_the_table() {
+    let servers = server_list(
+        "cli-mcp-failing",
+        serde_json::json!([
+            {"name": "missing", "transport": "stdio", "command": "/nonexistent/promptstack-mcp-server"},
+            {"name": "silent", "transport": "stdio", "command": "node", "args": ["-e", "setInterval(() => {}, 1000)"]}
+        ]),
+    );
+    let output = promptstack()
+        .args([
+            "tools",
+            SPEC,
+            "--send",
+            "examples/chat-assistant/sends/plain.json",
+            "--mcp-timeout",
+            "1",
+            "--mcp",
+        ])
+        .arg(&servers)
+        .output()
+        .unwrap();
+    assert_eq!(output.status.code(), Some(0));
+    let text = String::from_utf8(output.stdout).unwrap();
+    let servers = &text[text.find("MCP servers").unwrap()..];
+    insta::assert_snapshot!(servers, @r"
+    MCP servers (2)
+    missing  skipped  start failed: cannot start `/nonexistent/promptstack-mcp-server`: No such file or directory (os error 2) (skipped for this send; the stable half does not change)
+    silent   skipped  connect timed out: no answer to the mcp handshake within 1.0s (skipped for this send; the stable half does not change)
+    ");
+}
+
+#[test]
+fn bad_server_lists_are_bad_input() {
+    let duplicate = server_list(
+        "cli-mcp-duplicate",
+        serde_json::json!([
+            {"name": "a", "transport": "stdio", "command": "x"},
+            {"name": "a", "transport": "streamable_http", "url": "http://127.0.0.1:9/mcp"}
+        ]),
+    );
+    let unknown = server_list(
+        "cli-mcp-unknown",
+        serde_json::json!([{"name": "a", "transport": "carrier_pigeon"}]),
+    );
+    for list in [duplicate, unknown] {
+        let output = promptstack()
+            .args([
+                "tools",
+                SPEC,
+                "--send",
+                "examples/chat-assistant/sends/plain.json",
+                "--mcp",
+            ])
+            .arg(&list)
+            .output()
+            .unwrap();
+        assert_eq!(output.status.code(), Some(2));
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert!(stderr.starts_with("error: "), "{stderr}");
+    }
+}

@@ -1,0 +1,189 @@
+//! The refresher: keeps a live session's prompt current when session variables change or the
+//! conversation moves to another subagent topic.
+//!
+//! On each change it removes exactly the capability segments it recorded (each must still be
+//! there, byte for byte), re-renders the authored text of the prompt now active, appends the
+//! segments visible in that prompt, and restores the tail it captured once after the first build
+//! (the tenant instructions with their closer, and the platform context). It never duplicates a
+//! segment and never strips one that should stay: the refreshed prompt equals a fresh assembly
+//! with the final variables and topic.
+
+use std::collections::BTreeMap;
+
+use super::registry::Segment;
+use super::{CAPABILITY_PREFIX, PLATFORM_CONTEXT, TENANT_INSTRUCTIONS, TENANT_INSTRUCTIONS_END};
+use crate::context::SendContext;
+use crate::error::{Error, ErrorKind};
+use crate::{Agent, Assembly};
+
+/// A change to a live session.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Change {
+    /// Session variables changed (merged into the current ones; `null` removes one).
+    Variables(BTreeMap<String, serde_json::Value>),
+    /// The conversation moved to a subagent topic, or back to the main prompt (`None`).
+    Topic(Option<String>),
+}
+
+/// A session's prompt, kept current across changes.
+#[derive(Debug)]
+pub struct Refresher<'a> {
+    agent: &'a Agent,
+    target: String,
+    ctx: SendContext,
+    separator: String,
+    segments: Vec<(String, Segment)>,
+    tail: String,
+    text: String,
+    refreshes: u64,
+}
+
+/// Whether a block id is one of the tail's (ambient) blocks.
+fn is_ambient(id: &str) -> bool {
+    matches!(
+        id,
+        TENANT_INSTRUCTIONS | TENANT_INSTRUCTIONS_END | PLATFORM_CONTEXT
+    )
+}
+
+impl<'a> Refresher<'a> {
+    /// Builds the first prompt for `ctx` and records the segments sidecar and the tail.
+    ///
+    /// # Errors
+    ///
+    /// As [`Agent::assemble`] and [`Assembly::compose`]; [`ErrorKind::NotFound`] for an agent
+    /// without a stage.
+    pub fn new(agent: &'a Agent, ctx: SendContext, target: &str) -> Result<Self, Error> {
+        let Some(stage) = &agent.stage else {
+            return Err(Error::new(
+                ErrorKind::NotFound,
+                "the refresher needs a spec with a [stage]",
+            ));
+        };
+        let overrides = super::overrides_for(agent.spec.auto_injections.as_ref(), &ctx);
+        let segments = super::capability_segments(stage, &overrides);
+        let assembly = agent.assemble(&ctx)?;
+        let composition = assembly.compose(target)?;
+        let separator = assembly.separator().to_owned();
+        // The tail is the run of ambient parts at the end of the composed text.
+        let first_ambient = composition
+            .parts
+            .iter()
+            .rposition(|p| !is_ambient(&p.id))
+            .map_or(0, |i| i + 1);
+        let tail = composition
+            .parts
+            .get(first_ambient)
+            .map(|p| composition.system[p.range.start..].to_owned())
+            .unwrap_or_default();
+        Ok(Self {
+            agent,
+            target: target.to_owned(),
+            text: composition.system,
+            ctx,
+            separator,
+            segments,
+            tail,
+            refreshes: 0,
+        })
+    }
+
+    /// The current prompt.
+    pub fn text(&self) -> &str {
+        &self.text
+    }
+
+    /// The current send context.
+    pub fn context(&self) -> &SendContext {
+        &self.ctx
+    }
+
+    /// The recorded segments sidecar: each capability's exact text and visibility, by block id.
+    pub fn segments(&self) -> &[(String, Segment)] {
+        &self.segments
+    }
+
+    /// How many refreshes ran.
+    pub fn refreshes(&self) -> u64 {
+        self.refreshes
+    }
+
+    /// Applies a change and returns the refreshed prompt.
+    ///
+    /// # Errors
+    ///
+    /// The current text no longer ends with the recorded segments and tail (it was edited outside
+    /// the refresher), or re-rendering failed. The prompt is left unchanged then.
+    pub fn apply(&mut self, change: Change) -> Result<&str, Error> {
+        let mut ctx = self.ctx.clone();
+        match change {
+            Change::Variables(values) => {
+                for (name, value) in values {
+                    if value.is_null() {
+                        ctx.variables.remove(&name);
+                    } else {
+                        ctx.variables.insert(name, value);
+                    }
+                }
+            }
+            Change::Topic(topic) => ctx.topic = topic,
+        }
+        let old_prompt = self.agent.active_prompt(&self.ctx)?;
+        let new_prompt = self.agent.active_prompt(&ctx)?;
+        // 1. Take off the tail, then exactly the segments the old prompt shows, last first.
+        let mut rest = self.strip(&self.text, &self.tail, "the captured tail")?;
+        for (id, segment) in self.segments.iter().rev() {
+            if segment.visible_in(old_prompt) {
+                rest = self.strip(rest, &segment.text, id)?;
+            }
+        }
+        // 2. What remains is the old prompt's authored text; render the new one.
+        let authored = self.authored(&ctx)?;
+        // 3. Recompose: authored text, the segments visible now, the tail.
+        let mut text = authored;
+        let parts = self
+            .segments
+            .iter()
+            .filter(|(_, s)| s.visible_in(new_prompt))
+            .map(|(_, s)| s.text.as_str())
+            .chain(Some(self.tail.as_str()).filter(|t| !t.is_empty()));
+        for part in parts {
+            if !text.is_empty() {
+                text.push_str(&self.separator);
+            }
+            text.push_str(part);
+        }
+        self.text = text;
+        self.ctx = ctx;
+        self.refreshes += 1;
+        Ok(&self.text)
+    }
+
+    /// Removes `suffix` (and the separator before it) from the end of `text`.
+    fn strip<'t>(&self, text: &'t str, suffix: &str, what: &str) -> Result<&'t str, Error> {
+        if suffix.is_empty() {
+            return Ok(text);
+        }
+        let rest = text.strip_suffix(suffix).ok_or_else(|| {
+            Error::new(
+                ErrorKind::Context,
+                format!("the session prompt no longer ends with {what}; it was changed outside the refresher"),
+            )
+        })?;
+        Ok(rest.strip_suffix(self.separator.as_str()).unwrap_or(rest))
+    }
+
+    /// The authored text of the active prompt for `ctx`: the composed target up to the first
+    /// injected part.
+    fn authored(&self, ctx: &SendContext) -> Result<String, Error> {
+        let assembly: Assembly = self.agent.assemble(ctx)?;
+        let composition = assembly.compose(&self.target)?;
+        let end = composition
+            .parts
+            .iter()
+            .take_while(|p| !p.id.starts_with(CAPABILITY_PREFIX) && !is_ambient(&p.id))
+            .last()
+            .map_or(0, |p| p.range.end);
+        Ok(composition.system[..end].to_owned())
+    }
+}

@@ -1,0 +1,75 @@
+//! XML-ish escaping for text placed inside tags and attributes of a prompt.
+//!
+//! Exactly five characters are replaced, `&` first so existing entities are escaped again (which
+//! is what makes the escaping reversible): `&` → `&amp;`, `<` → `&lt;`, `>` → `&gt;`,
+//! `"` → `&quot;`, `'` → `&apos;`. Nothing else changes: newlines and control characters pass
+//! through, so an element's text may span lines.
+
+use std::borrow::Cow;
+
+/// Escapes `& < > " '`. Returns the input unchanged (borrowed) when it has none of them.
+pub fn escape_xml(text: &str) -> Cow<'_, str> {
+    let Some(first) = text.find(['&', '<', '>', '"', '\'']) else {
+        return Cow::Borrowed(text);
+    };
+    let mut out = String::with_capacity(text.len() + 16);
+    out.push_str(&text[..first]);
+    for c in text[first..].chars() {
+        match c {
+            '&' => out.push_str("&amp;"),
+            '<' => out.push_str("&lt;"),
+            '>' => out.push_str("&gt;"),
+            '"' => out.push_str("&quot;"),
+            '\'' => out.push_str("&apos;"),
+            c => out.push(c),
+        }
+    }
+    Cow::Owned(out)
+}
+
+/// Reverses [`escape_xml`]: the five entities it writes become their characters again, in one
+/// left-to-right pass (so `&amp;lt;` is `&lt;`, not `<`). Any other `&` is kept as is.
+pub fn unescape_xml(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    let mut rest = text;
+    while let Some(i) = rest.find('&') {
+        out.push_str(&rest[..i]);
+        rest = &rest[i..];
+        let mut matched = false;
+        for (entity, c) in [
+            ("&amp;", '&'),
+            ("&lt;", '<'),
+            ("&gt;", '>'),
+            ("&quot;", '"'),
+            ("&apos;", '\''),
+        ] {
+            if let Some(after) = rest.strip_prefix(entity) {
+                out.push(c);
+                rest = after;
+                matched = true;
+                break;
+            }
+        }
+        if !matched {
+            out.push('&');
+            rest = &rest[1..];
+        }
+    }
+    out.push_str(rest);
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn escapes_the_five_and_entities_again() {
+        assert_eq!(
+            escape_xml(r#"a & b < c > d " e ' f &amp;"#),
+            "a &amp; b &lt; c &gt; d &quot; e &apos; f &amp;amp;"
+        );
+        assert!(matches!(escape_xml("plain\ntext"), Cow::Borrowed(_)));
+        assert_eq!(unescape_xml("&amp;lt; &lt; &x; &"), "&lt; < &x; &");
+    }
+}

@@ -1,0 +1,83 @@
+//! Guidelines: a list of one-line rules, normalised so that overlapping sources never repeat one.
+//!
+//! [`normalize`] trims each entry, drops the ones left empty, and removes exact duplicates with the
+//! first position winning. Comparison is exact (case-sensitive, code point by code point) after
+//! trimming; inner whitespace, including newlines, is kept.
+//!
+//! # Which characters are whitespace
+//!
+//! Trimming strips, from both ends, exactly the characters ECMAScript's `String.prototype.trim`
+//! strips (WhiteSpace and LineTerminator, Unicode 15), so a list normalised here equals one
+//! normalised by a JavaScript harness:
+//!
+//! | code points | names |
+//! |---|---|
+//! | U+0009, U+000B, U+000C, U+0020, U+00A0, U+FEFF | tab, vertical tab, form feed, space, no-break space, byte order mark |
+//! | U+000A, U+000D, U+2028, U+2029 | line feed, carriage return, line separator, paragraph separator |
+//! | U+1680, U+2000–U+200A, U+202F, U+205F, U+3000 | the other `Space_Separator` characters |
+//!
+//! This differs from Rust's `str::trim` (Unicode `White_Space`) in two places: U+FEFF is stripped
+//! here and U+0085 (next line) is not. U+180E and U+200B (zero-width space) are not whitespace.
+
+/// Whether `c` is ECMAScript whitespace or a line terminator (see the module docs).
+pub fn is_trim_whitespace(c: char) -> bool {
+    matches!(
+        c,
+        '\u{0009}'
+            | '\u{000A}'
+            | '\u{000B}'
+            | '\u{000C}'
+            | '\u{000D}'
+            | '\u{0020}'
+            | '\u{00A0}'
+            | '\u{1680}'
+            | '\u{2000}'
+            ..='\u{200A}'
+                | '\u{2028}'
+                | '\u{2029}'
+                | '\u{202F}'
+                | '\u{205F}'
+                | '\u{3000}'
+                | '\u{FEFF}'
+    )
+}
+
+/// Trims [`is_trim_whitespace`] characters from both ends.
+pub fn trim(text: &str) -> &str {
+    text.trim_matches(is_trim_whitespace)
+}
+
+/// Trims every entry, drops empty ones, and keeps the first of each exact duplicate, in order.
+pub fn normalize<S: AsRef<str>>(entries: &[S]) -> Vec<String> {
+    let mut seen = std::collections::HashSet::with_capacity(entries.len());
+    let mut out = Vec::with_capacity(entries.len());
+    for entry in entries {
+        let trimmed = trim(entry.as_ref());
+        if !trimmed.is_empty() && seen.insert(trimmed) {
+            out.push(trimmed.to_owned());
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn trims_dedupes_first_wins() {
+        let got = normalize(&[
+            "  Be brief ",
+            "",
+            "\u{FEFF}Be brief\u{3000}",
+            "be brief",
+            "\u{0085}Be brief",
+            "\t\n",
+            "Two\n lines",
+        ]);
+        assert_eq!(
+            got,
+            ["Be brief", "be brief", "\u{0085}Be brief", "Two\n lines"]
+        );
+    }
+}

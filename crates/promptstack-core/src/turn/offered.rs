@@ -1,0 +1,95 @@
+//! Building a Turn from what an assembly offered: the spec's `[turn]` configuration, the resolved
+//! toolset's descriptors, and the untrusted-content fence for results.
+
+use std::sync::Arc;
+
+use super::{
+    Provenance, ResultWrapper, ToolExecutor, TurnBuilder, TurnError, TurnErrorKind, TurnTool,
+};
+use crate::fence::{ContentKind, Fence, Provenance as FenceProvenance};
+use crate::spec::ResultTrust;
+use crate::toolset::{Tool, Toolset};
+use crate::{Agent, Assembly};
+
+impl From<&Tool> for TurnTool {
+    /// The Turn's view of an offered tool: its name, whether it is cacheable, its budget class,
+    /// and whether its results are untrusted (MCP tools always are).
+    fn from(tool: &Tool) -> Self {
+        Self {
+            name: tool.name.clone(),
+            cacheable: tool.cacheable,
+            budget_class: tool.budget.clone(),
+            untrusted_results: tool.results == ResultTrust::Untrusted,
+        }
+    }
+}
+
+impl TurnBuilder<'_> {
+    /// Adds every tool of `toolset` with the executor `executor_for` gives it.
+    ///
+    /// # Errors
+    ///
+    /// [`TurnErrorKind::MissingExecutor`] for an offered tool without an executor: the model
+    /// would be offered a tool that cannot run.
+    pub fn toolset(
+        mut self,
+        toolset: &Toolset,
+        mut executor_for: impl FnMut(&Tool) -> Option<Arc<dyn ToolExecutor>>,
+    ) -> Result<Self, TurnError> {
+        for tool in toolset.tools() {
+            let executor = executor_for(tool)
+                .ok_or_else(|| TurnErrorKind::MissingExecutor(tool.name.clone()))?;
+            self = self.tool(TurnTool::from(tool.as_ref()), executor);
+        }
+        Ok(self)
+    }
+}
+
+impl Agent {
+    /// The spec's `[turn]` configuration (budgets per class and intent, the source cap).
+    pub fn turn_config(&self) -> &super::TurnConfig {
+        &self.spec.turn
+    }
+
+    /// Starts building the Turn for one send of this agent: the spec's `[turn]` configuration,
+    /// the message's `/slug` intent, and every tool the assembly offers with the executor
+    /// `executor_for` gives it. Untrusted results go through `wrapper` (a [`Fence`] in
+    /// production). Seed the conversation's sources with [`TurnBuilder::sources`], then build.
+    ///
+    /// # Errors
+    ///
+    /// [`TurnErrorKind::MissingExecutor`] for an offered tool without an executor.
+    pub fn turn_builder(
+        &self,
+        assembly: &Assembly,
+        user_message: Option<&str>,
+        wrapper: Arc<dyn ResultWrapper>,
+        executor_for: impl FnMut(&Tool) -> Option<Arc<dyn ToolExecutor>>,
+    ) -> Result<TurnBuilder<'_>, TurnError> {
+        let mut builder = super::Turn::builder(&self.spec.turn, wrapper);
+        if let Some(message) = user_message {
+            builder = builder.user_message(message);
+        }
+        builder.toolset(assembly.toolset(), executor_for)
+    }
+}
+
+/// The untrusted-content fence as the Turn's result wrapper: every untrusted part becomes a
+/// fenced tool result carrying the tool's name and, for a page, its origin.
+impl ResultWrapper for Fence {
+    fn wrap(&self, content: &str, provenance: &Provenance<'_>) -> String {
+        let fenced = FenceProvenance::new(
+            ContentKind::ToolResult,
+            provenance.url,
+            Some(provenance.tool),
+        )
+        // A URL the fence cannot reduce to an origin is left out; the content is still fenced.
+        .or_else(|_| FenceProvenance::tool_result(provenance.tool))
+        .and_then(|p| Fence::wrap(self, content, &p));
+        match fenced {
+            Ok(wrapped) => wrapped.text,
+            // Never hand over unfenced content: say that it was withheld and why.
+            Err(error) => format!("[content withheld: it could not be fenced ({error})]"),
+        }
+    }
+}

@@ -1,0 +1,165 @@
+//! The promptstack side of the pi-compat side-by-side benchmark (`examples/pi-compat/bench.sh`).
+//!
+//! For every parity case: checks that the assembly composes exactly the case's `expected.txt`,
+//! then times two paths per call after a warm-up, and prints JSON:
+//!
+//! - `full_ns`: `clear_caches` + `assemble` + `compose`: a full assembly that reuses nothing from
+//!   earlier calls (no stable part, no memoised volatile unit, no memoised token count; the
+//!   compiled spec stays, as the peer's loaded module does);
+//! - `render_ns`: `assemble_fresh` + `compose`: every block rendered and the stable half joined
+//!   and fingerprinted again, but token counts memoised by text (the cost without tokenising);
+//! - `reuse_ns`: `assemble` + `compose` on a warm agent for the later sends of one thread: the
+//!   clock moves a minute per send (512 distinct instants in turn), so the stable half is reused
+//!   by its input key and the volatile date-and-cwd block is rendered again.
+//!
+//! Usage: `cargo run --release -p promptstack --example pi_compat_bench [-- --batches N --calls N]`
+
+use std::path::{Path, PathBuf};
+use std::time::Instant;
+
+use promptstack::{Agent, SendContext, SpecFormat};
+
+/// What one timed call does.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Mode {
+    /// `clear_caches`, then assemble: nothing reused from earlier calls.
+    Full,
+    /// `assemble_fresh`: every block rendered again, token counts memoised.
+    Render,
+    /// `assemble` for a thread's later sends: the stable half reused.
+    Reuse,
+}
+
+const MODES: [Mode; 3] = [Mode::Full, Mode::Render, Mode::Reuse];
+
+fn flag(name: &str, default: usize) -> usize {
+    let args: Vec<String> = std::env::args().collect();
+    args.iter()
+        .position(|a| a == name)
+        .and_then(|i| args.get(i + 1))
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(default)
+}
+
+fn median(mut xs: Vec<f64>) -> f64 {
+    xs.sort_by(f64::total_cmp);
+    let m = xs.len() / 2;
+    if xs.len() % 2 == 1 {
+        xs[m]
+    } else {
+        (xs[m - 1] + xs[m]) / 2.0
+    }
+}
+
+fn main() -> Result<(), Box<dyn std::error::Error>> {
+    let batches = flag("--batches", 41);
+    let calls = flag("--calls", 2000);
+    let warmup = flag("--warmup", 5000);
+    let root: PathBuf = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples/pi-compat");
+    let spec = std::fs::read(root.join("agent.toml"))?;
+    let agent = Agent::from_source(&spec, "examples/pi-compat/agent.toml", SpecFormat::Toml)?;
+    let mut names: Vec<String> = std::fs::read_dir(root.join("cases"))?
+        .flatten()
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .collect();
+    names.sort();
+    let mut cases = Vec::new();
+    for name in names {
+        let send_path = root.join("sends").join(format!("{name}.json"));
+        let send = SendContext::from_json(&std::fs::read(&send_path)?, &name)?;
+        let expected =
+            std::fs::read_to_string(root.join("cases").join(&name).join("expected.txt"))?;
+        let got = agent.assemble(&send)?.compose("system")?.system;
+        if got != expected {
+            return Err(format!("{name}: the composed text differs from expected.txt").into());
+        }
+        // A thread's later sends: the same inputs, the clock a minute later each time.
+        let later: Vec<SendContext> = (1..=512)
+            .map(|i| {
+                let mut next = send.clone();
+                let at = send
+                    .now
+                    .timestamp()
+                    .checked_add(std::time::Duration::from_secs(60 * i))
+                    .expect("a minute later is a valid instant");
+                next.now = promptstack::context::Now::new(at, send.now.offset());
+                next
+            })
+            .collect();
+        cases.push((name, send, later, expected.len()));
+    }
+    let run = |send: &SendContext, mode: Mode| -> usize {
+        let assembly = match mode {
+            Mode::Full => {
+                agent.clear_caches();
+                agent.assemble(send).expect("assembles")
+            }
+            Mode::Render => agent.assemble_fresh(send).expect("assembles"),
+            Mode::Reuse => agent.assemble(send).expect("assembles"),
+        };
+        let composed = assembly.compose("system").expect("composes");
+        std::hint::black_box(composed.system.len())
+    };
+    let mut results = Vec::new();
+    let mut sink = 0usize;
+    for (name, send, later, bytes) in &cases {
+        let mut figures = Vec::new();
+        for mode in MODES {
+            let pick = |i: usize| {
+                if mode == Mode::Reuse {
+                    &later[i % later.len()]
+                } else {
+                    send
+                }
+            };
+            for i in 0..warmup {
+                sink += run(pick(i), mode);
+            }
+            let mut samples = Vec::with_capacity(batches);
+            for _ in 0..batches {
+                let start = Instant::now();
+                for i in 0..calls {
+                    sink += run(pick(i), mode);
+                }
+                samples.push(start.elapsed().as_nanos() as f64 / calls as f64);
+            }
+            figures.push(median(samples).round() as u64);
+        }
+        results.push(serde_json::json!({
+            "case": name, "bytes": bytes, "full_ns": figures[0], "render_ns": figures[1], "reuse_ns": figures[2],
+        }));
+    }
+    // Overall: every case in turn, as a server handling many threads would.
+    let mut overall = Vec::new();
+    for mode in MODES {
+        let rounds = (calls / cases.len()).max(1);
+        let mut samples = Vec::with_capacity(batches);
+        for _ in 0..batches {
+            let start = Instant::now();
+            for r in 0..rounds {
+                for (_, send, later, _) in &cases {
+                    let send = if mode == Mode::Reuse {
+                        &later[r % later.len()]
+                    } else {
+                        send
+                    };
+                    sink += run(send, mode);
+                }
+            }
+            samples.push(start.elapsed().as_nanos() as f64 / (rounds * cases.len()) as f64);
+        }
+        overall.push(median(samples).round() as u64);
+    }
+    println!(
+        "{}",
+        serde_json::to_string_pretty(&serde_json::json!({
+            "tool": "promptstack",
+            "batches": batches,
+            "calls": calls,
+            "cases": results,
+            "overall": { "full_ns": overall[0], "render_ns": overall[1], "reuse_ns": overall[2] },
+            "sink": sink % 7,
+        }))?
+    );
+    Ok(())
+}
