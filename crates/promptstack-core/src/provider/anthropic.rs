@@ -137,23 +137,24 @@ pub(crate) fn mark(value: &mut Value, ttl: &str) {
     ]);
 }
 
-/// The request body.
-pub(crate) fn assemble(pieces: Vec<Piece>, model: &str, max_tokens: u32) -> Value {
+/// The request skeleton: every unit is a placeholder for its canonical text.
+pub(crate) fn assemble(pieces: &[Piece], model: &str, max_tokens: u32) -> Value {
     let mut tools = Vec::new();
     let mut system = Vec::new();
     let mut messages: Vec<Value> = Vec::new();
     let mut current: Option<(usize, &'static str, Vec<Value>)> = None;
-    for piece in pieces {
+    for (i, piece) in pieces.iter().enumerate() {
+        let unit = canonical::placeholder(i);
         match piece.region {
-            Region::Tools => tools.push(piece.value),
-            Region::System => system.push(piece.value),
+            Region::Tools => tools.push(unit),
+            Region::System => system.push(unit),
             Region::Messages => match &mut current {
-                Some((group, _, content)) if *group == piece.group => content.push(piece.value),
+                Some((group, _, content)) if *group == piece.group => content.push(unit),
                 _ => {
                     if let Some((_, role, content)) = current.take() {
                         messages.push(message(role, content));
                     }
-                    current = Some((piece.group, piece.role, vec![piece.value]));
+                    current = Some((piece.group, piece.role, vec![unit]));
                 }
             },
         }

@@ -127,29 +127,32 @@ pub(crate) fn pieces(inputs: &Inputs<'_>, cached_content: bool) -> Vec<Piece> {
     pieces
 }
 
-/// The request body.
-pub(crate) fn assemble(pieces: Vec<Piece>, options: &RequestOptions) -> Value {
+/// The request skeleton: tools and contents are placeholders for their canonical text.
+pub(crate) fn assemble(pieces: &[Piece], options: &RequestOptions) -> Value {
     let mut system = String::new();
     let mut declarations = Vec::new();
     let mut contents: Vec<Value> = Vec::new();
     let mut current: Option<(usize, &'static str, Vec<Value>)> = None;
-    for piece in pieces {
+    for (i, piece) in pieces.iter().enumerate() {
         match piece.region {
             Region::System => {
-                if let Value::String(text) = piece.value {
-                    system.push_str(&text);
+                if let Value::String(text) = &piece.value {
+                    system.push_str(text);
                 }
             }
-            Region::Tools => declarations.push(piece.value),
-            Region::Messages => match &mut current {
-                Some((group, _, parts)) if *group == piece.group => parts.push(piece.value),
-                _ => {
-                    if let Some((_, role, parts)) = current.take() {
-                        contents.push(content(role, parts));
+            Region::Tools => declarations.push(canonical::placeholder(i)),
+            Region::Messages => {
+                let unit = canonical::placeholder(i);
+                match &mut current {
+                    Some((group, _, parts)) if *group == piece.group => parts.push(unit),
+                    _ => {
+                        if let Some((_, role, parts)) = current.take() {
+                            contents.push(content(role, parts));
+                        }
+                        current = Some((piece.group, piece.role, vec![unit]));
                     }
-                    current = Some((piece.group, piece.role, vec![piece.value]));
                 }
-            },
+            }
         }
     }
     if let Some((_, role, parts)) = current {

@@ -409,9 +409,9 @@ impl Agent {
             None
         };
         let body = match options.format {
-            Format::Anthropic => anthropic::assemble(pieces, &model, options.max_tokens),
+            Format::Anthropic => anthropic::assemble(&pieces, &model, options.max_tokens),
             Format::OpenaiChat => openai::chat_assemble(
-                pieces,
+                &pieces,
                 &model,
                 options,
                 &cache_key(self, assembly, options),
@@ -420,7 +420,7 @@ impl Agent {
                 retention.map(|r| r.name.as_str()),
             ),
             Format::OpenaiResponses => openai::responses_assemble(
-                pieces,
+                &pieces,
                 &model,
                 options,
                 &cache_key(self, assembly, options),
@@ -428,8 +428,26 @@ impl Agent {
                 rule.explicit_breakpoints,
                 retention.map(|r| r.name.as_str()),
             ),
-            Format::Gemini => gemini::assemble(pieces, options),
+            Format::Gemini => gemini::assemble(&pieces, options),
         };
+        // Units are written once: unmarked ones from their canonical text, marked ones again
+        // with their marker.
+        let marked: Vec<(usize, String)> = placed
+            .iter()
+            .map(|p| (p.unit, canonical::to_string(&pieces[p.unit].value)))
+            .collect();
+        let texts: Vec<&str> = units
+            .iter()
+            .enumerate()
+            .map(|(i, u)| {
+                marked
+                    .iter()
+                    .find(|(at, _)| *at == i)
+                    .map_or(u.bytes.as_str(), |(_, text)| text.as_str())
+            })
+            .collect();
+        let capacity = texts.iter().map(|t| t.len()).sum::<usize>() + 1024;
+        let body = canonical::to_string_spliced(&body, &texts, capacity);
         let retention_seconds = retention.map(|r| r.seconds);
         let mut state = CacheState::new();
         let cold = state.apply(&units, &placed, rule, retention_seconds, 0);
@@ -454,7 +472,7 @@ impl Agent {
             format: options.format,
             model,
             target: composition.target.clone(),
-            body: canonical::to_string(&body),
+            body,
             user_message,
             plan,
             units,
