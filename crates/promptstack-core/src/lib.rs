@@ -23,6 +23,9 @@
 //! - [`canonical_url`]: the one canonical form of a URL (budgets, sources, evals).
 //! - [`tools`]: provider-safe tool names, MCP namespacing and merging, UI labels.
 //! - [`turn`]: the Turn runtime: dedupe, budgets and the source registry around tool executors.
+//! - [`inject`]: what a multi-tenant platform appends to a stage's prompt (capability guidance,
+//!   tenant instructions, the UTC date and time), the one override decision point, subagent
+//!   visibility, registry manifests, the refresher and the full-prompt render.
 //! - [`provider`]: provider request bodies (Anthropic, OpenAI Chat and Responses, Gemini) with
 //!   cache breakpoints planned from a rules table, and a cache simulator.
 //!

@@ -9,7 +9,7 @@
 //!    them on and wrote some, followed by a short platform closer (`tenant_instructions.end`) so
 //!    tenant text never ends a prompt;
 //! 3. the **platform context** (`platform_context`): the current date and time in UTC, labelled
-//!    as UTC. It reads the clock, so it is volatile and comes last.
+//!    as UTC. It reads the send's `now`, so it is volatile and comes last.
 //!
 //! Guidance and tenant blocks are stable when the active prompt's authored text is (they extend
 //! the cacheable prefix), volatile otherwise. Every block asks the one decision point,

@@ -7,6 +7,9 @@
 //! (the tenant instructions with their closer, and the platform context). It never duplicates a
 //! segment and never strips one that should stay: the refreshed prompt equals a fresh assembly
 //! with the final variables and topic.
+//!
+//! The target it keeps must end with the stage's body (`@body`, or `@stable` then `@volatile`);
+//! a target that places notes after the injected blocks is refused.
 
 use std::collections::BTreeMap;
 
@@ -65,6 +68,20 @@ impl<'a> Refresher<'a> {
         let assembly = agent.assemble(&ctx)?;
         let composition = assembly.compose(target)?;
         let separator = assembly.separator().to_owned();
+        // Everything after the authored text must be injected blocks: the refresher rebuilds
+        // exactly that suffix.
+        let injected = |id: &str| id.starts_with(CAPABILITY_PREFIX) || is_ambient(id);
+        if let Some(first) = composition.parts.iter().position(|p| injected(&p.id))
+            && let Some(other) = composition.parts[first..].iter().find(|p| !injected(&p.id))
+        {
+            return Err(Error::new(
+                ErrorKind::Context,
+                format!(
+                    "target `{target}` places `{}` after the stage's injected blocks; the refresher needs a target whose text ends with the stage's body",
+                    other.id
+                ),
+            ));
+        }
         // The tail is the run of ambient parts at the end of the composed text.
         let first_ambient = composition
             .parts

@@ -12,20 +12,16 @@ pub(crate) fn pieces(inputs: &Inputs<'_>) -> Vec<Piece> {
     let mut pieces = Vec::new();
     let count = inputs.tools.len();
     for (i, tool) in inputs.tools.iter().enumerate() {
-        let value = object([
-            ("name", Value::String(tool.name.clone())),
-            ("description", Value::String(tool.description.clone())),
-            ("input_schema", tool.parameters.clone()),
-        ]);
         pieces.push(Piece {
             count: None,
-            value,
+            value: Value::Null,
             region: Region::Tools,
             group: 0,
             role: "",
             label: tool.name.clone(),
             boundary: (i + 1 == count).then_some(Boundary::Tools),
             markable: true,
+            shared: Some(tool.clone()),
         });
     }
     for chunk in &inputs.chunks {
@@ -41,6 +37,7 @@ pub(crate) fn pieces(inputs: &Inputs<'_>) -> Vec<Piece> {
             count: Some(chunk.text.to_owned()),
             boundary: chunk.boundary,
             markable: true,
+            shared: None,
         });
     }
     let mut group = 0usize;
@@ -65,6 +62,7 @@ pub(crate) fn pieces(inputs: &Inputs<'_>) -> Vec<Piece> {
                 count: Some(count),
                 boundary: None,
                 markable: true,
+                shared: None,
             });
         };
         match message {

@@ -23,24 +23,21 @@ pub(crate) fn pieces(inputs: &Inputs<'_>, cached_content: bool) -> Vec<Piece> {
                 count: Some(chunk.text.to_owned()),
                 boundary: chunk.boundary,
                 markable: false,
+                shared: None,
             });
         }
         let count = inputs.tools.len();
         for (i, tool) in inputs.tools.iter().enumerate() {
-            let value = object([
-                ("name", Value::String(tool.name.clone())),
-                ("description", Value::String(tool.description.clone())),
-                ("parametersJsonSchema", tool.parameters.clone()),
-            ]);
             pieces.push(Piece {
                 count: None,
-                value,
+                value: Value::Null,
                 region: Region::Tools,
                 group: 0,
                 role: "",
                 label: tool.name.clone(),
                 boundary: (i + 1 == count).then_some(Boundary::Tools),
                 markable: false,
+                shared: Some(tool.clone()),
             });
         }
     }
@@ -66,6 +63,7 @@ pub(crate) fn pieces(inputs: &Inputs<'_>, cached_content: bool) -> Vec<Piece> {
                 count: Some(count),
                 boundary: None,
                 markable: false,
+                shared: None,
             });
         };
         match message {

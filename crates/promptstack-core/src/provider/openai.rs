@@ -18,24 +18,20 @@ fn text_part(kind: &str, text: &str) -> Value {
 
 /// Tools (never markable), then the system text as text parts (markable when the model family
 /// takes explicit breakpoints), in both OpenAI formats.
-fn head(
-    inputs: &Inputs<'_>,
-    tool: impl Fn(&crate::toolset::Tool) -> Value,
-    part: &str,
-) -> Vec<Piece> {
+fn head(inputs: &Inputs<'_>, part: &str) -> Vec<Piece> {
     let mut pieces = Vec::new();
     let count = inputs.tools.len();
     for (i, t) in inputs.tools.iter().enumerate() {
-        let value = tool(t);
         pieces.push(Piece {
             count: None,
-            value,
+            value: Value::Null,
             region: Region::Tools,
             group: 0,
             role: "",
             label: t.name.clone(),
             boundary: (i + 1 == count).then_some(Boundary::Tools),
             markable: false,
+            shared: Some(t.clone()),
         });
     }
     for chunk in &inputs.chunks {
@@ -48,6 +44,7 @@ fn head(
             count: Some(chunk.text.to_owned()),
             boundary: chunk.boundary,
             markable: inputs.explicit,
+            shared: None,
         });
     }
     pieces
@@ -55,23 +52,7 @@ fn head(
 
 /// Chat Completions units: tools, system parts, then one unit per message.
 pub(crate) fn chat_pieces(inputs: &Inputs<'_>) -> Vec<Piece> {
-    let mut pieces = head(
-        inputs,
-        |t| {
-            object([
-                ("type", Value::String("function".into())),
-                (
-                    "function",
-                    object([
-                        ("name", Value::String(t.name.clone())),
-                        ("description", Value::String(t.description.clone())),
-                        ("parameters", t.parameters.clone()),
-                    ]),
-                ),
-            ])
-        },
-        "text",
-    );
+    let mut pieces = head(inputs, "text");
     for (index, message) in inputs.messages.iter().enumerate() {
         let (value, role, count, markable) = match message {
             Message::User { text } => (
@@ -134,6 +115,7 @@ pub(crate) fn chat_pieces(inputs: &Inputs<'_>) -> Vec<Piece> {
             count: Some(count),
             boundary: (inputs.history_end == Some(index)).then_some(Boundary::History),
             markable: markable && inputs.explicit,
+            shared: None,
         });
     }
     pieces
@@ -141,19 +123,7 @@ pub(crate) fn chat_pieces(inputs: &Inputs<'_>) -> Vec<Piece> {
 
 /// Responses units: tools, system parts, then one unit per input item (a tool call is an item).
 pub(crate) fn responses_pieces(inputs: &Inputs<'_>) -> Vec<Piece> {
-    let mut pieces = head(
-        inputs,
-        |t| {
-            object([
-                ("type", Value::String("function".into())),
-                ("name", Value::String(t.name.clone())),
-                ("description", Value::String(t.description.clone())),
-                ("parameters", t.parameters.clone()),
-                ("strict", Value::Bool(false)),
-            ])
-        },
-        "input_text",
-    );
+    let mut pieces = head(inputs, "input_text");
     let mut item = 0usize;
     for (index, message) in inputs.messages.iter().enumerate() {
         let start = pieces.len();
@@ -167,6 +137,7 @@ pub(crate) fn responses_pieces(inputs: &Inputs<'_>) -> Vec<Piece> {
                 count: Some(count),
                 boundary: None,
                 markable: markable && inputs.explicit,
+                shared: None,
             });
             item += 1;
         };

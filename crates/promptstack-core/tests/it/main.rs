@@ -1,6 +1,7 @@
 //! The core's integration tests: one binary, one module per area.
 
 mod canonical_url;
+mod examples_turn;
 mod fence;
 mod full;
 mod injections;

@@ -109,3 +109,13 @@ fn a_stage_is_required() {
     .unwrap();
     assert!(Refresher::new(&agent, send(json!({})), "main").is_err());
 }
+
+#[test]
+fn a_target_with_notes_after_the_injected_blocks_is_refused() {
+    let agent = agent_with(
+        "[[notes]]\nid = \"hint\"\ntrust = \"platform\"\ntext = \"Hint.\"\n\n[targets.with_note]\nsystem = [\"@body\", \"hint\"]\n",
+    );
+    let err = Refresher::new(&agent, send(json!({})), "with_note").unwrap_err();
+    assert!(err.to_string().contains("`hint`"), "{err}");
+    assert!(Refresher::new(&agent, send(json!({})), "main").is_ok());
+}
