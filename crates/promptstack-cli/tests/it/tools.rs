@@ -90,7 +90,7 @@ fn real_mcp_servers_are_contacted() {
             "examples/chat-assistant/sends/research.json",
             "--json",
             "--mcp-timeout",
-            "2",
+            "6",
             "--mcp",
         ])
         .arg(&servers)
@@ -154,7 +154,7 @@ fn real_mcp_servers_are_contacted() {
     let silent = &json["mcp_servers"][3]["failure"];
     assert_eq!(
         silent,
-        "connect timed out: no answer to the mcp handshake within 2.0s"
+        "connect timed out: no answer to the mcp handshake within 6.0s"
     );
 }
 

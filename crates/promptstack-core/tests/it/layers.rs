@@ -202,69 +202,97 @@ fn malformed_patterns_and_urls_are_diagnosed() {
     }
 }
 
-/// A hidden skill (`disable_model_invocation`) never appears in any target of any example, whatever
-/// else the send holds.
-#[test]
-fn a_hidden_skill_never_appears_in_any_output() {
-    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
-    let mut checked = 0;
-    for example in [
-        "coding-agent",
-        "browser-agent",
-        "pi-compat",
-        "chat-assistant",
-    ] {
-        let dir = root.join("examples").join(example);
-        let spec = std::fs::read(dir.join("agent.toml")).unwrap();
-        let agent = Agent::from_source(&spec, example, SpecFormat::Toml).unwrap();
-        let mut sends: Vec<_> = std::fs::read_dir(dir.join("sends"))
-            .unwrap()
-            .flatten()
-            .map(|e| e.path())
-            .collect();
-        sends.sort();
-        for path in sends {
-            let mut send: serde_json::Value =
-                serde_json::from_slice(&std::fs::read(&path).unwrap()).unwrap();
-            let skills = send
-                .as_object_mut()
+/// Every example with its sends, compiled once.
+fn examples() -> &'static Vec<(String, Agent, Vec<serde_json::Value>)> {
+    static EXAMPLES: std::sync::OnceLock<Vec<(String, Agent, Vec<serde_json::Value>)>> =
+        std::sync::OnceLock::new();
+    EXAMPLES.get_or_init(|| {
+        let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
+        [
+            "coding-agent",
+            "browser-agent",
+            "pi-compat",
+            "chat-assistant",
+        ]
+        .into_iter()
+        .map(|example| {
+            let dir = root.join("examples").join(example);
+            let spec = std::fs::read(dir.join("agent.toml")).unwrap();
+            let agent = Agent::from_source(&spec, example, SpecFormat::Toml).unwrap();
+            let mut paths: Vec<_> = std::fs::read_dir(dir.join("sends"))
                 .unwrap()
-                .entry("skills")
-                .or_insert(serde_json::json!([]));
-            let hidden = serde_json::json!({
-                "name": "zz-hidden-skill",
-                "description": "ZZ-HIDDEN-DESCRIPTION",
-                "instructions": "ZZ-HIDDEN-INSTRUCTIONS",
-                "location": "/zz/hidden/SKILL.md",
-                "tags": ["widget"],
-                "sites": ["*"],
-                "disable_model_invocation": true
-            });
-            skills.as_array_mut().unwrap().insert(0, hidden.clone());
-            skills.as_array_mut().unwrap().push(hidden);
-            if let Some(vars) = send.get_mut("variables").and_then(|v| v.as_object_mut()) {
-                vars.insert(
-                    "inline_skills".into(),
-                    serde_json::json!(["zz-hidden-skill"]),
-                );
-            }
-            let bytes = serde_json::to_vec(&send).unwrap();
-            let ctx = SendContext::from_json(&bytes, "send.json").unwrap();
-            let assembly = agent.assemble(&ctx).unwrap();
-            for target in agent.target_ids() {
-                let composed = assembly.compose(target).unwrap();
-                for text in [&composed.system, &composed.user] {
-                    assert!(
-                        !text.to_lowercase().contains("zz-hidden") && !text.contains("/zz/hidden"),
-                        "{example} {} {target}",
-                        path.display()
-                    );
-                }
-                checked += 1;
+                .flatten()
+                .map(|e| e.path())
+                .collect();
+            paths.sort();
+            let sends = paths
+                .iter()
+                .map(|p| serde_json::from_slice(&std::fs::read(p).unwrap()).unwrap())
+                .collect();
+            (example.to_owned(), agent, sends)
+        })
+        .collect()
+    })
+}
+
+/// A skill for the hidden-skill property: visible ones get ordinary text, hidden ones a marker.
+fn skill(i: usize, hidden: bool, sites: bool, name_clash: bool) -> serde_json::Value {
+    let name = if name_clash {
+        "shared-name".to_owned()
+    } else {
+        format!("skill-{i}")
+    };
+    let text = |what: &str| {
+        if hidden {
+            format!("zzhidden{what}{i}")
+        } else {
+            format!("visible {what} {i}")
+        }
+    };
+    serde_json::json!({
+        "name": if hidden && !name_clash { format!("zzhidden-name-{i}") } else { name },
+        "description": text("description"),
+        "instructions": text("instructions"),
+        "location": if hidden { format!("/zzhidden/{i}/SKILL.md") } else { format!("/skills/{i}/SKILL.md") },
+        "tags": ["widget"],
+        "sites": if sites { serde_json::json!(["*"]) } else { serde_json::json!([]) },
+        "disable_model_invocation": hidden,
+    })
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 48, ..ProptestConfig::default() })]
+
+    /// A hidden skill (`disable_model_invocation`) never appears in any target of any example,
+    /// whatever the other skills, their order, their sites or name clashes with visible skills.
+    #[test]
+    fn a_hidden_skill_never_appears_in_any_output(
+        example in 0usize..4,
+        send in 0usize..8,
+        skills in proptest::collection::vec((any::<bool>(), any::<bool>(), any::<bool>()), 1..6),
+        inline_all in any::<bool>(),
+    ) {
+        let (name, agent, sends) = &examples()[example];
+        let mut send = sends[send % sends.len()].clone();
+        let list: Vec<serde_json::Value> = skills
+            .iter()
+            .enumerate()
+            .map(|(i, &(hidden, sites, clash))| skill(i, hidden, sites, clash))
+            .collect();
+        send["skills"] = serde_json::Value::Array(list);
+        if inline_all && name == "coding-agent" {
+            let names: Vec<String> = (0..skills.len()).flat_map(|i| [format!("skill-{i}"), format!("zzhidden-name-{i}")]).chain(["shared-name".to_owned()]).collect();
+            send["variables"]["inline_skills"] = serde_json::json!(names);
+        }
+        let ctx = SendContext::from_json(&serde_json::to_vec(&send).unwrap(), "send.json").unwrap();
+        let assembly = agent.assemble(&ctx).unwrap();
+        for target in agent.target_ids() {
+            let composed = assembly.compose(target).unwrap();
+            for text in [&composed.system, &composed.user] {
+                prop_assert!(!text.contains("zzhidden"), "{} {}: {}", name, target, text);
             }
         }
     }
-    assert!(checked >= 20);
 }
 
 #[test]

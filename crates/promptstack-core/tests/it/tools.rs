@@ -680,3 +680,38 @@ system = ["@stable"]
         assert_eq!(turn.cap("web"), Some(cap), "{message}");
     }
 }
+
+proptest! {
+    /// Whatever is registered, in whatever order: an invalid descriptor never enters, a name
+    /// already taken is always refused, the first valid registration of a name is the one kept,
+    /// and the registry lists its tools by name.
+    #[test]
+    fn the_registry_keeps_exactly_the_first_valid_tool_of_each_name(
+        calls in proptest::collection::vec((prop_oneof![Just("a"), Just("b_b"), Just("c-c"), Just("bad name")], any::<bool>(), 0u8..4), 0..16),
+    ) {
+        let mut registry = ToolRegistry::new();
+        let mut kept: BTreeMap<&str, u8> = BTreeMap::new();
+        for (name, complete, version) in calls {
+            let mut tool = descriptor(name);
+            tool.description = if complete { format!("Version {version}. Use it when asked. Retry once.") } else { String::new() };
+            let valid = complete && name != "bad name";
+            match registry.register(tool) {
+                Ok(_) => {
+                    prop_assert!(valid && !kept.contains_key(name));
+                    kept.insert(name, version);
+                }
+                Err(error) => match error.kind() {
+                    RegistrationErrorKind::Conflict => prop_assert!(valid && kept.contains_key(name)),
+                    RegistrationErrorKind::Invalid(problems) => prop_assert!(!valid && !problems.is_empty()),
+                    other => prop_assert!(false, "{:?}", other),
+                },
+            }
+        }
+        let listed: Vec<(&str, String)> = registry.iter().map(|t| (t.name.as_str(), t.description.clone())).collect();
+        let expected: Vec<(&str, String)> = kept
+            .iter()
+            .map(|(name, version)| (*name, format!("Version {version}. Use it when asked. Retry once.")))
+            .collect();
+        prop_assert_eq!(listed, expected);
+    }
+}

@@ -95,10 +95,12 @@ fn config() -> DiscoveryConfig {
     }
 }
 
+/// Short enough for hanging servers to time out quickly, long enough for a healthy Node server to
+/// start on a loaded machine.
 fn short() -> DiscoveryConfig {
     DiscoveryConfig {
-        connect_timeout: Duration::from_secs(2),
-        list_timeout: Duration::from_secs(2),
+        connect_timeout: Duration::from_secs(6),
+        list_timeout: Duration::from_secs(6),
     }
 }
 
