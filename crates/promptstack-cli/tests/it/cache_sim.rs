@@ -1,20 +1,8 @@
 //! `promptstack cache-sim` end to end: the report for the chat assistant, ours next to the naive
 //! baseline, and the cache economics goal when no MCP server fails.
 
-use std::path::{Path, PathBuf};
-use std::process::Command;
-
-use insta_cmd::{assert_cmd_snapshot, get_cargo_bin};
-
-fn promptstack() -> Command {
-    let root: PathBuf = Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../..")
-        .canonicalize()
-        .unwrap();
-    let mut command = Command::new(get_cargo_bin("promptstack"));
-    command.current_dir(root);
-    command
-}
+use crate::support::promptstack;
+use insta_cmd::assert_cmd_snapshot;
 
 const ARGS: [&str; 6] = [
     "cache-sim",

@@ -1,24 +1,8 @@
 //! The assembly commands end to end: help texts, exit codes, errors on bad input, schema, lint,
 //! bench. Example outputs are covered in `examples.rs`.
 
-use std::path::{Path, PathBuf};
-use std::process::Command;
-
-use insta_cmd::{assert_cmd_snapshot, get_cargo_bin};
-
-fn root() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../..")
-        .canonicalize()
-        .unwrap()
-}
-
-/// The binary, run from the workspace root so that paths in snapshots are relative.
-fn promptstack() -> Command {
-    let mut command = Command::new(get_cargo_bin("promptstack"));
-    command.current_dir(root());
-    command
-}
+use crate::support::promptstack;
+use insta_cmd::assert_cmd_snapshot;
 
 const SPEC: &str = "examples/chat-assistant/agent.toml";
 const SEND: &str = "examples/chat-assistant/sends/plain.json";

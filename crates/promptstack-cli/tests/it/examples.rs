@@ -5,25 +5,11 @@
 //! Examples are discovered from `examples/*/agent.toml` with their `sends/*.json`, so a new example
 //! or send is covered as soon as it exists.
 
-use std::path::{Path, PathBuf};
-use std::process::Command;
+use std::path::PathBuf;
 
-use insta_cmd::{assert_cmd_snapshot, get_cargo_bin};
+use crate::support::{promptstack, root};
+use insta_cmd::assert_cmd_snapshot;
 use promptstack::{Agent, SendContext, SpecFormat};
-
-fn root() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../..")
-        .canonicalize()
-        .unwrap()
-}
-
-/// The binary, run from the workspace root so that paths in snapshots are relative.
-fn promptstack() -> Command {
-    let mut command = Command::new(get_cargo_bin("promptstack"));
-    command.current_dir(root());
-    command
-}
 
 struct Example {
     name: String,

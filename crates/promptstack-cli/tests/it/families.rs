@@ -1,23 +1,8 @@
 //! Agent-family features through the binary: the context-file chain read with `--cwd`, the token
 //! gate of `lint` without a send.
 
-use std::path::{Path, PathBuf};
-use std::process::Command;
-
-use insta_cmd::{assert_cmd_snapshot, get_cargo_bin};
-
-fn root() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../..")
-        .canonicalize()
-        .unwrap()
-}
-
-fn promptstack() -> Command {
-    let mut command = Command::new(get_cargo_bin("promptstack"));
-    command.current_dir(root());
-    command
-}
+use crate::support::{promptstack, root};
+use insta_cmd::assert_cmd_snapshot;
 
 const WORKSPACE: &str = "crates/promptstack-cli/tests/data/workspace";
 

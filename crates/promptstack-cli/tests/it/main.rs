@@ -8,4 +8,5 @@ mod families;
 mod fence;
 mod pi_compat;
 mod requests;
+mod support;
 mod tools;

@@ -5,18 +5,11 @@
 //! `input.json`, and the committed file must equal the derivation, so the sends cannot drift from
 //! the inputs the peer saw. `PROMPTSTACK_WRITE_SENDS=1` rewrites them.
 
-use std::path::{Path, PathBuf};
 use std::process::Command;
 
+use crate::support::root;
 use insta_cmd::get_cargo_bin;
 use serde_json::{Map, Value, json};
-
-fn root() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../..")
-        .canonicalize()
-        .unwrap()
-}
 
 fn cases() -> Vec<String> {
     let mut names: Vec<String> = std::fs::read_dir(root().join("examples/pi-compat/cases"))

@@ -9,19 +9,13 @@
 //! parameters, not the REST body, so Gemini bodies are checked against the REST shape built from
 //! its `Content`, `Tool` and `GenerationConfig` types (the same objects the REST API takes).
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::process::Command;
 
+use crate::support::root;
 use insta_cmd::get_cargo_bin;
 use promptstack::provider::{Conversation, Format, Request, RequestOptions, Rules};
 use promptstack::{Agent, SendContext, SpecFormat};
-
-fn root() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../..")
-        .canonicalize()
-        .unwrap()
-}
 
 const SPEC: &str = "examples/chat-assistant/agent.toml";
 const CONVERSATION: &str = "crates/promptstack-cli/tests/data/conversations/tool-turn.json";

@@ -2,22 +2,9 @@
 //! with `npm ci --prefix crates/promptstack/tests/mcp`), one that cannot start and one that hangs.
 
 use std::path::{Path, PathBuf};
-use std::process::Command;
 
-use insta_cmd::{assert_cmd_snapshot, get_cargo_bin};
-
-fn root() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../..")
-        .canonicalize()
-        .unwrap()
-}
-
-fn promptstack() -> Command {
-    let mut command = Command::new(get_cargo_bin("promptstack"));
-    command.current_dir(root());
-    command
-}
+use crate::support::{promptstack, root};
+use insta_cmd::assert_cmd_snapshot;
 
 const SPEC: &str = "examples/chat-assistant/agent.toml";
 
