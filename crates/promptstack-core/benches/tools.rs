@@ -21,14 +21,11 @@ fn listings(servers: usize, tools: usize) -> Vec<McpServerListing> {
                     .map(|t| McpTool {
                         name: format!("tool_number_{t}"),
                         description: Some(format!("Does thing {t}.")),
-                        input_schema: serde_json::json!({
+                        input_schema: std::sync::Arc::new(serde_json::json!({
                             "type": "object",
                             "properties": {"query": {"type": "string"}, "limit": {"type": "integer"}},
                             "required": ["query"]
-                        })
-                        .as_object()
-                        .unwrap()
-                        .clone(),
+                        })),
                     })
                     .collect(),
             },

@@ -42,6 +42,8 @@ pub struct Agent {
     /// The stage, when the spec declares one: capabilities, subagents, injected blocks.
     pub(crate) stage: Option<crate::inject::CompiledStage>,
     pub(crate) mcp_memo: Mutex<crate::assemble::McpMemo>,
+    /// Tool definitions as request units, by format, encoding and tool (see `provider`).
+    pub(crate) tool_units: Mutex<crate::provider::ToolUnits>,
 }
 
 impl std::fmt::Debug for Agent {
@@ -346,6 +348,7 @@ impl Agent {
             counter: Arc::default(),
             stable_cache: Mutex::new(crate::assemble::StableCache::default()),
             volatile_memo: Mutex::new(crate::assemble::VolatileMemo::default()),
+            tool_units: Mutex::new(crate::provider::ToolUnits::default()),
             stage,
             mcp_memo: Mutex::new(crate::assemble::McpMemo::default()),
         })

@@ -336,3 +336,50 @@ pub fn site_pattern(data: &[u8]) {
         assert_eq!(any.matches(&url), web, "`*` and {url}");
     }
 }
+
+/// Parses arbitrary bytes as a provider caching-rules table: a failure is an error with a message,
+/// never a panic; a table that loads answers lookups and TTL questions for any model name.
+pub fn provider_rules(data: &[u8]) {
+    use crate::provider::{Family, Rules};
+    let text = String::from_utf8_lossy(&data[..data.len().min(SPEC_MAX_INPUT)]);
+    match Rules::from_toml(&text, "fuzz.toml") {
+        Ok(rules) => {
+            let from_input: String = text.chars().take(40).collect();
+            for family in [Family::Anthropic, Family::Openai, Family::Gemini] {
+                for model in [
+                    "",
+                    "claude-sonnet-4-5",
+                    "gpt-5",
+                    "gemini-2.5-pro",
+                    &from_input,
+                ] {
+                    if let Ok(rule) = rules.find(family, model) {
+                        assert!(rule.matches(family, model));
+                        let _ = rule.ttl_for_gap(Some(60));
+                        let _ = rule.shortest_ttl();
+                    }
+                }
+            }
+        }
+        Err(error) => assert!(!error.to_string().is_empty()),
+    }
+}
+
+/// Parses arbitrary bytes as a prior conversation: a failure is an error with a message, never a
+/// panic; a conversation that loads is consistent and serialises back to a conversation that
+/// loads the same.
+pub fn conversation_load(data: &[u8]) {
+    use crate::provider::Conversation;
+    let data = &data[..data.len().min(SPEC_MAX_INPUT)];
+    match Conversation::from_json(data, "fuzz.json") {
+        Ok(conversation) => {
+            let _ = conversation.continues_tool_turn();
+            let bytes =
+                serde_json::to_vec(&conversation).expect("a loaded conversation serialises");
+            let again = Conversation::from_json(&bytes, "again.json")
+                .expect("a serialised conversation loads again");
+            assert_eq!(again, conversation);
+        }
+        Err(error) => assert!(!error.to_string().is_empty()),
+    }
+}

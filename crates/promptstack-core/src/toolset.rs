@@ -43,8 +43,8 @@ pub struct Tool {
     pub name: String,
     /// What it does, when to use it, how to recover from failures.
     pub description: String,
-    /// JSON Schema of the arguments.
-    pub parameters: serde_json::Value,
+    /// JSON Schema of the arguments, shared with where it came from (the spec or an MCP listing).
+    pub parameters: Arc<serde_json::Value>,
     /// The UI loading phrase with `{param}` placeholders.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub verb: Option<String>,
@@ -67,7 +67,7 @@ impl Tool {
         Self {
             name: spec.name.clone(),
             description: spec.description.clone(),
-            parameters: spec.parameters.clone(),
+            parameters: Arc::new(spec.parameters.clone()),
             verb: spec.verb.clone(),
             cacheable: spec.cacheable,
             budget: spec.budget.clone(),
@@ -118,7 +118,7 @@ impl ResolvedMcp {
                 tools.push(Arc::new(Tool {
                     name: found.name.to_owned(),
                     description: found.tool.description.clone().unwrap_or_default(),
-                    parameters: serde_json::Value::Object(found.tool.input_schema.clone()),
+                    parameters: found.tool.input_schema.clone(),
                     verb: None,
                     cacheable: false,
                     budget: None,

@@ -134,7 +134,7 @@ fn percent(x: f64) -> String {
 
 fn row(label: &str, f: &SimFigures) -> String {
     format!(
-        "{label:<8} {:>8} {:>12} {:>9} {:>9} {:>9} {:>9} {:>14}\n",
+        "{label:<8} {:>8} {:>12} {:>9} {:>9} {:>9} {:>9} {:>14} {:>16}\n",
         f.requests,
         f.input_tokens,
         percent(f.read_share),
@@ -142,6 +142,7 @@ fn row(label: &str, f: &SimFigures) -> String {
         percent(f.uncached_share),
         format!("{:.3}×", f.relative_cost),
         percent(f.prefix_read_share),
+        percent(f.stable_prefix_read_share),
     )
 }
 
@@ -157,14 +158,23 @@ fn table(report: &SimReport) -> String {
         report.mcp_failures
     );
     text.push_str(&format!(
-        "{:<8} {:>8} {:>12} {:>9} {:>9} {:>9} {:>9} {:>14}\n",
-        "", "requests", "input tokens", "read", "written", "uncached", "cost", "sys+tools read"
+        "{:<8} {:>8} {:>12} {:>9} {:>9} {:>9} {:>9} {:>14} {:>16}\n",
+        "",
+        "requests",
+        "input tokens",
+        "read",
+        "written",
+        "uncached",
+        "cost",
+        "sys+tools read",
+        "stable part read"
     ));
     text.push_str(&row("ours", &report.ours));
     text.push_str(&row("naive", &report.naive));
     text.push_str(
         "\ncost: the price of all requests relative to sending every token uncached.\n\
-         sys+tools read: the share of system and tool tokens read from the cache after the first request.\n",
+         sys+tools read: the share of system and tool tokens read from the cache after the first request.\n\
+         stable part read: the same without the per-send system notes after the stable half.\n",
     );
     text
 }

@@ -54,9 +54,10 @@ fn report(extra: &[&str]) -> serde_json::Value {
     serde_json::from_slice(&output.stdout).unwrap()
 }
 
-/// Without MCP failures, at least 95 % of the system and tool tokens are read from the cache after
-/// the first request, for every format with explicit or automatic prefix caching of the tools and
-/// system text; the naive baseline stays far below.
+/// Without MCP failures, at least 95 % of the stable system text and tool tokens are read from the
+/// cache after the first request, for every format with explicit or automatic prefix caching of
+/// the tools and system text (and at least 90 % with the per-send system notes counted); the naive
+/// baseline stays far below.
 #[test]
 fn system_and_tools_are_served_from_the_cache() {
     for (provider, model) in [
@@ -72,10 +73,15 @@ fn system_and_tools_are_served_from_the_cache() {
             "--mcp-failure-rate",
             "0",
         ]);
-        let ours = report["ours"]["prefix_read_share"].as_f64().unwrap();
-        let naive = report["naive"]["prefix_read_share"].as_f64().unwrap();
+        let ours = report["ours"]["stable_prefix_read_share"].as_f64().unwrap();
+        let naive = report["naive"]["stable_prefix_read_share"]
+            .as_f64()
+            .unwrap();
         assert!(ours >= 0.95, "{provider}: {ours}");
         assert!(naive < 0.5, "{provider}: {naive}");
+        // With the per-send notes counted, ours still reads at least 90 %.
+        let all = report["ours"]["prefix_read_share"].as_f64().unwrap();
+        assert!(all >= 0.9, "{provider}: {all}");
         assert!(
             report["ours"]["relative_cost"].as_f64() < report["naive"]["relative_cost"].as_f64(),
             "{provider}: {report}"

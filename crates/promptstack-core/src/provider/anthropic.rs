@@ -12,20 +12,16 @@ pub(crate) fn pieces(inputs: &Inputs<'_>) -> Vec<Piece> {
     let mut pieces = Vec::new();
     let count = inputs.tools.len();
     for (i, tool) in inputs.tools.iter().enumerate() {
-        let value = object([
-            ("name", Value::String(tool.name.clone())),
-            ("description", Value::String(tool.description.clone())),
-            ("input_schema", tool.parameters.clone()),
-        ]);
         pieces.push(Piece {
             count: None,
-            value,
+            value: Value::Null,
             region: Region::Tools,
             group: 0,
             role: "",
             label: tool.name.clone(),
             boundary: (i + 1 == count).then_some(Boundary::Tools),
             markable: true,
+            shared: Some(tool.clone()),
         });
     }
     for chunk in &inputs.chunks {
@@ -41,6 +37,7 @@ pub(crate) fn pieces(inputs: &Inputs<'_>) -> Vec<Piece> {
             count: Some(chunk.text.to_owned()),
             boundary: chunk.boundary,
             markable: true,
+            shared: None,
         });
     }
     let mut group = 0usize;
@@ -65,6 +62,7 @@ pub(crate) fn pieces(inputs: &Inputs<'_>) -> Vec<Piece> {
                 count: Some(count),
                 boundary: None,
                 markable: true,
+                shared: None,
             });
         };
         match message {
@@ -137,23 +135,24 @@ pub(crate) fn mark(value: &mut Value, ttl: &str) {
     ]);
 }
 
-/// The request body.
-pub(crate) fn assemble(pieces: Vec<Piece>, model: &str, max_tokens: u32) -> Value {
+/// The request skeleton: every unit is a placeholder for its canonical text.
+pub(crate) fn assemble(pieces: &[Piece], model: &str, max_tokens: u32) -> Value {
     let mut tools = Vec::new();
     let mut system = Vec::new();
     let mut messages: Vec<Value> = Vec::new();
     let mut current: Option<(usize, &'static str, Vec<Value>)> = None;
-    for piece in pieces {
+    for (i, piece) in pieces.iter().enumerate() {
+        let unit = canonical::placeholder(i);
         match piece.region {
-            Region::Tools => tools.push(piece.value),
-            Region::System => system.push(piece.value),
+            Region::Tools => tools.push(unit),
+            Region::System => system.push(unit),
             Region::Messages => match &mut current {
-                Some((group, _, content)) if *group == piece.group => content.push(piece.value),
+                Some((group, _, content)) if *group == piece.group => content.push(unit),
                 _ => {
                     if let Some((_, role, content)) = current.take() {
                         messages.push(message(role, content));
                     }
-                    current = Some((piece.group, piece.role, vec![piece.value]));
+                    current = Some((piece.group, piece.role, vec![unit]));
                 }
             },
         }

@@ -15,6 +15,30 @@ pub fn to_string(value: &Value) -> String {
 
 /// Appends a value canonically.
 pub fn write(out: &mut String, value: &Value) {
+    write_inner(out, value, None);
+}
+
+/// The only key of a placeholder object that stands for an already serialised unit. No request
+/// skeleton has keys of its own starting with NUL.
+const SPLICE_KEY: &str = "\u{0}unit";
+
+/// A placeholder for the unit with this index, replaced by [`to_string_spliced`].
+pub(crate) fn placeholder(index: usize) -> Value {
+    let mut map = serde_json::Map::new();
+    map.insert(SPLICE_KEY.to_owned(), Value::from(index));
+    Value::Object(map)
+}
+
+/// Writes a request skeleton canonically, writing each placeholder's unit text as is (the unit
+/// texts are canonical JSON themselves), so that units are not serialised twice.
+pub(crate) fn to_string_spliced(value: &Value, units: &[&str], capacity: usize) -> String {
+    let mut out = String::with_capacity(capacity);
+    write_inner(&mut out, value, Some(units));
+    out
+}
+
+fn write_inner(out: &mut String, value: &Value, splice: Option<&[&str]>) {
+    let write = |out: &mut String, value: &Value| write_inner(out, value, splice);
     match value {
         Value::Null => out.push_str("null"),
         Value::Bool(true) => out.push_str("true"),
@@ -36,6 +60,16 @@ pub fn write(out: &mut String, value: &Value) {
             out.push(']');
         }
         Value::Object(map) => {
+            if let Some(units) = splice
+                && map.len() == 1
+                && let Some(unit) = map
+                    .get(SPLICE_KEY)
+                    .and_then(Value::as_u64)
+                    .and_then(|i| units.get(i as usize))
+            {
+                out.push_str(unit);
+                return;
+            }
             out.push('{');
             // Without serde_json's `preserve_order` feature the map iterates in key order
             // already; sorting is then skipped (it is still applied if some build enables it).

@@ -23,24 +23,21 @@ pub(crate) fn pieces(inputs: &Inputs<'_>, cached_content: bool) -> Vec<Piece> {
                 count: Some(chunk.text.to_owned()),
                 boundary: chunk.boundary,
                 markable: false,
+                shared: None,
             });
         }
         let count = inputs.tools.len();
         for (i, tool) in inputs.tools.iter().enumerate() {
-            let value = object([
-                ("name", Value::String(tool.name.clone())),
-                ("description", Value::String(tool.description.clone())),
-                ("parametersJsonSchema", tool.parameters.clone()),
-            ]);
             pieces.push(Piece {
                 count: None,
-                value,
+                value: Value::Null,
                 region: Region::Tools,
                 group: 0,
                 role: "",
                 label: tool.name.clone(),
                 boundary: (i + 1 == count).then_some(Boundary::Tools),
                 markable: false,
+                shared: Some(tool.clone()),
             });
         }
     }
@@ -66,6 +63,7 @@ pub(crate) fn pieces(inputs: &Inputs<'_>, cached_content: bool) -> Vec<Piece> {
                 count: Some(count),
                 boundary: None,
                 markable: false,
+                shared: None,
             });
         };
         match message {
@@ -127,29 +125,32 @@ pub(crate) fn pieces(inputs: &Inputs<'_>, cached_content: bool) -> Vec<Piece> {
     pieces
 }
 
-/// The request body.
-pub(crate) fn assemble(pieces: Vec<Piece>, options: &RequestOptions) -> Value {
+/// The request skeleton: tools and contents are placeholders for their canonical text.
+pub(crate) fn assemble(pieces: &[Piece], options: &RequestOptions) -> Value {
     let mut system = String::new();
     let mut declarations = Vec::new();
     let mut contents: Vec<Value> = Vec::new();
     let mut current: Option<(usize, &'static str, Vec<Value>)> = None;
-    for piece in pieces {
+    for (i, piece) in pieces.iter().enumerate() {
         match piece.region {
             Region::System => {
-                if let Value::String(text) = piece.value {
-                    system.push_str(&text);
+                if let Value::String(text) = &piece.value {
+                    system.push_str(text);
                 }
             }
-            Region::Tools => declarations.push(piece.value),
-            Region::Messages => match &mut current {
-                Some((group, _, parts)) if *group == piece.group => parts.push(piece.value),
-                _ => {
-                    if let Some((_, role, parts)) = current.take() {
-                        contents.push(content(role, parts));
+            Region::Tools => declarations.push(canonical::placeholder(i)),
+            Region::Messages => {
+                let unit = canonical::placeholder(i);
+                match &mut current {
+                    Some((group, _, parts)) if *group == piece.group => parts.push(unit),
+                    _ => {
+                        if let Some((_, role, parts)) = current.take() {
+                            contents.push(content(role, parts));
+                        }
+                        current = Some((piece.group, piece.role, vec![unit]));
                     }
-                    current = Some((piece.group, piece.role, vec![piece.value]));
                 }
-            },
+            }
         }
     }
     if let Some((_, role, parts)) = current {

@@ -192,12 +192,67 @@ pub(crate) struct Piece {
     pub count: Option<String>,
     pub boundary: Option<Boundary>,
     pub markable: bool,
+    /// A memoised tool definition: `value` is then unused until the unit is marked.
+    pub shared: Option<Arc<ToolUnit>>,
+}
+
+/// A tool definition as a request unit: its JSON, canonical text and tokens.
+#[derive(Debug)]
+pub(crate) struct ToolUnit {
+    pub name: String,
+    pub value: Value,
+    pub bytes: String,
+    pub tokens: u32,
+}
+
+/// Tool units by (format, encoding, tool address). Each entry holds its `Arc<Tool>`, so an address
+/// cannot be reused by another tool while its entry lives.
+pub(crate) type ToolUnits =
+    std::collections::HashMap<(Format, crate::tokens::Encoding, usize), (Arc<Tool>, Arc<ToolUnit>)>;
+
+/// Beyond this many entries the tool-unit memo starts over.
+const TOOL_UNITS_CAPACITY: usize = 4096;
+
+/// A tool's definition in a format.
+fn tool_value(format: Format, tool: &Tool) -> Value {
+    let name = Value::String(tool.name.clone());
+    let description = Value::String(tool.description.clone());
+    match format {
+        Format::Anthropic => object([
+            ("name", name),
+            ("description", description),
+            ("input_schema", (*tool.parameters).clone()),
+        ]),
+        Format::OpenaiChat => object([
+            ("type", Value::String("function".into())),
+            (
+                "function",
+                object([
+                    ("name", name),
+                    ("description", description),
+                    ("parameters", (*tool.parameters).clone()),
+                ]),
+            ),
+        ]),
+        Format::OpenaiResponses => object([
+            ("type", Value::String("function".into())),
+            ("name", name),
+            ("description", description),
+            ("parameters", (*tool.parameters).clone()),
+            ("strict", Value::Bool(false)),
+        ]),
+        Format::Gemini => object([
+            ("name", name),
+            ("description", description),
+            ("parametersJsonSchema", (*tool.parameters).clone()),
+        ]),
+    }
 }
 
 /// What every builder reads.
 pub(crate) struct Inputs<'a> {
     pub chunks: Vec<Chunk<'a>>,
-    pub tools: &'a [Arc<Tool>],
+    pub tools: Vec<Arc<ToolUnit>>,
     pub messages: Vec<&'a Message>,
     pub conversation: &'a Conversation,
     /// The index in `messages` of the last message the previous request sent, if any.
@@ -317,9 +372,11 @@ impl Agent {
             .iter()
             .rposition(|m| matches!(m, Message::Assistant { .. }))
             .and_then(|i| i.checked_sub(1));
+        let counting = assembly.counting();
+        let tool_units = self.tool_units_of(options.format, counting, tools);
         let inputs = Inputs {
             chunks,
-            tools,
+            tools: tool_units,
             messages,
             conversation,
             history_end,
@@ -336,16 +393,21 @@ impl Agent {
         {
             last.boundary = Some(Boundary::Tail);
         }
-        let counting = assembly.counting();
         let mut units = Vec::with_capacity(pieces.len());
         let mut prefix = 0u128;
         let mut message_index = usize::MAX;
         let mut part = 0usize;
         for piece in &pieces {
-            let bytes = canonical::to_string(&piece.value);
+            let (bytes, tokens) = match &piece.shared {
+                Some(shared) => (shared.bytes.clone(), shared.tokens),
+                None => {
+                    let bytes = canonical::to_string(&piece.value);
+                    let text = piece.count.as_deref().unwrap_or(&bytes);
+                    let tokens = self.counter.count(counting, text).count;
+                    (bytes, tokens)
+                }
+            };
             prefix = plan::chain(prefix, bytes.as_bytes());
-            let text = piece.count.as_deref().unwrap_or(&bytes);
-            let tokens = self.counter.count(counting, text).count;
             if piece.region == Region::Messages {
                 if piece.group != message_index {
                     message_index = piece.group;
@@ -390,6 +452,9 @@ impl Agent {
             })
             .collect();
         for p in &placed {
+            if let Some(shared) = &pieces[p.unit].shared {
+                pieces[p.unit].value = shared.value.clone();
+            }
             let ttl = &rule.ttls[p.ttl].name;
             match options.format {
                 Format::Anthropic => anthropic::mark(&mut pieces[p.unit].value, ttl),
@@ -409,9 +474,9 @@ impl Agent {
             None
         };
         let body = match options.format {
-            Format::Anthropic => anthropic::assemble(pieces, &model, options.max_tokens),
+            Format::Anthropic => anthropic::assemble(&pieces, &model, options.max_tokens),
             Format::OpenaiChat => openai::chat_assemble(
-                pieces,
+                &pieces,
                 &model,
                 options,
                 &cache_key(self, assembly, options),
@@ -420,7 +485,7 @@ impl Agent {
                 retention.map(|r| r.name.as_str()),
             ),
             Format::OpenaiResponses => openai::responses_assemble(
-                pieces,
+                &pieces,
                 &model,
                 options,
                 &cache_key(self, assembly, options),
@@ -428,8 +493,26 @@ impl Agent {
                 rule.explicit_breakpoints,
                 retention.map(|r| r.name.as_str()),
             ),
-            Format::Gemini => gemini::assemble(pieces, options),
+            Format::Gemini => gemini::assemble(&pieces, options),
         };
+        // Units are written once: unmarked ones from their canonical text, marked ones again
+        // with their marker.
+        let marked: Vec<(usize, String)> = placed
+            .iter()
+            .map(|p| (p.unit, canonical::to_string(&pieces[p.unit].value)))
+            .collect();
+        let texts: Vec<&str> = units
+            .iter()
+            .enumerate()
+            .map(|(i, u)| {
+                marked
+                    .iter()
+                    .find(|(at, _)| *at == i)
+                    .map_or(u.bytes.as_str(), |(_, text)| text.as_str())
+            })
+            .collect();
+        let capacity = texts.iter().map(|t| t.len()).sum::<usize>() + 1024;
+        let body = canonical::to_string_spliced(&body, &texts, capacity);
         let retention_seconds = retention.map(|r| r.seconds);
         let mut state = CacheState::new();
         let cold = state.apply(&units, &placed, rule, retention_seconds, 0);
@@ -454,7 +537,7 @@ impl Agent {
             format: options.format,
             model,
             target: composition.target.clone(),
-            body: canonical::to_string(&body),
+            body,
             user_message,
             plan,
             units,
@@ -610,4 +693,44 @@ pub(crate) fn object<const N: usize>(entries: [(&str, Value); N]) -> Value {
         map.insert(key.to_owned(), value);
     }
     Value::Object(map)
+}
+
+impl Agent {
+    /// The tools as request units of a format, memoised per tool (tool lists repeat on every
+    /// request of a thread).
+    fn tool_units_of(
+        &self,
+        format: Format,
+        counting: crate::tokens::Counting,
+        tools: &[Arc<Tool>],
+    ) -> Vec<Arc<ToolUnit>> {
+        // The memo holds only complete entries, so a poisoned lock is still consistent.
+        let mut memo = self.tool_units.lock().unwrap_or_else(|e| e.into_inner());
+        if memo.len() + tools.len() > TOOL_UNITS_CAPACITY {
+            memo.clear();
+        }
+        tools
+            .iter()
+            .map(|tool| {
+                let key = (format, counting.encoding, Arc::as_ptr(tool) as usize);
+                memo.entry(key)
+                    .or_insert_with(|| {
+                        let value = tool_value(format, tool);
+                        let bytes = canonical::to_string(&value);
+                        let tokens = self.counter.count(counting, &bytes).count;
+                        (
+                            tool.clone(),
+                            Arc::new(ToolUnit {
+                                name: tool.name.clone(),
+                                value,
+                                bytes,
+                                tokens,
+                            }),
+                        )
+                    })
+                    .1
+                    .clone()
+            })
+            .collect()
+    }
 }

@@ -18,24 +18,20 @@ fn text_part(kind: &str, text: &str) -> Value {
 
 /// Tools (never markable), then the system text as text parts (markable when the model family
 /// takes explicit breakpoints), in both OpenAI formats.
-fn head(
-    inputs: &Inputs<'_>,
-    tool: impl Fn(&crate::toolset::Tool) -> Value,
-    part: &str,
-) -> Vec<Piece> {
+fn head(inputs: &Inputs<'_>, part: &str) -> Vec<Piece> {
     let mut pieces = Vec::new();
     let count = inputs.tools.len();
     for (i, t) in inputs.tools.iter().enumerate() {
-        let value = tool(t);
         pieces.push(Piece {
             count: None,
-            value,
+            value: Value::Null,
             region: Region::Tools,
             group: 0,
             role: "",
             label: t.name.clone(),
             boundary: (i + 1 == count).then_some(Boundary::Tools),
             markable: false,
+            shared: Some(t.clone()),
         });
     }
     for chunk in &inputs.chunks {
@@ -48,6 +44,7 @@ fn head(
             count: Some(chunk.text.to_owned()),
             boundary: chunk.boundary,
             markable: inputs.explicit,
+            shared: None,
         });
     }
     pieces
@@ -55,23 +52,7 @@ fn head(
 
 /// Chat Completions units: tools, system parts, then one unit per message.
 pub(crate) fn chat_pieces(inputs: &Inputs<'_>) -> Vec<Piece> {
-    let mut pieces = head(
-        inputs,
-        |t| {
-            object([
-                ("type", Value::String("function".into())),
-                (
-                    "function",
-                    object([
-                        ("name", Value::String(t.name.clone())),
-                        ("description", Value::String(t.description.clone())),
-                        ("parameters", t.parameters.clone()),
-                    ]),
-                ),
-            ])
-        },
-        "text",
-    );
+    let mut pieces = head(inputs, "text");
     for (index, message) in inputs.messages.iter().enumerate() {
         let (value, role, count, markable) = match message {
             Message::User { text } => (
@@ -134,6 +115,7 @@ pub(crate) fn chat_pieces(inputs: &Inputs<'_>) -> Vec<Piece> {
             count: Some(count),
             boundary: (inputs.history_end == Some(index)).then_some(Boundary::History),
             markable: markable && inputs.explicit,
+            shared: None,
         });
     }
     pieces
@@ -141,19 +123,7 @@ pub(crate) fn chat_pieces(inputs: &Inputs<'_>) -> Vec<Piece> {
 
 /// Responses units: tools, system parts, then one unit per input item (a tool call is an item).
 pub(crate) fn responses_pieces(inputs: &Inputs<'_>) -> Vec<Piece> {
-    let mut pieces = head(
-        inputs,
-        |t| {
-            object([
-                ("type", Value::String("function".into())),
-                ("name", Value::String(t.name.clone())),
-                ("description", Value::String(t.description.clone())),
-                ("parameters", t.parameters.clone()),
-                ("strict", Value::Bool(false)),
-            ])
-        },
-        "input_text",
-    );
+    let mut pieces = head(inputs, "input_text");
     let mut item = 0usize;
     for (index, message) in inputs.messages.iter().enumerate() {
         let start = pieces.len();
@@ -167,6 +137,7 @@ pub(crate) fn responses_pieces(inputs: &Inputs<'_>) -> Vec<Piece> {
                 count: Some(count),
                 boundary: None,
                 markable: markable && inputs.explicit,
+                shared: None,
             });
             item += 1;
         };
@@ -266,7 +237,7 @@ fn caching(body: &mut Value, key: &str, explicit: bool, retention: Option<&str>)
 
 /// The Chat Completions body.
 pub(crate) fn chat_assemble(
-    pieces: Vec<Piece>,
+    pieces: &[Piece],
     model: &str,
     options: &RequestOptions,
     key: &str,
@@ -274,9 +245,9 @@ pub(crate) fn chat_assemble(
     parts: bool,
     retention: Option<&str>,
 ) -> Value {
-    let (tools, system, mut messages) = split(pieces);
-    if !system.is_empty() {
-        messages.insert(0, system_message(system, parts, None));
+    let (tools, system, mut messages) = split(pieces, parts);
+    if !is_empty(&system) {
+        messages.insert(0, system_message(system, None));
     }
     let mut body = object([
         ("model", Value::String(model.to_owned())),
@@ -292,7 +263,7 @@ pub(crate) fn chat_assemble(
 
 /// The Responses body.
 pub(crate) fn responses_assemble(
-    pieces: Vec<Piece>,
+    pieces: &[Piece],
     model: &str,
     options: &RequestOptions,
     key: &str,
@@ -300,9 +271,9 @@ pub(crate) fn responses_assemble(
     parts: bool,
     retention: Option<&str>,
 ) -> Value {
-    let (tools, system, mut input) = split(pieces);
-    if !system.is_empty() {
-        input.insert(0, system_message(system, parts, Some("message")));
+    let (tools, system, mut input) = split(pieces, parts);
+    if !is_empty(&system) {
+        input.insert(0, system_message(system, Some("message")));
     }
     let mut body = object([
         ("model", Value::String(model.to_owned())),
@@ -316,33 +287,46 @@ pub(crate) fn responses_assemble(
     body
 }
 
-fn split(pieces: Vec<Piece>) -> (Vec<Value>, Vec<Value>, Vec<Value>) {
+/// Tools, system parts and messages as placeholders; the system parts' texts when they are sent
+/// as one string instead.
+fn split(pieces: &[Piece], as_parts: bool) -> (Vec<Value>, Value, Vec<Value>) {
     let mut tools = Vec::new();
     let mut system = Vec::new();
+    let mut text = String::new();
     let mut rest = Vec::new();
-    for piece in pieces {
+    for (i, piece) in pieces.iter().enumerate() {
         match piece.region {
-            Region::Tools => tools.push(piece.value),
-            Region::System => system.push(piece.value),
-            Region::Messages => rest.push(piece.value),
+            Region::Tools => tools.push(canonical::placeholder(i)),
+            Region::System if as_parts => system.push(canonical::placeholder(i)),
+            Region::System => text.push_str(
+                piece
+                    .value
+                    .get("text")
+                    .and_then(Value::as_str)
+                    .unwrap_or_default(),
+            ),
+            Region::Messages => rest.push(canonical::placeholder(i)),
         }
     }
+    let system = if as_parts {
+        Value::Array(system)
+    } else {
+        Value::String(text)
+    };
     (tools, system, rest)
+}
+
+fn is_empty(system: &Value) -> bool {
+    match system {
+        Value::Array(parts) => parts.is_empty(),
+        Value::String(text) => text.is_empty(),
+        _ => true,
+    }
 }
 
 /// The system message: text parts when the model family takes explicit breakpoints (so a part
 /// can carry one), else one string: the parts joined, which is the composed system text.
-fn system_message(parts: Vec<Value>, as_parts: bool, item_type: Option<&str>) -> Value {
-    let content = if as_parts {
-        Value::Array(parts)
-    } else {
-        Value::String(
-            parts
-                .iter()
-                .filter_map(|p| p.get("text").and_then(Value::as_str))
-                .collect(),
-        )
-    };
+fn system_message(content: Value, item_type: Option<&str>) -> Value {
     let mut message = object([
         ("role", Value::String("system".into())),
         ("content", content),

@@ -70,6 +70,13 @@ pub struct SimFigures {
     /// `prefix_read / prefix_tokens`: the share of system + tool tokens served from the cache
     /// after the first request.
     pub prefix_read_share: f64,
+    /// System and tool tokens after the first request, without the per-send system text (the
+    /// notes after the stable half, which no later send can reuse).
+    pub stable_prefix_tokens: u64,
+    /// Of those, the tokens read from the cache.
+    pub stable_prefix_read: u64,
+    /// `stable_prefix_read / stable_prefix_tokens`.
+    pub stable_prefix_read_share: f64,
     #[serde(skip)]
     price: f64,
 }
@@ -83,14 +90,22 @@ impl SimFigures {
         self.uncached += u64::from(cost.uncached);
         self.price += cost.price;
         if !first {
-            let prefix: u32 = request
-                .units
-                .iter()
-                .filter(|u| u.region != Region::Messages)
-                .map(|u| u.tokens)
-                .sum();
-            self.prefix_tokens += u64::from(prefix);
-            self.prefix_read += u64::from(cost.read.min(prefix));
+            // Walk the units in prefix order: the first `cost.read` tokens came from the cache.
+            let mut left = cost.read;
+            for unit in &request.units {
+                let read = unit.tokens.min(left);
+                left -= read;
+                if unit.region == Region::Messages {
+                    continue;
+                }
+                self.prefix_tokens += u64::from(unit.tokens);
+                self.prefix_read += u64::from(read);
+                // The per-send remainder of the system text closes no stability boundary.
+                if unit.region == Region::Tools || unit.boundary.is_some() {
+                    self.stable_prefix_tokens += u64::from(unit.tokens);
+                    self.stable_prefix_read += u64::from(read);
+                }
+            }
         }
     }
 
@@ -106,6 +121,7 @@ impl SimFigures {
         self.written_share = share(self.written, self.input_tokens);
         self.uncached_share = share(self.uncached, self.input_tokens);
         self.prefix_read_share = share(self.prefix_read, self.prefix_tokens);
+        self.stable_prefix_read_share = share(self.stable_prefix_read, self.stable_prefix_tokens);
         self.relative_cost = if self.input_tokens == 0 {
             1.0
         } else {
@@ -173,14 +189,11 @@ fn synthetic_servers() -> Vec<McpServerListing> {
     let tool = |name: &str, description: &str| McpTool {
         name: name.to_owned(),
         description: Some(description.to_owned()),
-        input_schema: serde_json::json!({
+        input_schema: Arc::new(serde_json::json!({
             "type": "object",
             "properties": {"query": {"type": "string"}, "limit": {"type": "integer"}},
             "required": ["query"]
-        })
-        .as_object()
-        .cloned()
-        .unwrap_or_default(),
+        })),
     };
     vec![
         McpServerListing {

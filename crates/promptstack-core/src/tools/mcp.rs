@@ -6,8 +6,10 @@
 //! [`namespace_mcp_tools`]. A server whose discovery failed
 //! contributes no tools and is reported in [`McpToolset::skipped`] with its diagnostic.
 
+use std::sync::Arc;
+
 use schemars::JsonSchema;
-use serde::{Deserialize, Serialize};
+use serde::{Deserialize, Deserializer, Serialize};
 
 use super::naming::{McpToolOrigin, NamespacedTools, namespace_mcp_tools};
 
@@ -21,7 +23,10 @@ pub struct McpTool {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub description: Option<String>,
     /// The JSON Schema of the tool's input, as the server sent it.
-    pub input_schema: serde_json::Map<String, serde_json::Value>,
+    // Always a JSON object; shared, so the tools built from a listing do not copy it.
+    #[serde(deserialize_with = "object_schema")]
+    #[schemars(with = "serde_json::Map<String, serde_json::Value>")]
+    pub input_schema: Arc<serde_json::Value>,
 }
 
 /// The step at which discovery of a server failed.
@@ -183,8 +188,13 @@ pub fn merge_mcp_tools<'a>(
 
 /// A total order over duplicate listings of one tool name, used only to pick one deterministically.
 fn tool_order_key(tool: &McpTool) -> (Option<&str>, String) {
-    (
-        tool.description.as_deref(),
-        serde_json::Value::Object(tool.input_schema.clone()).to_string(),
-    )
+    (tool.description.as_deref(), tool.input_schema.to_string())
+}
+
+/// Reads an input schema, which must be a JSON object.
+fn object_schema<'de, D: Deserializer<'de>>(
+    deserializer: D,
+) -> Result<Arc<serde_json::Value>, D::Error> {
+    let map = serde_json::Map::<String, serde_json::Value>::deserialize(deserializer)?;
+    Ok(Arc::new(serde_json::Value::Object(map)))
 }

@@ -127,10 +127,7 @@ fn tool(name: &str) -> McpTool {
     McpTool {
         name: name.to_owned(),
         description: Some(format!("{name} things")),
-        input_schema: serde_json::json!({"type": "object"})
-            .as_object()
-            .unwrap()
-            .clone(),
+        input_schema: std::sync::Arc::new(serde_json::json!({"type": "object"})),
     }
 }
 

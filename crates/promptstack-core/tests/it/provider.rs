@@ -51,6 +51,11 @@ fn equal_inputs_give_equal_bytes_and_notes_go_to_the_user_message() {
         };
         let (a, b) = (build(&one), build(&two));
         assert_eq!(a.body, b.body, "{format:?}");
+        // The spliced body is exactly the canonical serialisation of itself.
+        assert_eq!(
+            promptstack_core::provider::canonical::to_string(&a.body_value()),
+            a.body
+        );
         let composition = one.assemble(&ctx).unwrap().compose("legacy").unwrap();
         assert!(!composition.user.is_empty());
         let body = a.body_value();

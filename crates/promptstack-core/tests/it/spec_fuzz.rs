@@ -5,7 +5,7 @@
 
 use std::path::Path;
 
-use promptstack_core::fuzzing::{send_load, spec_load};
+use promptstack_core::fuzzing::{conversation_load, provider_rules, send_load, spec_load};
 
 struct Rng(u64);
 
@@ -125,5 +125,38 @@ fn send_fuzz_smoke() {
     let mut rng = Rng(0xD1B5_4A32_D192_ED03);
     for _ in 0..2000 {
         send_load(&mutate(&mut rng, &sends));
+    }
+}
+
+#[test]
+fn provider_rules_fuzz_smoke() {
+    let seeds = vec![
+        promptstack_core::provider::rules::BUNDLED
+            .as_bytes()
+            .to_vec(),
+    ];
+    let mut rng = Rng(0x2545_F491_4F6C_DD1D);
+    provider_rules(&seeds[0]);
+    for _ in 0..400 {
+        provider_rules(&mutate(&mut rng, &seeds));
+    }
+}
+
+#[test]
+fn conversation_fuzz_smoke() {
+    let root =
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("../promptstack-cli/tests/data/conversations");
+    let mut seeds: Vec<Vec<u8>> = std::fs::read_dir(root)
+        .unwrap()
+        .flatten()
+        .map(|entry| std::fs::read(entry.path()).unwrap())
+        .collect();
+    seeds.sort();
+    let mut rng = Rng(0x9E6C_63D0_676A_9A99);
+    for seed in &seeds {
+        conversation_load(seed);
+    }
+    for _ in 0..2000 {
+        conversation_load(&mutate(&mut rng, &seeds));
     }
 }

@@ -190,7 +190,9 @@ where
             .map(|tool| McpTool {
                 name: tool.name.into_owned(),
                 description: tool.description.map(|d| d.into_owned()),
-                input_schema: (*tool.input_schema).clone(),
+                input_schema: Arc::new(serde_json::Value::Object(Arc::unwrap_or_clone(
+                    tool.input_schema,
+                ))),
             })
             .collect()),
     }
