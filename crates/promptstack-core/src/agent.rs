@@ -36,7 +36,7 @@ pub struct Agent {
     pub(crate) tools: Vec<CompiledTool>,
     pub(crate) targets: Arc<Vec<CompiledTarget>>,
     pub(crate) lint: Vec<Diagnostic>,
-    pub(crate) counter: TokenCounter,
+    pub(crate) counter: Arc<TokenCounter>,
     pub(crate) stable_cache: Mutex<crate::assemble::StableCache>,
     pub(crate) volatile_memo: Mutex<crate::assemble::VolatileMemo>,
     /// The stage, when the spec declares one: capabilities, subagents, injected blocks.
@@ -345,7 +345,7 @@ impl Agent {
             tools,
             targets: Arc::new(targets),
             lint,
-            counter: TokenCounter::default(),
+            counter: Arc::default(),
             stable_cache: Mutex::new(crate::assemble::StableCache::default()),
             volatile_memo: Mutex::new(crate::assemble::VolatileMemo::default()),
             tool_units: Mutex::new(crate::provider::ToolUnits::default()),

@@ -2,15 +2,16 @@
 //!
 //! The pipeline, in order: resolve the toolset (tool gates over the context, canonical order) →
 //! build the stable template roots → render the stable blocks (gate, variant, template, trim) →
-//! join the stable half, check that it ends trusted, count tokens, fingerprint → render the volatile
-//! blocks and notes against the stable roots plus the clock and the message → join the volatile half.
+//! join the stable half, check that it ends trusted, fingerprint → render the volatile blocks and
+//! notes against the stable roots plus the clock and the message → join the volatile half. Every
+//! block's tokens are counted as it is finished; each half's total is counted on first request.
 //!
 //! The stable part is a pure function of the stable inputs, so it is memoised by a key over exactly
 //! those inputs: a send that changes only the clock, the message or volatile variables re-renders
 //! only the volatile blocks.
 
 use std::collections::VecDeque;
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 
 use minijinja::value::Value;
 use serde::Serialize;
@@ -25,7 +26,7 @@ use crate::hash::{Key, KeyBuilder};
 use crate::inject::{self, Prompt};
 use crate::spec::{BlockKind, Placement, Stability};
 use crate::template::{self, path_is_empty};
-use crate::tokens::{Counting, TokenCount};
+use crate::tokens::{Counting, TokenCount, TokenCounter};
 use crate::toolset::{ExcludedTool, Tool, Toolset};
 
 /// How many distinct stable parts an agent keeps (one per live thread configuration, roughly).
@@ -120,7 +121,10 @@ pub(crate) struct StablePart {
     /// Stable body blocks, then stable target-placed blocks, in declaration order.
     pub blocks: Vec<Block>,
     pub text: String,
-    pub tokens: TokenCount,
+    /// The half's token count, counted on first request (nothing on the render path needs it).
+    pub tokens: OnceLock<TokenCount>,
+    /// The agent's memoised counter, for counting the halves on request.
+    pub counter: Arc<TokenCounter>,
     pub fingerprint: Fingerprint,
     pub counting: Counting,
     pub diagnostics: Vec<Diagnostic>,
@@ -137,9 +141,10 @@ pub struct Assembly {
     pub(crate) toolset: Arc<Toolset>,
     pub(crate) volatile_blocks: Vec<Block>,
     pub(crate) volatile_text: String,
-    pub(crate) volatile_tokens: TokenCount,
+    /// Counted on first request, like the stable half's.
+    pub(crate) volatile_tokens: OnceLock<TokenCount>,
     /// The body text, joined on first use (most callers compose a target instead).
-    pub(crate) full: std::sync::OnceLock<String>,
+    pub(crate) full: OnceLock<String>,
     /// Findings of this send only; the spec's lint and the stable part's are in `stable`.
     pub(crate) diagnostics: Vec<Diagnostic>,
     pub(crate) targets: Arc<Vec<CompiledTarget>>,
@@ -215,12 +220,19 @@ impl Assembly {
 
     /// Tokens of the stable half (counted on the joined text, so separators are included).
     pub fn stable_tokens(&self) -> TokenCount {
-        self.stable.tokens
+        let stable = &*self.stable;
+        *stable
+            .tokens
+            .get_or_init(|| stable.counter.count(stable.counting, &stable.text))
     }
 
     /// Tokens of the volatile half.
     pub fn volatile_tokens(&self) -> TokenCount {
-        self.volatile_tokens
+        *self.volatile_tokens.get_or_init(|| {
+            self.stable
+                .counter
+                .count(self.stable.counting, &self.volatile_text)
+        })
     }
 
     /// How tokens are counted for this model.
@@ -664,13 +676,13 @@ impl Agent {
                 )
                 .with_block(&*last.id));
         }
-        let tokens = self.counter.count(counting, &text);
         let fingerprint = Fingerprint::of_stable(&ctx.model, &text);
         Ok(StablePart {
             toolset,
             blocks,
             text,
-            tokens,
+            tokens: OnceLock::new(),
+            counter: self.counter.clone(),
             fingerprint,
             counting,
             diagnostics,
@@ -814,14 +826,13 @@ impl Agent {
         };
         let (volatile_text, _) =
             join_body(&mut volatile_blocks, &self.spec.render.separator, offset);
-        let volatile_tokens = self.counter.count(stable.counting, &volatile_text);
         Ok(Assembly {
             stable,
             toolset,
             volatile_blocks,
             volatile_text,
-            volatile_tokens,
-            full: std::sync::OnceLock::new(),
+            volatile_tokens: OnceLock::new(),
+            full: OnceLock::new(),
             diagnostics,
             targets: self.targets.clone(),
             separator: self.spec.render.separator.clone(),

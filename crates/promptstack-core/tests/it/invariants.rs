@@ -417,10 +417,15 @@ fn warm_reassembly_recounts_only_changed_blocks() {
     let path = Path::new(env!("CARGO_MANIFEST_DIR"))
         .join("../../examples/chat-assistant/sends/research.json");
     let ctx = SendContext::from_json(&std::fs::read(path).unwrap(), "research.json").unwrap();
-    agent.assemble_fresh(&ctx).unwrap();
+    // Each half's total is counted on request; asking for both counts them like the blocks.
+    let assemble = |ctx: &SendContext| {
+        let assembly = agent.assemble_fresh(ctx).unwrap();
+        (assembly.stable_tokens(), assembly.volatile_tokens())
+    };
+    let first = assemble(&ctx);
     let counted = agent.tokenized_texts();
     // Everything rendered afresh, nothing changed: nothing is tokenised again.
-    agent.assemble_fresh(&ctx).unwrap();
+    assert_eq!(assemble(&ctx), first);
     assert_eq!(agent.tokenized_texts(), counted);
     // One minute later: the date/time note changes, and nothing else.
     let mut later = ctx.clone();
@@ -428,13 +433,20 @@ fn warm_reassembly_recounts_only_changed_blocks() {
         ctx.now.timestamp() + jiff::SignedDuration::from_secs(60),
         ctx.now.offset(),
     );
-    agent.assemble_fresh(&later).unwrap();
+    assemble(&later);
     assert_eq!(agent.tokenized_texts(), counted + 1);
     // A different user name changes the context block and the stable half's total.
     let mut renamed = later.clone();
     renamed.user.name = Some("Robin".into());
-    agent.assemble_fresh(&renamed).unwrap();
+    assemble(&renamed);
     assert_eq!(agent.tokenized_texts(), counted + 3);
+    // A half's total is not counted until it is asked for.
+    let mut again = renamed.clone();
+    again.user.name = Some("Sam".into());
+    let assembly = agent.assemble_fresh(&again).unwrap();
+    assert_eq!(agent.tokenized_texts(), counted + 4);
+    assert!(assembly.stable_tokens().count > 0);
+    assert_eq!(agent.tokenized_texts(), counted + 5);
 }
 
 /// The stable part is reused by its input key; the volatile units by theirs.
