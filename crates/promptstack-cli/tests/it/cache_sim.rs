@@ -87,3 +87,54 @@ fn bad_input_is_reported() {
     assert_eq!(output.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&output.stderr).contains("unknown provider `nope`"));
 }
+
+/// The cache-first target (every per-send note in the last user message) keeps the goal even with
+/// MCP servers failing now and then, and caches the conversation too: most of all input tokens are
+/// read from the cache, at a small fraction of the naive baseline's cost.
+#[test]
+fn the_cache_first_target_meets_the_goal_with_failing_servers() {
+    for (provider, model) in [
+        ("anthropic", "claude-sonnet-4-5"),
+        ("openai-chat", "gpt-5.6"),
+        ("openai-responses", "gpt-5"),
+    ] {
+        let output = promptstack()
+            .args([
+                "cache-sim",
+                "examples/chat-assistant/agent.toml",
+                "--sends",
+                "examples/chat-assistant/sends",
+                "--target",
+                "cached",
+                "--turns",
+                "100",
+                "--gap-seconds",
+                "60",
+                "--json",
+                "--provider",
+                provider,
+                "--model",
+                model,
+            ])
+            .output()
+            .unwrap();
+        assert!(
+            output.status.success(),
+            "{}",
+            String::from_utf8_lossy(&output.stderr)
+        );
+        let report: serde_json::Value = serde_json::from_slice(&output.stdout).unwrap();
+        let ours = &report["ours"];
+        let naive = &report["naive"];
+        let share = |v: &serde_json::Value, key: &str| v[key].as_f64().unwrap();
+        assert!(
+            share(ours, "prefix_read_share") >= 0.95,
+            "{provider}: {ours}"
+        );
+        assert!(share(ours, "read_share") >= 0.9, "{provider}: {ours}");
+        assert!(
+            share(ours, "relative_cost") * 3.0 < share(naive, "relative_cost"),
+            "{provider}: {ours} vs {naive}"
+        );
+    }
+}

@@ -95,7 +95,7 @@ fn explain_json_is_the_assembly_format() {
     assert_eq!(json["assembly"]["format"], "promptstack.assembly/v1");
     assert_eq!(json["assembly"]["full"], json["assembly"]["stable"]);
     assert!(json["assembly"]["blocks"].as_array().unwrap().len() > 10);
-    assert_eq!(json["targets"].as_array().unwrap().len(), 2);
+    assert_eq!(json["targets"].as_array().unwrap().len(), 3);
 }
 
 #[test]
