@@ -5,40 +5,18 @@ use serde_json::Value;
 
 use super::conversation::Message;
 use super::plan::{Boundary, Region};
-use super::{Inputs, Piece, canonical, object};
+use super::{Inputs, Piece, canonical, object, text_part};
 
 /// The units of a request in Anthropic's prefix order: tools, system, messages.
 pub(crate) fn pieces(inputs: &Inputs<'_>) -> Vec<Piece> {
-    let mut pieces = Vec::new();
-    let count = inputs.tools.len();
-    for (i, tool) in inputs.tools.iter().enumerate() {
-        pieces.push(Piece {
-            count: None,
-            value: Value::Null,
-            region: Region::Tools,
-            group: 0,
-            role: "",
-            label: tool.name.clone(),
-            boundary: (i + 1 == count).then_some(Boundary::Tools),
-            markable: true,
-            shared: Some(tool.clone()),
-        });
-    }
+    let mut pieces: Vec<Piece> = Piece::tools(inputs, true).collect();
     for chunk in &inputs.chunks {
-        pieces.push(Piece {
-            value: object([
-                ("type", Value::String("text".into())),
-                ("text", Value::String(chunk.text.to_owned())),
-            ]),
-            region: Region::System,
-            group: 0,
-            role: "",
-            label: chunk.label.clone(),
-            count: Some(chunk.text.to_owned()),
-            boundary: chunk.boundary,
-            markable: true,
-            shared: None,
-        });
+        pieces.push(Piece::system(
+            chunk,
+            text_part("text", chunk.text),
+            "",
+            true,
+        ));
     }
     let mut group = 0usize;
     let mut role = "";
@@ -67,20 +45,14 @@ pub(crate) fn pieces(inputs: &Inputs<'_>) -> Vec<Piece> {
         };
         match message {
             Message::User { text } => push(
-                object([
-                    ("type", Value::String("text".into())),
-                    ("text", Value::String(text.clone())),
-                ]),
+                text_part("text", text),
                 format!("message {index}: user"),
                 text.clone(),
             ),
             Message::Assistant { text, tool_calls } => {
                 if !text.is_empty() {
                     push(
-                        object([
-                            ("type", Value::String("text".into())),
-                            ("text", Value::String(text.clone())),
-                        ]),
+                        text_part("text", text),
                         format!("message {index}: assistant"),
                         text.clone(),
                     );

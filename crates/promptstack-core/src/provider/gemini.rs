@@ -14,32 +14,14 @@ pub(crate) fn pieces(inputs: &Inputs<'_>, cached_content: bool) -> Vec<Piece> {
     let mut pieces = Vec::new();
     if !cached_content {
         for chunk in &inputs.chunks {
-            pieces.push(Piece {
-                value: Value::String(chunk.text.to_owned()),
-                region: Region::System,
-                group: 0,
-                role: "",
-                label: chunk.label.clone(),
-                count: Some(chunk.text.to_owned()),
-                boundary: chunk.boundary,
-                markable: false,
-                shared: None,
-            });
+            pieces.push(Piece::system(
+                chunk,
+                Value::String(chunk.text.to_owned()),
+                "",
+                false,
+            ));
         }
-        let count = inputs.tools.len();
-        for (i, tool) in inputs.tools.iter().enumerate() {
-            pieces.push(Piece {
-                count: None,
-                value: Value::Null,
-                region: Region::Tools,
-                group: 0,
-                role: "",
-                label: tool.name.clone(),
-                boundary: (i + 1 == count).then_some(Boundary::Tools),
-                markable: false,
-                shared: Some(tool.clone()),
-            });
-        }
+        pieces.extend(Piece::tools(inputs, false));
     }
     let mut group = 0usize;
     let mut role = "";

@@ -196,6 +196,55 @@ pub(crate) struct Piece {
     pub shared: Option<Arc<ToolUnit>>,
 }
 
+impl Piece {
+    /// One unit per tool definition, in canonical order; the last one closes the tools region.
+    pub(crate) fn tools<'a>(
+        inputs: &'a Inputs<'_>,
+        markable: bool,
+    ) -> impl Iterator<Item = Piece> + 'a {
+        let count = inputs.tools.len();
+        inputs.tools.iter().enumerate().map(move |(i, tool)| Piece {
+            count: None,
+            value: Value::Null,
+            region: Region::Tools,
+            group: 0,
+            role: "",
+            label: tool.name.clone(),
+            boundary: (i + 1 == count).then_some(Boundary::Tools),
+            markable,
+            shared: Some(tool.clone()),
+        })
+    }
+
+    /// A unit of the system text: `value` is the chunk as the format writes it.
+    pub(crate) fn system(
+        chunk: &Chunk<'_>,
+        value: Value,
+        role: &'static str,
+        markable: bool,
+    ) -> Piece {
+        Piece {
+            value,
+            region: Region::System,
+            group: 0,
+            role,
+            label: chunk.label.clone(),
+            count: Some(chunk.text.to_owned()),
+            boundary: chunk.boundary,
+            markable,
+            shared: None,
+        }
+    }
+}
+
+/// A `{"type": kind, "text": text}` content part (Anthropic blocks, OpenAI parts).
+pub(crate) fn text_part(kind: &str, text: &str) -> Value {
+    object([
+        ("type", Value::String(kind.to_owned())),
+        ("text", Value::String(text.to_owned())),
+    ])
+}
+
 /// A tool definition as a request unit: its JSON, canonical text and tokens.
 #[derive(Debug)]
 pub(crate) struct ToolUnit {

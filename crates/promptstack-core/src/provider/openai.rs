@@ -7,45 +7,19 @@ use serde_json::Value;
 
 use super::conversation::Message;
 use super::plan::{Boundary, Region};
-use super::{Inputs, Piece, RequestOptions, canonical, object};
-
-fn text_part(kind: &str, text: &str) -> Value {
-    object([
-        ("type", Value::String(kind.to_owned())),
-        ("text", Value::String(text.to_owned())),
-    ])
-}
+use super::{Inputs, Piece, RequestOptions, canonical, object, text_part};
 
 /// Tools (never markable), then the system text as text parts (markable when the model family
 /// takes explicit breakpoints), in both OpenAI formats.
 fn head(inputs: &Inputs<'_>, part: &str) -> Vec<Piece> {
-    let mut pieces = Vec::new();
-    let count = inputs.tools.len();
-    for (i, t) in inputs.tools.iter().enumerate() {
-        pieces.push(Piece {
-            count: None,
-            value: Value::Null,
-            region: Region::Tools,
-            group: 0,
-            role: "",
-            label: t.name.clone(),
-            boundary: (i + 1 == count).then_some(Boundary::Tools),
-            markable: false,
-            shared: Some(t.clone()),
-        });
-    }
+    let mut pieces: Vec<Piece> = Piece::tools(inputs, false).collect();
     for chunk in &inputs.chunks {
-        pieces.push(Piece {
-            value: text_part(part, chunk.text),
-            region: Region::System,
-            group: 0,
-            role: "system",
-            label: chunk.label.clone(),
-            count: Some(chunk.text.to_owned()),
-            boundary: chunk.boundary,
-            markable: inputs.explicit,
-            shared: None,
-        });
+        pieces.push(Piece::system(
+            chunk,
+            text_part(part, chunk.text),
+            "system",
+            inputs.explicit,
+        ));
     }
     pieces
 }
