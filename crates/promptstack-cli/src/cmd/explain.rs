@@ -106,18 +106,7 @@ fn table(
         agent.name(),
         spec_path.display()
     );
-    let _ = writeln!(
-        out,
-        "model        {} ({}/{}, tools: {})",
-        send.model.name,
-        send.model.provider,
-        send.model.id,
-        if send.model.can_use_tools() {
-            "native"
-        } else {
-            "none"
-        }
-    );
+    let _ = writeln!(out, "model        {}", super::model_summary(&send.model));
     let _ = writeln!(
         out,
         "tokens       {} ({})",

@@ -11,3 +11,18 @@ pub mod render;
 pub mod request;
 pub mod schema;
 pub mod tools;
+
+/// The model line of the human-readable reports: `Name (provider/id, tools: native|none)`.
+fn model_summary(model: &promptstack::context::ModelDescriptor) -> String {
+    format!(
+        "{} ({}/{}, tools: {})",
+        model.name,
+        model.provider,
+        model.id,
+        if model.can_use_tools() {
+            "native"
+        } else {
+            "none"
+        }
+    )
+}

@@ -270,18 +270,7 @@ fn server_rows(listings: &[McpServerListing]) -> Vec<ServerRow> {
 fn table(agent: &Agent, send: &SendContext, rows: &[Row], servers: &[ServerRow]) -> String {
     let mut out = String::new();
     let _ = writeln!(out, "agent  {}", agent.name());
-    let _ = writeln!(
-        out,
-        "model  {} ({}/{}, tools: {})",
-        send.model.name,
-        send.model.provider,
-        send.model.id,
-        if send.model.can_use_tools() {
-            "native"
-        } else {
-            "none"
-        }
-    );
+    let _ = writeln!(out, "model  {}", super::model_summary(&send.model));
     for (title, offered) in [("offered, in canonical order", true), ("left out", false)] {
         let section: Vec<&Row> = rows.iter().filter(|r| r.offered == offered).collect();
         let _ = writeln!(out, "\n{title} ({})", section.len());
