@@ -5,7 +5,7 @@ use serde_json::Value;
 
 use super::conversation::Message;
 use super::plan::{Boundary, Region};
-use super::{Inputs, Piece, canonical, object, text_part};
+use super::{Inputs, Piece, RoleRuns, canonical, object, text_part};
 
 /// The units of a request in Anthropic's prefix order: tools, system, messages.
 pub(crate) fn pieces(inputs: &Inputs<'_>) -> Vec<Piece> {
@@ -18,30 +18,23 @@ pub(crate) fn pieces(inputs: &Inputs<'_>) -> Vec<Piece> {
             true,
         ));
     }
-    let mut group = 0usize;
-    let mut role = "";
+    let mut runs = RoleRuns::default();
     for (index, message) in inputs.messages.iter().enumerate() {
         let message_role = match message {
             Message::User { .. } | Message::Tool { .. } => "user",
             Message::Assistant { .. } => "assistant",
         };
-        if !role.is_empty() && message_role != role {
-            group += 1;
-        }
-        role = message_role;
+        let group = runs.next(message_role);
         let start = pieces.len();
         let mut push = |value: Value, label: String, count: String| {
-            pieces.push(Piece {
+            pieces.push(Piece::message(
                 value,
-                region: Region::Messages,
                 group,
-                role: message_role,
+                message_role,
                 label,
-                count: Some(count),
-                boundary: None,
-                markable: true,
-                shared: None,
-            });
+                count,
+                true,
+            ));
         };
         match message {
             Message::User { text } => push(

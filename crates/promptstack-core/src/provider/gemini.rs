@@ -7,7 +7,7 @@ use serde_json::Value;
 
 use super::conversation::Message;
 use super::plan::{Boundary, Region};
-use super::{Inputs, Piece, RequestOptions, canonical, object};
+use super::{Inputs, Piece, RequestOptions, RoleRuns, canonical, object};
 
 /// The units in Gemini's prefix order: system text, tools, contents.
 pub(crate) fn pieces(inputs: &Inputs<'_>, cached_content: bool) -> Vec<Piece> {
@@ -23,30 +23,23 @@ pub(crate) fn pieces(inputs: &Inputs<'_>, cached_content: bool) -> Vec<Piece> {
         }
         pieces.extend(Piece::tools(inputs, false));
     }
-    let mut group = 0usize;
-    let mut role = "";
+    let mut runs = RoleRuns::default();
     for (index, message) in inputs.messages.iter().enumerate() {
         let message_role = match message {
             Message::User { .. } | Message::Tool { .. } => "user",
             Message::Assistant { .. } => "model",
         };
-        if !role.is_empty() && message_role != role {
-            group += 1;
-        }
-        role = message_role;
+        let group = runs.next(message_role);
         let start = pieces.len();
         let mut push = |value: Value, label: String, count: String| {
-            pieces.push(Piece {
+            pieces.push(Piece::message(
                 value,
-                region: Region::Messages,
                 group,
-                role: message_role,
+                message_role,
                 label,
-                count: Some(count),
-                boundary: None,
-                markable: false,
-                shared: None,
-            });
+                count,
+                false,
+            ));
         };
         match message {
             Message::User { text } => push(

@@ -216,6 +216,28 @@ impl Piece {
         })
     }
 
+    /// A unit of a message: `count` is the text whose tokens it costs.
+    pub(crate) fn message(
+        value: Value,
+        group: usize,
+        role: &'static str,
+        label: String,
+        count: String,
+        markable: bool,
+    ) -> Piece {
+        Piece {
+            value,
+            region: Region::Messages,
+            group,
+            role,
+            label,
+            count: Some(count),
+            boundary: None,
+            markable,
+            shared: None,
+        }
+    }
+
     /// A unit of the system text: `value` is the chunk as the format writes it.
     pub(crate) fn system(
         chunk: &Chunk<'_>,
@@ -234,6 +256,25 @@ impl Piece {
             markable,
             shared: None,
         }
+    }
+}
+
+/// Numbers the runs of consecutive messages that share a provider role. Formats that merge such a
+/// run into one message (Anthropic, Gemini) group its units by this number.
+#[derive(Default)]
+pub(crate) struct RoleRuns {
+    group: usize,
+    role: &'static str,
+}
+
+impl RoleRuns {
+    /// The group of the next message, which has this role.
+    pub(crate) fn next(&mut self, role: &'static str) -> usize {
+        if !self.role.is_empty() && role != self.role {
+            self.group += 1;
+        }
+        self.role = role;
+        self.group
     }
 }
 
@@ -524,16 +565,7 @@ impl Agent {
         };
         let body = match options.format {
             Format::Anthropic => anthropic::assemble(&pieces, &model, options.max_tokens),
-            Format::OpenaiChat => openai::chat_assemble(
-                &pieces,
-                &model,
-                options,
-                &cache_key(self, assembly, options),
-                !placed.is_empty(),
-                rule.explicit_breakpoints,
-                retention.map(|r| r.name.as_str()),
-            ),
-            Format::OpenaiResponses => openai::responses_assemble(
+            Format::OpenaiChat | Format::OpenaiResponses => openai::assemble(
                 &pieces,
                 &model,
                 options,

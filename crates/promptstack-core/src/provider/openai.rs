@@ -7,7 +7,7 @@ use serde_json::Value;
 
 use super::conversation::Message;
 use super::plan::{Boundary, Region};
-use super::{Inputs, Piece, RequestOptions, canonical, object, text_part};
+use super::{Format, Inputs, Piece, RequestOptions, canonical, object, text_part};
 
 /// Tools (never markable), then the system text as text parts (markable when the model family
 /// takes explicit breakpoints), in both OpenAI formats.
@@ -80,17 +80,16 @@ pub(crate) fn chat_pieces(inputs: &Inputs<'_>) -> Vec<Piece> {
                 true,
             ),
         };
-        pieces.push(Piece {
+        let mut piece = Piece::message(
             value,
-            region: Region::Messages,
-            group: index,
+            index,
             role,
-            label: format!("message {index}: {role}"),
-            count: Some(count),
-            boundary: (inputs.history_end == Some(index)).then_some(Boundary::History),
-            markable: markable && inputs.explicit,
-            shared: None,
-        });
+            format!("message {index}: {role}"),
+            count,
+            markable && inputs.explicit,
+        );
+        piece.boundary = (inputs.history_end == Some(index)).then_some(Boundary::History);
+        pieces.push(piece);
     }
     pieces
 }
@@ -102,17 +101,14 @@ pub(crate) fn responses_pieces(inputs: &Inputs<'_>) -> Vec<Piece> {
     for (index, message) in inputs.messages.iter().enumerate() {
         let start = pieces.len();
         let mut push = |value: Value, role: &'static str, count: String, markable: bool| {
-            pieces.push(Piece {
+            pieces.push(Piece::message(
                 value,
-                region: Region::Messages,
-                group: item,
+                item,
                 role,
-                label: format!("message {index}: {role}"),
-                count: Some(count),
-                boundary: None,
-                markable: markable && inputs.explicit,
-                shared: None,
-            });
+                format!("message {index}: {role}"),
+                count,
+                markable && inputs.explicit,
+            ));
             item += 1;
         };
         match message {
@@ -209,8 +205,9 @@ fn caching(body: &mut Value, key: &str, explicit: bool, retention: Option<&str>)
     }
 }
 
-/// The Chat Completions body.
-pub(crate) fn chat_assemble(
+/// The Chat Completions or Responses body: the two differ only in the names of the message list
+/// and the output limit, and in the system message's item type (`options.format` tells which).
+pub(crate) fn assemble(
     pieces: &[Piece],
     model: &str,
     options: &RequestOptions,
@@ -219,40 +216,19 @@ pub(crate) fn chat_assemble(
     parts: bool,
     retention: Option<&str>,
 ) -> Value {
+    let (list, limit, item_type) = if options.format == Format::OpenaiResponses {
+        ("input", "max_output_tokens", Some("message"))
+    } else {
+        ("messages", "max_completion_tokens", None)
+    };
     let (tools, system, mut messages) = split(pieces, parts);
     if !is_empty(&system) {
-        messages.insert(0, system_message(system, None));
+        messages.insert(0, system_message(system, item_type));
     }
     let mut body = object([
         ("model", Value::String(model.to_owned())),
-        ("max_completion_tokens", Value::from(options.max_tokens)),
-        ("messages", Value::Array(messages)),
-    ]);
-    if !tools.is_empty() {
-        body["tools"] = Value::Array(tools);
-    }
-    caching(&mut body, key, explicit, retention);
-    body
-}
-
-/// The Responses body.
-pub(crate) fn responses_assemble(
-    pieces: &[Piece],
-    model: &str,
-    options: &RequestOptions,
-    key: &str,
-    explicit: bool,
-    parts: bool,
-    retention: Option<&str>,
-) -> Value {
-    let (tools, system, mut input) = split(pieces, parts);
-    if !is_empty(&system) {
-        input.insert(0, system_message(system, Some("message")));
-    }
-    let mut body = object([
-        ("model", Value::String(model.to_owned())),
-        ("max_output_tokens", Value::from(options.max_tokens)),
-        ("input", Value::Array(input)),
+        (limit, Value::from(options.max_tokens)),
+        (list, Value::Array(messages)),
     ]);
     if !tools.is_empty() {
         body["tools"] = Value::Array(tools);
