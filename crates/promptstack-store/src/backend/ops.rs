@@ -1,0 +1,865 @@
+//! Every store operation, written once over the parent module's `Db`, `Handle`, lock statements
+//! and `announce`: `backend::sqlite` and `backend::postgres` each compile this file, so the two
+//! backends run the same SQL (`$N` placeholders are valid in both) and differ only where the
+//! parent says so.
+//!
+//! Every statement that reads an object joins through `tenants.slug`, so a caller's tenant is
+//! part of every lookup. Writes run in one transaction with their audit entry and announcement.
+
+use sqlx::Row;
+
+use super::{Db, Handle, LOCK_AGENT, LOCK_TENANT, announce};
+use crate::backend::{Move, SettingsWrite, Written, from_micros, now_micros};
+use crate::config::StoreConfig;
+use crate::error::{Error, Result};
+use crate::key::{ApiKey, KeyInfo, NewKey, Presented, Principal};
+use crate::name::{AgentName, KeyId, LabelName, Role, Tenant, VersionId};
+use crate::notify::{Change, ChangeKind};
+use crate::record::{
+    AgentInfo, AuditAction, AuditEntry, Cursor, Expected, Label, LabelMove, NewVersion, Page,
+    PageRequest, Published, Settings, SettingsScope, Version, VersionInfo,
+};
+
+type Tx = sqlx::Transaction<'static, Db>;
+type DbRow = <Db as sqlx::Database>::Row;
+
+/// One audit entry, written in the transaction of the write it records.
+struct Audit<'a> {
+    tenant_id: i64,
+    at: i64,
+    actor: Option<&'a KeyId>,
+    action: AuditAction,
+    object: String,
+    from: Option<String>,
+    to: Option<String>,
+}
+
+async fn audit(tx: &mut Tx, entry: Audit<'_>) -> Result<()> {
+    sqlx::query(
+        "INSERT INTO audit (tenant_id, at, actor, action, object, from_value, to_value) \
+         VALUES ($1, $2, $3, $4, $5, $6, $7)",
+    )
+    .bind(entry.tenant_id)
+    .bind(entry.at)
+    .bind(entry.actor.map(KeyId::as_str))
+    .bind(entry.action.as_str())
+    .bind(entry.object)
+    .bind(entry.from)
+    .bind(entry.to)
+    .execute(&mut **tx)
+    .await?;
+    Ok(())
+}
+
+/// The tenant's row id, locked for the rest of the transaction where the backend locks rows.
+async fn lock_tenant(tx: &mut Tx, tenant: &Tenant) -> Result<i64> {
+    sqlx::query(LOCK_TENANT)
+        .bind(tenant.as_str())
+        .fetch_optional(&mut **tx)
+        .await?
+        .map(|row| row.try_get::<i64, _>(0))
+        .transpose()?
+        .ok_or_else(|| Error::not_found(format!("no tenant {tenant}")))
+}
+
+/// Creates the tenant if it does not exist; its row id and whether it was created.
+async fn ensure_tenant(tx: &mut Tx, tenant: &Tenant, at: i64) -> Result<(i64, bool)> {
+    let inserted = sqlx::query(
+        "INSERT INTO tenants (slug, created_at) VALUES ($1, $2) \
+         ON CONFLICT (slug) DO NOTHING RETURNING id",
+    )
+    .bind(tenant.as_str())
+    .bind(at)
+    .fetch_optional(&mut **tx)
+    .await?;
+    match inserted {
+        Some(row) => {
+            let id: i64 = row.try_get(0)?;
+            audit(
+                tx,
+                Audit {
+                    tenant_id: id,
+                    at,
+                    actor: None,
+                    action: AuditAction::TenantCreate,
+                    object: "tenant".into(),
+                    from: None,
+                    to: Some(tenant.to_string()),
+                },
+            )
+            .await?;
+            Ok((id, true))
+        }
+        None => Ok((lock_tenant(tx, tenant).await?, false)),
+    }
+}
+
+pub(crate) async fn create_tenant(db: &Handle, tenant: &Tenant) -> Result<bool> {
+    let mut tx = db.begin().await?;
+    let (_, created) = ensure_tenant(&mut tx, tenant, now_micros()).await?;
+    tx.commit().await?;
+    Ok(created)
+}
+
+// --- keys -------------------------------------------------------------------------------------
+
+const KEY_COLUMNS: &str = "k.id, k.public_id, k.role, k.name, k.created_at, k.revoked_at, t.slug";
+
+fn key_info(row: &DbRow) -> Result<KeyInfo> {
+    Ok(KeyInfo {
+        id: KeyId::from_db(row.try_get("public_id")?)?,
+        tenant: Tenant::from_db(row.try_get("slug")?)?,
+        role: Role::from_db(&row.try_get::<String, _>("role")?)?,
+        name: row.try_get("name")?,
+        created_at: from_micros(row.try_get("created_at")?)?,
+        revoked_at: row
+            .try_get::<Option<i64>, _>("revoked_at")?
+            .map(from_micros)
+            .transpose()?,
+    })
+}
+
+pub(crate) async fn create_key(
+    db: &Handle,
+    tenant: &Tenant,
+    role: Role,
+    name: Option<&str>,
+) -> Result<NewKey> {
+    let key = ApiKey::generate()?;
+    let at = now_micros();
+    let mut tx = db.begin().await?;
+    let (tenant_id, _) = ensure_tenant(&mut tx, tenant, at).await?;
+    sqlx::query(
+        "INSERT INTO api_keys (public_id, tenant_id, role, name, hash, created_at) \
+         VALUES ($1, $2, $3, $4, $5, $6)",
+    )
+    .bind(key.id().as_str())
+    .bind(tenant_id)
+    .bind(role.as_str())
+    .bind(name)
+    .bind(&key.hash()[..])
+    .bind(at)
+    .execute(&mut *tx)
+    .await?;
+    audit(
+        &mut tx,
+        Audit {
+            tenant_id,
+            at,
+            actor: None,
+            action: AuditAction::KeyCreate,
+            object: format!("keys/{}", key.id()),
+            from: None,
+            to: Some(role.as_str().into()),
+        },
+    )
+    .await?;
+    tx.commit().await?;
+    let info = KeyInfo {
+        id: key.id().clone(),
+        tenant: tenant.clone(),
+        role,
+        name: name.map(str::to_owned),
+        created_at: from_micros(at)?,
+        revoked_at: None,
+    };
+    Ok(NewKey { key, info })
+}
+
+pub(crate) async fn authenticate(db: &Handle, key: &str) -> Result<Option<Principal>> {
+    let Some(presented) = Presented::parse(key) else {
+        return Ok(None);
+    };
+    let row = sqlx::query(
+        "SELECT k.hash, k.role, k.revoked_at, t.slug FROM api_keys k \
+         JOIN tenants t ON t.id = k.tenant_id WHERE k.public_id = $1",
+    )
+    .bind(presented.id.as_str())
+    .fetch_optional(db.reader())
+    .await?;
+    let Some(row) = row else {
+        return Ok(None);
+    };
+    let hash: Vec<u8> = row.try_get("hash")?;
+    // The hash is compared before anything else is looked at, so a revoked key and a wrong
+    // secret cost the same.
+    let matches = presented.matches(&hash);
+    let revoked = row.try_get::<Option<i64>, _>("revoked_at")?.is_some();
+    if !matches || revoked {
+        return Ok(None);
+    }
+    Ok(Some(Principal {
+        tenant: Tenant::from_db(row.try_get("slug")?)?,
+        role: Role::from_db(&row.try_get::<String, _>("role")?)?,
+        key_id: presented.id,
+    }))
+}
+
+pub(crate) async fn keys(
+    db: &Handle,
+    config: &StoreConfig,
+    tenant: Option<&Tenant>,
+    page: &PageRequest,
+) -> Result<Page<KeyInfo>> {
+    let (limit, after) = page.resolve(config.default_page, config.max_page);
+    let after = after.map(Cursor::seq).transpose()?.unwrap_or(0);
+    let sql = format!(
+        "SELECT {KEY_COLUMNS} FROM api_keys k JOIN tenants t ON t.id = k.tenant_id \
+         WHERE ($1 IS NULL OR t.slug = $1) AND k.id > $2 ORDER BY k.id LIMIT $3"
+    );
+    let rows = sqlx::query(&sql)
+        .bind(tenant.map(Tenant::as_str))
+        .bind(after)
+        .bind(i64::from(limit) + 1)
+        .fetch_all(db.reader())
+        .await?;
+    paged(rows, limit, |row| {
+        Ok((Cursor::from_seq(row.try_get("id")?), key_info(row)?))
+    })
+}
+
+pub(crate) async fn revoke_key(
+    db: &Handle,
+    tenant: Option<&Tenant>,
+    id: &KeyId,
+    by: Option<&KeyId>,
+) -> Result<Written<(KeyInfo, bool)>> {
+    let mut tx = db.begin().await?;
+    let sql = format!(
+        "SELECT {KEY_COLUMNS}, k.tenant_id FROM api_keys k JOIN tenants t ON t.id = k.tenant_id \
+         WHERE k.public_id = $1 AND ($2 IS NULL OR t.slug = $2)"
+    );
+    let row = sqlx::query(&sql)
+        .bind(id.as_str())
+        .bind(tenant.map(Tenant::as_str))
+        .fetch_optional(&mut *tx)
+        .await?
+        .ok_or_else(|| Error::not_found(format!("no key {id}")))?;
+    let mut info = key_info(&row)?;
+    if info.revoked_at.is_some() {
+        return Ok(Written::unchanged((info, false)));
+    }
+    let tenant_id: i64 = row.try_get("tenant_id")?;
+    let at = now_micros();
+    sqlx::query("UPDATE api_keys SET revoked_at = $1 WHERE public_id = $2")
+        .bind(at)
+        .bind(id.as_str())
+        .execute(&mut *tx)
+        .await?;
+    audit(
+        &mut tx,
+        Audit {
+            tenant_id,
+            at,
+            actor: by,
+            action: AuditAction::KeyRevoke,
+            object: format!("keys/{id}"),
+            from: Some("active".into()),
+            to: Some("revoked".into()),
+        },
+    )
+    .await?;
+    let change = Change {
+        tenant: info.tenant.clone(),
+        agent: None,
+        kind: ChangeKind::KeyRevoked,
+    };
+    announce(&mut tx, &change).await?;
+    tx.commit().await?;
+    info.revoked_at = Some(from_micros(at)?);
+    Ok(Written::changed((info, true), change))
+}
+
+// --- agents and versions ----------------------------------------------------------------------
+
+const VERSION_COLUMNS: &str =
+    "v.seq, v.version_id, v.content_type, v.size, v.created_at, v.created_by, v.warnings";
+
+fn version_info(agent: &AgentName, row: &DbRow) -> Result<VersionInfo> {
+    let warnings: String = row.try_get("warnings")?;
+    Ok(VersionInfo {
+        agent: agent.clone(),
+        id: VersionId::from_db(row.try_get("version_id")?)?,
+        content_type: row.try_get("content_type")?,
+        size: u64::try_from(row.try_get::<i64, _>("size")?)
+            .map_err(|_| Error::internal("the database holds a negative bundle size"))?,
+        created_at: from_micros(row.try_get("created_at")?)?,
+        created_by: row
+            .try_get::<Option<String>, _>("created_by")?
+            .map(KeyId::from_db)
+            .transpose()?,
+        warnings: serde_json::from_str(&warnings)
+            .map_err(|_| Error::internal("the database holds malformed warnings"))?,
+    })
+}
+
+pub(crate) async fn publish(
+    db: &Handle,
+    tenant: &Tenant,
+    agent: &AgentName,
+    version: &NewVersion,
+    warnings: &str,
+    by: Option<&KeyId>,
+) -> Result<Written<Published>> {
+    let (id, content_type, bundle, _) = version.parts();
+    let at = now_micros();
+    let mut tx = db.begin().await?;
+    let tenant_id = lock_tenant(&mut tx, tenant).await?;
+    sqlx::query(
+        "INSERT INTO agents (tenant_id, name, created_at) VALUES ($1, $2, $3) \
+         ON CONFLICT (tenant_id, name) DO NOTHING",
+    )
+    .bind(tenant_id)
+    .bind(agent.as_str())
+    .bind(at)
+    .execute(&mut *tx)
+    .await?;
+    let agent_id: i64 = sqlx::query("SELECT id FROM agents WHERE tenant_id = $1 AND name = $2")
+        .bind(tenant_id)
+        .bind(agent.as_str())
+        .fetch_one(&mut *tx)
+        .await?
+        .try_get(0)?;
+    let size = i64::try_from(bundle.len()).map_err(|_| Error::invalid("bundle too large"))?;
+    let inserted = sqlx::query(
+        "INSERT INTO versions \
+         (agent_id, version_id, content_type, bundle, size, created_at, created_by, warnings) \
+         VALUES ($1, $2, $3, $4, $5, $6, $7, $8) \
+         ON CONFLICT (agent_id, version_id) DO NOTHING RETURNING seq",
+    )
+    .bind(agent_id)
+    .bind(id.as_str())
+    .bind(content_type)
+    .bind(bundle)
+    .bind(size)
+    .bind(at)
+    .bind(by.map(KeyId::as_str))
+    .bind(warnings)
+    .fetch_optional(&mut *tx)
+    .await?;
+    if inserted.is_none() {
+        let sql = format!(
+            "SELECT {VERSION_COLUMNS}, v.bundle FROM versions v WHERE v.agent_id = $1 AND v.version_id = $2"
+        );
+        let row = sqlx::query(&sql)
+            .bind(agent_id)
+            .bind(id.as_str())
+            .fetch_one(&mut *tx)
+            .await?;
+        let existing: Vec<u8> = row.try_get("bundle")?;
+        let info = version_info(agent, &row)?;
+        if existing != bundle || info.content_type != content_type {
+            return Err(Error::conflict(format!(
+                "version {id} of agent {agent} already exists with different content"
+            )));
+        }
+        return Ok(Written::unchanged(Published {
+            version: info,
+            created: false,
+        }));
+    }
+    audit(
+        &mut tx,
+        Audit {
+            tenant_id,
+            at,
+            actor: by,
+            action: AuditAction::Publish,
+            object: format!("agents/{agent}/versions/{id}"),
+            from: None,
+            to: Some(id.to_string()),
+        },
+    )
+    .await?;
+    let change = Change {
+        tenant: tenant.clone(),
+        agent: Some(agent.clone()),
+        kind: ChangeKind::Published,
+    };
+    announce(&mut tx, &change).await?;
+    tx.commit().await?;
+    let info = VersionInfo {
+        agent: agent.clone(),
+        id: id.clone(),
+        content_type: content_type.to_owned(),
+        size: bundle.len() as u64,
+        created_at: from_micros(at)?,
+        created_by: by.cloned(),
+        warnings: serde_json::from_str(warnings)
+            .map_err(|_| Error::internal("warnings did not read back"))?,
+    };
+    Ok(Written::changed(
+        Published {
+            version: info,
+            created: true,
+        },
+        change,
+    ))
+}
+
+pub(crate) async fn agents(
+    db: &Handle,
+    config: &StoreConfig,
+    tenant: &Tenant,
+    page: &PageRequest,
+) -> Result<Page<AgentInfo>> {
+    let (limit, after) = page.resolve(config.default_page, config.max_page);
+    let after = match after {
+        Some(cursor) => AgentName::parse(cursor.as_str())
+            .map_err(|_| Error::invalid("the page cursor is malformed"))?
+            .to_string(),
+        None => String::new(),
+    };
+    let rows = sqlx::query(
+        "SELECT a.name, a.created_at FROM agents a JOIN tenants t ON t.id = a.tenant_id \
+         WHERE t.slug = $1 AND a.name > $2 ORDER BY a.name LIMIT $3",
+    )
+    .bind(tenant.as_str())
+    .bind(after)
+    .bind(i64::from(limit) + 1)
+    .fetch_all(db.reader())
+    .await?;
+    paged(rows, limit, |row| {
+        let name = AgentName::from_db(row.try_get("name")?)?;
+        let cursor = Cursor::from_name(name.as_str());
+        Ok((
+            cursor,
+            AgentInfo {
+                name,
+                created_at: from_micros(row.try_get("created_at")?)?,
+            },
+        ))
+    })
+}
+
+/// Whether the tenant has this agent; listings of an unknown agent are `NotFound`, not empty.
+async fn agent_exists(db: &Handle, tenant: &Tenant, agent: &AgentName) -> Result<()> {
+    let found = sqlx::query(
+        "SELECT a.id FROM agents a JOIN tenants t ON t.id = a.tenant_id \
+         WHERE t.slug = $1 AND a.name = $2",
+    )
+    .bind(tenant.as_str())
+    .bind(agent.as_str())
+    .fetch_optional(db.reader())
+    .await?;
+    match found {
+        Some(_) => Ok(()),
+        None => Err(Error::not_found(format!("no agent {agent}"))),
+    }
+}
+
+pub(crate) async fn versions(
+    db: &Handle,
+    config: &StoreConfig,
+    tenant: &Tenant,
+    agent: &AgentName,
+    page: &PageRequest,
+) -> Result<Page<VersionInfo>> {
+    let (limit, after) = page.resolve(config.default_page, config.max_page);
+    let before = after.map(Cursor::seq).transpose()?.unwrap_or(i64::MAX);
+    let sql = format!(
+        "SELECT {VERSION_COLUMNS} FROM versions v JOIN agents a ON a.id = v.agent_id \
+         JOIN tenants t ON t.id = a.tenant_id \
+         WHERE t.slug = $1 AND a.name = $2 AND v.seq < $3 ORDER BY v.seq DESC LIMIT $4"
+    );
+    let rows = sqlx::query(&sql)
+        .bind(tenant.as_str())
+        .bind(agent.as_str())
+        .bind(before)
+        .bind(i64::from(limit) + 1)
+        .fetch_all(db.reader())
+        .await?;
+    if rows.is_empty() {
+        agent_exists(db, tenant, agent).await?;
+    }
+    paged(rows, limit, |row| {
+        Ok((
+            Cursor::from_seq(row.try_get("seq")?),
+            version_info(agent, row)?,
+        ))
+    })
+}
+
+pub(crate) async fn version(
+    db: &Handle,
+    tenant: &Tenant,
+    agent: &AgentName,
+    id: &VersionId,
+) -> Result<Version> {
+    let sql = format!(
+        "SELECT {VERSION_COLUMNS}, v.bundle FROM versions v JOIN agents a ON a.id = v.agent_id \
+         JOIN tenants t ON t.id = a.tenant_id \
+         WHERE t.slug = $1 AND a.name = $2 AND v.version_id = $3"
+    );
+    let row = sqlx::query(&sql)
+        .bind(tenant.as_str())
+        .bind(agent.as_str())
+        .bind(id.as_str())
+        .fetch_optional(db.reader())
+        .await?
+        .ok_or_else(|| Error::not_found(format!("no version {id} of agent {agent}")))?;
+    Ok(Version {
+        info: version_info(agent, &row)?,
+        bundle: row.try_get("bundle")?,
+    })
+}
+
+// --- labels -----------------------------------------------------------------------------------
+
+fn label(agent: &AgentName, row: &DbRow) -> Result<Label> {
+    Ok(Label {
+        agent: agent.clone(),
+        name: LabelName::from_db(row.try_get("name")?)?,
+        version: VersionId::from_db(row.try_get("version_id")?)?,
+        updated_at: from_micros(row.try_get("updated_at")?)?,
+        updated_by: row
+            .try_get::<Option<String>, _>("updated_by")?
+            .map(KeyId::from_db)
+            .transpose()?,
+    })
+}
+
+pub(crate) async fn labels(db: &Handle, tenant: &Tenant, agent: &AgentName) -> Result<Vec<Label>> {
+    let rows = sqlx::query(
+        "SELECT l.name, l.version_id, l.updated_at, l.updated_by FROM labels l \
+         JOIN agents a ON a.id = l.agent_id JOIN tenants t ON t.id = a.tenant_id \
+         WHERE t.slug = $1 AND a.name = $2 ORDER BY l.name",
+    )
+    .bind(tenant.as_str())
+    .bind(agent.as_str())
+    .fetch_all(db.reader())
+    .await?;
+    if rows.is_empty() {
+        agent_exists(db, tenant, agent).await?;
+    }
+    rows.iter().map(|row| label(agent, row)).collect()
+}
+
+pub(crate) async fn label_of(
+    db: &Handle,
+    tenant: &Tenant,
+    agent: &AgentName,
+    name: &LabelName,
+) -> Result<Label> {
+    let row = sqlx::query(
+        "SELECT l.name, l.version_id, l.updated_at, l.updated_by FROM labels l \
+         JOIN agents a ON a.id = l.agent_id JOIN tenants t ON t.id = a.tenant_id \
+         WHERE t.slug = $1 AND a.name = $2 AND l.name = $3",
+    )
+    .bind(tenant.as_str())
+    .bind(agent.as_str())
+    .bind(name.as_str())
+    .fetch_optional(db.reader())
+    .await?
+    .ok_or_else(|| Error::not_found(format!("no label {name} on agent {agent}")))?;
+    label(agent, &row)
+}
+
+pub(crate) async fn move_label(
+    db: &Handle,
+    config: &StoreConfig,
+    m: Move<'_>,
+) -> Result<Written<LabelMove>> {
+    let Move {
+        tenant,
+        agent,
+        label: name,
+        to,
+        expected,
+        by,
+    } = m;
+    let mut tx = db.begin().await?;
+    // Locking the agent's row serialises every move of its labels (PostgreSQL; SQLite's
+    // `BEGIN IMMEDIATE` already serialises all writers).
+    let row = sqlx::query(LOCK_AGENT)
+        .bind(tenant.as_str())
+        .bind(agent.as_str())
+        .fetch_optional(&mut *tx)
+        .await?
+        .ok_or_else(|| Error::not_found(format!("no agent {agent}")))?;
+    let tenant_id: i64 = row.try_get("tenant_id")?;
+    let agent_id: i64 = row.try_get("id")?;
+    let version_exists =
+        sqlx::query("SELECT seq FROM versions WHERE agent_id = $1 AND version_id = $2")
+            .bind(agent_id)
+            .bind(to.as_str())
+            .fetch_optional(&mut *tx)
+            .await?
+            .is_some();
+    if !version_exists {
+        return Err(Error::not_found(format!(
+            "no version {to} of agent {agent}"
+        )));
+    }
+    let existing = sqlx::query(
+        "SELECT name, version_id, updated_at, updated_by FROM labels \
+         WHERE agent_id = $1 AND name = $2",
+    )
+    .bind(agent_id)
+    .bind(name.as_str())
+    .fetch_optional(&mut *tx)
+    .await?
+    .map(|row| label(agent, &row))
+    .transpose()?;
+    let current = existing.as_ref().map(|label| label.version.clone());
+    match (expected, &current) {
+        (Expected::Any, _) | (Expected::Absent, None) => {}
+        (Expected::Version(want), Some(have)) if want == have => {}
+        (_, Some(have)) => {
+            return Err(Error::conflict(format!(
+                "label {name} of agent {agent} points at {have}, not the expected version"
+            )));
+        }
+        (_, None) => {
+            return Err(Error::conflict(format!(
+                "label {name} of agent {agent} does not exist"
+            )));
+        }
+    }
+    if let Some(existing) = existing
+        && existing.version == *to
+    {
+        return Ok(Written::unchanged(LabelMove {
+            label: existing,
+            from: current,
+            changed: false,
+        }));
+    }
+    let at = now_micros();
+    if current.is_none() {
+        let count: i64 = sqlx::query("SELECT COUNT(*) FROM labels WHERE agent_id = $1")
+            .bind(agent_id)
+            .fetch_one(&mut *tx)
+            .await?
+            .try_get(0)?;
+        if count >= i64::try_from(config.max_labels_per_agent).unwrap_or(i64::MAX) {
+            return Err(Error::invalid(format!(
+                "agent {agent} already has {count} labels, the most allowed"
+            )));
+        }
+        sqlx::query(
+            "INSERT INTO labels (agent_id, name, version_id, updated_at, updated_by) \
+             VALUES ($1, $2, $3, $4, $5)",
+        )
+        .bind(agent_id)
+        .bind(name.as_str())
+        .bind(to.as_str())
+        .bind(at)
+        .bind(by.map(KeyId::as_str))
+        .execute(&mut *tx)
+        .await?;
+    } else {
+        sqlx::query(
+            "UPDATE labels SET version_id = $1, updated_at = $2, updated_by = $3 \
+             WHERE agent_id = $4 AND name = $5",
+        )
+        .bind(to.as_str())
+        .bind(at)
+        .bind(by.map(KeyId::as_str))
+        .bind(agent_id)
+        .bind(name.as_str())
+        .execute(&mut *tx)
+        .await?;
+    }
+    audit(
+        &mut tx,
+        Audit {
+            tenant_id,
+            at,
+            actor: by,
+            action: AuditAction::LabelMove,
+            object: format!("agents/{agent}/labels/{name}"),
+            from: current.as_ref().map(VersionId::to_string),
+            to: Some(to.to_string()),
+        },
+    )
+    .await?;
+    let change = Change {
+        tenant: tenant.clone(),
+        agent: Some(agent.clone()),
+        kind: ChangeKind::Label(name.clone()),
+    };
+    announce(&mut tx, &change).await?;
+    tx.commit().await?;
+    Ok(Written::changed(
+        LabelMove {
+            label: Label {
+                agent: agent.clone(),
+                name: name.clone(),
+                version: to.clone(),
+                updated_at: from_micros(at)?,
+                updated_by: by.cloned(),
+            },
+            from: current,
+            changed: true,
+        },
+        change,
+    ))
+}
+
+// --- settings ---------------------------------------------------------------------------------
+
+fn revision(value: i64) -> Result<u64> {
+    u64::try_from(value).map_err(|_| Error::internal("the database holds a negative revision"))
+}
+
+pub(crate) async fn settings(
+    db: &Handle,
+    tenant: &Tenant,
+    scope: &SettingsScope,
+) -> Result<Option<Settings>> {
+    let row = sqlx::query(
+        "SELECT s.document, s.revision, s.updated_at, s.updated_by FROM settings s \
+         JOIN tenants t ON t.id = s.tenant_id WHERE t.slug = $1 AND s.agent = $2",
+    )
+    .bind(tenant.as_str())
+    .bind(scope.column())
+    .fetch_optional(db.reader())
+    .await?;
+    let Some(row) = row else {
+        return Ok(None);
+    };
+    let document: String = row.try_get("document")?;
+    Ok(Some(Settings {
+        scope: scope.clone(),
+        document: serde_json::from_str(&document)
+            .map_err(|_| Error::internal("the database holds a malformed settings document"))?,
+        revision: revision(row.try_get("revision")?)?,
+        updated_at: from_micros(row.try_get("updated_at")?)?,
+        updated_by: row
+            .try_get::<Option<String>, _>("updated_by")?
+            .map(KeyId::from_db)
+            .transpose()?,
+    }))
+}
+
+pub(crate) async fn put_settings(db: &Handle, w: SettingsWrite<'_>) -> Result<Written<Settings>> {
+    let mut tx = db.begin().await?;
+    // Locking the tenant's row serialises settings writes, the first one included.
+    let tenant_id = lock_tenant(&mut tx, w.tenant).await?;
+    let current = sqlx::query("SELECT revision FROM settings WHERE tenant_id = $1 AND agent = $2")
+        .bind(tenant_id)
+        .bind(w.scope.column())
+        .fetch_optional(&mut *tx)
+        .await?
+        .map(|row| row.try_get::<i64, _>(0))
+        .transpose()?
+        .map(revision)
+        .transpose()?
+        .unwrap_or(0);
+    if let Some(expected) = w.expected_revision
+        && expected != current
+    {
+        return Err(Error::conflict(format!(
+            "{} are at revision {current}, not {expected}",
+            w.scope.object()
+        )));
+    }
+    let next = current + 1;
+    let next_db = i64::try_from(next).map_err(|_| Error::internal("settings revision overflow"))?;
+    let at = now_micros();
+    sqlx::query(
+        "INSERT INTO settings (tenant_id, agent, document, revision, updated_at, updated_by) \
+         VALUES ($1, $2, $3, $4, $5, $6) \
+         ON CONFLICT (tenant_id, agent) DO UPDATE SET document = excluded.document, \
+         revision = excluded.revision, updated_at = excluded.updated_at, \
+         updated_by = excluded.updated_by",
+    )
+    .bind(tenant_id)
+    .bind(w.scope.column())
+    .bind(w.document)
+    .bind(next_db)
+    .bind(at)
+    .bind(w.by.map(KeyId::as_str))
+    .execute(&mut *tx)
+    .await?;
+    audit(
+        &mut tx,
+        Audit {
+            tenant_id,
+            at,
+            actor: w.by,
+            action: AuditAction::SettingsWrite,
+            object: w.scope.object(),
+            from: (current > 0).then(|| current.to_string()),
+            to: Some(next.to_string()),
+        },
+    )
+    .await?;
+    let change = Change {
+        tenant: w.tenant.clone(),
+        agent: w.scope.agent().cloned(),
+        kind: ChangeKind::Settings,
+    };
+    announce(&mut tx, &change).await?;
+    tx.commit().await?;
+    Ok(Written::changed(
+        Settings {
+            scope: w.scope.clone(),
+            document: w.value.clone(),
+            revision: next,
+            updated_at: from_micros(at)?,
+            updated_by: w.by.cloned(),
+        },
+        change,
+    ))
+}
+
+// --- audit ------------------------------------------------------------------------------------
+
+pub(crate) async fn audit_log(
+    db: &Handle,
+    config: &StoreConfig,
+    tenant: &Tenant,
+    page: &PageRequest,
+) -> Result<Page<AuditEntry>> {
+    let (limit, after) = page.resolve(config.default_page, config.max_page);
+    let before = after.map(Cursor::seq).transpose()?.unwrap_or(i64::MAX);
+    let rows = sqlx::query(
+        "SELECT au.seq, au.at, au.actor, au.action, au.object, au.from_value, au.to_value \
+         FROM audit au JOIN tenants t ON t.id = au.tenant_id \
+         WHERE t.slug = $1 AND au.seq < $2 ORDER BY au.seq DESC LIMIT $3",
+    )
+    .bind(tenant.as_str())
+    .bind(before)
+    .bind(i64::from(limit) + 1)
+    .fetch_all(db.reader())
+    .await?;
+    paged(rows, limit, |row| {
+        Ok((
+            Cursor::from_seq(row.try_get("seq")?),
+            AuditEntry {
+                at: from_micros(row.try_get("at")?)?,
+                actor: row
+                    .try_get::<Option<String>, _>("actor")?
+                    .map(KeyId::from_db)
+                    .transpose()?,
+                action: AuditAction::from_db(&row.try_get::<String, _>("action")?)?,
+                object: row.try_get("object")?,
+                from: row.try_get("from_value")?,
+                to: row.try_get("to_value")?,
+            },
+        ))
+    })
+}
+
+/// Cuts `limit + 1` fetched rows to a page: the extra row only says that a next page exists.
+fn paged<T>(
+    rows: Vec<DbRow>,
+    limit: u32,
+    mut read: impl FnMut(&DbRow) -> Result<(Cursor, T)>,
+) -> Result<Page<T>> {
+    let limit = limit as usize;
+    let more = rows.len() > limit;
+    let mut items = Vec::with_capacity(rows.len().min(limit));
+    let mut last = None;
+    for row in rows.iter().take(limit) {
+        let (cursor, item) = read(row)?;
+        items.push(item);
+        last = Some(cursor);
+    }
+    Ok(Page {
+        items,
+        next: if more { last } else { None },
+    })
+}

@@ -1,0 +1,345 @@
+//! The validated names of the data model: tenants, agents, labels, versions, keys, and roles.
+//!
+//! Every name is checked once, when it is parsed, so a value of one of these types is always
+//! safe to put in a URL path, a log line, a NOTIFY payload or a terminal. One table below drives
+//! the rules, the parsing and the messages of all of them.
+
+use std::fmt;
+use std::str::FromStr;
+
+use crate::error::{Error, Result};
+
+/// The characters and length one kind of name allows.
+struct Rule {
+    /// What the name is, for messages ("tenant slug").
+    what: &'static str,
+    min: usize,
+    max: usize,
+    /// Allowed bytes anywhere.
+    body: fn(u8) -> bool,
+    /// Allowed first and last bytes.
+    ends: fn(u8) -> bool,
+    /// The allowed set, spelled out for messages.
+    spelled: &'static str,
+}
+
+fn lower_alnum(b: u8) -> bool {
+    b.is_ascii_lowercase() || b.is_ascii_digit()
+}
+
+fn lower_hex(b: u8) -> bool {
+    b.is_ascii_digit() || (b'a'..=b'f').contains(&b)
+}
+
+impl Rule {
+    fn check(&self, text: &str) -> Result<()> {
+        let bytes = text.as_bytes();
+        if bytes.len() < self.min || bytes.len() > self.max {
+            let length = if self.min == self.max {
+                format!("exactly {}", self.min)
+            } else {
+                format!("{} to {}", self.min, self.max)
+            };
+            return Err(Error::invalid(format!(
+                "{} must be {length} characters long, got {}",
+                self.what,
+                text.chars().count()
+            )));
+        }
+        let first_last_ok = bytes.first().is_some_and(|b| (self.ends)(*b))
+            && bytes.last().is_some_and(|b| (self.ends)(*b));
+        if !bytes.iter().all(|b| (self.body)(*b)) || !first_last_ok {
+            return Err(Error::invalid(format!(
+                "{} must be {}, got {:?}",
+                self.what,
+                self.spelled,
+                Truncated(text)
+            )));
+        }
+        Ok(())
+    }
+}
+
+/// Shows at most 80 characters of hostile input in a message.
+struct Truncated<'a>(&'a str);
+
+impl fmt::Debug for Truncated<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self.0.char_indices().nth(80) {
+            Some((end, _)) => write!(f, "{:?}…", &self.0[..end]),
+            None => write!(f, "{:?}", self.0),
+        }
+    }
+}
+
+const TENANT: Rule = Rule {
+    what: "tenant slug",
+    min: 1,
+    max: 63,
+    body: |b| lower_alnum(b) || b == b'-',
+    ends: lower_alnum,
+    spelled: "lowercase letters, digits and '-', starting and ending with a letter or digit",
+};
+
+const AGENT: Rule = Rule {
+    what: "agent name",
+    min: 1,
+    max: 64,
+    body: |b| lower_alnum(b) || matches!(b, b'-' | b'_' | b'.'),
+    ends: lower_alnum,
+    spelled: "lowercase letters, digits, '-', '_' and '.', starting and ending with a letter or digit",
+};
+
+const LABEL: Rule = Rule {
+    what: "label name",
+    ..AGENT
+};
+
+const VERSION: Rule = Rule {
+    what: "version id",
+    min: 64,
+    max: 64,
+    body: lower_hex,
+    ends: lower_hex,
+    spelled: "a SHA-256 in lowercase hex",
+};
+
+const KEY_ID: Rule = Rule {
+    what: "key id",
+    min: 16,
+    max: 16,
+    body: lower_hex,
+    ends: lower_hex,
+    spelled: "16 lowercase hex digits",
+};
+
+macro_rules! names {
+    ($($(#[$doc:meta])* $name:ident => $rule:ident;)*) => {$(
+        $(#[$doc])*
+        #[derive(Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]
+        pub struct $name(String);
+
+        impl $name {
+            /// Checks `text` and wraps it.
+            ///
+            /// # Errors
+            ///
+            /// [`ErrorKind::Invalid`](crate::ErrorKind::Invalid) naming the rule it breaks.
+            pub fn parse(text: &str) -> Result<Self> {
+                $rule.check(text)?;
+                Ok(Self(text.to_owned()))
+            }
+
+            /// The name as text.
+            pub fn as_str(&self) -> &str {
+                &self.0
+            }
+
+            /// Wraps text read back from the database, which was checked when written.
+            pub(crate) fn from_db(text: String) -> Result<Self> {
+                $rule.check(&text).map_err(|_| {
+                    Error::internal(concat!("the database holds a malformed ", stringify!($name)))
+                })?;
+                Ok(Self(text))
+            }
+        }
+
+        impl FromStr for $name {
+            type Err = Error;
+            fn from_str(text: &str) -> Result<Self> {
+                Self::parse(text)
+            }
+        }
+
+        impl TryFrom<String> for $name {
+            type Error = Error;
+            fn try_from(text: String) -> Result<Self> {
+                $rule.check(&text)?;
+                Ok(Self(text))
+            }
+        }
+
+        impl AsRef<str> for $name {
+            fn as_ref(&self) -> &str {
+                &self.0
+            }
+        }
+
+        impl fmt::Display for $name {
+            fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str(&self.0)
+            }
+        }
+
+        impl fmt::Debug for $name {
+            fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                write!(f, "{}({:?})", stringify!($name), self.0)
+            }
+        }
+
+        impl serde::Serialize for $name {
+            fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+                serializer.serialize_str(&self.0)
+            }
+        }
+
+        impl<'de> serde::Deserialize<'de> for $name {
+            fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+                let text = String::deserialize(deserializer)?;
+                Self::try_from(text).map_err(serde::de::Error::custom)
+            }
+        }
+    )*};
+}
+
+names! {
+    /// A tenant's slug: 1 to 63 lowercase letters, digits and `-`, starting and ending with a
+    /// letter or digit (the shape of a DNS label).
+    Tenant => TENANT;
+    /// An agent's name within a tenant: 1 to 64 lowercase letters, digits, `-`, `_` and `.`,
+    /// starting and ending with a letter or digit.
+    AgentName => AGENT;
+    /// A label's name within an agent (`production`, `staging`); the same rule as agent names.
+    LabelName => LABEL;
+    /// A version's id: the SHA-256 of its canonical bundle in lowercase hex (64 digits), computed
+    /// by the caller.
+    VersionId => VERSION;
+    /// The public part of an API key: 16 lowercase hex digits. It identifies a key in listings
+    /// and the audit log and is not secret.
+    KeyId => KEY_ID;
+}
+
+/// What a key may do. The store records it; the server enforces it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum Role {
+    /// Everything an editor may do, plus moving protected labels, writing settings, reading the
+    /// audit log.
+    Admin,
+    /// Publishes versions and moves unprotected labels.
+    Editor,
+    /// Reads and renders.
+    Viewer,
+}
+
+impl Role {
+    /// Every role, most powerful first.
+    pub const ALL: [Role; 3] = [Role::Admin, Role::Editor, Role::Viewer];
+
+    /// The role's name: `admin`, `editor` or `viewer`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Role::Admin => "admin",
+            Role::Editor => "editor",
+            Role::Viewer => "viewer",
+        }
+    }
+
+    pub(crate) fn from_db(text: &str) -> Result<Role> {
+        text.parse()
+            .map_err(|_| Error::internal("the database holds an unknown role"))
+    }
+}
+
+impl FromStr for Role {
+    type Err = Error;
+
+    fn from_str(text: &str) -> Result<Role> {
+        Role::ALL
+            .into_iter()
+            .find(|role| role.as_str() == text)
+            .ok_or_else(|| {
+                Error::invalid(format!(
+                    "role must be admin, editor or viewer, got {:?}",
+                    Truncated(text)
+                ))
+            })
+    }
+}
+
+impl fmt::Display for Role {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+impl serde::Serialize for Role {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.serialize_str(self.as_str())
+    }
+}
+
+impl<'de> serde::Deserialize<'de> for Role {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        let text = String::deserialize(deserializer)?;
+        text.parse().map_err(serde::de::Error::custom)
+    }
+}
+
+/// Checks a free-text label a person gives (a key's name): bounded, printable, one line.
+pub(crate) fn check_text(what: &str, text: &str, max_chars: usize) -> Result<()> {
+    let count = text.chars().count();
+    if count == 0 || count > max_chars {
+        return Err(Error::invalid(format!(
+            "{what} must be 1 to {max_chars} characters long, got {count}"
+        )));
+    }
+    if text.chars().any(|c| c.is_control() || is_invisible(c)) {
+        return Err(Error::invalid(format!(
+            "{what} must not contain control or invisible characters"
+        )));
+    }
+    Ok(())
+}
+
+/// Characters that change how a terminal shows the text around them (bidirectional controls,
+/// zero-width characters): refused in names a person will later read in a listing.
+fn is_invisible(c: char) -> bool {
+    matches!(c, '\u{200b}'..='\u{200f}' | '\u{202a}'..='\u{202e}' | '\u{2060}'..='\u{2069}' | '\u{feff}')
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn tenant_rules() {
+        for good in ["a", "acme", "acme-2", "0", &"a".repeat(63)] {
+            assert!(Tenant::parse(good).is_ok(), "{good}");
+        }
+        for bad in [
+            "",
+            "-a",
+            "a-",
+            "Acme",
+            "a_b",
+            "a.b",
+            "a b",
+            "é",
+            &"a".repeat(64),
+        ] {
+            assert!(Tenant::parse(bad).is_err(), "{bad}");
+        }
+    }
+
+    #[test]
+    fn messages_are_bounded() {
+        let long = "X".repeat(10_000);
+        let message = Tenant::parse(&long).unwrap_err().to_string();
+        assert_eq!(
+            message,
+            "tenant slug must be 1 to 63 characters long, got 10000"
+        );
+        let message = AgentName::parse(&format!("A{}", "b".repeat(50)))
+            .unwrap_err()
+            .to_string();
+        assert!(message.len() < 300, "{message}");
+    }
+
+    #[test]
+    fn key_names() {
+        assert!(check_text("key name", "ci deploy", 100).is_ok());
+        assert!(check_text("key name", "a\nb", 100).is_err());
+        assert!(check_text("key name", "a\u{202e}b", 100).is_err());
+        assert!(check_text("key name", "", 100).is_err());
+    }
+}

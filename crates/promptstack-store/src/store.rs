@@ -1,0 +1,565 @@
+//! [`Store`]: the handle every caller holds, and every operation on it.
+
+use std::future::Future;
+use std::sync::Arc;
+
+use tokio::sync::{Mutex, broadcast, oneshot};
+
+use crate::backend::{Written, postgres, sqlite};
+use crate::config::{Backend, Location, StoreConfig};
+use crate::error::{Error, Result};
+use crate::key::{KeyInfo, NewKey, Principal};
+use crate::name::{AgentName, KeyId, LabelName, Role, Tenant, VersionId, check_text};
+use crate::notify::{self, Notification, Subscription};
+use crate::record::{
+    AgentInfo, AuditEntry, Expected, Label, LabelMove, NewVersion, Page, PageRequest, Published,
+    Settings, SettingsScope, Version, VersionInfo,
+};
+
+/// The longest name a key may be given, in characters.
+const MAX_KEY_NAME: usize = 100;
+/// The longest content type a version may declare, in bytes.
+const MAX_CONTENT_TYPE: usize = 255;
+
+/// The store: a cheap-to-clone handle on one database, SQLite or PostgreSQL.
+///
+/// Every read takes the tenant and finds only that tenant's objects: another tenant's agent,
+/// version, label, settings, audit entry or key is [`ErrorKind::NotFound`] (or absent from a
+/// listing), never a different error. The one cross-tenant path is [`Store::admin`], for the
+/// operator's `keys` command. Every write commits together with its audit entry, and returns
+/// only after the commit: an `Ok` is an acknowledged, durable write. Every operation is bounded
+/// by [`StoreConfig::operation_timeout`] and fails with [`ErrorKind::Unavailable`] past it.
+///
+/// [`ErrorKind::NotFound`]: crate::ErrorKind::NotFound
+/// [`ErrorKind::Unavailable`]: crate::ErrorKind::Unavailable
+#[derive(Clone)]
+pub struct Store {
+    inner: Arc<Inner>,
+}
+
+/// Why an enum and not a trait object: the backends are a closed set of two, the operations are
+/// one text compiled for each (`backend/ops.rs`), and callers get one concrete, `Clone` type
+/// with plain `async fn`s rather than boxed futures behind `dyn`.
+enum Db {
+    Sqlite(sqlite::Handle),
+    Postgres(postgres::Handle),
+}
+
+struct Inner {
+    db: Db,
+    config: StoreConfig,
+    location: Location,
+    changes: broadcast::Sender<Notification>,
+    /// Dropping this stops the PostgreSQL listener task; `None` until the first subscription.
+    listener: Mutex<Option<oneshot::Sender<()>>>,
+}
+
+const _: () = {
+    const fn assert_send_sync<T: Send + Sync>() {}
+    assert_send_sync::<Store>();
+};
+
+/// Runs one operation on whichever backend the store has.
+macro_rules! dispatch {
+    ($store:expr, $op:ident($($arg:expr),* $(,)?)) => {
+        match &$store.inner.db {
+            Db::Sqlite(db) => sqlite::ops::$op(db, $($arg),*).await,
+            Db::Postgres(db) => postgres::ops::$op(db, $($arg),*).await,
+        }
+    };
+}
+
+impl Store {
+    /// Opens the store at `location` (see [`Location::parse`]) with the default bounds, and
+    /// brings its schema up to date.
+    ///
+    /// # Errors
+    ///
+    /// `Invalid` for a malformed location, `Unavailable` when the database cannot be reached
+    /// within the acquire timeout, `Internal` when a migration fails.
+    ///
+    /// # Example
+    ///
+    /// ```no_run
+    /// # async fn example() -> promptstack_store::Result<()> {
+    /// let store = promptstack_store::Store::open("promptstack-data/promptstack.db").await?;
+    /// # Ok(()) }
+    /// ```
+    pub async fn open(location: &str) -> Result<Store> {
+        Store::open_with(Location::parse(location)?, StoreConfig::default()).await
+    }
+
+    /// Opens the store at `location` with `config`.
+    ///
+    /// # Errors
+    ///
+    /// As [`Store::open`].
+    pub async fn open_with(location: Location, config: StoreConfig) -> Result<Store> {
+        let timeout = config.acquire_timeout + config.operation_timeout;
+        let open = async {
+            Ok::<_, Error>(match &location {
+                Location::Sqlite(path) => Db::Sqlite(sqlite::Handle::open(path, &config).await?),
+                Location::Postgres(url) => {
+                    Db::Postgres(postgres::Handle::open(url, &config).await?)
+                }
+            })
+        };
+        let db = tokio::time::timeout(timeout, open)
+            .await
+            .map_err(|_| Error::timed_out(timeout))??;
+        let (changes, _) = broadcast::channel(config.notification_buffer);
+        Ok(Store {
+            inner: Arc::new(Inner {
+                db,
+                config,
+                location,
+                changes,
+                listener: Mutex::new(None),
+            }),
+        })
+    }
+
+    /// Which backend this store runs on.
+    pub fn backend(&self) -> Backend {
+        self.inner.location.backend()
+    }
+
+    /// Where this store lives.
+    pub fn location(&self) -> &Location {
+        &self.inner.location
+    }
+
+    /// The bounds this store was opened with.
+    pub fn config(&self) -> &StoreConfig {
+        &self.inner.config
+    }
+
+    /// Checks that the database answers (for a readiness probe).
+    ///
+    /// # Errors
+    ///
+    /// `Unavailable` when it does not.
+    pub async fn ping(&self) -> Result<()> {
+        self.bounded(async {
+            match &self.inner.db {
+                Db::Sqlite(db) => {
+                    sqlx::query("SELECT 1").execute(db.reader()).await?;
+                }
+                Db::Postgres(db) => {
+                    sqlx::query("SELECT 1").execute(db.reader()).await?;
+                }
+            }
+            Ok(())
+        })
+        .await
+    }
+
+    /// Closes every connection and stops the listener; later operations fail with
+    /// `Unavailable` and subscriptions end.
+    pub async fn close(&self) {
+        self.inner.listener.lock().await.take();
+        match &self.inner.db {
+            Db::Sqlite(db) => db.close().await,
+            Db::Postgres(db) => db.close().await,
+        }
+    }
+
+    /// Runs an operation under the operation timeout.
+    async fn bounded<T>(&self, operation: impl Future<Output = Result<T>>) -> Result<T> {
+        let limit = self.inner.config.operation_timeout;
+        tokio::time::timeout(limit, operation)
+            .await
+            .unwrap_or_else(|_| Err(Error::timed_out(limit)))
+    }
+
+    /// Runs a write under the operation timeout, and announces its change in-process when the
+    /// backend has no `NOTIFY`.
+    async fn write<T>(&self, operation: impl Future<Output = Result<Written<T>>>) -> Result<T> {
+        let written = self.bounded(operation).await?;
+        if let (Db::Sqlite(_), Some(change)) = (&self.inner.db, written.change) {
+            // No receiver is not an error: nobody is subscribed.
+            let _ = self.inner.changes.send(Notification::Change(change));
+        }
+        Ok(written.value)
+    }
+
+    // --- tenants and keys ---------------------------------------------------------------------
+
+    /// Creates a tenant; `false` when it already existed.
+    ///
+    /// # Errors
+    ///
+    /// `Unavailable` when the database cannot be written.
+    pub async fn create_tenant(&self, tenant: &Tenant) -> Result<bool> {
+        self.bounded(async { dispatch!(self, create_tenant(tenant)) })
+            .await
+    }
+
+    /// Creates an API key for `tenant` (creating the tenant if needed) and returns it. The key
+    /// itself is in the answer only: the store keeps its hash.
+    ///
+    /// # Errors
+    ///
+    /// `Invalid` for a name over 100 characters or with control or invisible characters;
+    /// `Unavailable` when the database cannot be written.
+    pub async fn create_key(
+        &self,
+        tenant: &Tenant,
+        role: Role,
+        name: Option<&str>,
+    ) -> Result<NewKey> {
+        if let Some(name) = name {
+            check_text("key name", name, MAX_KEY_NAME)?;
+        }
+        self.bounded(async { dispatch!(self, create_key(tenant, role, name)) })
+            .await
+    }
+
+    /// Who `key` is: `None` for a malformed key, an unknown id, a wrong secret or a revoked
+    /// key (the four are not told apart). The secret is checked by hashing and a constant-time
+    /// comparison; it is never logged.
+    ///
+    /// # Errors
+    ///
+    /// `Unavailable` when the database cannot be read.
+    pub async fn authenticate(&self, key: &str) -> Result<Option<Principal>> {
+        self.bounded(async { dispatch!(self, authenticate(key)) })
+            .await
+    }
+
+    /// The keys of `tenant`, oldest first.
+    ///
+    /// # Errors
+    ///
+    /// `Invalid` for a cursor of another listing; `Unavailable`.
+    pub async fn keys(&self, tenant: &Tenant, page: &PageRequest) -> Result<Page<KeyInfo>> {
+        let config = &self.inner.config;
+        self.bounded(async { dispatch!(self, keys(config, Some(tenant), page)) })
+            .await
+    }
+
+    /// Revokes a key of `tenant`: it no longer authenticates. Revoking a revoked key changes
+    /// nothing. The answer's flag says whether this call revoked it.
+    ///
+    /// # Errors
+    ///
+    /// `NotFound` for a key that is not `tenant`'s; `Unavailable`.
+    pub async fn revoke_key(
+        &self,
+        tenant: &Tenant,
+        id: &KeyId,
+        by: Option<&KeyId>,
+    ) -> Result<(KeyInfo, bool)> {
+        self.write(async { dispatch!(self, revoke_key(Some(tenant), id, by)) })
+            .await
+    }
+
+    /// The operator's view across tenants: listing and revoking any key. Only the `keys`
+    /// command uses it; the server never does.
+    pub fn admin(&self) -> Admin<'_> {
+        Admin { store: self }
+    }
+
+    // --- agents and versions ------------------------------------------------------------------
+
+    /// Publishes a version of `agent` (creating the agent on its first version). Publishing the
+    /// same id with the same bytes again returns the existing version with `created: false`.
+    ///
+    /// # Errors
+    ///
+    /// `TooLarge` for a bundle or warnings over the caps; `Invalid` for an empty or over-long
+    /// content type; `NotFound` for an unknown tenant; `Conflict` when the id already names
+    /// different bytes; `Unavailable`.
+    pub async fn publish(
+        &self,
+        tenant: &Tenant,
+        agent: &AgentName,
+        version: &NewVersion,
+        by: Option<&KeyId>,
+    ) -> Result<Published> {
+        let config = &self.inner.config;
+        let (_, content_type, bundle, warnings) = version.parts();
+        if content_type.is_empty()
+            || content_type.len() > MAX_CONTENT_TYPE
+            || !content_type
+                .bytes()
+                .all(|b| b.is_ascii_graphic() || b == b' ')
+        {
+            return Err(Error::invalid(format!(
+                "content type must be 1 to {MAX_CONTENT_TYPE} printable ASCII characters"
+            )));
+        }
+        if bundle.len() > config.max_bundle_bytes {
+            return Err(Error::too_large(
+                "the bundle",
+                bundle.len(),
+                config.max_bundle_bytes,
+            ));
+        }
+        let warnings = serde_json::to_string(warnings)
+            .map_err(|e| Error::invalid(format!("warnings are not serialisable: {e}")))?;
+        if warnings.len() > config.max_warnings_bytes {
+            return Err(Error::too_large(
+                "the warnings",
+                warnings.len(),
+                config.max_warnings_bytes,
+            ));
+        }
+        self.write(async { dispatch!(self, publish(tenant, agent, version, &warnings, by)) })
+            .await
+    }
+
+    /// The agents of `tenant`, by name.
+    ///
+    /// # Errors
+    ///
+    /// `Invalid` for a cursor of another listing; `Unavailable`.
+    pub async fn agents(&self, tenant: &Tenant, page: &PageRequest) -> Result<Page<AgentInfo>> {
+        let config = &self.inner.config;
+        self.bounded(async { dispatch!(self, agents(config, tenant, page)) })
+            .await
+    }
+
+    /// The versions of an agent, newest first, without their bundles.
+    ///
+    /// # Errors
+    ///
+    /// `NotFound` for an agent `tenant` does not have; `Invalid` for a cursor of another
+    /// listing; `Unavailable`.
+    pub async fn versions(
+        &self,
+        tenant: &Tenant,
+        agent: &AgentName,
+        page: &PageRequest,
+    ) -> Result<Page<VersionInfo>> {
+        let config = &self.inner.config;
+        self.bounded(async { dispatch!(self, versions(config, tenant, agent, page)) })
+            .await
+    }
+
+    /// One version, with its bundle.
+    ///
+    /// # Errors
+    ///
+    /// `NotFound` when `tenant` has no such agent or version; `Unavailable`.
+    pub async fn version(
+        &self,
+        tenant: &Tenant,
+        agent: &AgentName,
+        id: &VersionId,
+    ) -> Result<Version> {
+        self.bounded(async { dispatch!(self, version(tenant, agent, id)) })
+            .await
+    }
+
+    // --- labels -------------------------------------------------------------------------------
+
+    /// One label of an agent.
+    ///
+    /// # Errors
+    ///
+    /// `NotFound` when `tenant` has no such agent or label; `Unavailable`.
+    pub async fn label(
+        &self,
+        tenant: &Tenant,
+        agent: &AgentName,
+        label: &LabelName,
+    ) -> Result<Label> {
+        self.bounded(async { dispatch!(self, label_of(tenant, agent, label)) })
+            .await
+    }
+
+    /// Every label of an agent, by name (at most [`StoreConfig::max_labels_per_agent`]).
+    ///
+    /// # Errors
+    ///
+    /// `NotFound` when `tenant` has no such agent; `Unavailable`.
+    pub async fn labels(&self, tenant: &Tenant, agent: &AgentName) -> Result<Vec<Label>> {
+        self.bounded(async { dispatch!(self, labels(tenant, agent)) })
+            .await
+    }
+
+    /// Points `label` at version `to`, if it points at what `expected` says (compare-and-set).
+    /// The move and its audit entry commit together; of several concurrent moves with the same
+    /// expectation, exactly one succeeds. Moving a label to the version it already points at
+    /// changes nothing (`changed: false`, no audit entry).
+    ///
+    /// # Errors
+    ///
+    /// `NotFound` when `tenant` has no such agent or version; `Conflict` when the label does
+    /// not point at what `expected` says; `Invalid` when creating the label would pass
+    /// [`StoreConfig::max_labels_per_agent`]; `Unavailable`.
+    pub async fn move_label(
+        &self,
+        tenant: &Tenant,
+        agent: &AgentName,
+        label: &LabelName,
+        to: &VersionId,
+        expected: &Expected,
+        by: Option<&KeyId>,
+    ) -> Result<LabelMove> {
+        let config = &self.inner.config;
+        let request = || crate::backend::Move {
+            tenant,
+            agent,
+            label,
+            to,
+            expected,
+            by,
+        };
+        self.write(async {
+            match &self.inner.db {
+                Db::Sqlite(db) => sqlite::ops::move_label(db, config, request()).await,
+                Db::Postgres(db) => postgres::ops::move_label(db, config, request()).await,
+            }
+        })
+        .await
+    }
+
+    // --- settings -----------------------------------------------------------------------------
+
+    /// The settings of `scope` in `tenant`; `None` when never written (defaults apply).
+    ///
+    /// # Errors
+    ///
+    /// `Unavailable`.
+    pub async fn settings(
+        &self,
+        tenant: &Tenant,
+        scope: &SettingsScope,
+    ) -> Result<Option<Settings>> {
+        self.bounded(async { dispatch!(self, settings(tenant, scope)) })
+            .await
+    }
+
+    /// Writes the settings of `scope`: a JSON object, which becomes the next revision. With
+    /// `expected_revision`, the write happens only if the settings are at that revision (0: never
+    /// written). The write and its audit entry commit together.
+    ///
+    /// # Errors
+    ///
+    /// `Invalid` for a document that is not a JSON object; `TooLarge` past
+    /// [`StoreConfig::max_settings_bytes`]; `NotFound` for an unknown tenant; `Conflict` for a
+    /// stale `expected_revision`; `Unavailable`.
+    pub async fn put_settings(
+        &self,
+        tenant: &Tenant,
+        scope: &SettingsScope,
+        document: &serde_json::Value,
+        expected_revision: Option<u64>,
+        by: Option<&KeyId>,
+    ) -> Result<Settings> {
+        if !document.is_object() {
+            return Err(Error::invalid("a settings document must be a JSON object"));
+        }
+        let text = serde_json::to_string(document)
+            .map_err(|e| Error::invalid(format!("the settings are not serialisable: {e}")))?;
+        let cap = self.inner.config.max_settings_bytes;
+        if text.len() > cap {
+            return Err(Error::too_large("the settings document", text.len(), cap));
+        }
+        let request = || crate::backend::SettingsWrite {
+            tenant,
+            scope,
+            value: document,
+            document: &text,
+            expected_revision,
+            by,
+        };
+        self.write(async {
+            match &self.inner.db {
+                Db::Sqlite(db) => sqlite::ops::put_settings(db, request()).await,
+                Db::Postgres(db) => postgres::ops::put_settings(db, request()).await,
+            }
+        })
+        .await
+    }
+
+    // --- audit and changes --------------------------------------------------------------------
+
+    /// The audit log of `tenant`, newest first.
+    ///
+    /// # Errors
+    ///
+    /// `Invalid` for a cursor of another listing; `Unavailable`.
+    pub async fn audit(&self, tenant: &Tenant, page: &PageRequest) -> Result<Page<AuditEntry>> {
+        let config = &self.inner.config;
+        self.bounded(async { dispatch!(self, audit_log(config, tenant, page)) })
+            .await
+    }
+
+    /// Subscribes to committed changes of every tenant, from now on. On PostgreSQL the first
+    /// subscription starts the `LISTEN` connection and returns once it listens; later losses
+    /// and recoveries arrive as [`Gap`](crate::Gap)s.
+    ///
+    /// # Errors
+    ///
+    /// `Unavailable` when the first `LISTEN` fails (a later call tries again).
+    pub async fn subscribe(&self) -> Result<Subscription> {
+        // Subscribe to the channel first, so nothing sent once listening is missed.
+        let receiver = self.inner.changes.subscribe();
+        if let Db::Postgres(db) = &self.inner.db {
+            let mut listener = self.inner.listener.lock().await;
+            if listener.is_none() {
+                let (stop, stopped) = oneshot::channel();
+                let (ready, listening) = oneshot::channel();
+                tokio::spawn(notify::listen(
+                    db.listen_pool().clone(),
+                    self.inner.changes.clone(),
+                    stopped,
+                    ready,
+                ));
+                let limit = self.inner.config.acquire_timeout + self.inner.config.operation_timeout;
+                match tokio::time::timeout(limit, listening).await {
+                    Ok(Ok(Ok(()))) => *listener = Some(stop),
+                    Ok(Ok(Err(error))) => return Err(error),
+                    Ok(Err(_)) => return Err(Error::internal("the listener task ended")),
+                    Err(_) => return Err(Error::timed_out(limit)),
+                }
+            }
+        }
+        Ok(Subscription::new(receiver))
+    }
+}
+
+impl std::fmt::Debug for Store {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Store")
+            .field("location", &self.inner.location)
+            .finish_non_exhaustive()
+    }
+}
+
+/// The operator's cross-tenant view of keys (see [`Store::admin`]).
+#[derive(Debug, Clone, Copy)]
+pub struct Admin<'a> {
+    store: &'a Store,
+}
+
+impl Admin<'_> {
+    /// Every key of every tenant, oldest first.
+    ///
+    /// # Errors
+    ///
+    /// `Invalid` for a cursor of another listing; `Unavailable`.
+    pub async fn keys(&self, page: &PageRequest) -> Result<Page<KeyInfo>> {
+        let store = self.store;
+        let config = &store.inner.config;
+        store
+            .bounded(async { dispatch!(store, keys(config, None, page)) })
+            .await
+    }
+
+    /// Revokes any key, by id. As [`Store::revoke_key`], recorded in the key's tenant's audit
+    /// log with no actor (the operator).
+    ///
+    /// # Errors
+    ///
+    /// `NotFound` for an unknown key; `Unavailable`.
+    pub async fn revoke_key(&self, id: &KeyId) -> Result<(KeyInfo, bool)> {
+        let store = self.store;
+        store
+            .write(async { dispatch!(store, revoke_key(None, id, None)) })
+            .await
+    }
+}
