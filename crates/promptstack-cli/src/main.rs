@@ -32,6 +32,7 @@ enum Command {
     Tools(cmd::tools::Args),
     CacheSim(cmd::cache_sim::Args),
     Diff(cmd::diff::Args),
+    Keys(cmd::keys::Args),
 }
 
 fn main() -> ExitCode {
@@ -55,6 +56,7 @@ fn main() -> ExitCode {
         Command::Tools(args) => cmd::tools::run(args),
         Command::CacheSim(args) => cmd::cache_sim::run(args),
         Command::Diff(args) => cmd::diff::run(args),
+        Command::Keys(args) => cmd::keys::run(args),
     };
     exit::report(result)
 }

@@ -144,7 +144,9 @@ fn classify(error: &sqlx::Error) -> (ErrorKind, String) {
     match error {
         E::PoolTimedOut => (
             ErrorKind::Unavailable,
-            "no database connection became free in time".into(),
+            "no database connection within the acquire timeout (the database is down, \
+             unreachable, or every connection is busy)"
+                .into(),
         ),
         E::PoolClosed => (ErrorKind::Unavailable, "the store is closed".into()),
         E::Io(io) => (

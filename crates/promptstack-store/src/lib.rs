@@ -26,7 +26,7 @@
 //! let dir = tempfile::tempdir().unwrap();
 //! let store = Store::open(dir.path().join("promptstack.db").to_str().unwrap()).await?;
 //! let tenant = Tenant::parse("acme")?;
-//! let key = store.create_key(&tenant, Role::Admin, Some("deploy")).await?;
+//! let key = store.create_key(&tenant, Role::Admin, None).await?;
 //! let me = store.authenticate(key.key.expose()).await?.expect("a fresh key authenticates");
 //!
 //! let agent = "chat".parse()?;
@@ -55,7 +55,7 @@ pub mod testing;
 pub use config::{Backend, DATABASE_FILE, Location, StoreConfig};
 pub use error::{Error, ErrorKind, Result};
 pub use key::{ApiKey, KeyInfo, NewKey, Principal};
-pub use name::{AgentName, KeyId, LabelName, Role, Tenant, VersionId};
+pub use name::{AgentName, KeyId, KeyName, LabelName, Role, Tenant, VersionId};
 pub use notify::{Change, ChangeKind, Gap, Notification, Subscription};
 pub use record::{
     AgentInfo, AuditAction, AuditEntry, Cursor, Expected, Label, LabelMove, NewVersion, Page,

@@ -275,8 +275,47 @@ impl<'de> serde::Deserialize<'de> for Role {
     }
 }
 
+/// A key's name, given by a person to recognise it in listings: 1 to 100 characters, one line,
+/// no control or invisible characters (it is printed in terminals).
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct KeyName(String);
+
+impl KeyName {
+    /// The longest name, in characters.
+    pub const MAX_CHARS: usize = 100;
+
+    /// Checks `text` and wraps it.
+    ///
+    /// # Errors
+    ///
+    /// [`ErrorKind::Invalid`](crate::ErrorKind::Invalid) naming the rule it breaks.
+    pub fn parse(text: &str) -> Result<KeyName> {
+        check_text("key name", text, KeyName::MAX_CHARS)?;
+        Ok(KeyName(text.to_owned()))
+    }
+
+    /// The name as text.
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+}
+
+impl FromStr for KeyName {
+    type Err = Error;
+
+    fn from_str(text: &str) -> Result<KeyName> {
+        KeyName::parse(text)
+    }
+}
+
+impl fmt::Display for KeyName {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
 /// Checks a free-text label a person gives (a key's name): bounded, printable, one line.
-pub(crate) fn check_text(what: &str, text: &str, max_chars: usize) -> Result<()> {
+fn check_text(what: &str, text: &str, max_chars: usize) -> Result<()> {
     let count = text.chars().count();
     if count == 0 || count > max_chars {
         return Err(Error::invalid(format!(
@@ -337,9 +376,10 @@ mod tests {
 
     #[test]
     fn key_names() {
-        assert!(check_text("key name", "ci deploy", 100).is_ok());
-        assert!(check_text("key name", "a\nb", 100).is_err());
-        assert!(check_text("key name", "a\u{202e}b", 100).is_err());
-        assert!(check_text("key name", "", 100).is_err());
+        assert!(KeyName::parse("ci deploy").is_ok());
+        assert!(KeyName::parse(&"é".repeat(100)).is_ok());
+        for bad in ["", "a\nb", "a\u{202e}b", "a\u{1b}[31m", &"n".repeat(101)] {
+            assert!(KeyName::parse(bad).is_err(), "{bad:?}");
+        }
     }
 }

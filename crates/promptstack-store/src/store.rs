@@ -9,15 +9,13 @@ use crate::backend::{Written, postgres, sqlite};
 use crate::config::{Backend, Location, StoreConfig};
 use crate::error::{Error, Result};
 use crate::key::{KeyInfo, NewKey, Principal};
-use crate::name::{AgentName, KeyId, LabelName, Role, Tenant, VersionId, check_text};
+use crate::name::{AgentName, KeyId, KeyName, LabelName, Role, Tenant, VersionId};
 use crate::notify::{self, Notification, Subscription};
 use crate::record::{
     AgentInfo, AuditEntry, Expected, Label, LabelMove, NewVersion, Page, PageRequest, Published,
     Settings, SettingsScope, Version, VersionInfo,
 };
 
-/// The longest name a key may be given, in characters.
-const MAX_KEY_NAME: usize = 100;
 /// The longest content type a version may declare, in bytes.
 const MAX_CONTENT_TYPE: usize = 255;
 
@@ -200,17 +198,14 @@ impl Store {
     ///
     /// # Errors
     ///
-    /// `Invalid` for a name over 100 characters or with control or invisible characters;
     /// `Unavailable` when the database cannot be written.
     pub async fn create_key(
         &self,
         tenant: &Tenant,
         role: Role,
-        name: Option<&str>,
+        name: Option<&KeyName>,
     ) -> Result<NewKey> {
-        if let Some(name) = name {
-            check_text("key name", name, MAX_KEY_NAME)?;
-        }
+        let name = name.map(KeyName::as_str);
         self.bounded(async { dispatch!(self, create_key(tenant, role, name)) })
             .await
     }

@@ -6,6 +6,7 @@ pub mod cite;
 pub mod diff;
 pub mod explain;
 pub mod fence;
+pub mod keys;
 pub mod lint;
 pub mod render;
 pub mod request;

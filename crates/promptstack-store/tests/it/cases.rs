@@ -814,7 +814,7 @@ pub async fn key_authentication(h: &Harness) {
     let store = h.open().await;
     let t = tenant("auth");
     let created = store
-        .create_key(&t, Role::Editor, Some("ci"))
+        .create_key(&t, Role::Editor, Some(&"ci".parse().unwrap()))
         .await
         .unwrap();
     let key = created.key.expose().to_owned();
@@ -863,21 +863,14 @@ pub async fn key_authentication(h: &Harness) {
     let (info, revoked) = store.revoke_key(&t, &created.info.id, None).await.unwrap();
     assert!(revoked && info.revoked_at.is_some());
     assert_eq!(store.authenticate(&key).await.unwrap(), None);
-    // Key names are bounded, printable, one line.
-    for name in ["", "a\nb", "a\u{1b}[31m", &"n".repeat(101), "a\u{202e}b"] {
-        assert_eq!(
-            kind(store.create_key(&t, Role::Viewer, Some(name)).await),
-            ErrorKind::Invalid,
-            "{name:?}"
-        );
-    }
+    assert_eq!(created.info.name.as_deref(), Some("ci"));
 }
 
 pub async fn keys_list_and_revoke(h: &Harness) {
     let store = h.open().await;
     let (t1, t2) = (tenant("keys-a"), tenant("keys-b"));
     let k1 = store
-        .create_key(&t1, Role::Admin, Some("first"))
+        .create_key(&t1, Role::Admin, Some(&"first".parse().unwrap()))
         .await
         .unwrap();
     let k2 = store.create_key(&t2, Role::Viewer, None).await.unwrap();

@@ -103,7 +103,7 @@ pub fn bundle(n: u32) -> NewVersion {
 pub async fn principal(store: &Store, prefix: &str) -> (Principal, String) {
     let tenant = tenant(prefix);
     let key = store
-        .create_key(&tenant, Role::Admin, Some("test"))
+        .create_key(&tenant, Role::Admin, Some(&"test".parse().unwrap()))
         .await
         .unwrap();
     let secret = key.key.expose().to_owned();
