@@ -51,6 +51,21 @@ async fn audit(tx: &mut Tx, entry: Audit<'_>) -> Result<()> {
     Ok(())
 }
 
+/// Records the write, announces its change, and commits: the end of every announced write.
+async fn commit(mut tx: Tx, entry: Audit<'_>, change: &Change) -> Result<()> {
+    audit(&mut tx, entry).await?;
+    announce(&mut tx, change).await?;
+    tx.commit().await?;
+    Ok(())
+}
+
+/// An optional key id column (`created_by`, `updated_by`, `actor`).
+fn key_column(row: &DbRow, column: &str) -> Result<Option<KeyId>> {
+    row.try_get::<Option<String>, _>(column)?
+        .map(KeyId::from_db)
+        .transpose()
+}
+
 /// The tenant's row id, locked for the rest of the transaction where the backend locks rows.
 async fn lock_tenant(tx: &mut Tx, tenant: &Tenant) -> Result<i64> {
     sqlx::query(LOCK_TENANT)
@@ -246,8 +261,13 @@ pub(crate) async fn revoke_key(
         .bind(id.as_str())
         .execute(&mut *tx)
         .await?;
-    audit(
-        &mut tx,
+    let change = Change {
+        tenant: info.tenant.clone(),
+        agent: None,
+        kind: ChangeKind::KeyRevoked,
+    };
+    commit(
+        tx,
         Audit {
             tenant_id,
             at,
@@ -257,15 +277,9 @@ pub(crate) async fn revoke_key(
             from: Some("active".into()),
             to: Some("revoked".into()),
         },
+        &change,
     )
     .await?;
-    let change = Change {
-        tenant: info.tenant.clone(),
-        agent: None,
-        kind: ChangeKind::KeyRevoked,
-    };
-    announce(&mut tx, &change).await?;
-    tx.commit().await?;
     info.revoked_at = Some(from_micros(at)?);
     Ok(Written::changed((info, true), change))
 }
@@ -284,10 +298,7 @@ fn version_info(agent: &AgentName, row: &DbRow) -> Result<VersionInfo> {
         size: u64::try_from(row.try_get::<i64, _>("size")?)
             .map_err(|_| Error::internal("the database holds a negative bundle size"))?,
         created_at: from_micros(row.try_get("created_at")?)?,
-        created_by: row
-            .try_get::<Option<String>, _>("created_by")?
-            .map(KeyId::from_db)
-            .transpose()?,
+        created_by: key_column(row, "created_by")?,
         warnings: serde_json::from_str(&warnings)
             .map_err(|_| Error::internal("the database holds malformed warnings"))?,
     })
@@ -358,8 +369,13 @@ pub(crate) async fn publish(
             created: false,
         }));
     }
-    audit(
-        &mut tx,
+    let change = Change {
+        tenant: tenant.clone(),
+        agent: Some(agent.clone()),
+        kind: ChangeKind::Published,
+    };
+    commit(
+        tx,
         Audit {
             tenant_id,
             at,
@@ -369,15 +385,9 @@ pub(crate) async fn publish(
             from: None,
             to: Some(id.to_string()),
         },
+        &change,
     )
     .await?;
-    let change = Change {
-        tenant: tenant.clone(),
-        agent: Some(agent.clone()),
-        kind: ChangeKind::Published,
-    };
-    announce(&mut tx, &change).await?;
-    tx.commit().await?;
     let info = VersionInfo {
         agent: agent.clone(),
         id: id.clone(),
@@ -512,10 +522,7 @@ fn label(agent: &AgentName, row: &DbRow) -> Result<Label> {
         name: LabelName::from_db(row.try_get("name")?)?,
         version: VersionId::from_db(row.try_get("version_id")?)?,
         updated_at: from_micros(row.try_get("updated_at")?)?,
-        updated_by: row
-            .try_get::<Option<String>, _>("updated_by")?
-            .map(KeyId::from_db)
-            .transpose()?,
+        updated_by: key_column(row, "updated_by")?,
     })
 }
 
@@ -661,8 +668,13 @@ pub(crate) async fn move_label(
         .execute(&mut *tx)
         .await?;
     }
-    audit(
-        &mut tx,
+    let change = Change {
+        tenant: tenant.clone(),
+        agent: Some(agent.clone()),
+        kind: ChangeKind::Label(name.clone()),
+    };
+    commit(
+        tx,
         Audit {
             tenant_id,
             at,
@@ -672,15 +684,9 @@ pub(crate) async fn move_label(
             from: current.as_ref().map(VersionId::to_string),
             to: Some(to.to_string()),
         },
+        &change,
     )
     .await?;
-    let change = Change {
-        tenant: tenant.clone(),
-        agent: Some(agent.clone()),
-        kind: ChangeKind::Label(name.clone()),
-    };
-    announce(&mut tx, &change).await?;
-    tx.commit().await?;
     Ok(Written::changed(
         LabelMove {
             label: Label {
@@ -726,10 +732,7 @@ pub(crate) async fn settings(
             .map_err(|_| Error::internal("the database holds a malformed settings document"))?,
         revision: revision(row.try_get("revision")?)?,
         updated_at: from_micros(row.try_get("updated_at")?)?,
-        updated_by: row
-            .try_get::<Option<String>, _>("updated_by")?
-            .map(KeyId::from_db)
-            .transpose()?,
+        updated_by: key_column(&row, "updated_by")?,
     }))
 }
 
@@ -773,8 +776,13 @@ pub(crate) async fn put_settings(db: &Handle, w: SettingsWrite<'_>) -> Result<Wr
     .bind(w.by.map(KeyId::as_str))
     .execute(&mut *tx)
     .await?;
-    audit(
-        &mut tx,
+    let change = Change {
+        tenant: w.tenant.clone(),
+        agent: w.scope.agent().cloned(),
+        kind: ChangeKind::Settings,
+    };
+    commit(
+        tx,
         Audit {
             tenant_id,
             at,
@@ -784,15 +792,9 @@ pub(crate) async fn put_settings(db: &Handle, w: SettingsWrite<'_>) -> Result<Wr
             from: (current > 0).then(|| current.to_string()),
             to: Some(next.to_string()),
         },
+        &change,
     )
     .await?;
-    let change = Change {
-        tenant: w.tenant.clone(),
-        agent: w.scope.agent().cloned(),
-        kind: ChangeKind::Settings,
-    };
-    announce(&mut tx, &change).await?;
-    tx.commit().await?;
     Ok(Written::changed(
         Settings {
             scope: w.scope.clone(),
@@ -830,10 +832,7 @@ pub(crate) async fn audit_log(
             Cursor::from_seq(row.try_get("seq")?),
             AuditEntry {
                 at: from_micros(row.try_get("at")?)?,
-                actor: row
-                    .try_get::<Option<String>, _>("actor")?
-                    .map(KeyId::from_db)
-                    .transpose()?,
+                actor: key_column(row, "actor")?,
                 action: AuditAction::from_db(&row.try_get::<String, _>("action")?)?,
                 object: row.try_get("object")?,
                 from: row.try_get("from_value")?,
