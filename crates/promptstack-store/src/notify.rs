@@ -118,8 +118,8 @@ pub enum Gap {
     Unreadable,
 }
 
-/// A stream of [`Notification`]s, from the moment of subscribing. It ends when the store is
-/// closed or dropped.
+/// A stream of [`Notification`]s, from the moment of subscribing. It ends when every handle of
+/// the store has been dropped.
 pub struct Subscription {
     inner: BoxStream<'static, Notification>,
 }

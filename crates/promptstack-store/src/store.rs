@@ -153,7 +153,7 @@ impl Store {
     }
 
     /// Closes every connection and stops the listener; later operations fail with
-    /// `Unavailable` and subscriptions end.
+    /// `Unavailable`, and subscriptions hear nothing more.
     pub async fn close(&self) {
         self.inner.listener.lock().await.take();
         match &self.inner.db {
