@@ -11,11 +11,13 @@
 //!   background retry that the application runs on its own runtime.
 //! - [`registry`]: registry capability manifests read from the folder next to a spec.
 //! - [`tenant`]: tenant-instructions sources (file, memory) behind a fail-open TTL cache.
+//! - [`report`]: what `explain` and `lint` report, as serialisable data.
 
 pub mod context_files;
 pub mod mcp;
 pub mod nonce;
 pub mod registry;
+pub mod report;
 pub mod tenant;
 
 pub use promptstack_core as core;

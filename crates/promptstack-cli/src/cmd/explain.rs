@@ -8,7 +8,6 @@ use anyhow::Context as _;
 use promptstack::block::BlockState;
 use promptstack::spec::{BlockKind, Placement};
 use promptstack::{Agent, Assembly, Block, Severity};
-use serde::Serialize;
 
 use crate::cmd::render::compose_all;
 use crate::input;
@@ -33,54 +32,25 @@ pub struct Args {
     json: bool,
 }
 
-#[derive(Serialize)]
-struct JsonOutput<'a> {
-    agent: &'a str,
-    assembly: &'a Assembly,
-    targets: Vec<TargetJson>,
-    /// A stage's injectable blocks with their exact text and state (removed ones included).
-    #[serde(skip_serializing_if = "Vec::is_empty")]
-    injections: Vec<promptstack::inject::InjectionPreview>,
-}
-
-#[derive(Serialize)]
-struct TargetJson {
-    #[serde(flatten)]
-    composition: promptstack::Composition,
-    system_tokens: promptstack::tokens::TokenCount,
-    user_tokens: promptstack::tokens::TokenCount,
-}
-
 pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     let agent = input::agent(&args.spec)?;
     let send = input::send_in(&args.send, &args.workspace)?;
     let assembly = agent.assemble(&send).context("assembly failed")?;
+    if args.json {
+        let explanation =
+            promptstack::report::explain(&agent, &send, &assembly, args.target.as_deref())
+                .map_err(|e| match e.kind() {
+                    promptstack::ErrorKind::NotFound => crate::exit::bad_input(e),
+                    _ => anyhow::Error::new(e).context("explaining the assembly failed"),
+                })?;
+        println!("{}", serde_json::to_string_pretty(&explanation)?);
+        return Ok(ExitCode::SUCCESS);
+    }
     let targets: Vec<String> = match &args.target {
         Some(t) => vec![t.clone()],
         None => assembly.target_ids().map(str::to_owned).collect(),
     };
     let compositions = compose_all(&assembly, &targets)?;
-    let counting = assembly.counting();
-    if args.json {
-        let targets = compositions
-            .into_iter()
-            .map(|c| TargetJson {
-                system_tokens: agent.count_tokens(counting, &c.system),
-                user_tokens: agent.count_tokens(counting, &c.user),
-                composition: c,
-            })
-            .collect();
-        let output = JsonOutput {
-            agent: agent.name(),
-            assembly: &assembly,
-            targets,
-            injections: agent
-                .preview_injections(&send)
-                .context("previewing the injections failed")?,
-        };
-        println!("{}", serde_json::to_string_pretty(&output)?);
-        return Ok(ExitCode::SUCCESS);
-    }
     print!(
         "{}",
         table(&agent, &send, &assembly, &compositions, &args.spec)

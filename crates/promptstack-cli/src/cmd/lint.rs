@@ -3,8 +3,7 @@
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-use promptstack::{Diagnostic, Severity};
-use serde::Serialize;
+use promptstack::Severity;
 
 use crate::input;
 
@@ -28,78 +27,22 @@ pub struct Args {
     json: bool,
 }
 
-#[derive(Serialize)]
-struct Finding {
-    /// The send the finding is about (absent for findings about the spec alone).
-    #[serde(skip_serializing_if = "Option::is_none")]
-    send: Option<String>,
-    #[serde(flatten)]
-    diagnostic: Diagnostic,
-}
-
 pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     let agent = input::agent(&args.spec)?;
-    let mut findings: Vec<Finding> = agent
-        .lint()
+    let sends = args
+        .send
         .iter()
-        .cloned()
-        .map(|diagnostic| Finding {
-            send: None,
-            diagnostic,
+        .map(|path| {
+            Ok((
+                path.display().to_string(),
+                input::send_in(path, &args.workspace)?,
+            ))
         })
-        .collect();
-    if args.send.is_empty() {
-        // Without a send, literal texts can still be held to their token limits (o200k estimate).
-        let counting = promptstack::tokens::Counting {
-            encoding: promptstack::tokens::Encoding::O200k,
-            exact: false,
-        };
-        findings.extend(
-            agent
-                .literal_token_limits(counting)
-                .into_iter()
-                .map(|diagnostic| Finding {
-                    send: None,
-                    diagnostic,
-                }),
-        );
-    }
-    for path in &args.send {
-        let send = input::send_in(path, &args.workspace)?;
-        let name = path.display().to_string();
-        let assembly = match agent.assemble(&send) {
-            Ok(assembly) => assembly,
-            Err(error) => {
-                let mut diagnostic = Diagnostic::error("assembly-failed", error.to_string());
-                if let Some(block) = error.block() {
-                    diagnostic = diagnostic.subject(block);
-                }
-                findings.push(Finding {
-                    send: Some(name),
-                    diagnostic,
-                });
-                continue;
-            }
-        };
-        for diagnostic in assembly.diagnostics() {
-            if diagnostic.severity > Severity::Info && !agent.lint().contains(diagnostic) {
-                findings.push(Finding {
-                    send: Some(name.clone()),
-                    diagnostic: diagnostic.clone(),
-                });
-            }
-        }
-        for target in assembly.target_ids() {
-            if let Err(error) = assembly.compose(target) {
-                let diagnostic =
-                    Diagnostic::error("compose-failed", error.to_string()).subject(target);
-                findings.push(Finding {
-                    send: Some(name.clone()),
-                    diagnostic,
-                });
-            }
-        }
-    }
+        .collect::<anyhow::Result<Vec<_>>>()?;
+    let findings = promptstack::report::lint(
+        &agent,
+        sends.iter().map(|(name, send)| (name.as_str(), send)),
+    );
     let errors = findings
         .iter()
         .filter(|f| f.diagnostic.severity == Severity::Error)

@@ -152,6 +152,14 @@ impl fmt::Display for SpecError {
 
 impl std::error::Error for SpecError {}
 
+impl SpecDiagnostic {
+    /// The offending value's place as a JSON pointer (`/blocks/2/template`; empty for the whole
+    /// file): the same place as [`path`](Self::path), in the form programs index documents with.
+    pub fn pointer(&self) -> &str {
+        &self.pointer
+    }
+}
+
 impl fmt::Display for SpecDiagnostic {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         writeln!(f, "error[{}]: {}", self.code, self.message)?;
