@@ -81,10 +81,9 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         println!("{}", serde_json::to_string_pretty(&output)?);
         return Ok(ExitCode::SUCCESS);
     }
-    print!(
-        "{}",
-        table(&agent, &send, &assembly, &compositions, &args.spec)
-    );
+    // A report, not the wire text: nothing in it may drive the terminal.
+    let table = table(&agent, &send, &assembly, &compositions, &args.spec);
+    print!("{}", promptstack::diagnostic::terminal_safe(&table));
     Ok(ExitCode::SUCCESS)
 }
 

@@ -49,7 +49,7 @@ pub struct SourceMap {
 }
 
 /// The distance between two character-count checkpoints of a [`SourceMap`], in bytes.
-const CHECKPOINT_BYTES: usize = 4096;
+const CHECKPOINT_BYTES: usize = 512;
 
 /// Whether a byte starts a character (is not a UTF-8 continuation byte).
 fn starts_char(b: &u8) -> bool {
