@@ -44,7 +44,8 @@ pub struct SourceMap {
     name: String,
     text: String,
     line_starts: Vec<usize>,
-    /// The number of characters before each multiple of [`CHECKPOINT_BYTES`].
+    /// The number of characters before each multiple of [`CHECKPOINT_BYTES`], then before the
+    /// end of the text.
     checkpoints: Vec<usize>,
 }
 
@@ -62,12 +63,15 @@ impl SourceMap {
         let text = text.into();
         let mut line_starts = vec![0];
         line_starts.extend(memchr_newlines(&text));
-        let mut checkpoints = Vec::with_capacity(text.len() / CHECKPOINT_BYTES + 1);
+        let mut checkpoints = Vec::with_capacity(text.len() / CHECKPOINT_BYTES + 2);
         let mut chars = 0;
         for block in text.as_bytes().chunks(CHECKPOINT_BYTES) {
             checkpoints.push(chars);
             chars += block.iter().filter(|b| starts_char(b)).count();
         }
+        // The end of the text is a position too (a span may end there): when the text fills its
+        // last block exactly, the end starts a block of its own.
+        checkpoints.push(chars);
         Self {
             name: name.into(),
             text,
@@ -458,6 +462,36 @@ mod tests {
         assert_eq!((loc.line, loc.column), (2, 3 * CHECKPOINT_BYTES + 1));
         // An offset inside a character is moved back to its start.
         assert_eq!(map.location(y - 1).column, 3 * CHECKPOINT_BYTES);
+        // The end of a text that fills its last block exactly.
+        for len in [0, CHECKPOINT_BYTES, 2 * CHECKPOINT_BYTES] {
+            let map = SourceMap::new("f.json", "a".repeat(len));
+            assert_eq!(map.location(len).column, len + 1);
+        }
+    }
+
+    proptest::proptest! {
+        /// Locating from checkpoints agrees with counting from the start of the line, at every
+        /// offset, on text mixing one- to four-byte characters and line breaks.
+        #[test]
+        fn locations_agree_with_counting_from_the_line_start(
+            pieces in proptest::collection::vec(
+                proptest::sample::select(vec!["a", "é", "中", "𝄞", "\n", "\r\n"]),
+                0..1500,
+            ),
+            at in 0usize..8000,
+        ) {
+            let text: String = pieces.concat();
+            let map = SourceMap::new("f", text.clone());
+            let mut offset = at.min(text.len());
+            while !text.is_char_boundary(offset) {
+                offset -= 1;
+            }
+            let line_start = text[..offset].rfind('\n').map_or(0, |i| i + 1);
+            let line = text[..offset].matches('\n').count() + 1;
+            let column = text[line_start..offset].chars().count() + 1;
+            let loc = map.location(at);
+            proptest::prop_assert_eq!((loc.line, loc.column), (line, column));
+        }
     }
 
     #[test]
