@@ -20,21 +20,34 @@ pub fn bad_input(error: impl Into<anyhow::Error>) -> anyhow::Error {
 }
 
 /// Prints an error to stderr and maps the outcome to the process exit code.
+///
+/// Messages quote input (paths, keys, what a server wrote), so everything printed passes through
+/// [`terminal_safe`](promptstack::diagnostic::terminal_safe): no control character reaches the
+/// terminal raw.
 pub fn report(result: anyhow::Result<ExitCode>) -> ExitCode {
     match result {
         Ok(code) => code,
         Err(error) => {
             if let Some(BadInput(inner)) = error.downcast_ref::<BadInput>() {
                 // Spec and send errors carry their own `error[code]:` headers and locations.
-                match inner.downcast_ref::<promptstack::SpecError>() {
-                    Some(spec) => eprintln!("{spec}"),
-                    None => eprintln!("error: {inner:#}"),
-                }
+                let message = match inner.downcast_ref::<promptstack::SpecError>() {
+                    Some(spec) => spec.to_string(),
+                    None => format!("error: {inner:#}"),
+                };
+                print_error(&message);
                 ExitCode::from(2)
             } else {
-                eprintln!("error: {error:#}");
+                print_error(&format!("error: {error:#}"));
                 ExitCode::from(1)
             }
         }
     }
+}
+
+/// Writes an error message to stderr, escaped; a closed stderr is ignored (the exit code still
+/// tells).
+fn print_error(message: &str) {
+    use std::io::Write as _;
+    let message = promptstack::diagnostic::terminal_safe(message);
+    let _ = writeln!(std::io::stderr().lock(), "{message}");
 }

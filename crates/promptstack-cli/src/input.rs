@@ -1,25 +1,62 @@
 //! Reading the inputs every command shares: the agent spec and send contexts, from files.
+//!
+//! Every file and stdin is read through [`promptstack::limits`] with the limits `--limit` set:
+//! regular files only, size capped while reading, context files and manifests confined to their
+//! folders. A refused input is bad input (exit 2), named with its path.
 
 use std::path::{Path, PathBuf};
+use std::sync::OnceLock;
 
-use anyhow::Context as _;
+use promptstack::limits::{InputError, InputKind, Limits};
 use promptstack::{Agent, SendContext, SpecFormat};
 
 use crate::exit::bad_input;
 
-/// Reads a file, turning a missing or unreadable file into a bad-input error.
-pub fn read(path: &Path, what: &str) -> anyhow::Result<Vec<u8>> {
-    std::fs::read(path)
-        .with_context(|| format!("cannot read {what} {}", path.display()))
-        .map_err(bad_input)
+static LIMITS: OnceLock<Limits> = OnceLock::new();
+
+/// Sets the limits of this run (once, from `--limit`, before any command runs).
+pub fn set_limits(limits: Limits) {
+    let _ = LIMITS.set(limits);
+}
+
+/// The limits of this run.
+pub fn limits() -> &'static Limits {
+    LIMITS.get_or_init(Limits::default)
+}
+
+/// A refused input as bad input, saying how to raise a size limit when it can be raised.
+pub fn refused(error: InputError) -> anyhow::Error {
+    match &error {
+        InputError::TooLarge { kind, .. }
+            if kind.limit().ceiling() > limits().get(kind.limit()) =>
+        {
+            bad_input(anyhow::anyhow!(
+                "{error}; raise it with --limit {}=SIZE (at most {})",
+                kind.limit(),
+                kind.limit().format_value(kind.limit().ceiling())
+            ))
+        }
+        _ => bad_input(error),
+    }
+}
+
+/// Reads a file of `kind`, bounded by its limit; a refused or unreadable file is bad input.
+pub fn read(path: &Path, kind: InputKind) -> anyhow::Result<Vec<u8>> {
+    promptstack::limits::read(path, kind, limits()).map_err(refused)
+}
+
+/// Reads stdin as `kind`, bounded by its limit.
+pub fn read_stdin(kind: InputKind) -> anyhow::Result<Vec<u8>> {
+    promptstack::limits::read_stdin(kind, limits()).map_err(refused)
 }
 
 /// Reads and compiles an agent spec (`.json` is JSON, anything else TOML).
 pub fn agent(path: &Path) -> anyhow::Result<Agent> {
-    let bytes = read(path, "spec")?;
+    let bytes = read(path, InputKind::Spec)?;
     let name = path.display().to_string();
-    promptstack::registry::compile(&bytes, path, SpecFormat::from_name(&name)).map_err(
+    promptstack::registry::compile(&bytes, path, SpecFormat::from_name(&name), limits()).map_err(
         |e| match e {
+            promptstack::registry::LoadError::Input(e) => refused(e),
             promptstack::registry::LoadError::Spec(e) => bad_input(e),
             other => bad_input(other),
         },
@@ -28,7 +65,7 @@ pub fn agent(path: &Path) -> anyhow::Result<Agent> {
 
 /// Reads a send context (JSON).
 pub fn send(path: &Path) -> anyhow::Result<SendContext> {
-    let bytes = read(path, "send context")?;
+    let bytes = read(path, InputKind::Send)?;
     SendContext::from_json(&bytes, &path.display().to_string()).map_err(bad_input)
 }
 
@@ -50,8 +87,11 @@ pub fn send_in(path: &Path, workspace: &Workspace) -> anyhow::Result<SendContext
     let mut send = send(path)?;
     if let Some(cwd) = &workspace.cwd {
         let (cwd, files) =
-            promptstack::context_files::load_chain(workspace.agent_dir.as_deref(), cwd)
-                .map_err(bad_input)?;
+            promptstack::context_files::load_chain(workspace.agent_dir.as_deref(), cwd, limits())
+                .map_err(|e| match e {
+                promptstack::context_files::ContextFilesError::Input(e) => refused(e),
+                other => bad_input(other),
+            })?;
         send.cwd = Some(cwd.display().to_string());
         send.context_files = files;
     }

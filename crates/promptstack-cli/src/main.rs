@@ -17,6 +17,10 @@ use clap::{Parser, Subcommand};
 struct Cli {
     #[command(subcommand)]
     command: Command,
+    /// Change a limit for this run (repeatable): NAME=VALUE, e.g. content-bytes=256MiB or
+    /// sim-turns=5000. Every limit, its default and its ceiling: docs/limits.md.
+    #[arg(long, global = true, value_name = "NAME=VALUE")]
+    limit: Vec<String>,
 }
 
 #[derive(Debug, Subcommand)]
@@ -45,6 +49,15 @@ fn main() -> ExitCode {
             return ExitCode::from(code);
         }
     };
+    let mut limits = promptstack::limits::Limits::default();
+    for setting in &cli.limit {
+        if let Err(error) = limits.apply(setting) {
+            return exit::report(Err(exit::bad_input(
+                anyhow::Error::new(error).context("invalid --limit"),
+            )));
+        }
+    }
+    input::set_limits(limits);
     let result = match cli.command {
         Command::Render(args) => cmd::render::run(args),
         Command::Explain(args) => cmd::explain::run(args),

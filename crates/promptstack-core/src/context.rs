@@ -201,26 +201,98 @@ impl std::error::Error for NowError {}
 impl FromStr for Now {
     type Err = NowError;
 
+    /// Reads an RFC 3339 date-time, strictly (see `docs/spec.md`, "now"):
+    /// `YYYY-MM-DDTHH:MM:SS[.fraction](Z|±HH:MM)`.
+    ///
+    /// - the year has exactly four digits (0000–9999), month and day exist in the calendar;
+    /// - the separator is `T` (or `t`, or one space, as RFC 3339 allows);
+    /// - hours 00–23, minutes 00–59, seconds 00–59: a leap second (`:60`) is refused, since the
+    ///   engine's clock has none;
+    /// - an optional fraction of one to nine digits (nanoseconds; more would be rounded away);
+    /// - `Z` (or `z`), or an offset `±HH:MM` with hours 00–23 and minutes 00–59; offsets with
+    ///   seconds (`+01:00:30`) are not RFC 3339 and are refused. `-00:00` is UTC.
     fn from_str(s: &str) -> Result<Self, Self::Err> {
         let bad = |why: &str| {
             NowError(format!(
-                "`{s}` is not an RFC 3339 date-time with an offset ({why}); write e.g. 2026-11-30T09:15:00+01:00"
+                "`{}` is not an RFC 3339 date-time with an offset ({why}); write e.g. 2026-11-30T09:15:00+01:00",
+                crate::diagnostic::quote(s)
             ))
         };
-        // RFC 3339 requires a `T` (or space) separated date-time and an explicit offset or `Z`.
-        let pieces = jiff::fmt::temporal::Pieces::parse(s).map_err(|e| bad(&e.to_string()))?;
-        if pieces.time().is_none() {
+        let b = s.as_bytes();
+        let digits = |range: std::ops::Range<usize>, what: &str| -> Result<i32, NowError> {
+            match b.get(range.clone()) {
+                Some(part) if part.iter().all(u8::is_ascii_digit) => {
+                    Ok(part.iter().fold(0i32, |n, d| n * 10 + i32::from(d - b'0')))
+                }
+                _ => Err(bad(&format!("{what} must be {} digits", range.len()))),
+            }
+        };
+        let expect = |at: usize, allowed: &[u8], what: &str| -> Result<(), NowError> {
+            match b.get(at) {
+                Some(c) if allowed.contains(c) => Ok(()),
+                _ => Err(bad(what)),
+            }
+        };
+        let year = digits(0..4, "the year")?;
+        expect(4, b"-", "expected `-` after the year")?;
+        let month = digits(5..7, "the month")?;
+        expect(7, b"-", "expected `-` after the month")?;
+        let day = digits(8..10, "the day")?;
+        if b.len() == 10 {
             return Err(bad("the time is missing"));
         }
-        let offset = match pieces.offset() {
-            Some(jiff::fmt::temporal::PiecesOffset::Zulu) => jiff::tz::Offset::UTC,
-            Some(jiff::fmt::temporal::PiecesOffset::Numeric(n)) => n.offset(),
-            _ => return Err(bad("the UTC offset is missing")),
-        };
-        if pieces.time_zone_annotation().is_some() {
-            return Err(bad("time zone annotations are not RFC 3339"));
+        expect(10, b"Tt ", "expected `T` between the date and the time")?;
+        let hour = digits(11..13, "the hour")?;
+        expect(13, b":", "expected `:` after the hour")?;
+        let minute = digits(14..16, "the minute")?;
+        expect(16, b":", "expected `:` after the minute")?;
+        let second = digits(17..19, "the second")?;
+        let mut at = 19;
+        let mut nanos = 0i32;
+        if b.get(at) == Some(&b'.') {
+            let count = b[at + 1..]
+                .iter()
+                .take_while(|c| c.is_ascii_digit())
+                .count();
+            if count == 0 || count > 9 {
+                return Err(bad("a fraction of a second has one to nine digits"));
+            }
+            nanos = digits(at + 1..at + 1 + count, "the fraction")? * 10i32.pow(9 - count as u32);
+            at += 1 + count;
         }
-        let timestamp: jiff::Timestamp = s.parse().map_err(|e: jiff::Error| bad(&e.to_string()))?;
+        let offset_seconds = match b.get(at) {
+            Some(b'Z' | b'z') if b.len() == at + 1 => 0,
+            Some(sign @ (b'+' | b'-')) if b.len() == at + 6 => {
+                let hours = digits(at + 1..at + 3, "the offset's hours")?;
+                expect(at + 3, b":", "expected `:` in the offset")?;
+                let minutes = digits(at + 4..at + 6, "the offset's minutes")?;
+                if hours > 23 || minutes > 59 {
+                    return Err(bad(
+                        "the offset's hours must be 00-23 and its minutes 00-59",
+                    ));
+                }
+                let seconds = hours * 3600 + minutes * 60;
+                if *sign == b'-' { -seconds } else { seconds }
+            }
+            None | Some(b'+' | b'-' | b'Z' | b'z') if b.len() <= at + 1 => {
+                return Err(bad("the UTC offset is missing"));
+            }
+            _ => return Err(bad("expected `Z` or an offset `+HH:MM` at the end")),
+        };
+        if hour > 23 || minute > 59 || second > 59 {
+            return Err(bad(
+                "hours must be 00-23, minutes and seconds 00-59 (leap seconds are not accepted)",
+            ));
+        }
+        let date = jiff::civil::Date::new(year as i16, month as i8, day as i8)
+            .map_err(|_| bad("no such day in the calendar"))?;
+        let time = jiff::civil::Time::new(hour as i8, minute as i8, second as i8, nanos)
+            .map_err(|e| bad(&e.to_string()))?;
+        let offset =
+            jiff::tz::Offset::from_seconds(offset_seconds).map_err(|e| bad(&e.to_string()))?;
+        let timestamp = offset
+            .to_timestamp(date.to_datetime(time))
+            .map_err(|_| bad("the instant is outside the supported range"))?;
         Ok(Self { timestamp, offset })
     }
 }
@@ -684,6 +756,50 @@ mod tests {
             vec!["search", "x"]
         );
         assert!(message_slugs("see /usr/bin and a/b and http://x").is_empty());
+    }
+
+    #[test]
+    fn now_is_strict_rfc_3339() {
+        for bad in [
+            "2026-11-30T09:15:00+25:00",
+            "2026-11-30T09:15:00+01:60",
+            "2026-11-30T09:15:00+01:00:30",
+            "-000001-11-30T09:15:00Z",
+            "+002026-11-30T09:15:00Z",
+            "2026-11-30T09:15:60Z",
+            "2026-11-30T24:00:00Z",
+            "2026-02-30T09:15:00Z",
+            "2026-11-30T09:15Z",
+            "2026-11-30T09:15:00.Z",
+            "2026-11-30T09:15:00.1234567890Z",
+            "2026-11-30T09:15:00+0100",
+            "2026-11-30T09:15:00+01",
+            "2026-11-30T09:15:00Z[Europe/Paris]",
+            "2026-11-30T09:15:00",
+            "2026-11-30T09:15:00+",
+            "20261130T091500Z",
+            "2026-11-30T09:15:00ZZ",
+            "9999-12-31T23:59:59-23:59",
+            "２026-11-30T09:15:00Z",
+        ] {
+            let error = bad.parse::<Now>().unwrap_err();
+            assert!(error.to_string().contains("RFC 3339"), "{bad}: {error}");
+        }
+        for (good, shown) in [
+            ("2026-11-30t09:15:00z", "2026-11-30T09:15:00Z"),
+            ("2026-11-30 09:15:00-00:00", "2026-11-30T09:15:00Z"),
+            ("2024-02-29T23:59:59.5+23:59", "2024-02-29T23:59:59.5+23:59"),
+            ("0000-01-01T00:00:00Z", "0000-01-01T00:00:00Z"),
+            (
+                "2026-11-30T09:15:00.123456789-09:30",
+                "2026-11-30T09:15:00.123456789-09:30",
+            ),
+        ] {
+            let now: Now = good.parse().unwrap();
+            assert_eq!(now.to_string(), shown);
+        }
+        let error = "20\u{1b}[2J".parse::<Now>().unwrap_err().to_string();
+        assert!(!error.contains('\u{1b}'), "{error}");
     }
 
     #[test]

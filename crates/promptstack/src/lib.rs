@@ -4,6 +4,9 @@
 //! application needs around it: randomness from the operating system, the wall clock, files on
 //! disk and MCP servers. Everything here feeds data into the core; nothing here decides prompt text.
 //!
+//! - [`limits`]: every limit on what is read from outside, and the one bounded reader every
+//!   input goes through (regular files only, size capped while reading, symlinks kept in their
+//!   root).
 //! - [`nonce`]: [`nonce::OsNonces`], fence nonces from the operating system's CSPRNG.
 //! - [`context_files`]: the AGENTS.md / CLAUDE.md chain from the agent directory and from the
 //!   root down to the working directory.
@@ -14,6 +17,7 @@
 //! - [`report`]: what `explain` and `lint` report, as serialisable data.
 
 pub mod context_files;
+pub mod limits;
 pub mod mcp;
 pub mod nonce;
 pub mod registry;

@@ -3,7 +3,9 @@
 //!
 //! A stage enables a registry capability as `capability:<slug>`; its manifest is
 //! `capabilities/<slug>.toml`. A reference without a file is left to the compiler, which reports it
-//! with the reference's location.
+//! with the reference's location. Manifests are read through the bounded reader with the spec's
+//! folder as their root: a manifest that is not a regular file, is too large, or is a symlink to a
+//! file outside the spec's folder is refused before a byte of it is parsed.
 
 use std::path::{Path, PathBuf};
 
@@ -11,20 +13,19 @@ use promptstack_core::inject::registry::{Manifest, REFERENCE_PREFIX, Registry};
 use promptstack_core::spec::load;
 use promptstack_core::{Agent, AgentSpec, SpecError, SpecFormat};
 
+use crate::limits::{InputError, InputKind, Limits, read_within};
+
 /// Why an agent with registry capabilities could not be loaded.
 #[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
 pub enum LoadError {
     /// The spec (or a manifest reference) is invalid.
     #[error(transparent)]
     Spec(#[from] SpecError),
-    /// A manifest could not be read.
-    #[error("cannot read capability manifest {path}: {source}")]
-    Io {
-        /// The manifest's path.
-        path: PathBuf,
-        /// The error.
-        source: std::io::Error,
-    },
+    /// A manifest could not be read, is not a regular file, is too large or leaves the spec's
+    /// folder.
+    #[error(transparent)]
+    Input(#[from] InputError),
     /// A manifest is not valid.
     #[error(transparent)]
     Manifest(#[from] promptstack_core::Error),
@@ -32,22 +33,34 @@ pub enum LoadError {
 
 /// The folder registry manifests are read from, for a spec at `spec_path`.
 pub fn manifest_dir(spec_path: &Path) -> PathBuf {
-    spec_path
-        .parent()
-        .unwrap_or_else(|| Path::new("."))
-        .join("capabilities")
+    spec_folder(spec_path).join("capabilities")
 }
 
-/// Reads the manifest of every `capability:<slug>` the spec's stage references from `dir`.
+/// The folder holding the spec at `spec_path`: the root its manifests may not leave.
+fn spec_folder(spec_path: &Path) -> &Path {
+    match spec_path.parent() {
+        Some(parent) if !parent.as_os_str().is_empty() => parent,
+        _ => Path::new("."),
+    }
+}
+
+/// Reads the manifest of every `capability:<slug>` the spec's stage references from
+/// `spec_folder/capabilities/`, each bounded by `limits` and confined to `spec_folder`.
 ///
 /// # Errors
 ///
-/// A manifest that exists but cannot be read or parsed. A missing manifest is not an error here.
-pub fn manifests_for(spec: &AgentSpec, dir: &Path) -> Result<Registry, LoadError> {
+/// A manifest that exists but cannot be read (not a regular file, too large, a symlink out of
+/// `spec_folder`) or parsed. A missing manifest is not an error here.
+pub fn manifests_for(
+    spec: &AgentSpec,
+    spec_folder: &Path,
+    limits: &Limits,
+) -> Result<Registry, LoadError> {
     let mut registry = Registry::new();
     let Some(stage) = &spec.stage else {
         return Ok(registry);
     };
+    let dir = spec_folder.join("capabilities");
     for reference in &stage.capabilities {
         let Some(slug) = reference.strip_prefix(REFERENCE_PREFIX) else {
             continue;
@@ -58,11 +71,15 @@ pub fn manifests_for(spec: &AgentSpec, dir: &Path) -> Result<Registry, LoadError
             continue;
         }
         let path = dir.join(format!("{slug}.toml"));
-        let text = match std::fs::read_to_string(&path) {
-            Ok(text) => text,
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => continue,
-            Err(source) => return Err(LoadError::Io { path, source }),
-        };
+        if std::fs::symlink_metadata(&path).is_err() {
+            continue;
+        }
+        let bytes = read_within(&path, spec_folder, InputKind::Manifest, limits)?;
+        let text = String::from_utf8(bytes).map_err(|_| InputError::Io {
+            kind: InputKind::Manifest,
+            path: path.clone(),
+            source: std::io::Error::new(std::io::ErrorKind::InvalidData, "not UTF-8"),
+        })?;
         let manifest = Manifest::from_toml(&text, &path.display().to_string())?;
         registry.insert(manifest);
     }
@@ -70,14 +87,19 @@ pub fn manifests_for(spec: &AgentSpec, dir: &Path) -> Result<Registry, LoadError
 }
 
 /// Parses and compiles a spec, resolving its registry capabilities from `capabilities/` next to
-/// `spec_path`.
+/// `spec_path` (see [`manifests_for`]).
 ///
 /// # Errors
 ///
 /// An invalid spec, or an unreadable or invalid manifest.
-pub fn compile(bytes: &[u8], spec_path: &Path, format: SpecFormat) -> Result<Agent, LoadError> {
+pub fn compile(
+    bytes: &[u8],
+    spec_path: &Path,
+    format: SpecFormat,
+    limits: &Limits,
+) -> Result<Agent, LoadError> {
     let name = spec_path.display().to_string();
     let parsed = load::parse(bytes, &name, format)?;
-    let registry = manifests_for(&parsed.spec, &manifest_dir(spec_path))?;
+    let registry = manifests_for(&parsed.spec, spec_folder(spec_path), limits)?;
     Ok(Agent::compile_with_registry(parsed, &registry)?)
 }

@@ -79,15 +79,29 @@ impl TenantInstructionsSource for MemorySource {
 
 /// Instructions in a folder, one JSON file per tenant: `<dir>/<tenant>.json` holding
 /// `{"enabled": true, "text": "…"}`. A tenant without a file has no instructions.
+///
+/// Files are read through the bounded reader: a file that is not a regular file, is larger than
+/// [`Limit::TenantBytes`](crate::limits::Limit::TenantBytes) or is a symlink out of `dir` is a
+/// failed read (so the tenant gets no instructions, with the reason).
 #[derive(Debug, Clone)]
 pub struct FileSource {
     dir: PathBuf,
+    limits: crate::limits::Limits,
 }
 
 impl FileSource {
-    /// A source reading from `dir`.
+    /// A source reading from `dir`, with the default limits.
     pub fn new(dir: impl Into<PathBuf>) -> Self {
-        Self { dir: dir.into() }
+        Self {
+            dir: dir.into(),
+            limits: crate::limits::Limits::default(),
+        }
+    }
+
+    /// Reads with `limits` instead of the defaults.
+    pub fn with_limits(mut self, limits: crate::limits::Limits) -> Self {
+        self.limits = limits;
+        self
     }
 }
 
@@ -97,6 +111,7 @@ impl TenantInstructionsSource for FileSource {
         tenant: &str,
     ) -> impl Future<Output = Result<TenantInstructions, SourceError>> + Send {
         let dir = self.dir.clone();
+        let limits = self.limits.clone();
         let tenant = tenant.to_owned();
         async move {
             if tenant.is_empty()
@@ -104,18 +119,24 @@ impl TenantInstructionsSource for FileSource {
                     .bytes()
                     .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'_' | b'-'))
             {
-                return Err(format!("`{tenant}` is not a valid tenant id").into());
+                return Err(format!(
+                    "`{}` is not a valid tenant id",
+                    promptstack_core::diagnostic::quote(&tenant)
+                )
+                .into());
             }
             let path = dir.join(format!("{tenant}.json"));
-            let read = tokio::task::spawn_blocking(move || std::fs::read(&path).map(|b| (b, path)))
-                .await
-                .map_err(|e| -> SourceError { Box::new(e) })?;
-            let (bytes, path) = match read {
-                Ok(found) => found,
-                Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
-                    return Ok(TenantInstructions::default());
+            let read = tokio::task::spawn_blocking(move || {
+                if std::fs::symlink_metadata(&path).is_err() {
+                    return Ok(None);
                 }
-                Err(e) => return Err(e.into()),
+                let kind = crate::limits::InputKind::Tenant;
+                crate::limits::read_within(&path, &dir, kind, &limits).map(|b| Some((b, path)))
+            })
+            .await
+            .map_err(|e| -> SourceError { Box::new(e) })?;
+            let Some((bytes, path)) = read? else {
+                return Ok(TenantInstructions::default());
             };
             let mut instructions: TenantInstructions =
                 serde_json::from_slice(&bytes).map_err(|e| format!("{}: {e}", path.display()))?;

@@ -24,7 +24,7 @@ pub struct Args {
     #[arg(long)]
     send: PathBuf,
     /// Timed iterations per figure.
-    #[arg(long, default_value_t = 2000, value_parser = clap::value_parser!(u32).range(1..=10_000_000))]
+    #[arg(long, default_value_t = 2000, value_parser = clap::value_parser!(u32).range(1..=i64::from(promptstack::limits::BENCH_ITERATIONS_MAX)))]
     iterations: u32,
     /// Print the figures as JSON.
     #[arg(long)]

@@ -32,10 +32,10 @@ pub struct Args {
     /// A directory of send contexts (*.json).
     #[arg(long)]
     sends: PathBuf,
-    /// How many user turns.
+    /// How many user turns (at most the `sim-turns` limit, 1000 unless --limit raises it).
     #[arg(long, default_value_t = 100)]
     turns: u32,
-    /// Seconds between turns.
+    /// Seconds between turns (at most 2592000, 30 days).
     #[arg(long, default_value_t = 60)]
     gap_seconds: u32,
     /// The request format: anthropic, openai-chat, openai-responses or gemini (default: from the
@@ -63,9 +63,15 @@ pub struct Args {
 }
 
 pub fn run(args: Args) -> anyhow::Result<ExitCode> {
+    check_options(&args)?;
     let agent = input::agent(&args.spec)?;
     let mut paths: Vec<PathBuf> = std::fs::read_dir(&args.sends)
-        .with_context(|| format!("cannot read the sends directory {}", args.sends.display()))
+        .with_context(|| {
+            format!(
+                "cannot read the sends directory {}",
+                promptstack::diagnostic::quote(&args.sends.display().to_string())
+            )
+        })
         .map_err(bad_input)?
         .flatten()
         .map(|e| e.path())
@@ -75,18 +81,11 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     if paths.is_empty() {
         return Err(bad_input(anyhow::anyhow!(
             "{} holds no send contexts (*.json)",
-            args.sends.display()
+            promptstack::diagnostic::quote(&args.sends.display().to_string())
         )));
     }
-    let sends = paths
-        .iter()
-        .map(|p| input::send(p))
-        .collect::<anyhow::Result<Vec<_>>>()?;
-    if !(0.0..=1.0).contains(&args.mcp_failure_rate) {
-        return Err(bad_input(anyhow::anyhow!(
-            "--mcp-failure-rate must be between 0 and 1"
-        )));
-    }
+    let sends = read_sends(&paths)?;
+    check_clock(&args, &sends[0])?;
     let provider = args
         .provider
         .clone()
@@ -126,6 +125,89 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     }
     out.flush()?;
     Ok(ExitCode::SUCCESS)
+}
+
+/// Refuses options out of their ranges before any work: turns beyond the `sim-turns` limit, a
+/// gap beyond 30 days, a failure rate outside 0–1.
+fn check_options(args: &Args) -> anyhow::Result<()> {
+    use promptstack::limits::{Limit, SIM_GAP_MAX_SECONDS};
+    let max_turns = input::limits().get(Limit::SimTurns);
+    if args.turns == 0 || u64::from(args.turns) > max_turns {
+        let raise = if max_turns < Limit::SimTurns.ceiling() {
+            format!(
+                "; raise the limit with --limit sim-turns=N (at most {})",
+                Limit::SimTurns.ceiling()
+            )
+        } else {
+            String::new()
+        };
+        return Err(bad_input(anyhow::anyhow!(
+            "--turns must be between 1 and {max_turns} (the `sim-turns` limit), got {}{raise}",
+            args.turns
+        )));
+    }
+    if args.gap_seconds > SIM_GAP_MAX_SECONDS {
+        return Err(bad_input(anyhow::anyhow!(
+            "--gap-seconds must be at most {SIM_GAP_MAX_SECONDS} (30 days), got {}",
+            args.gap_seconds
+        )));
+    }
+    if !(0.0..=1.0).contains(&args.mcp_failure_rate) {
+        return Err(bad_input(anyhow::anyhow!(
+            "--mcp-failure-rate must be between 0 and 1, got {}",
+            args.mcp_failure_rate
+        )));
+    }
+    Ok(())
+}
+
+/// Reads the sends, refusing more files or more bytes in all than the `sim-sends` and
+/// `sim-sends-bytes` limits.
+fn read_sends(paths: &[PathBuf]) -> anyhow::Result<Vec<promptstack::SendContext>> {
+    use promptstack::limits::{InputKind, Limit};
+    let limits = input::limits();
+    let (max_files, max_bytes) = (
+        limits.get(Limit::SimSends),
+        limits.get(Limit::SimSendsBytes),
+    );
+    if paths.len() as u64 > max_files {
+        return Err(bad_input(anyhow::anyhow!(
+            "the sends directory holds {} send contexts; the `sim-sends` limit is {max_files}",
+            paths.len()
+        )));
+    }
+    let mut total = 0u64;
+    let mut sends = Vec::with_capacity(paths.len());
+    for path in paths {
+        let bytes = input::read(path, InputKind::Send)?;
+        total += bytes.len() as u64;
+        if total > max_bytes {
+            return Err(bad_input(anyhow::anyhow!(
+                "the send contexts up to {} hold more than {} together (the `sim-sends-bytes` limit)",
+                promptstack::diagnostic::quote(&path.display().to_string()),
+                Limit::SimSendsBytes.format_value(max_bytes)
+            )));
+        }
+        let send = promptstack::SendContext::from_json(&bytes, &path.display().to_string())
+            .map_err(bad_input)?;
+        sends.push(send);
+    }
+    Ok(sends)
+}
+
+/// Refuses a simulation whose last turn would fall beyond the last representable instant.
+fn check_clock(args: &Args, first: &promptstack::SendContext) -> anyhow::Result<()> {
+    let start = first.now.timestamp().as_second();
+    let span = i64::from(args.turns) * i64::from(args.gap_seconds);
+    if start.saturating_add(span) > jiff::Timestamp::MAX.as_second() {
+        return Err(bad_input(anyhow::anyhow!(
+            "{} turns {} s apart from {} end after the year 9999; use fewer turns or a shorter gap",
+            args.turns,
+            args.gap_seconds,
+            first.now
+        )));
+    }
+    Ok(())
 }
 
 fn percent(x: f64) -> String {

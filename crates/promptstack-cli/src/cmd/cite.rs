@@ -1,7 +1,6 @@
 //! `promptstack cite`: streams the model's text from stdin through the citation and math
 //! processor to stdout.
 
-use std::fs;
 use std::io::{self, Read, Write};
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -51,9 +50,8 @@ const CHUNK: usize = 8 * 1024;
 /// the command quietly.
 pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     let path = args.sources.display();
-    let text = fs::read_to_string(&args.sources)
-        .map_err(|e| bad_input(anyhow::anyhow!("cannot read sources file {path}: {e}")))?;
-    let sources: SourceSnapshot = serde_json::from_str(&text)
+    let bytes = crate::input::read(&args.sources, promptstack::limits::InputKind::Sources)?;
+    let sources: SourceSnapshot = serde_json::from_slice(&bytes)
         .map_err(|e| bad_input(anyhow::anyhow!("invalid sources file {path}: {e}")))?;
     let mode = match args.mode {
         Mode::Placeholders => OutputMode::Placeholders,

@@ -153,7 +153,7 @@ fn print_divergence(
 
 /// The assembly inside a saved file: `explain --json` output or the bare assembly.
 fn load_assembly(path: &std::path::Path) -> anyhow::Result<serde_json::Value> {
-    let bytes = input::read(path, "assembly")?;
+    let bytes = input::read(path, promptstack::limits::InputKind::Assembly)?;
     let value: serde_json::Value = serde_json::from_slice(&bytes)
         .with_context(|| format!("{} is not JSON", path.display()))
         .map_err(bad_input)?;

@@ -51,10 +51,9 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         None => assembly.target_ids().map(str::to_owned).collect(),
     };
     let compositions = compose_all(&assembly, &targets)?;
-    print!(
-        "{}",
-        table(&agent, &send, &assembly, &compositions, &args.spec)
-    );
+    // A report, not the wire text: nothing in it may drive the terminal.
+    let table = table(&agent, &send, &assembly, &compositions, &args.spec);
+    print!("{}", promptstack::diagnostic::terminal_safe(&table));
     Ok(ExitCode::SUCCESS)
 }
 

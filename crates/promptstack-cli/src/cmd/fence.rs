@@ -1,6 +1,6 @@
 //! `promptstack fence`: wrap stdin as untrusted content, or check that stdin is a valid fence.
 
-use std::io::{Read, Write};
+use std::io::Write;
 use std::process::ExitCode;
 
 use anyhow::Context;
@@ -68,10 +68,7 @@ impl From<Kind> for ContentKind {
 
 /// Runs the subcommand.
 pub fn run(args: Args) -> anyhow::Result<ExitCode> {
-    let mut raw = Vec::new();
-    std::io::stdin()
-        .read_to_end(&mut raw)
-        .context("cannot read stdin")?;
+    let raw = crate::input::read_stdin(promptstack::limits::InputKind::Content)?;
     let text = String::from_utf8(raw)
         .map_err(|e| bad_input(anyhow::anyhow!("stdin is not UTF-8: {e}")))?;
     if args.check {

@@ -54,19 +54,21 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     if args.json {
         println!("{}", serde_json::to_string_pretty(&findings)?);
     } else {
+        let mut report = String::new();
         for finding in &findings {
-            match &finding.send {
-                Some(send) => println!("{} (send {send})", finding.diagnostic),
-                None => println!("{}", finding.diagnostic),
-            }
+            report.push_str(&match &finding.send {
+                Some(send) => format!("{} (send {send})\n", finding.diagnostic),
+                None => format!("{}\n", finding.diagnostic),
+            });
         }
         let sends = args.send.len();
-        println!(
-            "{}: {errors} error(s), {warnings} warning(s) ({} send{} checked)",
+        report.push_str(&format!(
+            "{}: {errors} error(s), {warnings} warning(s) ({} send{} checked)\n",
             args.spec.display(),
             sends,
             if sends == 1 { "" } else { "s" }
-        );
+        ));
+        print!("{}", promptstack::diagnostic::terminal_safe(&report));
     }
     Ok(if errors > 0 {
         ExitCode::from(1)

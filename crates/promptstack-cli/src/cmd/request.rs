@@ -79,7 +79,7 @@ impl RequestArgs {
 pub fn rules(path: Option<&std::path::Path>) -> anyhow::Result<Rules> {
     match path {
         Some(path) => {
-            let bytes = input::read(path, "rules")?;
+            let bytes = input::read(path, promptstack::limits::InputKind::Rules)?;
             let text = String::from_utf8(bytes)
                 .with_context(|| format!("{} is not UTF-8", path.display()))
                 .map_err(bad_input)?;
@@ -91,7 +91,7 @@ pub fn rules(path: Option<&std::path::Path>) -> anyhow::Result<Rules> {
 
 /// Reads a conversation file.
 pub fn conversation(path: &std::path::Path) -> anyhow::Result<Conversation> {
-    let bytes = input::read(path, "conversation")?;
+    let bytes = input::read(path, promptstack::limits::InputKind::Conversation)?;
     Conversation::from_json(&bytes, &path.display().to_string()).map_err(bad_input)
 }
 

@@ -33,7 +33,7 @@ pub struct Args {
     #[arg(long, value_name = "SERVERS.json")]
     mcp: Option<PathBuf>,
     /// Seconds each MCP server may take to start and complete the handshake, and again to list
-    /// its tools.
+    /// its tools (more than 0, at most 3600).
     #[arg(long, value_name = "SECONDS", default_value_t = 10.0)]
     mcp_timeout: f64,
     /// Print JSON instead of a table.
@@ -74,19 +74,24 @@ struct ServerRow {
 }
 
 pub fn run(args: Args) -> anyhow::Result<ExitCode> {
+    let max = promptstack::limits::MCP_TIMEOUT_MAX_SECONDS;
+    let timeout = Some(args.mcp_timeout)
+        .filter(|s| *s > 0.0 && *s <= max as f64)
+        .and_then(|s| Duration::try_from_secs_f64(s).ok())
+        .ok_or_else(|| {
+            bad_input(anyhow::anyhow!(
+                "--mcp-timeout must be more than 0 and at most {max} seconds, got {}",
+                args.mcp_timeout
+            ))
+        })?;
     let agent = input::agent(&args.spec)?;
     let mut send = input::send(&args.send)?;
     if let Some(path) = &args.mcp {
         let servers = servers(path)?;
-        if !(args.mcp_timeout.is_finite() && args.mcp_timeout > 0.0) {
-            return Err(bad_input(anyhow::anyhow!(
-                "--mcp-timeout must be a positive number of seconds"
-            )));
-        }
-        let timeout = Duration::from_secs_f64(args.mcp_timeout);
         let config = DiscoveryConfig {
             connect_timeout: timeout,
             list_timeout: timeout,
+            ..DiscoveryConfig::with_limits(input::limits())
         };
         let runtime = tokio::runtime::Builder::new_current_thread()
             .enable_all()
@@ -106,13 +111,16 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         };
         println!("{}", serde_json::to_string_pretty(&output)?);
     } else {
-        print!("{}", table(&agent, &send, &rows, &servers));
+        // Server names, tool names and failures come from MCP servers: nothing they hold may
+        // reach the terminal raw.
+        let table = table(&agent, &send, &rows, &servers);
+        print!("{}", promptstack::diagnostic::terminal_safe(&table));
     }
     Ok(ExitCode::SUCCESS)
 }
 
 fn servers(path: &std::path::Path) -> anyhow::Result<Vec<McpServerConfig>> {
-    let bytes = input::read(path, "MCP server list")?;
+    let bytes = input::read(path, promptstack::limits::InputKind::McpServers)?;
     let servers: Vec<McpServerConfig> = serde_json::from_slice(&bytes)
         .with_context(|| format!("{} is not a list of MCP servers", path.display()))
         .map_err(bad_input)?;

@@ -62,7 +62,14 @@ fn examples() -> Vec<Example> {
 
 fn load(example: &Example) -> Agent {
     let bytes = std::fs::read(root().join(&example.spec)).unwrap();
-    promptstack::registry::compile(&bytes, &root().join(&example.spec), SpecFormat::Toml).unwrap()
+    let limits = promptstack::limits::Limits::default();
+    promptstack::registry::compile(
+        &bytes,
+        &root().join(&example.spec),
+        SpecFormat::Toml,
+        &limits,
+    )
+    .unwrap()
 }
 
 /// pi-compat's renders are compared byte for byte with the peer's own output in `pi_compat.rs`;

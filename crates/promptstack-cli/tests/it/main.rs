@@ -6,6 +6,7 @@ mod diff;
 mod examples;
 mod families;
 mod fence;
+mod hostile;
 mod keys;
 mod pi_compat;
 mod requests;

@@ -11,6 +11,7 @@ use serde::Serialize;
 
 use super::span::{SourceMap, SpanIndex, index_json, push_pointer, toml_to_json};
 use super::{AgentSpec, SPEC_VERSION};
+use crate::diagnostic::quote;
 
 /// The largest spec accepted, in bytes. Specs are hand-written; anything larger is a mistake.
 pub const MAX_SPEC_BYTES: usize = 4 * 1024 * 1024;
@@ -62,11 +63,13 @@ pub struct SpecDiagnostic {
     pub(crate) snippet: Option<Snippet>,
 }
 
-/// A source line with the span to underline.
+/// The part of a source line shown under a diagnostic, with the span to underline.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) struct Snippet {
-    line_text: String,
-    /// Character columns (one-based, inclusive start, exclusive end) to underline.
+    /// The line, or on a long line a window of [`SNIPPET_WIDTH`] characters around the span with
+    /// `…` where it was cut.
+    text: String,
+    /// Character columns within `text` (one-based, inclusive start, exclusive end) to underline.
     columns: (usize, usize),
 }
 
@@ -75,31 +78,89 @@ pub(crate) struct Snippet {
 const SNIPPET_WIDTH: usize = 100;
 
 impl Snippet {
-    /// The text to show and the columns to underline within it.
-    fn window(&self) -> (String, usize, usize) {
-        let chars: Vec<char> = self.line_text.chars().collect();
-        let (from, to) = self.columns;
-        if chars.len() <= SNIPPET_WIDTH {
-            return (self.line_text.clone(), from, to);
+    /// The window of `source`'s line around the byte span `span`, in time proportional to the
+    /// window, not to the line.
+    fn new(source: &SourceMap, span: std::ops::Range<usize>) -> Self {
+        let text = source.text();
+        let line = source.line_range(span.start);
+        let start = span.start.clamp(line.start, line.end);
+        let start = floor_char(text, start);
+        // Up to half the width before the span...
+        let mut from = start;
+        for c in text[line.start..start]
+            .chars()
+            .rev()
+            .take(SNIPPET_WIDTH / 2)
+        {
+            from -= c.len_utf8();
         }
-        let start = (from - 1)
-            .saturating_sub(SNIPPET_WIDTH / 2)
-            .min(chars.len().saturating_sub(SNIPPET_WIDTH));
-        let end = (start + SNIPPET_WIDTH).min(chars.len());
-        let mut text = String::new();
-        let mut shift = start;
-        if start > 0 {
-            text.push('…');
-            shift -= 1;
+        // ...and the rest after it; near the end of the line, more before it.
+        let mut to = from;
+        let mut shown = 0;
+        for c in text[from..line.end].chars().take(SNIPPET_WIDTH) {
+            to += c.len_utf8();
+            shown += 1;
         }
-        text.extend(&chars[start..end]);
-        if end < chars.len() {
-            text.push('…');
+        for c in text[line.start..from]
+            .chars()
+            .rev()
+            .take(SNIPPET_WIDTH - shown)
+        {
+            from -= c.len_utf8();
         }
-        let from = from - shift;
-        let to = (to - shift).min(text.chars().count() + 1).max(from + 1);
-        (text, from, to)
+        let mut window = String::new();
+        if from > line.start {
+            window.push('…');
+        }
+        window.push_str(&text[from..to]);
+        if to < line.end {
+            window.push('…');
+        }
+        let lead = usize::from(from > line.start);
+        let first = lead + text[from..start].chars().count() + 1;
+        let end = floor_char(text, span.end.clamp(start, to));
+        let last = if span.end > to {
+            window.chars().count() + 1
+        } else {
+            first + text[start..end].chars().count()
+        };
+        Self {
+            text: window,
+            columns: (first, last.max(first + 1)),
+        }
     }
+
+    /// The text to show, escaped for a terminal, and the columns to underline within it.
+    fn shown(&self) -> (String, usize, usize) {
+        let (from, to) = self.columns;
+        let mut text = String::with_capacity(self.text.len());
+        let (mut shown_from, mut shown_to) = (None, None);
+        let mut width = 1;
+        for (i, c) in self.text.chars().enumerate() {
+            if i + 1 == from {
+                shown_from = Some(width);
+            }
+            if i + 1 == to {
+                shown_to = Some(width);
+            }
+            // Escaped one character at a time so the underline stays under what it marks.
+            let piece = quote(c.encode_utf8(&mut [0; 4])).to_string();
+            width += piece.chars().count();
+            text.push_str(&piece);
+        }
+        let shown_from = shown_from.unwrap_or(width);
+        let shown_to = shown_to.unwrap_or(width).max(shown_from + 1);
+        (text, shown_from, shown_to)
+    }
+}
+
+/// The largest character boundary of `text` at or before `offset`.
+fn floor_char(text: &str, offset: usize) -> usize {
+    let mut offset = offset.min(text.len());
+    while !text.is_char_boundary(offset) {
+        offset -= 1;
+    }
+    offset
 }
 
 /// A spec (or send context) that could not be loaded: every problem found, in source order.
@@ -162,14 +223,15 @@ impl SpecDiagnostic {
 
 impl fmt::Display for SpecDiagnostic {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        writeln!(f, "error[{}]: {}", self.code, self.message)?;
+        let safe = crate::diagnostic::terminal_safe;
+        writeln!(f, "error[{}]: {}", self.code, safe(&self.message))?;
         if let Some(location) = &self.location {
             writeln!(f, "  --> {location}")?;
         }
         if let (Some(snippet), Some(location)) = (&self.snippet, &self.location) {
             let number = location.line.to_string();
             let pad = " ".repeat(number.len());
-            let (text, from, to) = snippet.window();
+            let (text, from, to) = snippet.shown();
             writeln!(f, "{pad} |")?;
             writeln!(f, "{number} | {text}")?;
             writeln!(
@@ -180,10 +242,10 @@ impl fmt::Display for SpecDiagnostic {
             )?;
         }
         if !self.path.is_empty() {
-            writeln!(f, "   = key: {}", self.path)?;
+            writeln!(f, "   = key: {}", safe(&self.path))?;
         }
         if let Some(hint) = &self.hint {
-            writeln!(f, "   = hint: {hint}")?;
+            writeln!(f, "   = hint: {}", safe(hint))?;
         }
         Ok(())
     }
@@ -225,21 +287,7 @@ impl Locator<'_> {
     ) -> SpecDiagnostic {
         let span = span.unwrap_or(0..0);
         let location = self.source.location(span.start);
-        let line_text = self.source.line_text(location.line).to_owned();
-        // Underline to the end of the span, or to the end of the line when the span continues.
-        let line_chars = line_text.chars().count();
-        let end_location = self.source.location(span.end);
-        let to = if end_location.line == location.line {
-            end_location.column.max(location.column + 1)
-        } else {
-            line_chars + 1
-        }
-        .min(line_chars + 1)
-        .max(location.column + 1);
-        let snippet = Some(Snippet {
-            line_text,
-            columns: (location.column, to),
-        });
+        let snippet = Some(Snippet::new(self.source, span));
         SpecDiagnostic {
             code,
             message,
@@ -374,7 +422,21 @@ pub(crate) fn parse_tree(
                     .iter()
                     .map(|e| {
                         let message = e.message().trim().trim_end_matches('.').to_owned();
-                        locator.at_span("toml-syntax", e.span(), lowercase_first(&message), None)
+                        // The same code and message as a duplicate in JSON, naming the key.
+                        match e.span().and_then(|span| text.get(span)) {
+                            Some(key) if message == "duplicate key" => locator.at_span(
+                                "duplicate-key",
+                                e.span(),
+                                format!("duplicate key `{}`", quote(key.trim())),
+                                Some("keep one of them".into()),
+                            ),
+                            _ => locator.at_span(
+                                "toml-syntax",
+                                e.span(),
+                                lowercase_first(&message),
+                                None,
+                            ),
+                        }
                     })
                     .collect();
                 return Err(SpecError::new(diagnostics));
@@ -385,7 +447,38 @@ pub(crate) fn parse_tree(
         }
         SpecFormat::Json => match serde_json::from_str::<serde_json::Value>(text) {
             Ok(value) => {
-                spans = index_json(text);
+                let (index, duplicates) = index_json(text);
+                spans = index;
+                if !duplicates.is_empty() {
+                    let locator = Locator {
+                        source: &source,
+                        spans: &spans,
+                    };
+                    let diagnostics = duplicates
+                        .into_iter()
+                        .map(|duplicate| {
+                            let first = source.location(duplicate.first.start);
+                            let mut diagnostic = locator.at_span(
+                                "duplicate-key",
+                                Some(duplicate.key),
+                                format!(
+                                    "duplicate key `{}`, first written at line {}, column {}",
+                                    quote(&duplicate.name),
+                                    first.line,
+                                    first.column
+                                ),
+                                Some(
+                                    "keep one of them: JSON readers disagree on which one wins"
+                                        .into(),
+                                ),
+                            );
+                            diagnostic.path = display_path(&duplicate.pointer);
+                            diagnostic.pointer = duplicate.pointer;
+                            diagnostic
+                        })
+                        .collect();
+                    return Err(SpecError::new(diagnostics));
+                }
                 value
             }
             Err(error) => {
@@ -519,7 +612,10 @@ pub fn parse(bytes: &[u8], name: &str, format: SpecFormat) -> Result<ParsedSpec,
             "unsupported-version",
             "/spec_version",
             false,
-            format!("spec_version {version} is not supported"),
+            format!(
+                "spec_version {} is not supported",
+                quote(&version.to_string())
+            ),
             Some(format!(
                 "this build understands spec_version = {SPEC_VERSION}"
             )),
@@ -606,7 +702,7 @@ fn diagnose(
         let place = if here.is_empty() {
             "at the top level".to_owned()
         } else {
-            format!("in `{here}`")
+            format!("in `{}`", quote(&here))
         };
         match error.kind() {
             Kind::AdditionalProperties { unexpected } => {
@@ -618,7 +714,7 @@ fn diagnose(
                         "unknown-key",
                         &child,
                         true,
-                        format!("unknown key `{key}` {place}"),
+                        format!("unknown key `{}` {place}", quote(key)),
                         hint,
                     ));
                 }
@@ -629,7 +725,7 @@ fn diagnose(
                     "missing-key",
                     &pointer,
                     true,
-                    format!("missing required key `{key}` {place}"),
+                    format!("missing required key `{}` {place}", quote(key)),
                     None,
                 ));
             }
@@ -650,7 +746,11 @@ fn diagnose(
                     "wrong-type",
                     &pointer,
                     false,
-                    format!("`{here}` must be {}, found {found}", article(&expected)),
+                    format!(
+                        "`{}` must be {}, found {found}",
+                        quote(&here),
+                        article(&expected)
+                    ),
                     None,
                 ));
             }
@@ -674,7 +774,11 @@ fn diagnose(
                     "bad-value",
                     &pointer,
                     false,
-                    format!("`{here}` has the value {found}, which is not allowed"),
+                    format!(
+                        "`{}` has the value {}, which is not allowed",
+                        quote(&here),
+                        quote(&found)
+                    ),
                     hint,
                 ));
             }
@@ -682,7 +786,7 @@ fn diagnose(
                 "bad-value",
                 &pointer,
                 false,
-                format!("`{here}` must be {expected_value}"),
+                format!("`{}` must be {expected_value}", quote(&here)),
                 None,
             )),
             // An optional field is `anyOf [the type, null]`: for a non-null value the null branch
@@ -706,8 +810,9 @@ fn diagnose(
                 &pointer,
                 false,
                 format!(
-                    "`{here}` must be at least {limit}, found {}",
-                    error.instance()
+                    "`{}` must be at least {limit}, found {}",
+                    quote(&here),
+                    quote(&error.instance().to_string())
                 ),
                 None,
             )),
@@ -716,8 +821,9 @@ fn diagnose(
                 &pointer,
                 false,
                 format!(
-                    "`{here}` must be at most {limit}, found {}",
-                    error.instance()
+                    "`{}` must be at most {limit}, found {}",
+                    quote(&here),
+                    quote(&error.instance().to_string())
                 ),
                 None,
             )),
@@ -739,8 +845,9 @@ fn diagnose(
                     &pointer,
                     false,
                     format!(
-                        "`{here}` has the value {}, which is not allowed",
-                        error.instance()
+                        "`{}` has the value {}, which is not allowed",
+                        quote(&here),
+                        quote(&error.instance().to_string())
                     ),
                     hint,
                 ));
@@ -749,7 +856,7 @@ fn diagnose(
                 "schema",
                 &pointer,
                 false,
-                format!("{place}: {}", lowercase_first(&error.to_string())),
+                format!("{place}: {}", quote(&lowercase_first(&error.to_string()))),
                 None,
             )),
         }
@@ -843,21 +950,27 @@ fn one_of_constants(schema: &serde_json::Value, schema_pointer: &str) -> Vec<Str
         .collect()
 }
 
+/// Words longer than this are not compared for suggestions (the edit distance costs the product
+/// of the lengths in time and memory, and no typo is that long).
+const SUGGEST_MAX_CHARS: usize = 64;
+
 /// Suggests the closest allowed word, if one is close enough to be a likely typo.
 pub(crate) fn suggest(word: &str, allowed: &[String]) -> Option<String> {
+    let chars = word.chars().take(SUGGEST_MAX_CHARS + 1).count();
     let best = allowed
         .iter()
+        .filter(|_| chars <= SUGGEST_MAX_CHARS)
         .map(|candidate| (strsim::damerau_levenshtein(word, candidate), candidate))
-        .min_by_key(|(distance, _)| *distance)?;
-    let limit = (word.chars().count() / 3).max(1);
-    if best.0 <= limit {
+        .min_by_key(|(distance, _)| *distance);
+    let limit = (chars / 3).max(1);
+    if let Some(best) = best.filter(|best| best.0 <= limit) {
         Some(format!("did you mean `{}`?", best.1))
     } else if allowed.len() <= 12 {
         Some(format!(
             "expected one of {}",
             allowed
                 .iter()
-                .map(|a| format!("`{a}`"))
+                .map(|a| format!("`{}`", quote(a)))
                 .collect::<Vec<_>>()
                 .join(", ")
         ))

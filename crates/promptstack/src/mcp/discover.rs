@@ -14,6 +14,8 @@ use rmcp::transport::{
 };
 use tokio::io::AsyncReadExt;
 
+use crate::limits::Limit;
+
 use super::{
     DiscoveryConfig, McpFailure, McpFailureStage, McpServerConfig, McpServerListing,
     McpServerStatus, McpTool, McpTransport,
@@ -167,7 +169,12 @@ where
             }
             Ok(Ok(client)) => client,
         };
-    let listed = tokio::time::timeout(config.list_timeout, client.list_all_tools()).await;
+    // rmcp keeps listed pages in a response cache (hundreds of entries, kept as long as the
+    // server asks); discovery reads each page once, so nothing is kept beyond what it returns.
+    client
+        .set_response_cache_config(rmcp::service::ClientCacheConfig::disabled())
+        .await;
+    let listed = tokio::time::timeout(config.list_timeout, list_pages(&client, config)).await;
     // Close the session either way; a server that does not close in time is dropped (and a child
     // process killed) when `client` goes out of scope.
     let _ = tokio::time::timeout(config.list_timeout, client.cancel()).await;
@@ -180,22 +187,87 @@ where
                 seconds(config.list_timeout)
             ),
         }),
-        Ok(Err(e)) => Err(McpFailure {
-            stage: McpFailureStage::List,
-            timed_out: false,
-            message: format!("tools/list failed: {e}"),
-        }),
-        Ok(Ok(tools)) => Ok(tools
-            .into_iter()
-            .map(|tool| McpTool {
+        Ok(result) => result,
+    }
+}
+
+/// Lists every page of tools, stopping at the first page, tool or byte beyond the config's caps:
+/// a server that always returns a next cursor, or lists without end, costs at most the caps.
+async fn list_pages(
+    client: &RunningService<RoleClient, ()>,
+    config: &DiscoveryConfig,
+) -> Result<Vec<McpTool>, McpFailure> {
+    let over = |what: String| McpFailure {
+        stage: McpFailureStage::List,
+        timed_out: false,
+        message: what,
+    };
+    let mut tools = Vec::new();
+    let mut bytes = 0u64;
+    let mut cursor = None;
+    for page in 0.. {
+        if page == config.max_pages {
+            return Err(over(format!(
+                "tools/list was still returning a next cursor after {} pages (the `{}` limit)",
+                config.max_pages,
+                Limit::McpPages
+            )));
+        }
+        let params = rmcp::model::PaginatedRequestParams::default().with_cursor(cursor);
+        let listed = client.list_tools(Some(params)).await.map_err(|e| {
+            over(format!(
+                "tools/list failed: {}",
+                promptstack_core::diagnostic::quote(&e.to_string())
+            ))
+        })?;
+        for tool in listed.tools {
+            if tools.len() as u64 == config.max_tools {
+                return Err(over(format!(
+                    "the server lists more than {} tools (the `{}` limit)",
+                    config.max_tools,
+                    Limit::McpTools
+                )));
+            }
+            let tool = McpTool {
                 name: tool.name.into_owned(),
                 description: tool.description.map(|d| d.into_owned()),
                 input_schema: Arc::new(serde_json::Value::Object(Arc::unwrap_or_clone(
                     tool.input_schema,
                 ))),
-            })
-            .collect()),
+            };
+            bytes = bytes.saturating_add(tool_bytes(&tool));
+            if bytes > config.max_bytes {
+                return Err(over(format!(
+                    "the server's tool definitions exceed {} (the `{}` limit)",
+                    Limit::McpBytes.format_value(config.max_bytes),
+                    Limit::McpBytes
+                )));
+            }
+            tools.push(tool);
+        }
+        match listed.next_cursor {
+            Some(next) => cursor = Some(next),
+            None => break,
+        }
     }
+    Ok(tools)
+}
+
+/// The size of a tool's definition: its name, description and schema as JSON.
+fn tool_bytes(tool: &McpTool) -> u64 {
+    struct Count(u64);
+    impl std::io::Write for Count {
+        fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+            self.0 += buf.len() as u64;
+            Ok(buf.len())
+        }
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+    let mut count = Count(0);
+    let _ = serde_json::to_writer(&mut count, &*tool.input_schema);
+    count.0 + tool.name.len() as u64 + tool.description.as_ref().map_or(0, |d| d.len() as u64)
 }
 
 fn seconds(duration: Duration) -> String {

@@ -65,20 +65,40 @@ pub enum McpTransport {
     },
 }
 
-/// Time limits of one server's discovery.
+/// Time and size limits of one server's discovery.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct DiscoveryConfig {
     /// For starting the server and completing the MCP initialisation handshake.
     pub connect_timeout: Duration,
     /// For listing the tools (every page), once connected.
     pub list_timeout: Duration,
+    /// The most pages of `tools/list` read: a server still returning a next cursor after them
+    /// fails to list (see [`Limit::McpPages`](crate::limits::Limit::McpPages)).
+    pub max_pages: u64,
+    /// The most tools accepted from one server ([`Limit::McpTools`](crate::limits::Limit::McpTools)).
+    pub max_tools: u64,
+    /// The most bytes of tool definitions (names, descriptions and schemas as JSON) accepted
+    /// from one server ([`Limit::McpBytes`](crate::limits::Limit::McpBytes)). One message is
+    /// further bounded by the transport (16 MiB).
+    pub max_bytes: u64,
+}
+
+impl DiscoveryConfig {
+    /// The default timeouts with the MCP caps of `limits`.
+    pub fn with_limits(limits: &crate::limits::Limits) -> Self {
+        use crate::limits::Limit;
+        Self {
+            connect_timeout: crate::limits::MCP_TIMEOUT_DEFAULT,
+            list_timeout: crate::limits::MCP_TIMEOUT_DEFAULT,
+            max_pages: limits.get(Limit::McpPages),
+            max_tools: limits.get(Limit::McpTools),
+            max_bytes: limits.get(Limit::McpBytes),
+        }
+    }
 }
 
 impl Default for DiscoveryConfig {
     fn default() -> Self {
-        Self {
-            connect_timeout: Duration::from_secs(10),
-            list_timeout: Duration::from_secs(10),
-        }
+        Self::with_limits(&crate::limits::Limits::default())
     }
 }

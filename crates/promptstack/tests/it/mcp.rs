@@ -92,6 +92,7 @@ fn config() -> DiscoveryConfig {
     DiscoveryConfig {
         connect_timeout: Duration::from_secs(30),
         list_timeout: Duration::from_secs(30),
+        ..DiscoveryConfig::default()
     }
 }
 
@@ -101,6 +102,7 @@ fn short() -> DiscoveryConfig {
     DiscoveryConfig {
         connect_timeout: Duration::from_secs(6),
         list_timeout: Duration::from_secs(6),
+        ..DiscoveryConfig::default()
     }
 }
 
@@ -376,6 +378,41 @@ async fn hanging_servers_hit_their_timeouts() {
     let skipped: Vec<&str> = merged.skipped.iter().map(|s| s.server.as_str()).collect();
     assert_eq!(skipped, ["mute", "silent", "stuck"]);
     accepting.abort();
+}
+
+/// Servers that never stop paginating, list too many tools or too many bytes fail to list with
+/// the limit named, long before the timeout; a healthy server beside them is unaffected.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn servers_listing_without_end_are_cut_off_at_their_caps() {
+    let script = mcp_dir().join("misbehave.mjs");
+    let script = script.to_string_lossy();
+    let misbehaving = ["endless-pages", "many-tools", "huge-tools"]
+        .map(|mode| stdio(mode, &[&script, mode], &[]));
+    let caps = DiscoveryConfig {
+        connect_timeout: Duration::from_secs(30),
+        list_timeout: Duration::from_secs(60),
+        max_pages: 50,
+        max_tools: 2000,
+        max_bytes: 4 * 1024 * 1024,
+    };
+    let mut servers = misbehaving.to_vec();
+    servers.push(everything("fine"));
+    let listings = guarded(discover_all(&servers, &caps)).await;
+    let expected = [
+        "after 50 pages (the `mcp-pages` limit)",
+        "more than 2000 tools (the `mcp-tools` limit)",
+        "exceed 4 MiB (the `mcp-bytes` limit)",
+    ];
+    for (listing, expected) in listings.iter().zip(expected) {
+        let failure = failure(listing);
+        assert_eq!(
+            (failure.stage, failure.timed_out),
+            (McpFailureStage::List, false),
+            "{failure:?}"
+        );
+        assert!(failure.message.contains(expected), "{failure:?}");
+    }
+    assert!(!tools(&listings[3]).is_empty());
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

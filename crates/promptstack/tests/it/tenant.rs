@@ -222,6 +222,46 @@ async fn the_file_source_reads_one_json_file_per_tenant() {
     std::fs::remove_dir_all(&dir).unwrap();
 }
 
+/// A tenant file that is a FIFO, a symlink out of the folder, or over its cap is a failed read
+/// at once: no reading thread is left waiting on a FIFO, nothing outside the folder is read.
+#[tokio::test]
+async fn the_file_source_reads_only_bounded_regular_files_in_its_folder() {
+    let base =
+        std::env::temp_dir().join(format!("promptstack-tenant-hostile-{}", std::process::id()));
+    let dir = base.join("tenants");
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::write(
+        base.join("other.json"),
+        r#"{"enabled": true, "text": "Not yours."}"#,
+    )
+    .unwrap();
+    std::os::unix::fs::symlink(base.join("other.json"), dir.join("linked.json")).unwrap();
+    let status = std::process::Command::new("mkfifo")
+        .arg(dir.join("piped.json"))
+        .status()
+        .unwrap();
+    assert!(status.success());
+    std::fs::write(
+        dir.join("big.json"),
+        format!(r#"{{"enabled": true, "text": "{}"}}"#, "a".repeat(4096)),
+    )
+    .unwrap();
+    let mut limits = promptstack::limits::Limits::default();
+    limits
+        .set(promptstack::limits::Limit::TenantBytes, 1024)
+        .unwrap();
+    let source = FileSource::new(&dir).with_limits(limits);
+    for (tenant, why) in [
+        ("linked", "symlinks may not leave it"),
+        ("piped", "a FIFO"),
+        ("big", "larger than 1 KiB"),
+    ] {
+        let error = source.fetch(tenant).await.unwrap_err().to_string();
+        assert!(error.contains(why), "{tenant}: {error}");
+    }
+    std::fs::remove_dir_all(&base).unwrap();
+}
+
 #[tokio::test(start_paused = true)]
 async fn a_send_with_a_failed_source_still_assembles_with_a_warning() {
     let spec = r#"
