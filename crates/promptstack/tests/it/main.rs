@@ -1,4 +1,7 @@
 //! The facade's integration tests: one binary, one module per area.
 
+mod features;
+#[cfg(feature = "mcp")]
 mod mcp;
+#[cfg(feature = "tenant")]
 mod tenant;
