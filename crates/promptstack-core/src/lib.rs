@@ -17,7 +17,8 @@
 //! - [`fence`]: wraps untrusted content (pages, files, MCP resources, tool results) in nonce
 //!   markers it cannot forge, defanging look-alike markers and chat-template control tokens.
 //! - [`stream`]: the model-output pipeline, turning streamed text into display-ready Markdown with
-//!   resolved citations and one math style, plus the eval scorer that counts citations.
+//!   resolved citations and one math style, plus the eval scorer that counts citations, and the
+//!   [`SourceSnapshot`](stream::SourceSnapshot) the Turn persists.
 //! - [`layers`]: reusable agent-family layers (escaping, guidelines, site patterns, context
 //!   files, compact harness state), also registered as template filters.
 //! - [`canonical_url`]: the one canonical form of a URL (budgets, sources, evals).
@@ -28,6 +29,10 @@
 //!   visibility, registry manifests, the refresher and the full-prompt render.
 //! - [`provider`]: provider request bodies (Anthropic, OpenAI Chat and Responses, Gemini) with
 //!   cache breakpoints planned from a rules table, and a cache simulator.
+//!
+//! The fence and the stream processor are their own crates (`promptstack-fence`,
+//! `promptstack-stream`) with no template, schema or tokenizer dependency; they are re-exported
+//! here under these two names.
 //!
 //! ```
 //! use promptstack_core::{Agent, SendContext, SpecFormat};
@@ -70,24 +75,25 @@ pub mod compose;
 pub mod context;
 pub mod diagnostic;
 pub mod error;
-pub mod fence;
 pub mod fingerprint;
 mod hash;
 pub mod inject;
 pub mod layers;
 mod lint;
 pub mod provider;
-pub mod source;
 pub mod spec;
-pub mod stream;
 mod template;
 pub mod tokens;
 pub mod tools;
 pub mod toolset;
 pub mod turn;
 
+#[cfg(feature = "fuzzing")]
 #[doc(hidden)]
 pub mod fuzzing;
+
+pub use promptstack_fence as fence;
+pub use promptstack_stream as stream;
 
 pub use agent::Agent;
 pub use assemble::{Assembly, CacheStats};

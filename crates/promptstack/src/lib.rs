@@ -15,13 +15,24 @@
 //! - [`registry`]: registry capability manifests read from the folder next to a spec.
 //! - [`tenant`]: tenant-instructions sources (file, memory) behind a fail-open TTL cache.
 //! - [`report`]: what `explain` and `lint` report, as serialisable data.
+//!
+//! # Features
+//!
+//! - `mcp`: the [`mcp`] module (rmcp, reqwest, tokio with process support).
+//! - `tenant`: the [`tenant`] module (tokio timers and its blocking pool).
+//!
+//! Both are on by default. An embedder that needs neither builds with `default-features = false`
+//! and gets the engine, the OS nonces, context files and registry manifests without rmcp, reqwest
+//! or a tokio runtime.
 
 pub mod context_files;
 pub mod limits;
+#[cfg(feature = "mcp")]
 pub mod mcp;
 pub mod nonce;
 pub mod registry;
 pub mod report;
+#[cfg(feature = "tenant")]
 pub mod tenant;
 
 pub use promptstack_core as core;

@@ -6,8 +6,7 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use anyhow::Context as _;
-use promptstack::source::SourceSnapshot;
-use promptstack::stream::{OutputMode, Processor, StreamConfig};
+use promptstack::stream::{OutputMode, Processor, SourceSnapshot, StreamConfig};
 
 use crate::exit::bad_input;
 

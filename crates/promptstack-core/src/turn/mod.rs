@@ -55,7 +55,7 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use crate::source::{Source, SourceSnapshot};
+use crate::stream::{Source, SourceSnapshot};
 use crate::tools::naming::{ToolNameError, validate_tool_name};
 
 pub use budget::{BudgetPromotion, BudgetsConfig, ClassBudgetConfig, message_slugs};

@@ -11,7 +11,7 @@
 use std::collections::{BTreeMap, HashMap};
 
 use crate::canonical_url::url_key;
-use crate::source::{Source, SourceSnapshot};
+use crate::stream::{Source, SourceSnapshot};
 
 /// How many sources a conversation may number unless configured otherwise.
 pub const DEFAULT_SOURCE_CAP: u32 = 200;

@@ -2,7 +2,6 @@
 
 mod canonical_url;
 mod examples_turn;
-mod fence;
 mod full;
 mod injections;
 mod invariants;
@@ -15,6 +14,5 @@ mod purity;
 mod refresh;
 mod registry;
 mod spec_fuzz;
-mod stream;
 mod tools;
 mod turn;

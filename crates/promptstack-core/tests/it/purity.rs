@@ -1,21 +1,23 @@
 //! The core is pure: its dependency graph holds nothing that does IO, reads a clock for its own
 //! use, or draws randomness that could reach an output. `clippy.toml` forbids the std calls; this
-//! test guards the crates and features the core pulls in.
+//! test guards the crates and features the core pulls in. The same holds for the two leaves it
+//! re-exports (the fence and the stream processor), which also stay free of the template engine,
+//! the schema validator and the tokenizer.
 
 #![allow(clippy::disallowed_methods, clippy::disallowed_types)]
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::process::Command;
 
-/// The core's normal (non-dev) dependencies with their enabled features, resolved for the core
-/// alone (so features other crates of the workspace turn on do not count).
-fn dependencies() -> BTreeMap<String, BTreeSet<String>> {
+/// The normal (non-dev) dependencies of `package` with their enabled features, resolved for that
+/// package alone (so features other crates of the workspace turn on do not count).
+fn dependencies(package: &str) -> BTreeMap<String, BTreeSet<String>> {
     let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
     let output = Command::new(cargo)
         .args([
             "tree",
             "-p",
-            "promptstack-core",
+            package,
             "-e",
             "normal",
             "--prefix",
@@ -92,64 +94,101 @@ fn dependents(package: &str) -> BTreeSet<String> {
     users
 }
 
+/// The crates whose graphs must stay pure.
+const PURE: &[&str] = &[
+    "promptstack-core",
+    "promptstack-fence",
+    "promptstack-stream",
+];
+
 #[test]
 fn no_io_clock_or_randomness_crates() {
-    let deps = dependencies();
-    assert!(
-        deps.contains_key("minijinja"),
-        "the dependency list was read: {deps:?}"
-    );
-    // Network, process, filesystem-walking, randomness and system-time-zone crates.
-    const FORBIDDEN: &[&str] = &[
-        "mio",
-        "socket2",
-        "hyper",
-        "reqwest",
-        "h2",
-        "rustls",
-        "native-tls",
-        "openssl",
-        "ureq",
-        "curl",
-        "rand",
-        "rand_core",
-        "rand_chacha",
-        "fastrand",
-        "walkdir",
-        "notify",
-        "tempfile",
-        "dirs",
-        "home",
-        "iana-time-zone",
-        "jiff-tzdb-platform",
-        "rmcp",
-        "signal-hook",
-        "libloading",
-    ];
-    for name in FORBIDDEN {
+    for package in PURE {
+        let deps = dependencies(package);
         assert!(
-            !deps.contains_key(*name),
-            "the core must not depend on {name}"
+            deps.contains_key(*package),
+            "the dependency list was read: {deps:?}"
         );
+        // Network, process, filesystem-walking, randomness and system-time-zone crates.
+        const FORBIDDEN: &[&str] = &[
+            "mio",
+            "socket2",
+            "hyper",
+            "reqwest",
+            "h2",
+            "rustls",
+            "native-tls",
+            "openssl",
+            "ureq",
+            "curl",
+            "rand",
+            "rand_core",
+            "rand_chacha",
+            "fastrand",
+            "walkdir",
+            "notify",
+            "tempfile",
+            "dirs",
+            "home",
+            "iana-time-zone",
+            "jiff-tzdb-platform",
+            "rmcp",
+            "signal-hook",
+            "libloading",
+        ];
+        for name in FORBIDDEN {
+            assert!(
+                !deps.contains_key(*name),
+                "{package} must not depend on {name}"
+            );
+        }
+        // The async primitives the Turn uses, and nothing that reaches the OS.
+        let tokio = deps.get("tokio").cloned().unwrap_or_default();
+        assert!(
+            tokio.iter().all(|f| f == "sync"),
+            "tokio features in {package}: {tokio:?}"
+        );
+        // Civil time arithmetic only: no system clock or time-zone database lookups.
+        let jiff = deps.get("jiff").cloned().unwrap_or_default();
+        for feature in [
+            "tz-system",
+            "tzdb-zoneinfo",
+            "tzdb-bundle-platform",
+            "tzdb-concatenated",
+        ] {
+            assert!(
+                !jiff.contains(feature),
+                "jiff feature {feature} reads the system ({package})"
+            );
+        }
     }
-    // The async primitives the Turn uses, and nothing that reaches the OS.
-    let tokio = deps.get("tokio").cloned().unwrap_or_default();
-    assert!(
-        tokio.iter().all(|f| f == "sync"),
-        "tokio features in the core: {tokio:?}"
-    );
-    // Civil time arithmetic only: no system clock or time-zone database lookups.
-    let jiff = deps.get("jiff").cloned().unwrap_or_default();
-    for feature in [
-        "tz-system",
-        "tzdb-zoneinfo",
-        "tzdb-bundle-platform",
-        "tzdb-concatenated",
-    ] {
-        assert!(
-            !jiff.contains(feature),
-            "jiff feature {feature} reads the system"
-        );
+}
+
+/// The fence and the stream processor are usable alone: no template engine, schema validator,
+/// tokenizer or async runtime comes with them.
+#[test]
+fn leaves_have_no_template_schema_or_tokenizer_dependency() {
+    let core = dependencies("promptstack-core");
+    for heavy in ["minijinja", "jsonschema", "bpe-openai"] {
+        assert!(core.contains_key(heavy), "the core's list names {heavy}");
+    }
+    for package in ["promptstack-fence", "promptstack-stream"] {
+        let deps = dependencies(package);
+        assert!(deps.contains_key(package), "the dependency list was read");
+        for name in [
+            "promptstack-core",
+            "minijinja",
+            "jsonschema",
+            "schemars",
+            "bpe-openai",
+            "bpe",
+            "tokio",
+        ] {
+            assert!(
+                !deps.contains_key(name),
+                "{package} must not depend on {name}"
+            );
+        }
     }
 }
 
@@ -158,7 +197,7 @@ fn no_io_clock_or_randomness_crates() {
 /// into text). Anything else depending on it would be a new source of randomness.
 #[test]
 fn randomness_only_seeds_hash_maps() {
-    if !dependencies().contains_key("getrandom") {
+    if !dependencies("promptstack-core").contains_key("getrandom") {
         return;
     }
     let users = dependents("getrandom");

@@ -6,7 +6,7 @@ use std::sync::{Arc, Mutex};
 
 use futures::future::join_all;
 use promptstack_core::canonical_url::url_key;
-use promptstack_core::source::{Source, SourceSnapshot};
+use promptstack_core::stream::{Source, SourceSnapshot};
 use promptstack_core::turn::{
     CallStatus, ClassBudgetConfig, ExecuteFuture, Provenance, Registration, ResultWrapper,
     SourceRegistry, ToolCall, ToolExecutor, ToolFailure, ToolOutput, Turn, TurnConfig,

@@ -1,0 +1,425 @@
+//! The model-output pipeline: a streaming processor that turns the model's text deltas into
+//! display-ready Markdown with resolved citations and one math delimiter style.
+//!
+//! ```text
+//! deltas ─► Markdown context (code spans, fenced and indented code, link text and targets,
+//!           blank lines) ─► native 【N†…】 cleanup ─► [N] runs ─► math ─► output mode
+//! ```
+//!
+//! The crate has no template, schema or tokenizer dependency: it is usable alone, and
+//! `promptstack-core` re-exports it as `promptstack_core::stream`. The sources it resolves
+//! citations against ([`SourceSnapshot`]) are defined here, since the Turn's source registry
+//! (in the core) writes them and the processor and the scorer read them.
+//!
+//! # What it does
+//!
+//! * **Code is never touched.** Inline code spans, fenced blocks (```` ``` ```` and `~~~`, in
+//!   lists and quotes too) and indented code blocks come out byte-identical.
+//! * **Native shapes are converted.** `【3】`, `【3†title】`, `【1,2】` and `【1-3】` name our
+//!   source numbers, so each becomes a citation of the sources the registry holds, joining any
+//!   adjacent `[N]` run; numbers the registry does not hold are dropped. A native shape with
+//!   nothing left to cite — including the file-search shape `【4:0†source】`, whose numbers are
+//!   the provider's own positions — is removed, together with one space before it when it
+//!   stands mid-line, so no provider syntax ever reaches the screen. Digits are required after
+//!   `【`: real CJK bracket text passes through untouched. Inside link text native shapes are
+//!   removed (a link inside a link is not Markdown).
+//! * **`[N]` runs.** Adjacent markers — `[1][2]`, `[1] [2]` (up to three spaces between),
+//!   `[1, 2]` — form one run, written as one placeholder plus a [`CitationMap`] entry, or as
+//!   Markdown links (see [`OutputMode`]). A marker naming any number the registry does not hold
+//!   stays literal and ends the run. Markers are left alone inside code, inside link text
+//!   (`[see [1]](…)`, anything between an unclosed `[` and its `]` within a paragraph), as link
+//!   text (`[1](https://…)`), as a reference label (`[text][1]`), after `!`, and as a
+//!   definition (`[1]: https://…` at the start of a line). Runs never span a line break.
+//!   Footnotes (`[^1]`) are not citations.
+//! * **Math.** `\(…\)` becomes `$…$`; `\[…\]` becomes a `$$` block on its own lines when it
+//!   fills its line, and inline `$…$` when it starts or ends mid-line (a `$$` fence in the middle
+//!   of a paragraph would break it). Formulas are left alone in code and link targets; an
+//!   unclosed or empty formula stays literal.
+//!
+//! # Streaming guarantees
+//!
+//! **Chunking invariance:** for every split of a text into deltas, the concatenated output (and
+//! the citation map) equals that of the whole text pushed at once. With
+//! [`Processor::push_bytes_into`] this holds for splits inside multi-byte characters as well.
+//!
+//! **Bounded lookahead:** output is released as soon as it is decided. The processor holds back
+//! at most [`MAX_LOOKAHEAD`] bytes of input: a formula waiting for its closing delimiter (up to
+//! 4000 bytes), a native shape waiting for `】` (up to 256 bytes), a `[N]` marker (up to 64
+//! bytes), the character after a marker or `]`, the spaces after a citation run, and one
+//! trailing space (which a removed native shape would take with it). Code is never held back.
+//!
+//! # Known approximations
+//!
+//! The Markdown tracking is deliberately lightweight. An unclosed backtick run is treated as a
+//! code span until the paragraph ends, and an unclosed `[` as link text until the paragraph ends;
+//! both err on the side of leaving text alone. A backtick line is always a fence opener, even
+//! with a backtick in its info string. HTML (`<code>…</code>`) and bare URLs are not tracked.
+//!
+//! # Example
+//!
+//! ```
+//! use promptstack_stream::{Processor, Source, SourceSnapshot, StreamConfig};
+//!
+//! let sources = SourceSnapshot {
+//!     sources: vec![Source { index: 1, url: "https://a.example/".into(), title: None }],
+//! };
+//! let mut processor = Processor::new(&sources, StreamConfig::default());
+//! let mut text = String::new();
+//! for delta in ["Rust is fast [", "1]【", "1†a】 and `[1]` is code, \\(x", "^2\\)."] {
+//!     text.push_str(&processor.push(delta).text);
+//! }
+//! text.push_str(&processor.finish().text);
+//! assert_eq!(text, "Rust is fast {{cite:1}} and `[1]` is code, $x^2$.");
+//! assert_eq!(processor.citations().get(1).unwrap().sources, [1]);
+//! ```
+
+mod markdown;
+mod marker;
+mod math;
+mod native;
+mod output;
+mod score;
+mod source;
+
+#[cfg(feature = "fuzzing")]
+#[doc(hidden)]
+pub mod fuzzing;
+
+use std::collections::BTreeSet;
+
+pub use output::{Citation, CitationMap, OutputMode};
+pub use score::{CitationCounts, CitationScore, MinCitations, min_citations, score};
+pub use source::{Source, SourceSnapshot};
+
+use output::SourceTable;
+
+/// The most input bytes the processor ever holds back while deciding.
+pub const MAX_LOOKAHEAD: usize = 4096;
+
+/// How the processor writes its output.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct StreamConfig {
+    /// Placeholders plus a citation map, or Markdown links.
+    pub mode: OutputMode,
+}
+
+/// The output released by one [`Processor::push`] or [`Processor::finish`].
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Segment {
+    /// Display-ready text, to append to what was released before.
+    pub text: String,
+    /// The citation runs whose placeholders appear in `text` (placeholder mode only).
+    pub citations: CitationMap,
+}
+
+/// The source numbers named by one marker, stored inline: markers are short (at most 16 numbers),
+/// and allocating per marker would dominate the cost of citation-dense text.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Indices {
+    len: u8,
+    items: [u32; Indices::CAP],
+}
+
+impl Indices {
+    pub(crate) const CAP: usize = 16;
+
+    pub(crate) fn new() -> Self {
+        Self {
+            len: 0,
+            items: [0; Self::CAP],
+        }
+    }
+
+    /// Appends `index`; false when full.
+    pub(crate) fn push(&mut self, index: u32) -> bool {
+        if usize::from(self.len) == Self::CAP {
+            return false;
+        }
+        self.items[usize::from(self.len)] = index;
+        self.len += 1;
+        true
+    }
+
+    pub(crate) fn as_slice(&self) -> &[u32] {
+        &self.items[..usize::from(self.len)]
+    }
+}
+
+impl std::fmt::Debug for Indices {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        self.as_slice().fmt(f)
+    }
+}
+
+/// The result of a parse step that may need more input.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum Parse<T> {
+    /// The buffer ended before the construct could be decided.
+    Incomplete,
+    /// The text is not this construct.
+    No,
+    /// The construct, recognised.
+    Yes(T),
+}
+
+/// The streaming processor: push text deltas, take output, [`finish`](Processor::finish) at the
+/// end. Pure and deterministic; see the [module docs](self) for the rules and guarantees.
+#[derive(Debug, Clone)]
+pub struct Processor {
+    table: SourceTable,
+    mode: OutputMode,
+    /// Input received but not yet decided (at most [`MAX_LOOKAHEAD`] bytes).
+    pending: String,
+    /// The first bytes of a character split across [`push_bytes_into`](Self::push_bytes_into) calls.
+    carry: Vec<u8>,
+    /// The last input byte before `pending` (0 at the start).
+    prev_byte: u8,
+    state: markdown::State,
+    /// Whether a citation run is being collected.
+    run_open: bool,
+    /// The sources of the open run (the buffer is reused from run to run).
+    run: Vec<u32>,
+    /// Which table positions have been cited (for the scorer), indexed like the source table.
+    cited: Vec<bool>,
+    map: CitationMap,
+    tally: Tally,
+}
+
+/// Running citation counts, kept by the processor and read by the scorer.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct Tally {
+    pub ascii: CitationCounts,
+    pub native: CitationCounts,
+    pub runs: u32,
+    pub unresolved: BTreeSet<u32>,
+}
+
+impl Processor {
+    /// Creates a processor that resolves citations against `sources` (by number, never by
+    /// position; for a number listed twice the first entry wins).
+    pub fn new(sources: &SourceSnapshot, config: StreamConfig) -> Self {
+        let table = SourceTable::new(sources);
+        Self {
+            cited: vec![false; table.len()],
+            table,
+            mode: config.mode,
+            pending: String::new(),
+            carry: Vec::new(),
+            prev_byte: 0,
+            state: markdown::State::default(),
+            run_open: false,
+            run: Vec::new(),
+            map: CitationMap::default(),
+            tally: Tally::default(),
+        }
+    }
+
+    /// Replaces the sources that citations resolve against, for everything decided from now on.
+    ///
+    /// A Turn's registry grows while the model streams (a tool result lands between two steps
+    /// of one answer). Text already released keeps its resolution; held-back text is decided
+    /// against the new sources. Numbers are never renumbered, so growing the registry only
+    /// turns would-be literal markers into citations.
+    pub fn set_sources(&mut self, sources: &SourceSnapshot) {
+        let cited = self.cited();
+        self.table = SourceTable::new(sources);
+        self.cited = vec![false; self.table.len()];
+        for index in cited {
+            if let Some(at) = self.table.position(index) {
+                self.cited[at] = true;
+            }
+        }
+    }
+
+    /// Pushes one delta and returns what can be released now.
+    pub fn push(&mut self, delta: &str) -> Segment {
+        let first = self.map.len();
+        let mut text = String::with_capacity(delta.len() + 16);
+        self.push_into(delta, &mut text);
+        Segment {
+            text,
+            citations: self.map.tail(first),
+        }
+    }
+
+    /// Pushes one delta and appends what can be released now to `out`; the fast path.
+    ///
+    /// New citation runs are added to [`citations`](Self::citations) as their placeholders are
+    /// written.
+    pub fn push_into(&mut self, delta: &str, out: &mut String) {
+        if !self.carry.is_empty() {
+            // A character split in `push_bytes_into` can never be completed now.
+            self.carry.clear();
+            self.push_str(char::REPLACEMENT_CHARACTER.encode_utf8(&mut [0; 4]), out);
+        }
+        self.push_str(delta, out);
+    }
+
+    fn push_str(&mut self, delta: &str, out: &mut String) {
+        if self.pending.is_empty() {
+            // Prose before the first special byte needs no decision; the fast path may take it all.
+            let Some(plain) = self.pass_through(delta, out) else {
+                return;
+            };
+            let keep = self.scan_from(delta, plain, false, out);
+            self.pending.push_str(&delta[keep..]);
+        } else {
+            let mut buf = std::mem::take(&mut self.pending);
+            buf.push_str(delta);
+            let keep = self.scan(&buf, false, out);
+            buf.drain(..keep);
+            self.pending = buf;
+        }
+        debug_assert!(
+            self.pending.len() <= MAX_LOOKAHEAD,
+            "held {} bytes",
+            self.pending.len()
+        );
+    }
+
+    /// Pushes raw bytes, which may split a UTF-8 character anywhere; appends output to `out`.
+    ///
+    /// Invalid UTF-8 is replaced by U+FFFD exactly as [`String::from_utf8_lossy`] would replace it
+    /// in the whole input, so splits never change the result.
+    pub fn push_bytes_into(&mut self, delta: &[u8], out: &mut String) {
+        if self.carry.is_empty() {
+            self.push_utf8(delta, out);
+        } else {
+            let mut joined = std::mem::take(&mut self.carry);
+            joined.extend_from_slice(delta);
+            self.push_utf8(&joined, out);
+        }
+    }
+
+    fn push_utf8(&mut self, mut delta: &[u8], out: &mut String) {
+        loop {
+            match std::str::from_utf8(delta) {
+                Ok(text) => {
+                    self.push_str(text, out);
+                    return;
+                }
+                Err(error) => {
+                    let (valid, rest) = delta.split_at(error.valid_up_to());
+                    // `valid_up_to` marks a prefix that is valid UTF-8, so this never falls back.
+                    self.push_str(std::str::from_utf8(valid).unwrap_or_default(), out);
+                    match error.error_len() {
+                        Some(bad) => {
+                            self.push_str("\u{FFFD}", out);
+                            delta = &rest[bad..];
+                        }
+                        None => {
+                            self.carry = rest.to_vec();
+                            return;
+                        }
+                    }
+                }
+            }
+        }
+    }
+
+    /// Ends the text: decides everything still held back and returns it.
+    ///
+    /// Afterwards the processor starts a new text at the beginning of a line; the citation map
+    /// and its key numbering carry on.
+    pub fn finish(&mut self) -> Segment {
+        let first = self.map.len();
+        let mut text = String::new();
+        self.finish_into(&mut text);
+        Segment {
+            text,
+            citations: self.map.tail(first),
+        }
+    }
+
+    /// Like [`finish`](Self::finish), appending the output to `out`.
+    pub fn finish_into(&mut self, out: &mut String) {
+        if !self.carry.is_empty() {
+            self.carry.clear();
+            self.push_str("\u{FFFD}", out);
+        }
+        let buf = std::mem::take(&mut self.pending);
+        let keep = self.scan(&buf, true, out);
+        debug_assert_eq!(keep, buf.len());
+        self.state = markdown::State::default();
+        self.prev_byte = 0;
+    }
+
+    /// The citation map so far (placeholder mode).
+    pub fn citations(&self) -> &CitationMap {
+        &self.map
+    }
+
+    /// Takes the citation map, leaving an empty one (keys keep counting).
+    pub fn take_citations(&mut self) -> CitationMap {
+        std::mem::take(&mut self.map)
+    }
+
+    /// How many input bytes are held back right now, undecided.
+    pub fn held(&self) -> usize {
+        self.pending.len() + self.carry.len()
+    }
+
+    /// Writes the open citation run, if any, and closes it.
+    fn close_run(&mut self, out: &mut String) {
+        if !std::mem::take(&mut self.run_open) {
+            return;
+        }
+        self.tally.runs += 1;
+        match self.mode {
+            OutputMode::Placeholders => {
+                let key = self.tally.runs;
+                output::write_placeholder(key, out);
+                self.map.push(key, &self.run);
+            }
+            OutputMode::Links => output::write_links(&self.table, &self.run, out),
+        }
+        self.run.clear();
+    }
+
+    /// Adds resolved source numbers to the open run (opening one if needed), each once.
+    fn extend_run(&mut self, indices: &[u32]) {
+        self.run_open = true;
+        for &index in indices {
+            if let Some(at) = self.table.position(index) {
+                if !self.run.contains(&index) {
+                    self.run.push(index);
+                }
+                self.cited[at] = true;
+            }
+        }
+    }
+
+    /// The distinct source numbers cited so far, ascending.
+    fn cited(&self) -> Vec<u32> {
+        self.table
+            .indices()
+            .zip(&self.cited)
+            .filter(|&(_, &c)| c)
+            .map(|(i, _)| i)
+            .collect()
+    }
+}
+
+/// Processes a whole text at once: the output and the citation map.
+pub fn process(
+    text: &str,
+    sources: &SourceSnapshot,
+    config: StreamConfig,
+) -> (String, CitationMap) {
+    let mut processor = Processor::new(sources, config);
+    let mut out = String::with_capacity(text.len() + text.len() / 8);
+    processor.push_into(text, &mut out);
+    processor.finish_into(&mut out);
+    (out, processor.take_citations())
+}
+
+// A processor belongs to one stream but may move between threads (one per request, handed to a
+// worker); sources and outputs are plain data. Keep them so.
+const _: () = {
+    const fn assert_send_sync<T: Send + Sync>() {}
+    assert_send_sync::<Processor>();
+    assert_send_sync::<SourceSnapshot>();
+    assert_send_sync::<Segment>();
+    assert_send_sync::<CitationMap>();
+    assert_send_sync::<CitationScore>();
+};

@@ -1,0 +1,167 @@
+//! LaTeX math delimiters: `\(…\)` becomes `$…$` and `\[…\]` becomes `$$…$$`.
+//!
+//! A display block is written as a block (`$$`, the formula, `$$`, each on its own line) only when
+//! `\[` starts its line and `\]` ends its line. A `\[…\]` that starts or ends mid-line sits inside a
+//! sentence, so it becomes inline math `$…$` rather than a `$$` fence that would split the
+//! paragraph (or, in renderers that read `$$` at a line start as a fence, swallow the rest of it).
+
+use crate::Parse;
+
+/// The longest formula, in bytes from the opening `\` to the end of the closing delimiter.
+pub(crate) const MATH_MAX: usize = 4000;
+
+/// How far past `\]` the processor looks for the end of the line (whitespace only).
+const TRAIL_MAX: usize = 64;
+
+/// A recognised formula.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Math {
+    /// Its length in bytes, delimiters included.
+    pub len: usize,
+    /// Written as a `$$` block rather than inline `$…$`.
+    pub block: bool,
+}
+
+/// Parses the formula at the start of `s`, which starts with `\(` or `\[`.
+///
+/// `line_start` says that nothing but the line's indentation and container markers precedes it.
+/// The closing delimiter must come within [`MATH_MAX`] bytes and before a blank line; an empty
+/// formula is plain text. `eof` says that no more input will come.
+pub(crate) fn parse(s: &[u8], line_start: bool, eof: bool) -> Parse<Math> {
+    let close = match s[1] {
+        b'(' => b')',
+        b'[' => b']',
+        _ => unreachable!("math::parse called on a non-delimiter"),
+    };
+    let need = |eof: bool| if eof { Parse::No } else { Parse::Incomplete };
+    let mut i = 2;
+    let end = loop {
+        if i >= MATH_MAX {
+            return Parse::No;
+        }
+        let Some(&b) = s.get(i) else { return need(eof) };
+        match b {
+            b'\\' => {
+                let Some(&next) = s.get(i + 1) else {
+                    return need(eof);
+                };
+                if next == close {
+                    break i + 2;
+                }
+                if next == s[1] {
+                    // A second opener before any closer: the first one was never closed.
+                    return Parse::No;
+                }
+                // A control sequence such as `\\` or `\{`: its second byte never closes.
+                i += 2;
+            }
+            b'\n' => {
+                // A blank line ends the paragraph, and the formula with it.
+                let mut j = i + 1;
+                loop {
+                    match s.get(j) {
+                        None => return need(eof),
+                        Some(b' ' | b'\t' | b'\r') => j += 1,
+                        Some(b'\n') => return Parse::No,
+                        Some(_) => break,
+                    }
+                    if j >= MATH_MAX {
+                        return Parse::No;
+                    }
+                }
+                i += 1;
+            }
+            _ => i += 1,
+        }
+    };
+    if content(s, end).trim_ascii().is_empty() {
+        return Parse::No;
+    }
+    let mut block = false;
+    if close == b']' && line_start {
+        // A block only if the closing delimiter also ends its line.
+        let mut j = end;
+        block = loop {
+            match s.get(j) {
+                None if eof => break true,
+                None => return Parse::Incomplete,
+                Some(b' ' | b'\t' | b'\r') if j - end < TRAIL_MAX => j += 1,
+                Some(b'\n') => break true,
+                Some(_) => break false,
+            }
+        };
+    }
+    Parse::Yes(Math { len: end, block })
+}
+
+/// The formula between the delimiters.
+fn content(s: &[u8], end: usize) -> &[u8] {
+    &s[2..end - 2]
+}
+
+/// Writes the formula `source` (delimiters included) in dollar style.
+///
+/// `prefix` is the container prefix of the line (indentation and `>` markers) used to indent the
+/// lines a block adds, so the block stays inside its list item or quote.
+pub(crate) fn write(source: &str, math: &Math, prefix: &str, out: &mut String) {
+    let body = &source[2..math.len - 2];
+    if !math.block {
+        out.push('$');
+        out.push_str(body.trim());
+        out.push('$');
+        return;
+    }
+    out.push_str("$$");
+    let start = body.trim_start_matches([' ', '\t', '\r']);
+    if !start.starts_with('\n') {
+        out.push('\n');
+        out.push_str(prefix);
+    }
+    let body = start.trim_end_matches([' ', '\t', '\r']);
+    out.push_str(body);
+    if !body.ends_with('\n') {
+        out.push('\n');
+    }
+    out.push_str(prefix);
+    out.push_str("$$");
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn rewrite(s: &str, line_start: bool) -> Option<String> {
+        match parse(s.as_bytes(), line_start, true) {
+            Parse::Yes(m) => {
+                let mut out = String::new();
+                write(&s[..m.len], &m, "", &mut out);
+                out.push_str(&s[m.len..]);
+                Some(out)
+            }
+            _ => None,
+        }
+    }
+
+    #[test]
+    fn inline_and_block() {
+        assert_eq!(rewrite(r"\( x^2 \) is", false).as_deref(), Some("$x^2$ is"));
+        assert_eq!(rewrite(r"\(a \\ b\)", false).as_deref(), Some(r"$a \\ b$"));
+        assert_eq!(rewrite(r"\[x\] mid", true).as_deref(), Some("$x$ mid"));
+        assert_eq!(rewrite(r"\[x\]", true).as_deref(), Some("$$\nx\n$$"));
+        assert_eq!(
+            rewrite("\\[\nx\n\\]\n", true).as_deref(),
+            Some("$$\nx\n$$\n")
+        );
+        assert_eq!(rewrite(r"\[x\]", false).as_deref(), Some("$x$"));
+    }
+
+    #[test]
+    fn plain_text() {
+        assert_eq!(rewrite(r"\(\)", false), None);
+        assert_eq!(rewrite(r"\( x", false), None);
+        assert_eq!(rewrite("\\( x\n\n y \\)", false), None);
+        assert_eq!(rewrite(r"\(x\\)", false), None);
+        assert_eq!(parse(br"\(x", false, false), Parse::Incomplete);
+        assert_eq!(parse(br"\[x\]", true, false), Parse::Incomplete);
+    }
+}

@@ -1,0 +1,401 @@
+//! The stream processor: data-driven cases, chunking invariance, code preservation, fuzz smoke.
+
+use std::fmt::Write as _;
+
+use promptstack_stream::{
+    self as stream, OutputMode, Processor, Source, SourceSnapshot, StreamConfig,
+};
+use proptest::prelude::*;
+
+/// A case file: a header (comments, sources), then `--- input` and the input verbatim.
+struct Case {
+    sources: SourceSnapshot,
+    input: String,
+}
+
+fn default_source(index: u32) -> Source {
+    Source {
+        index,
+        url: format!("https://example.com/source-{index}"),
+        title: Some(format!("Source {index}")),
+    }
+}
+
+fn parse_case(text: &str) -> Case {
+    let (header, input) = text
+        .split_once("--- input\n")
+        .expect("a case needs a `--- input` line");
+    let mut sources = Vec::new();
+    for line in header.lines() {
+        if let Some(list) = line.strip_prefix("sources:") {
+            sources.extend(
+                list.split_whitespace()
+                    .map(|n| default_source(n.parse().unwrap())),
+            );
+        } else if let Some(spec) = line.strip_prefix("source:") {
+            let mut parts = spec.trim().splitn(3, ' ');
+            let index = parts.next().unwrap().parse().unwrap();
+            let url = parts.next().unwrap().to_string();
+            let title = parts.next().map(str::to_string);
+            sources.push(Source { index, url, title });
+        } else {
+            assert!(
+                line.starts_with('#') || line.trim().is_empty(),
+                "unknown header line {line:?}"
+            );
+        }
+    }
+    Case {
+        sources: SourceSnapshot { sources },
+        input: input.to_string(),
+    }
+}
+
+fn config(mode: OutputMode) -> StreamConfig {
+    StreamConfig { mode }
+}
+
+/// The output of `input` pushed as `pieces` (byte offsets, any of them, even inside characters).
+fn run_bytes(
+    input: &[u8],
+    cuts: &[usize],
+    sources: &SourceSnapshot,
+    mode: OutputMode,
+) -> (String, String) {
+    let mut processor = Processor::new(sources, config(mode));
+    let mut out = String::new();
+    let mut from = 0;
+    for &cut in cuts {
+        let cut = cut.clamp(from, input.len());
+        processor.push_bytes_into(&input[from..cut], &mut out);
+        from = cut;
+    }
+    processor.push_bytes_into(&input[from..], &mut out);
+    processor.finish_into(&mut out);
+    (out, serde_json::to_string(processor.citations()).unwrap())
+}
+
+/// Asserts that every way of cutting `input` in two, and byte-by-byte delivery, give the output
+/// of the whole text at once; returns that output and map.
+fn assert_invariant(input: &str, sources: &SourceSnapshot, mode: OutputMode) -> (String, String) {
+    let whole = run_bytes(input.as_bytes(), &[], sources, mode);
+    for cut in 0..=input.len() {
+        assert_eq!(
+            run_bytes(input.as_bytes(), &[cut], sources, mode),
+            whole,
+            "cut at byte {cut} of {input:?}"
+        );
+    }
+    let every: Vec<usize> = (1..input.len()).collect();
+    assert_eq!(
+        run_bytes(input.as_bytes(), &every, sources, mode),
+        whole,
+        "byte by byte: {input:?}"
+    );
+    // The `&str` API, character by character, must agree too.
+    let mut processor = Processor::new(sources, config(mode));
+    let mut out = String::new();
+    for (i, ch) in input.char_indices() {
+        let segment = processor.push(&input[i..i + ch.len_utf8()]);
+        out.push_str(&segment.text);
+    }
+    out.push_str(&processor.finish().text);
+    assert_eq!(out, whole.0, "char by char: {input:?}");
+    whole
+}
+
+#[test]
+#[allow(
+    clippy::disallowed_methods,
+    reason = "the test reads its case files; the engine does no IO"
+)]
+fn cases() {
+    insta::glob!("../data/stream", "*.txt", |path| {
+        let text = std::fs::read_to_string(path).unwrap();
+        let case = parse_case(&text);
+        let (placeholders, map) =
+            assert_invariant(&case.input, &case.sources, OutputMode::Placeholders);
+        let (links, _) = assert_invariant(&case.input, &case.sources, OutputMode::Links);
+        let score = stream::score(&case.input, &case.sources);
+        let mut snapshot = String::new();
+        writeln!(snapshot, "--- placeholders\n{placeholders}").unwrap();
+        writeln!(snapshot, "--- map\n{map}").unwrap();
+        writeln!(snapshot, "--- links\n{links}").unwrap();
+        write!(
+            snapshot,
+            "--- score\n{}",
+            serde_json::to_string(&score).unwrap()
+        )
+        .unwrap();
+        insta::assert_snapshot!(snapshot);
+    });
+}
+
+/// Pieces that exercise every construct, including their halves, for generated texts.
+const FRAGMENTS: &[&str] = &[
+    "[",
+    "[1]: ",
+    "  ",
+    "]",
+    "[1]",
+    "[12]",
+    "[2, 3]",
+    "[10]",
+    "[^1]",
+    "【",
+    "】",
+    "【1】",
+    "【2†title】",
+    "【4:0†source】",
+    "【1-3】",
+    "【注意】",
+    "\\(",
+    "\\)",
+    "\\[",
+    "\\]",
+    "\\",
+    "`",
+    "``",
+    "```",
+    "~~~",
+    "\n",
+    "\n\n",
+    " ",
+    "    ",
+    "\t",
+    "- ",
+    "1. ",
+    "> ",
+    "# ",
+    "(",
+    ")",
+    "](",
+    "](https://x.example/a",
+    "!",
+    ":",
+    "$",
+    "{{cite:1}}",
+    "word",
+    "Rust",
+    "中文",
+    "ラスト",
+    "🚀",
+    "👨‍👩‍👧",
+    "שלום",
+    "مرحبا",
+    "\r\n",
+    "x^2",
+];
+
+/// Prose pieces with no construct left open, for the code-preservation properties.
+const PROSE: &[&str] = &[
+    "word",
+    " ",
+    "Rust",
+    "[1]",
+    "[2, 3]",
+    "[7]",
+    "【1】",
+    "【4:0†source】",
+    "中文",
+    "🚀",
+    "שלום",
+    ".",
+    "(",
+    ")",
+    "]",
+    "\n",
+    "- ",
+    "1. ",
+    "> ",
+    "[x](https://x.example/)",
+    "$",
+    "{{cite:1}}",
+];
+
+fn sources_1_2_3_10() -> SourceSnapshot {
+    SourceSnapshot {
+        sources: [1, 2, 3, 10].into_iter().map(default_source).collect(),
+    }
+}
+
+fn text_from(pieces: &'static [&'static str], max: usize) -> impl Strategy<Value = String> {
+    proptest::collection::vec(proptest::sample::select(pieces), 0..max).prop_map(|v| v.concat())
+}
+
+/// A code body that cannot close its fence: no line starts with a backtick fence.
+fn fence_body() -> impl Strategy<Value = String> {
+    text_from(FRAGMENTS, 40).prop_map(|body| {
+        body.split('\n')
+            .filter(|line| {
+                !line
+                    .trim_start_matches([' ', '\t', '>', '\r'])
+                    .starts_with('`')
+            })
+            .collect::<Vec<_>>()
+            .join("\n")
+    })
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(400))]
+
+    #[test]
+    fn chunking_invariance(text in text_from(FRAGMENTS, 60), cuts in proptest::collection::vec(0usize..400, 0..12)) {
+        let mut cuts = cuts;
+        cuts.sort_unstable();
+        let sources = sources_1_2_3_10();
+        for mode in [OutputMode::Placeholders, OutputMode::Links] {
+            let whole = run_bytes(text.as_bytes(), &[], &sources, mode);
+            prop_assert_eq!(run_bytes(text.as_bytes(), &cuts, &sources, mode), whole, "cuts {:?}", cuts);
+        }
+    }
+
+    #[test]
+    fn chunking_invariance_any_unicode(text in "\\PC{0,80}", cuts in proptest::collection::vec(0usize..320, 0..8)) {
+        let mut cuts = cuts;
+        cuts.sort_unstable();
+        let sources = sources_1_2_3_10();
+        let whole = run_bytes(text.as_bytes(), &[], &sources, OutputMode::Placeholders);
+        prop_assert_eq!(run_bytes(text.as_bytes(), &cuts, &sources, OutputMode::Placeholders), whole);
+    }
+
+    #[test]
+    fn fenced_code_is_byte_identical(before in text_from(PROSE, 20), body in fence_body(), after in text_from(PROSE, 20)) {
+        let block = format!("```\n{body}\n```");
+        let text = format!("{before}\n\n{block}\n\n{after}");
+        let (out, _) = stream::process(&text, &sources_1_2_3_10(), StreamConfig::default());
+        prop_assert!(out.contains(&block), "{:?} lost its code block {:?}", out, block);
+    }
+
+    #[test]
+    fn code_spans_are_byte_identical(before in text_from(PROSE, 20), body in "[^`\n]{1,40}", after in text_from(PROSE, 20)) {
+        let span = format!("`{body}`");
+        let text = format!("{before} {span} {after}");
+        let (out, _) = stream::process(&text, &sources_1_2_3_10(), StreamConfig::default());
+        prop_assert!(out.contains(&span), "{:?} lost its code span {:?}", out, span);
+    }
+
+    #[test]
+    fn links_output_is_stable_when_processed_again(text in text_from(PROSE, 40)) {
+        let sources = sources_1_2_3_10();
+        let links = StreamConfig { mode: OutputMode::Links };
+        let (once, _) = stream::process(&text, &sources, links);
+        let (twice, _) = stream::process(&once, &sources, links);
+        prop_assert_eq!(twice, once);
+    }
+
+    #[test]
+    fn score_counts_what_the_runtime_renders(text in text_from(FRAGMENTS, 60)) {
+        let sources = sources_1_2_3_10();
+        let (_, map) = stream::process(&text, &sources, StreamConfig::default());
+        let score = stream::score(&text, &sources);
+        prop_assert_eq!(score.runs as usize, map.len());
+        let mut cited: Vec<u32> = map.iter().flat_map(|c| c.sources.iter().copied()).collect();
+        cited.sort_unstable();
+        cited.dedup();
+        prop_assert_eq!(score.sources, cited);
+    }
+}
+
+/// The fuzz body on a few thousand generated texts, from a fixed seed.
+#[test]
+fn fuzz_smoke_stream_chunking() {
+    let mut seed = 0x2545_F491_4F6C_DD1Du64;
+    let mut next = move || {
+        seed ^= seed << 13;
+        seed ^= seed >> 7;
+        seed ^= seed << 17;
+        seed
+    };
+    for _ in 0..3000 {
+        let pieces = next() % 48;
+        let mut text = Vec::new();
+        for _ in 0..pieces {
+            let r = next();
+            if r % 16 == 0 {
+                // A raw byte now and then, so invalid UTF-8 is covered too.
+                text.push((r >> 8) as u8);
+            } else {
+                text.extend_from_slice(FRAGMENTS[(r >> 8) as usize % FRAGMENTS.len()].as_bytes());
+            }
+        }
+        promptstack_stream::fuzzing::stream_chunking(&text);
+    }
+}
+
+#[test]
+fn min_citations_counts_resolved_markers_only() {
+    let sources = sources_1_2_3_10();
+    let text = "One [1], two【2†t】, unknown [9], code `[3]`.";
+    let check = stream::min_citations(text, &sources, 2);
+    assert_eq!((check.passed, check.found, check.required), (true, 2, 2));
+    assert!(!stream::min_citations(text, &sources, 3).passed);
+}
+
+#[test]
+fn segments_report_citations_as_they_are_written() {
+    let sources = sources_1_2_3_10();
+    let mut processor = Processor::new(&sources, StreamConfig::default());
+    let first = processor.push("A [1]");
+    // The run may continue, so neither the placeholder nor its entry is out yet.
+    assert_eq!((first.text.as_str(), first.citations.len()), ("A", 0));
+    let second = processor.push("[2] b【");
+    assert_eq!(second.text, " {{cite:1}} b");
+    assert_eq!(second.citations.get(1).unwrap().sources, [1, 2]);
+    // A half-streamed native shape is withheld, then removed when it resolves to nothing.
+    assert_eq!(processor.held(), "【".len());
+    let third = processor.push("4:0†source】.");
+    assert_eq!(third.text, ".");
+    assert_eq!(processor.finish().text, "");
+}
+
+#[test]
+fn output_is_released_promptly() {
+    let sources = sources_1_2_3_10();
+    let mut processor = Processor::new(&sources, StreamConfig::default());
+    // Plain prose is released at once, except one trailing space.
+    assert_eq!(processor.push("Hello wor").text, "Hello wor");
+    assert_eq!(processor.push("ld ").text, "ld");
+    // Code is never held back, even mid-marker.
+    assert_eq!(processor.push("\n```\n[1").text, " \n```\n[1");
+    assert_eq!(processor.held(), 0);
+    // An unclosed formula is held until its bound, then released as plain text.
+    let mut processor = Processor::new(&sources, StreamConfig::default());
+    processor.push("\\( ");
+    let long = "x".repeat(5000);
+    let released = processor.push(&long).text;
+    assert!(released.starts_with("\\( x"), "{released:.20}");
+    assert!(processor.held() <= stream::MAX_LOOKAHEAD);
+}
+
+#[test]
+fn bytes_api_repairs_split_characters_and_replaces_invalid_ones() {
+    let sources = sources_1_2_3_10();
+    let mut processor = Processor::new(&sources, StreamConfig::default());
+    let mut out = String::new();
+    let text = "中【1】".as_bytes();
+    for b in text {
+        processor.push_bytes_into(std::slice::from_ref(b), &mut out);
+    }
+    processor.push_bytes_into(&[0xFF, b'a', 0xE4, 0xB8], &mut out);
+    processor.finish_into(&mut out);
+    assert_eq!(out, "中{{cite:1}}\u{FFFD}a\u{FFFD}");
+}
+
+#[test]
+fn sources_can_grow_between_steps() {
+    let one = SourceSnapshot {
+        sources: vec![default_source(1)],
+    };
+    let mut processor = Processor::new(&one, StreamConfig::default());
+    let mut out = String::new();
+    processor.push_into("First [1] and [2], then ", &mut out);
+    processor.set_sources(&SourceSnapshot {
+        sources: vec![default_source(1), default_source(2)],
+    });
+    processor.push_into("[2].", &mut out);
+    processor.finish_into(&mut out);
+    assert_eq!(out, "First {{cite:1}} and [2], then {{cite:2}}.");
+    assert_eq!(processor.score().sources, [1, 2]);
+}

@@ -1,0 +1,54 @@
+//! The facade's features: without `mcp` and `tenant`, neither the MCP client nor an HTTP stack
+//! (nor an async runtime beyond the core's sync primitives) is in the graph.
+
+#![allow(clippy::disallowed_methods, clippy::disallowed_types)]
+
+use std::collections::BTreeSet;
+use std::process::Command;
+
+/// The names of the packages in the facade's normal dependency graph with `features`.
+fn graph(features: &[&str]) -> BTreeSet<String> {
+    let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
+    let output = Command::new(cargo)
+        .args([
+            "tree",
+            "-p",
+            "promptstack",
+            "-e",
+            "normal",
+            "--prefix",
+            "none",
+        ])
+        .args(["--format", "{p}", "--offline"])
+        .args(features)
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .output()
+        .expect("cargo tree runs");
+    assert!(
+        output.status.success(),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    String::from_utf8(output.stdout)
+        .unwrap()
+        .lines()
+        .filter_map(|line| line.split_whitespace().next())
+        .map(str::to_owned)
+        .collect()
+}
+
+#[test]
+fn without_default_features_there_is_no_mcp_client_or_http_stack() {
+    let lean = graph(&["--no-default-features"]);
+    assert!(
+        lean.contains("promptstack-core"),
+        "the graph was read: {lean:?}"
+    );
+    for name in ["rmcp", "reqwest", "hyper", "http", "futures"] {
+        assert!(!lean.contains(name), "{name} without default features");
+    }
+    let full = graph(&[]);
+    for name in ["rmcp", "reqwest"] {
+        assert!(full.contains(name), "{name} with default features");
+    }
+}
