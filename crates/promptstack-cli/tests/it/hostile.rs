@@ -183,12 +183,15 @@ fn set_up(setup: &Setup, tmp: &Path, places: &Places) {
     }
 }
 
-/// Reads a stream to its end on its own thread, keeping at most 4 MiB of it (the rest is read
-/// and dropped, so the binary never writes into a closed pipe).
+/// How much of each stream a run keeps.
+const KEPT_BYTES: usize = 4 * 1024 * 1024;
+
+/// Reads a stream to its end on its own thread, keeping at most [`KEPT_BYTES`] of it (the rest is
+/// read and dropped, so the binary never writes into a closed pipe).
 fn drain(mut stream: impl std::io::Read + Send + 'static) -> std::thread::JoinHandle<Vec<u8>> {
     std::thread::spawn(move || {
         let mut kept = Vec::new();
-        let _ = (&mut stream).take(4 * 1024 * 1024).read_to_end(&mut kept);
+        let _ = (&mut stream).take(KEPT_BYTES as u64).read_to_end(&mut kept);
         let _ = std::io::copy(&mut stream, &mut std::io::sink());
         kept
     })
@@ -271,7 +274,9 @@ fn raw_control(text: &str) -> Option<char> {
     })
 }
 
-/// The first lines of a stream, for a snapshot of readable size.
+/// The first lines of a stream, for a snapshot of readable size. A stream cut at [`KEPT_BYTES`]
+/// says so instead of counting the lines kept, because that count depends on the length of the
+/// paths in them, i.e. on where the repository is checked out.
 fn head(text: &str) -> String {
     const LINES: usize = 40;
     let lines: Vec<&str> = text.lines().collect();
@@ -281,7 +286,9 @@ fn head(text: &str) -> String {
         .copied()
         .collect::<Vec<_>>()
         .join("\n");
-    if lines.len() > LINES {
+    if text.len() >= KEPT_BYTES {
+        out.push_str(&format!("\n… (more lines; the output ran past {KEPT_BYTES} bytes)"));
+    } else if lines.len() > LINES {
         out.push_str(&format!("\n… ({} more lines)", lines.len() - LINES));
     }
     out

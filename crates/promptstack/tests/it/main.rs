@@ -2,6 +2,8 @@
 
 mod features;
 mod limits;
+#[cfg(all(feature = "mcp", feature = "tenant"))]
+mod limits_doc;
 #[cfg(feature = "mcp")]
 mod mcp;
 #[cfg(feature = "tenant")]
