@@ -287,7 +287,9 @@ fn head(text: &str) -> String {
         .collect::<Vec<_>>()
         .join("\n");
     if text.len() >= KEPT_BYTES {
-        out.push_str(&format!("\n… (more lines; the output ran past {KEPT_BYTES} bytes)"));
+        out.push_str(&format!(
+            "\n… (more lines; the output ran past {KEPT_BYTES} bytes)"
+        ));
     } else if lines.len() > LINES {
         out.push_str(&format!("\n… ({} more lines)", lines.len() - LINES));
     }
