@@ -117,15 +117,7 @@ impl Wire for Anthropic {
                 Region::Messages => {}
             }
         }
-        let messages = grouped(pieces)
-            .into_iter()
-            .map(|(role, content)| {
-                object([
-                    ("role", Value::String(role.to_owned())),
-                    ("content", Value::Array(content)),
-                ])
-            })
-            .collect();
+        let messages = grouped(pieces, "content");
         let mut skeleton = object([
             ("model", Value::String(body.model.to_owned())),
             ("max_tokens", Value::from(body.options.max_tokens)),

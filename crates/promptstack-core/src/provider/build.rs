@@ -49,8 +49,8 @@ pub(crate) struct Layout<'a> {
 fn wire(format: Format) -> &'static dyn Wire {
     match format {
         Format::Anthropic => &super::anthropic::Anthropic,
-        Format::OpenaiChat => &super::openai::Chat,
-        Format::OpenaiResponses => &super::openai::Responses,
+        Format::OpenaiChat => &super::openai::CHAT,
+        Format::OpenaiResponses => &super::openai::RESPONSES,
         Format::Gemini => &super::gemini::Gemini,
     }
 }

@@ -156,15 +156,7 @@ impl Wire for Gemini {
                 Region::Messages => {}
             }
         }
-        let contents = grouped(pieces)
-            .into_iter()
-            .map(|(role, parts)| {
-                object([
-                    ("role", Value::String(role.to_owned())),
-                    ("parts", Value::Array(parts)),
-                ])
-            })
-            .collect();
+        let contents = grouped(pieces, "parts");
         let mut skeleton = object([
             ("contents", Value::Array(contents)),
             (

@@ -3,9 +3,10 @@
 //! names a `prompt_cache_key`, and asks for `prompt_cache_retention` only when it places no
 //! explicit breakpoint (a lifetime is then never given twice).
 //!
-//! The two APIs share the head (tools, then the system text), breakpoints, pointers and the body;
-//! they differ in the names of a few fields ([`Api`]) and in how a message becomes units: Chat
-//! Completions sends one unit per message, Responses one input item per text, call and result.
+//! The two APIs are one [`Wire`] implementation, [`Api`]: they share the head (tools, then the
+//! system text), breakpoints, pointers and the body, and differ in the names of a few fields, in
+//! the tool definition and in how a message becomes units: Chat Completions sends one unit per
+//! message, Responses one input item per text, call and result.
 
 use std::borrow::Cow;
 
@@ -21,7 +22,8 @@ use super::wire::{
 };
 use crate::toolset::Tool;
 
-/// The names in which the two OpenAI APIs differ.
+/// One of the two OpenAI APIs: the names in which they differ, and how each writes a tool and
+/// a message.
 pub(crate) struct Api {
     format: Format,
     /// The message list (`messages`, `input`).
@@ -32,236 +34,192 @@ pub(crate) struct Api {
     text: &'static str,
     /// The `type` of the system message, when items are typed (Responses: `message`).
     item_type: Option<&'static str>,
+    tool: fn(&Tool) -> Value,
+    message: for<'a> fn(&'a Message, bool, &mut Vec<Part<'a>>),
 }
 
 /// OpenAI Chat Completions.
-pub(crate) struct Chat;
-
-/// OpenAI Responses.
-pub(crate) struct Responses;
-
-const CHAT: Api = Api {
+pub(crate) static CHAT: Api = Api {
     format: Format::OpenaiChat,
     list: "messages",
     limit: "max_completion_tokens",
     text: "text",
     item_type: None,
+    tool: chat_tool,
+    message: chat_message,
 };
 
-const RESPONSES: Api = Api {
+/// OpenAI Responses.
+pub(crate) static RESPONSES: Api = Api {
     format: Format::OpenaiResponses,
     list: "input",
     limit: "max_output_tokens",
     text: "input_text",
     item_type: Some("message"),
+    tool: responses_tool,
+    message: responses_message,
 };
 
-impl Wire for Chat {
-    fn format(&self) -> Format {
-        CHAT.format
-    }
+fn chat_tool(tool: &Tool) -> Value {
+    object([
+        ("type", Value::String("function".into())),
+        (
+            "function",
+            object([
+                ("name", Value::String(tool.name.clone())),
+                ("description", Value::String(tool.description.clone())),
+                ("parameters", (*tool.parameters).clone()),
+            ]),
+        ),
+    ])
+}
 
-    fn tool(&self, tool: &Tool) -> Value {
-        object([
-            ("type", Value::String("function".into())),
-            (
-                "function",
+fn responses_tool(tool: &Tool) -> Value {
+    object([
+        ("type", Value::String("function".into())),
+        ("name", Value::String(tool.name.clone())),
+        ("description", Value::String(tool.description.clone())),
+        ("parameters", (*tool.parameters).clone()),
+        ("strict", Value::Bool(false)),
+    ])
+}
+
+/// A message unit labelled by its role, markable only when the model family takes explicit
+/// breakpoints.
+fn part<'a>(value: Value, role: &'static str, count: Cow<'a, str>, markable: bool) -> Part<'a> {
+    Part {
+        value,
+        role,
+        label: Label::Role(role),
+        count,
+        markable,
+    }
+}
+
+/// Chat Completions: one unit per message; an assistant message holds its text and its tool
+/// calls (arguments as a JSON string), and takes a breakpoint only with text.
+fn chat_message<'a>(message: &'a Message, explicit: bool, out: &mut Vec<Part<'a>>) {
+    out.push(match message {
+        Message::User { text } => part(
+            object([
+                ("role", Value::String("user".into())),
+                ("content", Value::Array(vec![text_part("text", text)])),
+            ]),
+            "user",
+            Cow::Borrowed(text),
+            explicit,
+        ),
+        Message::Assistant { text, tool_calls } => {
+            let mut value = object([("role", Value::String("assistant".into()))]);
+            if !text.is_empty() {
+                value["content"] = Value::Array(vec![text_part("text", text)]);
+            }
+            let mut count = Cow::Borrowed(text.as_str());
+            if !tool_calls.is_empty() {
+                let calls = tool_calls
+                    .iter()
+                    .map(|c| {
+                        let arguments = canonical::to_string(&c.arguments);
+                        count.to_mut().push_str(&arguments);
+                        object([
+                            ("id", Value::String(c.id.clone())),
+                            ("type", Value::String("function".into())),
+                            (
+                                "function",
+                                object([
+                                    ("name", Value::String(c.name.clone())),
+                                    ("arguments", Value::String(arguments)),
+                                ]),
+                            ),
+                        ])
+                    })
+                    .collect();
+                value["tool_calls"] = Value::Array(calls);
+            }
+            part(value, "assistant", count, explicit && !text.is_empty())
+        }
+        Message::Tool {
+            call_id, content, ..
+        } => part(
+            object([
+                ("role", Value::String("tool".into())),
+                ("tool_call_id", Value::String(call_id.clone())),
+                ("content", Value::Array(vec![text_part("text", content)])),
+            ]),
+            "tool",
+            Cow::Borrowed(content),
+            explicit,
+        ),
+    });
+}
+
+/// Responses: one input item per text, function call and function call output; the
+/// assistant's text and its calls take no breakpoint.
+fn responses_message<'a>(message: &'a Message, explicit: bool, out: &mut Vec<Part<'a>>) {
+    Content::each(message, |content| {
+        out.push(match content {
+            Content::User(text) => part(
                 object([
-                    ("name", Value::String(tool.name.clone())),
-                    ("description", Value::String(tool.description.clone())),
-                    ("parameters", (*tool.parameters).clone()),
-                ]),
-            ),
-        ])
-    }
-
-    fn head<'a>(&self, inputs: &Inputs<'a>, pieces: &mut Vec<Piece<'a>>) {
-        CHAT.head(inputs, pieces);
-    }
-
-    fn grouping(&self) -> Grouping {
-        Grouping::PerUnit
-    }
-
-    /// One unit per message; an assistant message holds its text and its tool calls (arguments
-    /// as a JSON string), and takes a breakpoint only with text.
-    fn message<'a>(&self, message: &'a Message, cx: &MessageCx<'a>, out: &mut Vec<Part<'a>>) {
-        let (value, role, count, markable) = match message {
-            Message::User { text } => (
-                object([
+                    ("type", Value::String("message".into())),
                     ("role", Value::String("user".into())),
-                    ("content", Value::Array(vec![text_part("text", text)])),
+                    ("content", Value::Array(vec![text_part("input_text", text)])),
                 ]),
                 "user",
-                Cow::Borrowed(text.as_str()),
-                true,
+                Cow::Borrowed(text),
+                explicit,
             ),
-            Message::Assistant { text, tool_calls } => {
-                let mut value = object([("role", Value::String("assistant".into()))]);
-                if !text.is_empty() {
-                    value["content"] = Value::Array(vec![text_part("text", text)]);
-                }
-                let mut count = Cow::Borrowed(text.as_str());
-                if !tool_calls.is_empty() {
-                    let calls = tool_calls
-                        .iter()
-                        .map(|c| {
-                            let arguments = canonical::to_string(&c.arguments);
-                            count.to_mut().push_str(&arguments);
-                            object([
-                                ("id", Value::String(c.id.clone())),
-                                ("type", Value::String("function".into())),
-                                (
-                                    "function",
-                                    object([
-                                        ("name", Value::String(c.name.clone())),
-                                        ("arguments", Value::String(arguments)),
-                                    ]),
-                                ),
-                            ])
-                        })
-                        .collect();
-                    value["tool_calls"] = Value::Array(calls);
-                }
-                (value, "assistant", count, !text.is_empty())
-            }
-            Message::Tool {
-                call_id, content, ..
-            } => (
+            Content::Assistant(text) => part(
                 object([
-                    ("role", Value::String("tool".into())),
-                    ("tool_call_id", Value::String(call_id.clone())),
-                    ("content", Value::Array(vec![text_part("text", content)])),
+                    ("type", Value::String("message".into())),
+                    ("role", Value::String("assistant".into())),
+                    ("content", Value::String(text.to_owned())),
                 ]),
-                "tool",
-                Cow::Borrowed(content.as_str()),
-                true,
+                "assistant",
+                Cow::Borrowed(text),
+                false,
             ),
-        };
-        out.push(Part {
-            value,
-            role,
-            label: Label::Role(role),
-            count,
-            markable: markable && cx.explicit,
+            Content::Call(call) => {
+                let arguments = canonical::to_string(&call.arguments);
+                part(
+                    object([
+                        ("type", Value::String("function_call".into())),
+                        ("call_id", Value::String(call.id.clone())),
+                        ("name", Value::String(call.name.clone())),
+                        ("arguments", Value::String(arguments.clone())),
+                    ]),
+                    "function_call",
+                    Cow::Owned(arguments),
+                    false,
+                )
+            }
+            Content::Result {
+                call_id, content, ..
+            } => part(
+                object([
+                    ("type", Value::String("function_call_output".into())),
+                    ("call_id", Value::String(call_id.to_owned())),
+                    (
+                        "output",
+                        Value::Array(vec![text_part("input_text", content)]),
+                    ),
+                ]),
+                "function_call_output",
+                Cow::Borrowed(content),
+                explicit,
+            ),
         });
-    }
-
-    fn mark(&self, value: &mut Value, ttl: &str) {
-        mark(value, ttl);
-    }
-
-    fn pointer(&self, place: &Place) -> String {
-        CHAT.pointer(place)
-    }
-
-    fn skeleton(&self, pieces: &[Piece<'_>], body: &BodyConfig<'_>) -> Value {
-        CHAT.skeleton(pieces, body)
-    }
+    });
 }
 
-impl Wire for Responses {
+impl Wire for Api {
     fn format(&self) -> Format {
-        RESPONSES.format
+        self.format
     }
 
     fn tool(&self, tool: &Tool) -> Value {
-        object([
-            ("type", Value::String("function".into())),
-            ("name", Value::String(tool.name.clone())),
-            ("description", Value::String(tool.description.clone())),
-            ("parameters", (*tool.parameters).clone()),
-            ("strict", Value::Bool(false)),
-        ])
+        (self.tool)(tool)
     }
 
-    fn head<'a>(&self, inputs: &Inputs<'a>, pieces: &mut Vec<Piece<'a>>) {
-        RESPONSES.head(inputs, pieces);
-    }
-
-    fn grouping(&self) -> Grouping {
-        Grouping::PerUnit
-    }
-
-    /// One input item per text, function call and function call output; the assistant's text
-    /// and its calls take no breakpoint.
-    fn message<'a>(&self, message: &'a Message, cx: &MessageCx<'a>, out: &mut Vec<Part<'a>>) {
-        Content::each(message, |content| {
-            let (value, role, count, markable) = match content {
-                Content::User(text) => (
-                    object([
-                        ("type", Value::String("message".into())),
-                        ("role", Value::String("user".into())),
-                        ("content", Value::Array(vec![text_part("input_text", text)])),
-                    ]),
-                    "user",
-                    Cow::Borrowed(text),
-                    true,
-                ),
-                Content::Assistant(text) => (
-                    object([
-                        ("type", Value::String("message".into())),
-                        ("role", Value::String("assistant".into())),
-                        ("content", Value::String(text.to_owned())),
-                    ]),
-                    "assistant",
-                    Cow::Borrowed(text),
-                    false,
-                ),
-                Content::Call(call) => {
-                    let arguments = canonical::to_string(&call.arguments);
-                    (
-                        object([
-                            ("type", Value::String("function_call".into())),
-                            ("call_id", Value::String(call.id.clone())),
-                            ("name", Value::String(call.name.clone())),
-                            ("arguments", Value::String(arguments.clone())),
-                        ]),
-                        "function_call",
-                        Cow::Owned(arguments),
-                        false,
-                    )
-                }
-                Content::Result {
-                    call_id, content, ..
-                } => (
-                    object([
-                        ("type", Value::String("function_call_output".into())),
-                        ("call_id", Value::String(call_id.to_owned())),
-                        (
-                            "output",
-                            Value::Array(vec![text_part("input_text", content)]),
-                        ),
-                    ]),
-                    "function_call_output",
-                    Cow::Borrowed(content),
-                    true,
-                ),
-            };
-            out.push(Part {
-                value,
-                role,
-                label: Label::Role(role),
-                count,
-                markable: markable && cx.explicit,
-            });
-        });
-    }
-
-    fn mark(&self, value: &mut Value, ttl: &str) {
-        mark(value, ttl);
-    }
-
-    fn pointer(&self, place: &Place) -> String {
-        RESPONSES.pointer(place)
-    }
-
-    fn skeleton(&self, pieces: &[Piece<'_>], body: &BodyConfig<'_>) -> Value {
-        RESPONSES.skeleton(pieces, body)
-    }
-}
-
-impl Api {
     /// Tools (never markable), then the system text as text parts (markable when the model
     /// family takes explicit breakpoints).
     fn head<'a>(&self, inputs: &Inputs<'a>, pieces: &mut Vec<Piece<'a>>) {
@@ -272,6 +230,34 @@ impl Api {
                 text_part(self.text, chunk.text),
                 inputs.explicit,
             ));
+        }
+    }
+
+    fn grouping(&self) -> Grouping {
+        Grouping::PerUnit
+    }
+
+    fn message<'a>(&self, message: &'a Message, cx: &MessageCx<'a>, out: &mut Vec<Part<'a>>) {
+        (self.message)(message, cx.explicit, out);
+    }
+
+    /// Puts an explicit breakpoint on the last text part of a unit (a message with text parts,
+    /// a tool output list, or a text part itself).
+    fn mark(&self, value: &mut Value, ttl: &str) {
+        let breakpoint = object([
+            ("mode", Value::String("explicit".into())),
+            ("ttl", Value::String(ttl.to_owned())),
+        ]);
+        let list = ["content", "output"]
+            .into_iter()
+            .find(|k| value.get(k).is_some_and(Value::is_array));
+        match list {
+            Some(key) => {
+                if let Some(last) = value[key].as_array_mut().and_then(|l| l.last_mut()) {
+                    last["prompt_cache_breakpoint"] = breakpoint;
+                }
+            }
+            None => value["prompt_cache_breakpoint"] = breakpoint,
         }
     }
 
@@ -333,26 +319,6 @@ fn cache_key(body: &BodyConfig<'_>) -> String {
         .take(40)
         .collect();
     format!("{name}-{}", &body.fingerprint.to_string()[..16])
-}
-
-/// Puts an explicit breakpoint on the last text part of a unit (a message with text parts, a
-/// tool output list, or a text part itself).
-fn mark(value: &mut Value, ttl: &str) {
-    let breakpoint = object([
-        ("mode", Value::String("explicit".into())),
-        ("ttl", Value::String(ttl.to_owned())),
-    ]);
-    let list = ["content", "output"]
-        .into_iter()
-        .find(|k| value.get(k).is_some_and(Value::is_array));
-    match list {
-        Some(key) => {
-            if let Some(last) = value[key].as_array_mut().and_then(|l| l.last_mut()) {
-                last["prompt_cache_breakpoint"] = breakpoint;
-            }
-        }
-        None => value["prompt_cache_breakpoint"] = breakpoint,
-    }
 }
 
 /// Tools, system parts and messages as placeholders; the system parts' texts when they are sent

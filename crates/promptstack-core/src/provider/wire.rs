@@ -371,9 +371,9 @@ pub(crate) fn object<const N: usize>(entries: [(&str, Value); N]) -> Value {
     Value::Object(map)
 }
 
-/// The placeholders of the message units, grouped into provider messages with their roles
-/// (Anthropic messages, Gemini contents).
-pub(crate) fn grouped(pieces: &[Piece<'_>]) -> Vec<(&'static str, Vec<Value>)> {
+/// The message units as placeholders, grouped into provider messages
+/// `{"role": …, list: [units]}` (Anthropic `content`, Gemini `parts`).
+pub(crate) fn grouped(pieces: &[Piece<'_>], list: &str) -> Vec<Value> {
     let mut messages: Vec<(&'static str, Vec<Value>)> = Vec::new();
     let mut current = usize::MAX;
     for (i, piece) in pieces.iter().enumerate() {
@@ -390,4 +390,12 @@ pub(crate) fn grouped(pieces: &[Piece<'_>]) -> Vec<(&'static str, Vec<Value>)> {
         }
     }
     messages
+        .into_iter()
+        .map(|(role, units)| {
+            object([
+                ("role", Value::String(role.to_owned())),
+                (list, Value::Array(units)),
+            ])
+        })
+        .collect()
 }
