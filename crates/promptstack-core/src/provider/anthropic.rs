@@ -1,8 +1,6 @@
 //! Anthropic Messages: system text blocks, tools and message content blocks, each of which can
 //! carry a `cache_control` breakpoint.
 
-use std::borrow::Cow;
-
 use serde_json::Value;
 
 use super::Format;
@@ -10,8 +8,8 @@ use super::canonical;
 use super::conversation::Message;
 use super::plan::Region;
 use super::wire::{
-    BodyConfig, Content, Grouping, Inputs, Label, MessageCx, Part, Piece, Place, Wire, grouped,
-    object, text_part,
+    BodyConfig, Content, Grouping, Inputs, MessageCx, Part, Piece, Place, Wire, grouped, object,
+    text_part,
 };
 use crate::toolset::Tool;
 
@@ -50,22 +48,14 @@ impl Wire for Anthropic {
             Message::Assistant { .. } => "assistant",
         };
         Content::each(message, |content| {
-            let (value, label, count) = match content {
-                Content::User(text) | Content::Assistant(text) => (
-                    text_part("text", text),
-                    Label::Role(role),
-                    Cow::Borrowed(text),
-                ),
-                Content::Call(call) => (
-                    object([
-                        ("type", Value::String("tool_use".into())),
-                        ("id", Value::String(call.id.clone())),
-                        ("name", Value::String(call.name.clone())),
-                        ("input", call.arguments.clone()),
-                    ]),
-                    Label::Call(&call.name),
-                    Cow::Owned(canonical::to_string(&call.arguments)),
-                ),
+            let value = match content {
+                Content::User(text) | Content::Assistant(text) => text_part("text", text),
+                Content::Call(call) => object([
+                    ("type", Value::String("tool_use".into())),
+                    ("id", Value::String(call.id.clone())),
+                    ("name", Value::String(call.name.clone())),
+                    ("input", call.arguments.clone()),
+                ]),
                 Content::Result {
                     call_id,
                     content,
@@ -79,14 +69,14 @@ impl Wire for Anthropic {
                     if is_error {
                         value["is_error"] = Value::Bool(true);
                     }
-                    (value, Label::Result(call_id), Cow::Borrowed(content))
+                    value
                 }
             };
             out.push(Part {
                 value,
                 role,
-                label,
-                count,
+                label: content.label(role),
+                count: content.count(),
                 markable: true,
             });
         });

@@ -3,15 +3,13 @@
 //! an explicit cached content, the request names it and omits the system text and the tools,
 //! which the cached content holds.
 
-use std::borrow::Cow;
-
 use serde_json::Value;
 
 use super::canonical;
 use super::conversation::Message;
 use super::plan::Region;
 use super::wire::{
-    BodyConfig, Content, Grouping, Inputs, Label, MessageCx, Part, Piece, Place, Wire,
+    BodyConfig, Content, Grouping, Inputs, MessageCx, Part, Piece, Place, Wire,
     cached_content_error, grouped, object,
 };
 use super::{Format, RequestOptions};
@@ -77,24 +75,18 @@ impl Wire for Gemini {
             Message::Assistant { .. } => "model",
         };
         Content::each(message, |content| {
-            let (value, label, count) = match content {
-                Content::User(text) | Content::Assistant(text) => (
-                    object([("text", Value::String(text.to_owned()))]),
-                    Label::Role(role),
-                    Cow::Borrowed(text),
-                ),
-                Content::Call(call) => (
-                    object([(
-                        "functionCall",
-                        object([
-                            ("id", Value::String(call.id.clone())),
-                            ("name", Value::String(call.name.clone())),
-                            ("args", call.arguments.clone()),
-                        ]),
-                    )]),
-                    Label::Call(&call.name),
-                    Cow::Owned(canonical::to_string(&call.arguments)),
-                ),
+            let value = match content {
+                Content::User(text) | Content::Assistant(text) => {
+                    object([("text", Value::String(text.to_owned()))])
+                }
+                Content::Call(call) => object([(
+                    "functionCall",
+                    object([
+                        ("id", Value::String(call.id.clone())),
+                        ("name", Value::String(call.name.clone())),
+                        ("args", call.arguments.clone()),
+                    ]),
+                )]),
                 Content::Result {
                     call_id,
                     content,
@@ -102,28 +94,24 @@ impl Wire for Gemini {
                 } => {
                     let name = cx.tool_name(call_id).unwrap_or_default();
                     let key = if is_error { "error" } else { "output" };
-                    (
-                        object([(
-                            "functionResponse",
-                            object([
-                                ("id", Value::String(call_id.to_owned())),
-                                ("name", Value::String(name.to_owned())),
-                                (
-                                    "response",
-                                    object([(key, Value::String(content.to_owned()))]),
-                                ),
-                            ]),
-                        )]),
-                        Label::Result(call_id),
-                        Cow::Borrowed(content),
-                    )
+                    object([(
+                        "functionResponse",
+                        object([
+                            ("id", Value::String(call_id.to_owned())),
+                            ("name", Value::String(name.to_owned())),
+                            (
+                                "response",
+                                object([(key, Value::String(content.to_owned()))]),
+                            ),
+                        ]),
+                    )])
                 }
             };
             out.push(Part {
                 value,
                 role,
-                label,
-                count,
+                label: content.label(role),
+                count: content.count(),
                 markable: false,
             });
         });

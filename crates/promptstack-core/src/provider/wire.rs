@@ -220,6 +220,7 @@ impl<'a> MessageCx<'a> {
 }
 
 /// The contents of a message in order, for the formats that write one unit per content.
+#[derive(Clone, Copy)]
 pub(crate) enum Content<'a> {
     /// The user's text.
     User(&'a str),
@@ -236,6 +237,26 @@ pub(crate) enum Content<'a> {
 }
 
 impl<'a> Content<'a> {
+    /// The text whose tokens the content costs: the text, the call's arguments as canonical
+    /// JSON, or the result.
+    pub(crate) fn count(self) -> Cow<'a, str> {
+        match self {
+            Content::User(text) | Content::Assistant(text) => Cow::Borrowed(text),
+            Content::Call(call) => Cow::Owned(canonical::to_string(&call.arguments)),
+            Content::Result { content, .. } => Cow::Borrowed(content),
+        }
+    }
+
+    /// The label of a format that names a message's text by its provider role, a call by its
+    /// tool and a result by its call id.
+    pub(crate) fn label(self, role: &'static str) -> Label<'a> {
+        match self {
+            Content::User(_) | Content::Assistant(_) => Label::Role(role),
+            Content::Call(call) => Label::Call(&call.name),
+            Content::Result { call_id, .. } => Label::Result(call_id),
+        }
+    }
+
     /// Calls `each` for every content of a message: its text (an assistant's only when not
     /// empty), then its tool calls, or its tool result.
     pub(crate) fn each(message: &'a Message, mut each: impl FnMut(Content<'a>)) {
