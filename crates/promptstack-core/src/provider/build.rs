@@ -152,7 +152,13 @@ pub(crate) fn build_layout(
     {
         last.boundary = Some(Boundary::Tail);
     }
-    let units = units(agent, wire, &pieces, counting, rule.explicit_breakpoints);
+    let units = units(
+        agent,
+        wire,
+        &mut pieces,
+        counting,
+        rule.explicit_breakpoints,
+    );
     let tool_turn = send.user_message.is_none() && conversation.continues_tool_turn();
     let (placed, skipped) = plan::place(&units, rule, options.expected_gap_seconds, tool_turn);
     let at: Vec<usize> = placed.iter().map(|p| p.unit).collect();
@@ -249,11 +255,12 @@ pub(crate) fn build_layout(
 }
 
 /// The request's units: each piece's canonical bytes, tokens, place in the body and prefix
-/// identity. Places are counted as the units go, so this is linear in the number of units.
+/// identity (its label moves to the unit). Places are counted as the units go, so this is linear
+/// in the number of units.
 fn units(
     agent: &AgentParts<'_>,
     wire: &dyn Wire,
-    pieces: &[wire::Piece<'_>],
+    pieces: &mut [wire::Piece<'_>],
     counting: Counting,
     explicit: bool,
 ) -> Vec<Unit> {
@@ -262,7 +269,7 @@ fn units(
     let mut in_region = [0usize; 3];
     let mut group = usize::MAX;
     let mut part = 0usize;
-    for piece in pieces {
+    for piece in pieces.iter_mut() {
         let (bytes, tokens) = match &piece.shared {
             Some(shared) => (shared.bytes.clone(), shared.tokens),
             None => {
@@ -297,7 +304,7 @@ fn units(
         in_region[region] += 1;
         units.push(Unit {
             at: wire.pointer(&place),
-            label: piece.label.clone(),
+            label: std::mem::take(&mut piece.label),
             region: piece.region,
             tokens,
             boundary: piece.boundary,
