@@ -9,6 +9,11 @@
 //! Four formats: Anthropic Messages, OpenAI Chat Completions, OpenAI Responses, and Gemini
 //! `generateContent` (REST). Per-send notes of the target's user slot go into the new user message,
 //! never into the system text; tools keep the toolset's canonical order.
+//!
+//! Each format is one implementation of a small trait (`wire::Wire`: tool definitions, the head,
+//! one message's units, markers, pointers, the body skeleton) in `anthropic`, `openai` and
+//! `gemini`; `build` runs the steps they share, linear in the number of units, and
+//! [`Agent::request`] is a thin call into it.
 
 mod anthropic;
 mod build;
