@@ -4,6 +4,10 @@
 //! Each iteration builds the request for one send from its (already made) assembly: compose the
 //! target, split the system text, lay out the units, count tokens (memoised), place breakpoints,
 //! fingerprint the prefixes, write canonical JSON, and price the request cold and repeated.
+//!
+//! `request_conversation` builds the `research` send's request on conversations of 1,000, 10,000
+//! and 100,000 messages (the five-message tool turn of the CLI tests, repeated with fresh call
+//! ids), in every format: ten times the messages should cost about ten times the time.
 
 // Benchmarks read the examples from disk; the library itself does no IO.
 #![allow(clippy::disallowed_methods, clippy::disallowed_types)]
@@ -11,7 +15,7 @@
 use std::path::Path;
 
 use criterion::{BenchmarkId, Criterion, criterion_group, criterion_main};
-use promptstack_core::provider::{Conversation, Format, RequestOptions, Rules};
+use promptstack_core::provider::{Conversation, Format, Message, RequestOptions, Rules};
 use promptstack_core::{Agent, SendContext, SpecFormat};
 
 fn model(format: Format) -> &'static str {
@@ -70,6 +74,63 @@ fn bench(c: &mut Criterion) {
                     },
                 );
             }
+        }
+    }
+    group.finish();
+    conversations(c, &agent, &root, &conversation);
+}
+
+/// Conversation sizes, in messages.
+const SIZES: [usize; 3] = [1_000, 10_000, 100_000];
+
+/// `turn` repeated until the conversation has `size` messages, each repetition's call ids made
+/// unique (the texts repeat, so token counts come from the memo at every size alike).
+fn repeated(turn: &Conversation, size: usize) -> Conversation {
+    let mut messages = Vec::with_capacity(size);
+    let mut round = 0;
+    while messages.len() < size {
+        for message in turn.messages.iter().take(size - messages.len()) {
+            let mut message = message.clone();
+            match &mut message {
+                Message::Assistant { tool_calls, .. } => {
+                    for call in tool_calls {
+                        call.id = format!("{}_{round}", call.id);
+                    }
+                }
+                Message::Tool { call_id, .. } => *call_id = format!("{call_id}_{round}"),
+                Message::User { .. } => {}
+            }
+            messages.push(message);
+        }
+        round += 1;
+    }
+    Conversation { messages }
+}
+
+fn conversations(c: &mut Criterion, agent: &Agent, root: &Path, turn: &Conversation) {
+    let ctx = SendContext::from_json(
+        &std::fs::read(root.join("sends/research.json")).unwrap(),
+        "research",
+    )
+    .unwrap();
+    let assembly = agent.assemble(&ctx).unwrap();
+    let rules = Rules::bundled();
+    let mut group = c.benchmark_group("request_conversation");
+    group.sample_size(10);
+    for size in SIZES {
+        let conv = repeated(turn, size);
+        group.throughput(criterion::Throughput::Elements(size as u64));
+        for format in Format::ALL {
+            let mut options = RequestOptions::new(format, "legacy");
+            options.model = Some(model(format).to_owned());
+            options.expected_gap_seconds = Some(60);
+            group.bench_with_input(BenchmarkId::new(format.as_str(), size), &(), |b, _| {
+                b.iter(|| {
+                    agent
+                        .request(&ctx, &assembly, &conv, rules, &options)
+                        .unwrap()
+                })
+            });
         }
     }
     group.finish();

@@ -3,145 +3,122 @@
 
 use serde_json::Value;
 
+use super::Format;
+use super::canonical;
 use super::conversation::Message;
-use super::plan::{Boundary, Region};
-use super::{Inputs, Piece, RoleRuns, canonical, object, text_part};
+use super::plan::Region;
+use super::wire::{
+    BodyConfig, Content, Grouping, Inputs, MessageCx, Part, Piece, Place, Wire, grouped, object,
+    text_part,
+};
+use crate::toolset::Tool;
 
-/// The units of a request in Anthropic's prefix order: tools, system, messages.
-pub(crate) fn pieces(inputs: &Inputs<'_>) -> Vec<Piece> {
-    let mut pieces: Vec<Piece> = Piece::tools(inputs, true).collect();
-    for chunk in &inputs.chunks {
-        pieces.push(Piece::system(
-            chunk,
-            text_part("text", chunk.text),
-            "",
-            true,
-        ));
+/// The Anthropic Messages format.
+pub(crate) struct Anthropic;
+
+impl Wire for Anthropic {
+    fn format(&self) -> Format {
+        Format::Anthropic
     }
-    let mut runs = RoleRuns::default();
-    for (index, message) in inputs.messages.iter().enumerate() {
-        let message_role = match message {
+
+    fn tool(&self, tool: &Tool) -> Value {
+        object([
+            ("name", Value::String(tool.name.clone())),
+            ("description", Value::String(tool.description.clone())),
+            ("input_schema", (*tool.parameters).clone()),
+        ])
+    }
+
+    /// Tools, then system text blocks; all take breakpoints.
+    fn head<'a>(&self, inputs: &Inputs<'a>, pieces: &mut Vec<Piece<'a>>) {
+        pieces.extend(Piece::tools(inputs, true));
+        for chunk in &inputs.chunks {
+            pieces.push(Piece::system(chunk, text_part("text", chunk.text), true));
+        }
+    }
+
+    fn grouping(&self) -> Grouping {
+        Grouping::RoleRuns
+    }
+
+    /// One content block per text, tool call and tool result; tool results are user content.
+    fn message<'a>(&self, message: &'a Message, _: &MessageCx<'a>, out: &mut Vec<Part<'a>>) {
+        let role = match message {
             Message::User { .. } | Message::Tool { .. } => "user",
             Message::Assistant { .. } => "assistant",
         };
-        let group = runs.next(message_role);
-        let start = pieces.len();
-        let mut push = |value: Value, label: String, count: String| {
-            pieces.push(Piece::message(
-                value,
-                group,
-                message_role,
-                label,
-                count,
-                true,
-            ));
-        };
-        match message {
-            Message::User { text } => push(
-                text_part("text", text),
-                format!("message {index}: user"),
-                text.clone(),
-            ),
-            Message::Assistant { text, tool_calls } => {
-                if !text.is_empty() {
-                    push(
-                        text_part("text", text),
-                        format!("message {index}: assistant"),
-                        text.clone(),
-                    );
-                }
-                for call in tool_calls {
-                    push(
-                        object([
-                            ("type", Value::String("tool_use".into())),
-                            ("id", Value::String(call.id.clone())),
-                            ("name", Value::String(call.name.clone())),
-                            ("input", call.arguments.clone()),
-                        ]),
-                        format!("message {index}: call {}", call.name),
-                        canonical::to_string(&call.arguments),
-                    );
-                }
-            }
-            Message::Tool {
-                call_id,
-                content,
-                is_error,
-            } => {
-                let mut value = object([
-                    ("type", Value::String("tool_result".into())),
-                    ("tool_use_id", Value::String(call_id.clone())),
-                    ("content", Value::String(content.clone())),
-                ]);
-                if *is_error {
-                    value["is_error"] = Value::Bool(true);
-                }
-                push(
-                    value,
-                    format!("message {index}: result {call_id}"),
-                    content.clone(),
-                );
-            }
-        }
-        if inputs.history_end == Some(index)
-            && let Some(last) = pieces[start..].last_mut()
-        {
-            last.boundary = Some(Boundary::History);
-        }
-    }
-    pieces
-}
-
-/// Puts a breakpoint on a content block.
-pub(crate) fn mark(value: &mut Value, ttl: &str) {
-    value["cache_control"] = object([
-        ("type", Value::String("ephemeral".into())),
-        ("ttl", Value::String(ttl.to_owned())),
-    ]);
-}
-
-/// The request skeleton: every unit is a placeholder for its canonical text.
-pub(crate) fn assemble(pieces: &[Piece], model: &str, max_tokens: u32) -> Value {
-    let mut tools = Vec::new();
-    let mut system = Vec::new();
-    let mut messages: Vec<Value> = Vec::new();
-    let mut current: Option<(usize, &'static str, Vec<Value>)> = None;
-    for (i, piece) in pieces.iter().enumerate() {
-        let unit = canonical::placeholder(i);
-        match piece.region {
-            Region::Tools => tools.push(unit),
-            Region::System => system.push(unit),
-            Region::Messages => match &mut current {
-                Some((group, _, content)) if *group == piece.group => content.push(unit),
-                _ => {
-                    if let Some((_, role, content)) = current.take() {
-                        messages.push(message(role, content));
+        Content::each(message, |content| {
+            let value = match content {
+                Content::User(text) | Content::Assistant(text) => text_part("text", text),
+                Content::Call(call) => object([
+                    ("type", Value::String("tool_use".into())),
+                    ("id", Value::String(call.id.clone())),
+                    ("name", Value::String(call.name.clone())),
+                    ("input", call.arguments.clone()),
+                ]),
+                Content::Result {
+                    call_id,
+                    content,
+                    is_error,
+                } => {
+                    let mut value = object([
+                        ("type", Value::String("tool_result".into())),
+                        ("tool_use_id", Value::String(call_id.to_owned())),
+                        ("content", Value::String(content.to_owned())),
+                    ]);
+                    if is_error {
+                        value["is_error"] = Value::Bool(true);
                     }
-                    current = Some((piece.group, piece.role, vec![unit]));
+                    value
                 }
-            },
+            };
+            out.push(Part {
+                value,
+                role,
+                label: content.label(role),
+                count: content.count(),
+                markable: true,
+            });
+        });
+    }
+
+    fn mark(&self, value: &mut Value, ttl: &str) {
+        value["cache_control"] = object([
+            ("type", Value::String("ephemeral".into())),
+            ("ttl", Value::String(ttl.to_owned())),
+        ]);
+    }
+
+    fn pointer(&self, place: &Place) -> String {
+        match place.region {
+            Region::Tools => format!("/tools/{}", place.nth),
+            Region::System => format!("/system/{}", place.nth),
+            Region::Messages => format!("/messages/{}/content/{}", place.group, place.part),
         }
     }
-    if let Some((_, role, content)) = current {
-        messages.push(message(role, content));
-    }
-    let mut body = object([
-        ("model", Value::String(model.to_owned())),
-        ("max_tokens", Value::from(max_tokens)),
-        ("messages", Value::Array(messages)),
-    ]);
-    if !system.is_empty() {
-        body["system"] = Value::Array(system);
-    }
-    if !tools.is_empty() {
-        body["tools"] = Value::Array(tools);
-    }
-    body
-}
 
-fn message(role: &str, content: Vec<Value>) -> Value {
-    object([
-        ("role", Value::String(role.to_owned())),
-        ("content", Value::Array(content)),
-    ])
+    fn skeleton(&self, pieces: &[Piece<'_>], body: &BodyConfig<'_>) -> Value {
+        let mut tools = Vec::new();
+        let mut system = Vec::new();
+        for (i, piece) in pieces.iter().enumerate() {
+            match piece.region {
+                Region::Tools => tools.push(canonical::placeholder(i)),
+                Region::System => system.push(canonical::placeholder(i)),
+                Region::Messages => {}
+            }
+        }
+        let messages = grouped(pieces, "content");
+        let mut skeleton = object([
+            ("model", Value::String(body.model.to_owned())),
+            ("max_tokens", Value::from(body.options.max_tokens)),
+            ("messages", Value::Array(messages)),
+        ]);
+        if !system.is_empty() {
+            skeleton["system"] = Value::Array(system);
+        }
+        if !tools.is_empty() {
+            skeleton["tools"] = Value::Array(tools);
+        }
+        skeleton
+    }
 }

@@ -4,23 +4,152 @@
 //! placed in it then), so that replaying them gives the provider the same bytes and its cache
 //! keeps hitting. The current send's user message is not part of the conversation: the builders
 //! append it, with this send's notes, from the send context.
+//!
+//! A conversation read from bytes is bounded ([`ConversationLimits`]: bytes before parsing,
+//! messages while parsing), and reading and checking it is linear in its size.
+
+use std::collections::{HashMap, HashSet};
+use std::fmt;
 
 use schemars::JsonSchema;
-use serde::{Deserialize, Serialize};
+use serde::de::{self, DeserializeSeed, MapAccess, SeqAccess, Visitor};
+use serde::{Deserialize, Deserializer, Serialize};
 
 use crate::error::{Error, ErrorKind};
 
-/// The largest conversation file accepted, in bytes.
+/// The largest conversation accepted by default, in bytes of JSON.
 pub const MAX_CONVERSATION_BYTES: usize = 64 * 1024 * 1024;
 
+/// The most messages a conversation may have by default.
+pub const MAX_CONVERSATION_MESSAGES: usize = 200_000;
+
+/// Caps on a conversation read from bytes ([`Conversation::from_json_with`]).
+///
+/// Building a request is linear in the conversation's size; these caps bound the memory and time
+/// one untrusted conversation can take. The defaults are [`MAX_CONVERSATION_BYTES`] and
+/// [`MAX_CONVERSATION_MESSAGES`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct ConversationLimits {
+    /// The most bytes of JSON.
+    pub max_bytes: usize,
+    /// The most messages.
+    pub max_messages: usize,
+}
+
+impl Default for ConversationLimits {
+    fn default() -> Self {
+        Self {
+            max_bytes: MAX_CONVERSATION_BYTES,
+            max_messages: MAX_CONVERSATION_MESSAGES,
+        }
+    }
+}
+
+impl ConversationLimits {
+    /// The default limits.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Sets the most bytes of JSON.
+    pub fn max_bytes(mut self, bytes: usize) -> Self {
+        self.max_bytes = bytes;
+        self
+    }
+
+    /// Sets the most messages.
+    pub fn max_messages(mut self, messages: usize) -> Self {
+        self.max_messages = messages;
+        self
+    }
+}
+
 /// Earlier messages of a thread, oldest first.
-#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize, JsonSchema)]
+///
+/// Deserialising refuses unknown fields and more than [`MAX_CONVERSATION_MESSAGES`] messages.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 #[schemars(title = "promptstack conversation")]
 pub struct Conversation {
     /// The messages, oldest first.
     #[serde(default)]
     pub messages: Vec<Message>,
+}
+
+impl<'de> Deserialize<'de> for Conversation {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        Bounded(MAX_CONVERSATION_MESSAGES).deserialize(deserializer)
+    }
+}
+
+/// Deserialises a conversation with at most this many messages, refusing the first message over
+/// the limit before reading the rest.
+struct Bounded(usize);
+
+impl<'de> DeserializeSeed<'de> for Bounded {
+    type Value = Conversation;
+
+    fn deserialize<D: Deserializer<'de>>(self, deserializer: D) -> Result<Conversation, D::Error> {
+        deserializer.deserialize_struct("Conversation", &["messages"], self)
+    }
+}
+
+impl<'de> Visitor<'de> for Bounded {
+    type Value = Conversation;
+
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("struct Conversation")
+    }
+
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Conversation, A::Error> {
+        let mut messages = None;
+        while let Some(key) = map.next_key::<String>()? {
+            if key != "messages" {
+                return Err(de::Error::unknown_field(&key, &["messages"]));
+            }
+            if messages.is_some() {
+                return Err(de::Error::duplicate_field("messages"));
+            }
+            messages = Some(map.next_value_seed(BoundedMessages(self.0))?);
+        }
+        Ok(Conversation {
+            messages: messages.unwrap_or_default(),
+        })
+    }
+}
+
+/// The message list, at most this long.
+struct BoundedMessages(usize);
+
+impl<'de> DeserializeSeed<'de> for BoundedMessages {
+    type Value = Vec<Message>;
+
+    fn deserialize<D: Deserializer<'de>>(self, deserializer: D) -> Result<Vec<Message>, D::Error> {
+        deserializer.deserialize_seq(self)
+    }
+}
+
+impl<'de> Visitor<'de> for BoundedMessages {
+    type Value = Vec<Message>;
+
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("a sequence")
+    }
+
+    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Vec<Message>, A::Error> {
+        let mut messages = Vec::with_capacity(seq.size_hint().unwrap_or(0).min(4096));
+        while let Some(message) = seq.next_element::<Message>()? {
+            if messages.len() == self.0 {
+                return Err(de::Error::custom(format_args!(
+                    "too many messages: the limit is {}",
+                    self.0
+                )));
+            }
+            messages.push(message);
+        }
+        Ok(messages)
+    }
 }
 
 /// One message.
@@ -71,37 +200,55 @@ fn empty_object() -> serde_json::Value {
 }
 
 impl Conversation {
-    /// Reads a conversation from JSON and checks it.
+    /// Reads a conversation from JSON with the default [`ConversationLimits`] and checks it.
     ///
     /// # Errors
     ///
-    /// [`ErrorKind::Request`] with `name:line:column` and the key path for malformed JSON, and
-    /// with the message index for an inconsistent conversation (see [`Conversation::check`]).
+    /// As [`Conversation::from_json_with`].
     pub fn from_json(bytes: &[u8], name: &str) -> Result<Self, Error> {
-        if bytes.len() > MAX_CONVERSATION_BYTES {
+        Self::from_json_with(bytes, name, &ConversationLimits::default())
+    }
+
+    /// Reads a conversation from JSON within `limits` and checks it.
+    ///
+    /// # Errors
+    ///
+    /// [`ErrorKind::Request`] naming `name` when the bytes are over the limit; with
+    /// `name:line:column` and the key path for malformed JSON and for the first message over the
+    /// limit; and with the message index for an inconsistent conversation (see
+    /// [`Conversation::check`]).
+    pub fn from_json_with(
+        bytes: &[u8],
+        name: &str,
+        limits: &ConversationLimits,
+    ) -> Result<Self, Error> {
+        if bytes.len() > limits.max_bytes {
             return Err(Error::new(
                 ErrorKind::Request,
                 format!(
-                    "{name}: the conversation is {} bytes; the limit is {MAX_CONVERSATION_BYTES}",
-                    bytes.len()
+                    "{name}: the conversation is {} bytes; the limit is {}",
+                    bytes.len(),
+                    limits.max_bytes
                 ),
             ));
         }
         let mut deserializer = serde_json::Deserializer::from_slice(bytes);
-        let conversation: Conversation = serde_path_to_error::deserialize(&mut deserializer)
-            .map_err(|e| {
-                let path = e.path().to_string();
-                let inner = e.into_inner();
-                Error::new(
-                    ErrorKind::Request,
-                    format!(
-                        "{name}:{}:{}: {} (at `{path}`)",
-                        inner.line(),
-                        inner.column(),
-                        crate::spec::load::lowercase_first(&inner.to_string())
-                    ),
-                )
-            })?;
+        let mut track = serde_path_to_error::Track::new();
+        let parsed = Bounded(limits.max_messages).deserialize(
+            serde_path_to_error::Deserializer::new(&mut deserializer, &mut track),
+        );
+        let conversation = parsed.map_err(|inner| {
+            let path = track.path().to_string();
+            Error::new(
+                ErrorKind::Request,
+                format!(
+                    "{name}:{}:{}: {} (at `{path}`)",
+                    inner.line(),
+                    inner.column(),
+                    crate::spec::load::lowercase_first(&inner.to_string())
+                ),
+            )
+        })?;
         conversation
             .check()
             .map_err(|e| Error::new(ErrorKind::Request, format!("{name}: {e}")))?;
@@ -118,14 +265,22 @@ impl Conversation {
     pub fn check(&self) -> Result<(), Error> {
         let bad =
             |i: usize, why: String| Error::new(ErrorKind::Request, format!("messages[{i}]: {why}"));
-        let mut seen: std::collections::HashSet<&str> = std::collections::HashSet::new();
-        let mut open: Vec<&str> = Vec::new();
+        let mut seen: HashSet<&str> = HashSet::new();
+        // The calls of the latest assistant message in order, each with whether it is answered;
+        // `first` is the earliest unanswered one. Answering looks the call up by id, so a
+        // message with many calls is checked in linear time.
+        let mut open: Vec<(&str, bool)> = Vec::new();
+        let mut open_at: HashMap<&str, usize> = HashMap::new();
+        let mut first = 0;
         for (i, message) in self.messages.iter().enumerate() {
             match message {
-                Message::User { .. } | Message::Assistant { .. } if !open.is_empty() => {
+                Message::User { .. } | Message::Assistant { .. } if first < open.len() => {
                     return Err(bad(
                         i,
-                        format!("tool call `{}` has no result before this message", open[0]),
+                        format!(
+                            "tool call `{}` has no result before this message",
+                            open[first].0
+                        ),
                     ));
                 }
                 Message::User { .. } => {}
@@ -136,6 +291,9 @@ impl Conversation {
                             "an assistant message needs text or tool calls".into(),
                         ));
                     }
+                    open.clear();
+                    open_at.clear();
+                    first = 0;
                     for call in tool_calls {
                         if !call.arguments.is_object() {
                             return Err(bad(
@@ -158,11 +316,12 @@ impl Conversation {
                                 format!("`{}` is not a valid tool name", call.name),
                             ));
                         }
-                        open.push(&call.id);
+                        open_at.insert(&call.id, open.len());
+                        open.push((&call.id, false));
                     }
                 }
                 Message::Tool { call_id, .. } => {
-                    let Some(at) = open.iter().position(|id| id == call_id) else {
+                    let Some(at) = open_at.remove(call_id.as_str()) else {
                         return Err(bad(
                             i,
                             format!(
@@ -170,22 +329,14 @@ impl Conversation {
                             ),
                         ));
                     };
-                    open.remove(at);
+                    open[at].1 = true;
+                    while open.get(first).is_some_and(|(_, answered)| *answered) {
+                        first += 1;
+                    }
                 }
             }
         }
         Ok(())
-    }
-
-    /// The name of the tool a call id belongs to.
-    pub(crate) fn tool_name(&self, call_id: &str) -> Option<&str> {
-        self.messages.iter().find_map(|m| match m {
-            Message::Assistant { tool_calls, .. } => tool_calls
-                .iter()
-                .find(|c| c.id == call_id)
-                .map(|c| c.name.as_str()),
-            _ => None,
-        })
     }
 
     /// Whether the last message is a tool result or an assistant message whose calls are still

@@ -5,160 +5,168 @@
 
 use serde_json::Value;
 
+use super::canonical;
 use super::conversation::Message;
-use super::plan::{Boundary, Region};
-use super::{Inputs, Piece, RequestOptions, RoleRuns, canonical, object};
+use super::plan::Region;
+use super::wire::{
+    BodyConfig, Content, Grouping, Inputs, MessageCx, Part, Piece, Place, Wire,
+    cached_content_error, grouped, object,
+};
+use super::{Format, RequestOptions};
+use crate::error::Error;
+use crate::toolset::Tool;
 
-/// The units in Gemini's prefix order: system text, tools, contents.
-pub(crate) fn pieces(inputs: &Inputs<'_>, cached_content: bool) -> Vec<Piece> {
-    let mut pieces = Vec::new();
-    if !cached_content {
+/// The Gemini `generateContent` format.
+pub(crate) struct Gemini;
+
+/// The prefix of every cached-content name.
+const CACHED_CONTENTS: &str = "cachedContents/";
+
+impl Wire for Gemini {
+    fn format(&self) -> Format {
+        Format::Gemini
+    }
+
+    fn tool(&self, tool: &Tool) -> Value {
+        object([
+            ("name", Value::String(tool.name.clone())),
+            ("description", Value::String(tool.description.clone())),
+            ("parametersJsonSchema", (*tool.parameters).clone()),
+        ])
+    }
+
+    /// A cached content is named `cachedContents/…`.
+    fn check(&self, options: &RequestOptions) -> Result<(), Error> {
+        match &options.cached_content {
+            Some(name)
+                if !name.starts_with(CACHED_CONTENTS) || name.len() <= CACHED_CONTENTS.len() =>
+            {
+                Err(cached_content_error(name, self.format()))
+            }
+            _ => Ok(()),
+        }
+    }
+
+    /// The system text, then the tools (none of them takes a breakpoint); neither with an
+    /// explicit cached content, which holds both.
+    fn head<'a>(&self, inputs: &Inputs<'a>, pieces: &mut Vec<Piece<'a>>) {
+        if inputs.cached_content {
+            return;
+        }
         for chunk in &inputs.chunks {
             pieces.push(Piece::system(
                 chunk,
                 Value::String(chunk.text.to_owned()),
-                "",
                 false,
             ));
         }
         pieces.extend(Piece::tools(inputs, false));
     }
-    let mut runs = RoleRuns::default();
-    for (index, message) in inputs.messages.iter().enumerate() {
-        let message_role = match message {
+
+    fn grouping(&self) -> Grouping {
+        Grouping::RoleRuns
+    }
+
+    /// One part per text, function call and function response; responses are user content and
+    /// carry `{"output": …}` or `{"error": …}`.
+    fn message<'a>(&self, message: &'a Message, cx: &MessageCx<'a>, out: &mut Vec<Part<'a>>) {
+        let role = match message {
             Message::User { .. } | Message::Tool { .. } => "user",
             Message::Assistant { .. } => "model",
         };
-        let group = runs.next(message_role);
-        let start = pieces.len();
-        let mut push = |value: Value, label: String, count: String| {
-            pieces.push(Piece::message(
-                value,
-                group,
-                message_role,
-                label,
-                count,
-                false,
-            ));
-        };
-        match message {
-            Message::User { text } => push(
-                object([("text", Value::String(text.clone()))]),
-                format!("message {index}: user"),
-                text.clone(),
-            ),
-            Message::Assistant { text, tool_calls } => {
-                if !text.is_empty() {
-                    push(
-                        object([("text", Value::String(text.clone()))]),
-                        format!("message {index}: model"),
-                        text.clone(),
-                    );
+        Content::each(message, |content| {
+            let value = match content {
+                Content::User(text) | Content::Assistant(text) => {
+                    object([("text", Value::String(text.to_owned()))])
                 }
-                for call in tool_calls {
-                    push(
-                        object([(
-                            "functionCall",
-                            object([
-                                ("id", Value::String(call.id.clone())),
-                                ("name", Value::String(call.name.clone())),
-                                ("args", call.arguments.clone()),
-                            ]),
-                        )]),
-                        format!("message {index}: call {}", call.name),
-                        canonical::to_string(&call.arguments),
-                    );
-                }
-            }
-            Message::Tool {
-                call_id,
-                content,
-                is_error,
-            } => {
-                let name = inputs.conversation.tool_name(call_id).unwrap_or_default();
-                let key = if *is_error { "error" } else { "output" };
-                push(
+                Content::Call(call) => object([(
+                    "functionCall",
+                    object([
+                        ("id", Value::String(call.id.clone())),
+                        ("name", Value::String(call.name.clone())),
+                        ("args", call.arguments.clone()),
+                    ]),
+                )]),
+                Content::Result {
+                    call_id,
+                    content,
+                    is_error,
+                } => {
+                    let name = cx.tool_name(call_id).unwrap_or_default();
+                    let key = if is_error { "error" } else { "output" };
                     object([(
                         "functionResponse",
                         object([
-                            ("id", Value::String(call_id.clone())),
+                            ("id", Value::String(call_id.to_owned())),
                             ("name", Value::String(name.to_owned())),
-                            ("response", object([(key, Value::String(content.clone()))])),
+                            (
+                                "response",
+                                object([(key, Value::String(content.to_owned()))]),
+                            ),
                         ]),
-                    )]),
-                    format!("message {index}: result {call_id}"),
-                    content.clone(),
-                );
-            }
-        }
-        if inputs.history_end == Some(index)
-            && let Some(last) = pieces[start..].last_mut()
-        {
-            last.boundary = Some(Boundary::History);
+                    )])
+                }
+            };
+            out.push(Part {
+                value,
+                role,
+                label: content.label(role),
+                count: content.count(),
+                markable: false,
+            });
+        });
+    }
+
+    /// Gemini takes no breakpoints.
+    fn mark(&self, _: &mut Value, _: &str) {}
+
+    fn pointer(&self, place: &Place) -> String {
+        match place.region {
+            Region::Tools => format!("/tools/0/functionDeclarations/{}", place.nth),
+            Region::System => "/systemInstruction/parts/0".into(),
+            Region::Messages => format!("/contents/{}/parts/{}", place.group, place.part),
         }
     }
-    pieces
-}
 
-/// The request skeleton: tools and contents are placeholders for their canonical text.
-pub(crate) fn assemble(pieces: &[Piece], options: &RequestOptions) -> Value {
-    let mut system = String::new();
-    let mut declarations = Vec::new();
-    let mut contents: Vec<Value> = Vec::new();
-    let mut current: Option<(usize, &'static str, Vec<Value>)> = None;
-    for (i, piece) in pieces.iter().enumerate() {
-        match piece.region {
-            Region::System => {
-                if let Value::String(text) = &piece.value {
-                    system.push_str(text);
-                }
-            }
-            Region::Tools => declarations.push(canonical::placeholder(i)),
-            Region::Messages => {
-                let unit = canonical::placeholder(i);
-                match &mut current {
-                    Some((group, _, parts)) if *group == piece.group => parts.push(unit),
-                    _ => {
-                        if let Some((_, role, parts)) = current.take() {
-                            contents.push(content(role, parts));
-                        }
-                        current = Some((piece.group, piece.role, vec![unit]));
+    /// The system text is one part (the chunks joined: the composed text); tools and contents
+    /// are placeholders.
+    fn skeleton(&self, pieces: &[Piece<'_>], body: &BodyConfig<'_>) -> Value {
+        let mut system = String::new();
+        let mut declarations = Vec::new();
+        for (i, piece) in pieces.iter().enumerate() {
+            match piece.region {
+                Region::System => {
+                    if let Value::String(text) = &piece.value {
+                        system.push_str(text);
                     }
                 }
+                Region::Tools => declarations.push(canonical::placeholder(i)),
+                Region::Messages => {}
             }
         }
+        let contents = grouped(pieces, "parts");
+        let mut skeleton = object([
+            ("contents", Value::Array(contents)),
+            (
+                "generationConfig",
+                object([("maxOutputTokens", Value::from(body.options.max_tokens))]),
+            ),
+        ]);
+        if !system.is_empty() {
+            skeleton["systemInstruction"] = object([(
+                "parts",
+                Value::Array(vec![object([("text", Value::String(system))])]),
+            )]);
+        }
+        if !declarations.is_empty() {
+            skeleton["tools"] = Value::Array(vec![object([(
+                "functionDeclarations",
+                Value::Array(declarations),
+            )])]);
+        }
+        if let Some(name) = &body.options.cached_content {
+            skeleton["cachedContent"] = Value::String(name.clone());
+        }
+        skeleton
     }
-    if let Some((_, role, parts)) = current {
-        contents.push(content(role, parts));
-    }
-    let mut body = object([
-        ("contents", Value::Array(contents)),
-        (
-            "generationConfig",
-            object([("maxOutputTokens", Value::from(options.max_tokens))]),
-        ),
-    ]);
-    if !system.is_empty() {
-        body["systemInstruction"] = object([(
-            "parts",
-            Value::Array(vec![object([("text", Value::String(system))])]),
-        )]);
-    }
-    if !declarations.is_empty() {
-        body["tools"] = Value::Array(vec![object([(
-            "functionDeclarations",
-            Value::Array(declarations),
-        )])]);
-    }
-    if let Some(name) = &options.cached_content {
-        body["cachedContent"] = Value::String(name.clone());
-    }
-    body
-}
-
-fn content(role: &str, parts: Vec<Value>) -> Value {
-    object([
-        ("role", Value::String(role.to_owned())),
-        ("parts", Value::Array(parts)),
-    ])
 }

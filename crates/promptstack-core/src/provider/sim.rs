@@ -22,7 +22,10 @@ use crate::compose::{Composition, Slot};
 use crate::context::SendContext;
 use crate::error::{Error, ErrorKind};
 use crate::provider::plan::{Boundary, CacheState, Cost, Region};
-use crate::provider::{Chunk, Conversation, Message, Request, RequestOptions, Rules, ToolCall};
+use crate::provider::{
+    Chunk, Conversation, Layout, Message, Request, RequestConfig, RequestOptions, Rules, ToolCall,
+    build_layout,
+};
 use crate::spec::Stability;
 use crate::tools::mcp::{McpFailure, McpFailureStage, McpServerListing, McpServerStatus, McpTool};
 use crate::toolset::{Tool, ToolOrigin};
@@ -422,15 +425,20 @@ impl Agent {
                     }]
                 };
                 let tools = naive_tools(self, assembly.toolset().tools(), &mcp);
-                let baseline = self.build_request(
-                    &ctx,
-                    &assembly,
+                let baseline = build_layout(
+                    &self.request_parts(),
+                    &RequestConfig {
+                        send: &ctx,
+                        assembly: &assembly,
+                        conversation: &conversation,
+                        rules,
+                        options: &options,
+                    },
                     &composition,
-                    chunks,
-                    &tools,
-                    &conversation,
-                    rules,
-                    &options,
+                    Layout {
+                        chunks,
+                        tools: &tools,
+                    },
                 )?;
                 let cost = ours_state.apply(
                     &request.units,
