@@ -3,13 +3,18 @@
 //! A budget belongs to a *class* of tools (e.g. `web`: search and fetch draw from one budget). Its
 //! cap depends on the turn's *intent*, named by a `/slug` token in the user message (`/research`
 //! buys more calls than a bare question). Loading a configured skill mid-turn promotes the cap,
-//! once. Calls are charged by their canonical key, so a repeated call costs nothing.
+//! once.
+//!
+//! **Every execution is charged, and only executions are.** A call of a cacheable tool that
+//! shares an earlier identical call's execution (identical by [`call_key`]: the canonical URL,
+//! the normalised query) costs nothing, because nothing runs; every other call is charged before
+//! its tool runs, so the executions of a class never exceed its cap.
 //!
 //! A failed call **is charged**: budgets bound the work attempted, and a model retrying a failing
-//! fetch must run dry like any other loop. Its key is forgotten, so each retry is charged again
-//! (otherwise a failing call could be retried for free, forever).
+//! fetch must run dry like any other loop. A failure is not kept for reuse, so each retry runs
+//! and is charged again (otherwise a failing call could be retried for free, forever).
 
-use std::collections::{BTreeMap, HashSet};
+use std::collections::BTreeMap;
 
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
@@ -112,30 +117,20 @@ fn memchr_slash(bytes: &[u8]) -> Option<usize> {
     bytes.iter().position(|&b| b == b'/')
 }
 
-/// The key a budgeted call is charged under: tool name plus the canonicalised input.
+/// The identity of a call, for dedupe and budgets alike: tool name plus the canonicalised input.
 ///
 /// Object keys are sorted; string values that are `http(s)` URLs go through
 /// [`canonicalize_url`]; other strings are lowercased with whitespace runs collapsed to one space
 /// and trimmed. The encoding is length-prefixed, hence injective over canonical inputs.
-pub(crate) fn budget_key(tool: &str, input: &Value) -> String {
+pub(crate) fn call_key(tool: &str, input: &Value) -> String {
     let mut key = String::with_capacity(tool.len() + 32);
     key.push_str(tool);
     key.push('\0');
-    write_value(input, true, &mut key);
+    write_value(input, &mut key);
     key
 }
 
-/// The key under which identical calls of a cacheable tool share one execution: tool name plus
-/// the exact input, with object keys sorted.
-pub(crate) fn exact_key(tool: &str, input: &Value) -> String {
-    let mut key = String::with_capacity(tool.len() + 32);
-    key.push_str(tool);
-    key.push('\0');
-    write_value(input, false, &mut key);
-    key
-}
-
-fn write_value(value: &Value, normalize: bool, out: &mut String) {
+fn write_value(value: &Value, out: &mut String) {
     use std::fmt::Write as _;
     match value {
         Value::Null => out.push('z'),
@@ -144,17 +139,11 @@ fn write_value(value: &Value, normalize: bool, out: &mut String) {
         Value::Number(n) => {
             let _ = write!(out, "n{n};");
         }
-        Value::String(s) => {
-            if normalize {
-                write_str(&normalize_string(s), out);
-            } else {
-                write_str(s, out);
-            }
-        }
+        Value::String(s) => write_str(&normalize_string(s), out),
         Value::Array(items) => {
             out.push('[');
             for item in items {
-                write_value(item, normalize, out);
+                write_value(item, out);
             }
             out.push(']');
         }
@@ -164,7 +153,7 @@ fn write_value(value: &Value, normalize: bool, out: &mut String) {
             out.push('{');
             for (k, v) in entries {
                 write_str(k, out);
-                write_value(v, normalize, out);
+                write_value(v, out);
             }
             out.push('}');
         }
@@ -196,23 +185,11 @@ fn normalize_string(s: &str) -> String {
     out
 }
 
-/// The outcome of asking a budget for one call.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Admission {
-    /// An identical call was already charged this turn: this one is free.
-    Free,
-    /// The call was charged.
-    Charged,
-    /// The budget is used up: the call must not run.
-    Exhausted,
-}
-
 /// The live state of one class's budget within a turn.
 #[derive(Debug)]
 pub(crate) struct ClassLedger {
     pub(crate) cap: u32,
     pub(crate) used: u32,
-    charged: HashSet<String>,
     promotion: Option<(String, u32)>,
 }
 
@@ -238,26 +215,18 @@ impl ClassLedger {
         Ok(Self {
             cap,
             used: 0,
-            charged: HashSet::new(),
             promotion,
         })
     }
 
-    pub(crate) fn admit(&mut self, key: &str) -> Admission {
-        if self.charged.contains(key) {
-            Admission::Free
-        } else if self.used < self.cap {
+    /// Charges one execution if the cap allows it; returns whether it did.
+    pub(crate) fn charge(&mut self) -> bool {
+        if self.used < self.cap {
             self.used += 1;
-            self.charged.insert(key.to_owned());
-            Admission::Charged
+            true
         } else {
-            Admission::Exhausted
+            false
         }
-    }
-
-    /// Forgets a charged key after its call failed, so that a retry is charged again.
-    pub(crate) fn forget(&mut self, key: &str) {
-        self.charged.remove(key);
     }
 
     pub(crate) fn remaining(&self) -> u32 {
@@ -305,15 +274,19 @@ mod tests {
 
     #[test]
     fn keys_canonicalise_queries_and_urls() {
-        let a = budget_key("search", &json!({"query": "  Rust   ASYNC ", "n": 3}));
-        let b = budget_key("search", &json!({"n": 3, "query": "rust async"}));
+        let a = call_key("search", &json!({"query": "  Rust   ASYNC ", "n": 3}));
+        let b = call_key("search", &json!({"n": 3, "query": "rust async"}));
         assert_eq!(a, b);
-        let c = budget_key("fetch", &json!({"url": "HTTPS://Example.com/a/#x"}));
-        let d = budget_key("fetch", &json!({"url": "https://example.com/a"}));
+        let c = call_key("fetch", &json!({"url": "HTTPS://Example.com/a/#x"}));
+        let d = call_key("fetch", &json!({"url": "https://example.com/a"}));
         assert_eq!(c, d);
         assert_ne!(
-            exact_key("search", &json!({"q": "A"})),
-            exact_key("search", &json!({"q": "a"}))
+            call_key("search", &json!({"q": "a b"})),
+            call_key("search", &json!({"q": "ab"}))
+        );
+        assert_ne!(
+            call_key("search", &json!({"q": "a"})),
+            call_key("fetch", &json!({"q": "a"}))
         );
     }
 }

@@ -1,6 +1,9 @@
 //! Identical calls of a cacheable tool share one execution within a turn.
 //!
-//! The first call of a key *drives* the execution; identical calls arriving while it runs wait for
+//! Calls are identical when their [call keys](super::budget::call_key) are equal: the same
+//! identity the budgets use, so a call that shares an execution is exactly a call that costs
+//! nothing. The first call of a key *drives* the execution, and only after its `admit` check (the
+//! budget charge) passed; identical calls arriving while it runs wait for
 //! its outcome, and calls arriving after it succeeded get the stored output. A failure is handed to
 //! every waiting call and then evicted, so the next identical call runs again. If the driving call
 //! is cancelled (its future dropped), its entry is removed and one waiting call takes over.
@@ -33,6 +36,17 @@ enum Entry {
     Done(Arc<ToolOutput>),
 }
 
+/// How a call went through the dedupe cache.
+#[derive(Debug)]
+pub(crate) enum Outcome {
+    /// This call drove an execution.
+    Ran(Shared),
+    /// This call reused the outcome of an identical call's execution.
+    Reused(Shared),
+    /// `admit` refused the execution this call would have driven: nothing ran.
+    Refused,
+}
+
 /// The per-turn dedupe cache.
 #[derive(Debug, Default)]
 pub(crate) struct Dedupe {
@@ -45,10 +59,15 @@ enum Role {
 }
 
 impl Dedupe {
-    /// Runs `start()` unless an identical call is running or has succeeded; returns the outcome
-    /// and whether it came from another call's execution.
-    pub(crate) async fn run<F, Fut>(&self, key: String, start: F) -> (Shared, bool)
+    /// Runs `start()` unless an identical call is running or has succeeded.
+    ///
+    /// Before this call drives an execution, `admit()` is asked under the cache's lock (so no
+    /// identical call can slip in between the decision and the entry); when it refuses, nothing
+    /// runs. A call that takes over from a cancelled driver is asked again: every execution is
+    /// admitted once.
+    pub(crate) async fn run<A, F, Fut>(&self, key: String, mut admit: A, start: F) -> Outcome
     where
+        A: FnMut() -> bool,
         F: FnOnce() -> Fut,
         Fut: Future<Output = Result<ToolOutput, ToolFailure>>,
     {
@@ -56,8 +75,9 @@ impl Dedupe {
             let role = {
                 let mut entries = self.entries.lock().unwrap_or_else(PoisonError::into_inner);
                 match entries.get(&key) {
-                    Some(Entry::Done(output)) => return (Ok(Arc::clone(output)), true),
+                    Some(Entry::Done(output)) => return Outcome::Reused(Ok(Arc::clone(output))),
                     Some(Entry::Running(receiver)) => Role::Wait(receiver.clone()),
+                    None if !admit() => return Outcome::Refused,
                     None => {
                         let (sender, receiver) = watch::channel(Slot::Pending);
                         entries.insert(key.clone(), Entry::Running(receiver));
@@ -73,7 +93,7 @@ impl Dedupe {
                         .await
                         .map(|slot| slot.clone());
                     match outcome {
-                        Ok(Slot::Finished(shared)) => return (shared, true),
+                        Ok(Slot::Finished(shared)) => return Outcome::Reused(shared),
                         // The driving call was cancelled: try to become the driver.
                         Ok(Slot::Abandoned | Slot::Pending) | Err(_) => continue,
                     }
@@ -88,7 +108,7 @@ impl Dedupe {
         };
         let outcome = start().await.map(Arc::new);
         guard.finish(outcome.clone());
-        (outcome, false)
+        Outcome::Ran(outcome)
     }
 }
 

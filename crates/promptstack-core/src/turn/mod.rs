@@ -3,14 +3,16 @@
 //! One [`Turn`] lives for one model turn (one user message and every tool call it leads to,
 //! including automatic retries of that same prompt). It owns, with that single lifetime:
 //!
+//! - **one identity per call**: the tool name and the canonicalised input (the canonical URL,
+//!   the normalised query); dedupe and budgets both use it;
 //! - **dedupe**: identical calls of a *cacheable* tool share one execution; a failure is handed to
 //!   every call that shared it and then evicted, so the next identical call runs again;
 //!   non-cacheable tools are never deduped;
-//! - **budgets** per class (see [`budget`]): a call is charged before it runs, so concurrent calls
-//!   can never exceed a cap; a call identical after canonicalisation costs nothing; exhaustion is a
-//!   [`CallStatus::BudgetExhausted`] *result* the model reads; every budgeted result ends with a
-//!   [`remaining_line`]; at the floor only that class's tools are [withdrawn](Turn::withdrawn_tools);
-//!   a failed call is charged (its key is forgotten, so a retry is charged again);
+//! - **budgets** per class (see [`budget`]): every execution is charged before it runs, so
+//!   concurrent calls can never exceed a cap; a call that shares an identical call's execution
+//!   costs nothing; exhaustion is a [`CallStatus::BudgetExhausted`] *result* the model reads;
+//!   every budgeted result ends with a [`remaining_line`]; at the floor only that class's tools
+//!   are [withdrawn](Turn::withdrawn_tools); a failed call is charged, and so is its retry;
 //! - the **source registry** (see [`sources`]): every source a tool reports is numbered per
 //!   canonical URL and labelled `[Source N] (cite as [N])` in the result; numbering continues
 //!   from the conversation's persisted [`SourceSnapshot`].
@@ -61,8 +63,8 @@ use crate::tools::naming::{ToolNameError, validate_tool_name};
 pub use budget::{BudgetPromotion, BudgetsConfig, ClassBudgetConfig, message_slugs};
 pub use sources::{DEFAULT_SOURCE_CAP, Registration, SourceRegistry};
 
-use budget::{Admission, ClassLedger, budget_key, exact_key};
-use dedupe::Dedupe;
+use budget::{ClassLedger, call_key};
+use dedupe::{Dedupe, Outcome};
 
 /// The Turn's configuration, as an agent spec declares it.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
@@ -542,6 +544,17 @@ impl Turn {
         }
     }
 
+    /// Charges one execution to `class`; returns whether the call may run (always, unbudgeted).
+    fn charge(&self, class: Option<&str>) -> bool {
+        let Some(class) = class else {
+            return true;
+        };
+        self.state()
+            .ledgers
+            .get_mut(class)
+            .is_some_and(ClassLedger::charge)
+    }
+
     fn state(&self) -> MutexGuard<'_, State> {
         // The state is only mutated in short sections that cannot panic half-way, so a poisoned
         // lock still guards consistent data.
@@ -561,42 +574,40 @@ impl Turn {
         };
         let tool = &registered.tool;
 
-        // Charge before running, under the lock: concurrent calls can never exceed a cap.
-        let mut charge = None;
-        if let Some(class) = &tool.budget_class {
-            let key = budget_key(name, input);
-            let mut state = self.state();
-            let ledger = state
-                .ledgers
-                .get_mut(class)
-                .expect("the builder checked that every budget class exists");
-            let admission = ledger.admit(&key);
-            if admission == Admission::Exhausted {
-                let remaining = ledger.remaining();
-                drop(state);
-                return Ok(exhausted(class, remaining));
-            }
-            charge = Some((class, key, admission == Admission::Charged));
-        }
-
+        // Charge before running, under the lock: concurrent calls can never exceed a cap. A call
+        // of a cacheable tool is charged only when it drives an execution (under the dedupe
+        // cache's lock), so one identity decides both whether a call runs and whether it pays.
+        let class = tool.budget_class.as_deref();
+        let mut charged = false;
+        let mut admit = || {
+            let admitted = self.charge(class);
+            charged |= admitted && class.is_some();
+            admitted
+        };
         let call = ToolCall { name, input };
-        let (outcome, deduplicated) = if tool.cacheable {
+        let outcome = if tool.cacheable {
             self.dedupe
-                .run(exact_key(name, input), || registered.executor.execute(call))
+                .run(call_key(name, input), &mut admit, || {
+                    registered.executor.execute(call)
+                })
                 .await
+        } else if admit() {
+            Outcome::Ran(registered.executor.execute(call).await.map(Arc::new))
         } else {
-            (registered.executor.execute(call).await.map(Arc::new), false)
+            Outcome::Refused
+        };
+        let (outcome, deduplicated) = match outcome {
+            Outcome::Ran(shared) => (shared, false),
+            Outcome::Reused(shared) => (shared, true),
+            Outcome::Refused => {
+                let class = class.expect("only a budgeted call can be refused");
+                return Ok(exhausted(class, self.remaining(class).unwrap_or(0)));
+            }
         };
 
         let mut state = self.state();
-        if outcome.is_err()
-            && let Some((class, key, _)) = &charge
-            && let Some(ledger) = state.ledgers.get_mut(*class)
-        {
-            ledger.forget(key);
-        }
-        let budget = charge.map(|(class, _, charged)| BudgetReport {
-            class: class.clone(),
+        let budget = class.map(|class| BudgetReport {
+            class: class.to_owned(),
             remaining: state.ledgers.get(class).map_or(0, ClassLedger::remaining),
             charged,
         });

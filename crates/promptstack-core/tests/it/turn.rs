@@ -237,8 +237,9 @@ fn identical_calls_after_canonicalisation_cost_nothing() {
         }
         assert_eq!(charged, [true, false, true, false]);
         assert_eq!(f.turn.remaining("web"), Some(3));
-        // Cacheable dedupe is exact: a differently spelled query runs again, but for free.
-        assert_eq!(f.search.runs().len(), 2);
+        // Dedupe uses the same identity: a differently spelled query shares the execution.
+        assert_eq!(f.search.runs().len(), 1);
+        assert_eq!(f.fetch.runs().len(), 1);
     });
 }
 
@@ -295,6 +296,84 @@ fn concurrent_identical_calls_share_one_execution_but_non_cacheable_ones_do_not(
         assert_eq!(f.search.runs_of(&failing), 1);
         f.turn.call("search", &failing).await.unwrap();
         assert_eq!(f.search.runs_of(&failing), 2);
+    });
+}
+
+/// Regression (issue 17.1): dedupe keyed on the exact input while budgets keyed on the normalised
+/// one, so after a cap of 3 was used up, differently spelled repeats ran again without being
+/// charged.
+#[test]
+fn spelling_variants_neither_run_again_nor_bypass_an_exhausted_budget() {
+    let mut config = TurnConfig::default();
+    config.budgets.classes.insert(
+        "web".into(),
+        ClassBudgetConfig {
+            auto: 3,
+            intents: BTreeMap::new(),
+            promote: None,
+        },
+    );
+    let f = fixture(&config, "", None);
+    block_on(async {
+        let first = [
+            ("search", json!({"query": "foo bar"})),
+            ("search", json!({"query": "rust"})),
+            ("fetch", json!({"url": "https://example.com/docs"})),
+        ];
+        for (tool, input) in &first {
+            let r = f.turn.call(tool, input).await.unwrap();
+            assert!(r.budget.unwrap().charged);
+        }
+        assert_eq!(f.turn.remaining("web"), Some(0));
+        let variants = [
+            ("search", json!({"query": " Foo  Bar "})),
+            ("search", json!({"query": "FOO BAR"})),
+            ("search", json!({"query": "\tRust\n"})),
+            ("fetch", json!({"url": "HTTPS://EXAMPLE.com/docs/"})),
+            ("fetch", json!({"url": "https://example.com/docs#intro"})),
+            ("fetch", json!({"url": "https://example.com/docs?utm_source=x"})),
+            (
+                "fetch",
+                json!({"url": "https://example.com/docs?utm_medium=y&utm_campaign=z"}),
+            ),
+        ];
+        for (tool, input) in &variants {
+            let r = f.turn.call(tool, input).await.unwrap();
+            assert_eq!(r.status, CallStatus::Completed, "{input}");
+            assert!(r.deduplicated, "{input} ran again");
+            assert!(!r.budget.unwrap().charged);
+        }
+        assert_eq!(f.search.runs().len(), 2);
+        assert_eq!(f.fetch.runs().len(), 1);
+        // A new query is refused and does not run.
+        let refused = f
+            .turn
+            .call("search", &json!({"query": "something else"}))
+            .await
+            .unwrap();
+        assert_eq!(refused.status, CallStatus::BudgetExhausted);
+        assert_eq!(f.search.runs().len(), 2);
+    });
+}
+
+#[test]
+fn a_non_cacheable_budgeted_tool_is_charged_for_every_run() {
+    let lookup = Arc::new(Scripted::default());
+    let turn = Turn::builder(&TurnConfig::default(), Arc::new(UnfencedForTests))
+        .tool(TurnTool::new("lookup").budget_class("web"), lookup.clone())
+        .build()
+        .unwrap();
+    block_on(async {
+        for expected in [4, 3] {
+            let r = turn
+                .call("lookup", &json!({"query": "same"}))
+                .await
+                .unwrap();
+            let budget = r.budget.unwrap();
+            assert!(budget.charged);
+            assert_eq!(budget.remaining, expected);
+        }
+        assert_eq!(lookup.runs().len(), 2);
     });
 }
 
@@ -624,9 +703,8 @@ proptest! {
                 prop_assert_eq!(result.status, if call.key == 5 { CallStatus::Failed } else { CallStatus::Completed });
             }
         }
-        // Budgeted executions only happen for admitted calls.
-        let admitted = results.iter().filter(|(c, _, r)| c.tool != "note" && r.status != CallStatus::BudgetExhausted).count();
-        prop_assert!(f.search.runs().len() + f.fetch.runs().len() <= admitted);
+        // Budgeted executions only happen for charged calls.
+        prop_assert_eq!(f.search.runs().len() + f.fetch.runs().len(), charged);
         // A cacheable input that never fails ran at most once; a non-cacheable one ran per call.
         for (tool, exec) in [("search", &f.search), ("fetch", &f.fetch)] {
             let mut per_input: HashMap<String, usize> = HashMap::new();
@@ -641,6 +719,74 @@ proptest! {
         }
         let notes = results.iter().filter(|(c, _, _)| c.tool == "note").count();
         prop_assert_eq!(f.note.runs().len(), notes);
+    }
+
+    /// Issue 17.1: for any sequence of calls, in any spelling, sequential or concurrent, a
+    /// budgeted tool runs at most its cap times: every execution is charged, and every call that
+    /// was not charged either shared an execution (a dedupe hit) or was refused.
+    #[test]
+    fn executions_never_exceed_the_cap_whatever_the_spelling(
+        calls in prop::collection::vec((0u8..3, 0u8..5, 0u8..4, any::<bool>()), 1..30),
+        cap in 0u32..6,
+        concurrent in any::<bool>(),
+    ) {
+        let mut config = TurnConfig::default();
+        config.budgets.classes.insert("web".into(), ClassBudgetConfig { auto: cap, intents: BTreeMap::new(), promote: None });
+        let executors: Vec<Arc<Scripted>> = (0..3).map(|_| Arc::new(Scripted::default())).collect();
+        let turn = Turn::builder(&config, Arc::new(UnfencedForTests))
+            .tool(TurnTool::new("search").cacheable().budget_class("web"), executors[0].clone())
+            .tool(TurnTool::new("fetch").cacheable().budget_class("web"), executors[1].clone())
+            .tool(TurnTool::new("lookup").budget_class("web"), executors[2].clone())
+            .build()
+            .unwrap();
+        let spell_query = |topic: u8, spelling: u8| match spelling {
+            0 => format!("topic {topic}"),
+            1 => format!("  Topic   {topic} "),
+            2 => format!("TOPIC {topic}\n"),
+            _ => format!("\ttopic {topic}"),
+        };
+        let spell_url = |topic: u8, spelling: u8| match spelling {
+            0 => format!("https://site{topic}.com/page"),
+            1 => format!("HTTPS://SITE{topic}.com/page/"),
+            2 => format!("https://site{topic}.com/page#part"),
+            _ => format!("https://site{topic}.com/page?utm_source=feed&utm_medium=x"),
+        };
+        let inputs: Vec<(&str, Value)> = calls
+            .iter()
+            .map(|&(tool, topic, spelling, delayed)| {
+                let name = ["search", "fetch", "lookup"][usize::from(tool)];
+                let delay = if delayed { 2 } else { 0 };
+                let input = if name == "fetch" {
+                    json!({"url": spell_url(topic, spelling), "delay": delay, "fail": topic == 4})
+                } else {
+                    json!({"query": spell_query(topic, spelling), "delay": delay, "fail": topic == 4})
+                };
+                (name, input)
+            })
+            .collect();
+        let results: Vec<_> = if concurrent {
+            block_on(join_all(inputs.iter().map(|(name, input)| turn.call(name, input))))
+        } else {
+            block_on(async {
+                let mut results = Vec::new();
+                for (name, input) in &inputs {
+                    results.push(turn.call(name, input).await);
+                }
+                results
+            })
+        };
+        let results: Vec<_> = results.into_iter().map(Result::unwrap).collect();
+        let executions: usize = executors.iter().map(|e| e.runs().len()).sum();
+        let charged = results.iter().filter(|r| r.budget.as_ref().is_some_and(|b| b.charged)).count();
+        let dedupe_hits = results.iter().filter(|r| r.deduplicated).count();
+        let refused = results.iter().filter(|r| r.status == CallStatus::BudgetExhausted).count();
+        prop_assert!(executions as u32 <= cap, "{} executions over a cap of {}", executions, cap);
+        prop_assert_eq!(executions, charged, "every execution is charged, and only executions");
+        prop_assert!(executions <= cap as usize + dedupe_hits);
+        prop_assert_eq!(executions + dedupe_hits + refused, results.len());
+        prop_assert_eq!(turn.remaining("web"), Some(cap - charged as u32));
+        prop_assert!(results.iter().filter(|r| r.deduplicated).all(|r| !r.budget.as_ref().unwrap().charged));
+        prop_assert_eq!(executors[2].runs().len(), results.iter().zip(&inputs).filter(|(r, (n, _))| *n == "lookup" && r.status != CallStatus::BudgetExhausted).count());
     }
 
     #[test]
