@@ -219,13 +219,14 @@ impl ClassLedger {
         })
     }
 
-    /// Charges one execution if the cap allows it; returns whether it did.
-    pub(crate) fn charge(&mut self) -> bool {
+    /// Charges one execution if the cap allows it; returns the calls left after it, or `None`
+    /// when the cap is reached and the call must not run.
+    pub(crate) fn charge(&mut self) -> Option<u32> {
         if self.used < self.cap {
             self.used += 1;
-            true
+            Some(self.remaining())
         } else {
-            false
+            None
         }
     }
 

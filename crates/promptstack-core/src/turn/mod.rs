@@ -11,8 +11,9 @@
 //! - **budgets** per class (see [`budget`]): every execution is charged before it runs, so
 //!   concurrent calls can never exceed a cap; a call that shares an identical call's execution
 //!   costs nothing; exhaustion is a [`CallStatus::BudgetExhausted`] *result* the model reads;
-//!   every budgeted result ends with a [`remaining_line`]; at the floor only that class's tools
-//!   are [withdrawn](Turn::withdrawn_tools); a failed call is charged, and so is its retry;
+//!   every budgeted result ends with a [`remaining_line`], and the result of the call that used
+//!   the last allowed call says so first ([`last_call_notice`]); at the floor only that class's
+//!   tools are [withdrawn](Turn::withdrawn_tools); a failed call is charged, and so is its retry;
 //! - the **source registry** (see [`sources`]): every source a tool reports is numbered per
 //!   canonical URL and labelled `[Source N] (cite as [N])` in the result; numbering continues
 //!   from the conversation's persisted [`SourceSnapshot`].
@@ -318,6 +319,19 @@ pub struct BudgetReport {
     pub remaining: u32,
     /// Whether this call was charged (false for a repeat of an earlier call, or when refused).
     pub charged: bool,
+    /// Whether this call used the last call the cap allowed: its result carries the
+    /// [`last_call_notice`].
+    pub last_allowed: bool,
+}
+
+/// How charging one execution went.
+enum Charge {
+    /// The tool has no budget class.
+    Unbudgeted,
+    /// Charged; `remaining` calls are left after it.
+    Charged { remaining: u32 },
+    /// The cap is reached: the call must not run.
+    Refused,
 }
 
 /// What the model reads for one call, with the facts the application needs about it.
@@ -343,6 +357,17 @@ pub fn remaining_line(class: &str, remaining: u32) -> String {
         None => String::new(),
     };
     format!("{capitalized} calls remaining this turn: {remaining}")
+}
+
+/// What the result of the call that used a class's last allowed call says before its
+/// [`remaining_line`], so the model stops calling and answers: for class `web`,
+/// `That was the last web call allowed this turn: no further web calls will run. Answer from the
+/// information you already have.`
+pub fn last_call_notice(class: &str) -> String {
+    format!(
+        "That was the last {class} call allowed this turn: no further {class} calls will run. \
+         Answer from the information you already have."
+    )
 }
 
 /// The label of a numbered source in a result.
@@ -544,15 +569,20 @@ impl Turn {
         }
     }
 
-    /// Charges one execution to `class`; returns whether the call may run (always, unbudgeted).
-    fn charge(&self, class: Option<&str>) -> bool {
+    /// Charges one execution to `class`.
+    fn charge(&self, class: Option<&str>) -> Charge {
         let Some(class) = class else {
-            return true;
+            return Charge::Unbudgeted;
         };
-        self.state()
+        match self
+            .state()
             .ledgers
             .get_mut(class)
-            .is_some_and(ClassLedger::charge)
+            .and_then(ClassLedger::charge)
+        {
+            Some(remaining) => Charge::Charged { remaining },
+            None => Charge::Refused,
+        }
     }
 
     fn state(&self) -> MutexGuard<'_, State> {
@@ -579,10 +609,15 @@ impl Turn {
         // cache's lock), so one identity decides both whether a call runs and whether it pays.
         let class = tool.budget_class.as_deref();
         let mut charged = false;
-        let mut admit = || {
-            let admitted = self.charge(class);
-            charged |= admitted && class.is_some();
-            admitted
+        let mut last_allowed = false;
+        let mut admit = || match self.charge(class) {
+            Charge::Unbudgeted => true,
+            Charge::Charged { remaining } => {
+                charged = true;
+                last_allowed = remaining == 0;
+                true
+            }
+            Charge::Refused => false,
         };
         let call = ToolCall { name, input };
         let outcome = if tool.cacheable {
@@ -610,6 +645,7 @@ impl Turn {
             class: class.to_owned(),
             remaining: state.ledgers.get(class).map_or(0, ClassLedger::remaining),
             charged,
+            last_allowed,
         });
         let mut pieces: Vec<Piece<'_>> = Vec::new();
         let mut sources = Vec::new();
@@ -675,6 +711,10 @@ impl Turn {
             }
         }
         if let Some(report) = &budget {
+            if report.last_allowed {
+                separate(&mut text);
+                text.push_str(&last_call_notice(&report.class));
+            }
             separate(&mut text);
             text.push_str(&remaining_line(&report.class, report.remaining));
         }
@@ -768,6 +808,7 @@ fn exhausted(class: &str, remaining: u32) -> CallResult {
             class: class.to_owned(),
             remaining,
             charged: false,
+            last_allowed: false,
         }),
         deduplicated: false,
     }

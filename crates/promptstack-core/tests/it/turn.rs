@@ -331,7 +331,10 @@ fn spelling_variants_neither_run_again_nor_bypass_an_exhausted_budget() {
             ("search", json!({"query": "\tRust\n"})),
             ("fetch", json!({"url": "HTTPS://EXAMPLE.com/docs/"})),
             ("fetch", json!({"url": "https://example.com/docs#intro"})),
-            ("fetch", json!({"url": "https://example.com/docs?utm_source=x"})),
+            (
+                "fetch",
+                json!({"url": "https://example.com/docs?utm_source=x"}),
+            ),
             (
                 "fetch",
                 json!({"url": "https://example.com/docs?utm_medium=y&utm_campaign=z"}),
@@ -353,6 +356,48 @@ fn spelling_variants_neither_run_again_nor_bypass_an_exhausted_budget() {
             .unwrap();
         assert_eq!(refused.status, CallStatus::BudgetExhausted);
         assert_eq!(f.search.runs().len(), 2);
+    });
+}
+
+/// Regression (issue 17.6): the call that used the last allowed call said only "remaining this
+/// turn: 0"; it must tell the model plainly that no further calls of the class will run.
+#[test]
+fn the_last_allowed_call_tells_the_model_to_answer() {
+    let mut config = TurnConfig::default();
+    config.budgets.classes.insert(
+        "web".into(),
+        ClassBudgetConfig {
+            auto: 2,
+            intents: BTreeMap::new(),
+            promote: None,
+        },
+    );
+    let f = fixture(&config, "", None);
+    let notice = "That was the last web call allowed this turn: no further web calls will run. \
+                  Answer from the information you already have.";
+    block_on(async {
+        let first = f.turn.call("search", &json!({"query": "a"})).await.unwrap();
+        assert!(!first.budget.as_ref().unwrap().last_allowed);
+        assert!(!first.text.contains("last web call"), "{}", first.text);
+        let last = f
+            .turn
+            .call("fetch", &json!({"url": "https://example.com/"}))
+            .await
+            .unwrap();
+        assert!(last.budget.as_ref().unwrap().last_allowed);
+        assert!(
+            last.text
+                .ends_with(&format!("{notice}\n\nWeb calls remaining this turn: 0")),
+            "{}",
+            last.text
+        );
+        // A repeat shares the execution: nothing new is charged, and nothing new is announced.
+        let repeat = f.turn.call("search", &json!({"query": "A"})).await.unwrap();
+        assert!(repeat.deduplicated);
+        assert!(!repeat.text.contains(notice));
+        let refused = f.turn.call("search", &json!({"query": "b"})).await.unwrap();
+        assert_eq!(refused.status, CallStatus::BudgetExhausted);
+        assert!(!refused.budget.unwrap().last_allowed);
     });
 }
 
@@ -786,6 +831,15 @@ proptest! {
         prop_assert_eq!(executions + dedupe_hits + refused, results.len());
         prop_assert_eq!(turn.remaining("web"), Some(cap - charged as u32));
         prop_assert!(results.iter().filter(|r| r.deduplicated).all(|r| !r.budget.as_ref().unwrap().charged));
+        // Exactly the call that used the last allowed call says so.
+        let announced = results.iter().filter(|r| r.budget.as_ref().unwrap().last_allowed).count();
+        prop_assert_eq!(announced, usize::from(cap > 0 && charged == cap as usize));
+        for r in &results {
+            prop_assert_eq!(
+                r.text.contains("That was the last web call allowed this turn"),
+                r.budget.as_ref().unwrap().last_allowed
+            );
+        }
         prop_assert_eq!(executors[2].runs().len(), results.iter().zip(&inputs).filter(|(r, (n, _))| *n == "lookup" && r.status != CallStatus::BudgetExhausted).count());
     }
 
