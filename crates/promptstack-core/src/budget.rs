@@ -62,6 +62,9 @@ pub struct Shed {
     pub id: std::sync::Arc<str>,
     /// Its tokens.
     pub tokens: u32,
+    /// Why it was shed: the budget it did not fit and its place in the shedding order, e.g.
+    /// `shed to fit the budget of 40 tokens (volatile, priority 0)`.
+    pub reason: String,
 }
 
 /// Sheds blocks from a composition over its target's budget.
@@ -126,6 +129,15 @@ pub(crate) fn fit(
         composition.shed.push(Shed {
             id: part.id.clone(),
             tokens: candidates[i].tokens,
+            reason: format!(
+                "shed to fit the budget of {budget} tokens ({}, priority {})",
+                if candidates[i].volatile {
+                    "volatile"
+                } else {
+                    "stable"
+                },
+                candidates[i].priority
+            ),
         });
     }
     if remaining > u64::from(budget) {

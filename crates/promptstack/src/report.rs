@@ -5,12 +5,15 @@
 //! printed by the command line and one returned to an application cannot differ.
 
 use promptstack_core::inject::InjectionPreview;
+use promptstack_core::provider::{CachePlan, Conversation, Format, RequestOptions, Rules};
 use promptstack_core::tokens::{Counting, Encoding, TokenCount};
 use promptstack_core::{Agent, Assembly, Composition, Diagnostic, Error, SendContext, Severity};
 use serde::Serialize;
 
-/// An explained assembly: the assembly JSON, what each target composes with its token counts,
-/// and a stage's injectable blocks. Serialised, it is the output of `promptstack explain --json`.
+/// An explained assembly: the assembly JSON, what each target composes with its token counts
+/// (and the blocks its token budget shed, with the reason), a stage's injectable blocks, and for a
+/// chosen provider format the cache breakpoints each target's request would carry. Serialised, it
+/// is the output of `promptstack explain --json`.
 #[derive(Debug, Serialize)]
 pub struct Explanation<'a> {
     /// The agent's name.
@@ -22,6 +25,32 @@ pub struct Explanation<'a> {
     /// A stage's injectable blocks with their exact text and state (removed ones included).
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub injections: Vec<InjectionPreview>,
+    /// For a chosen provider format: each target's planned cache breakpoints, in target order.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub breakpoints: Vec<PlannedBreakpoints>,
+}
+
+/// The cache plan of one target's provider request for the send: where its breakpoints go,
+/// which stability boundaries were left without one and why, and what it costs.
+#[derive(Debug, Serialize)]
+pub struct PlannedBreakpoints {
+    /// The target.
+    pub target: String,
+    /// The request format planned for.
+    pub format: Format,
+    /// The model id the request goes to.
+    pub model: String,
+    /// The plan: breakpoints, skipped boundaries, costs.
+    pub plan: CachePlan,
+}
+
+/// The provider format (and rules table) to plan cache breakpoints for in [`explain`].
+#[derive(Debug, Clone, Copy)]
+pub struct BreakpointFormat<'r> {
+    /// The request format.
+    pub format: Format,
+    /// The rules table to plan with ([`Rules::bundled`] unless the caller has its own).
+    pub rules: &'r Rules,
 }
 
 /// One composed target with the token counts of its two texts.
@@ -36,17 +65,23 @@ pub struct TargetReport {
     pub user_tokens: TokenCount,
 }
 
-/// Explains `assembly` (assembled from `send`): `target` alone, or every target of the spec.
+/// Explains `assembly` (assembled from `send`): `target` alone, or every target of the spec;
+/// with `format`, also the cache breakpoints of each target's request for the send (a new
+/// conversation whose only message is the send's `user_message`).
 ///
 /// # Errors
 ///
-/// [`ErrorKind::NotFound`](promptstack_core::ErrorKind::NotFound) for an unknown target, and any
-/// error of composing a target or previewing the stage's injections.
+/// [`ErrorKind::NotFound`](promptstack_core::ErrorKind::NotFound) for an unknown target, any
+/// error of composing a target or previewing the stage's injections, and with `format` any error
+/// of building the request ([`ErrorKind::Request`](promptstack_core::ErrorKind::Request) for a
+/// send without a `user_message`, [`ErrorKind::Rules`](promptstack_core::ErrorKind::Rules) for a
+/// model the rules do not cover).
 pub fn explain<'a>(
     agent: &'a Agent,
     send: &SendContext,
     assembly: &'a Assembly,
     target: Option<&str>,
+    format: Option<BreakpointFormat<'_>>,
 ) -> Result<Explanation<'a>, Error> {
     let counting = assembly.counting();
     let report = |composition: Composition| TargetReport {
@@ -61,11 +96,47 @@ pub fn explain<'a>(
             .map(|t| assembly.compose(t).map(report))
             .collect::<Result<_, _>>()?,
     };
+    let breakpoints = match format {
+        None => Vec::new(),
+        Some(planned) => targets
+            .iter()
+            .map(|t| plan_breakpoints(agent, send, assembly, &t.composition.target, planned))
+            .collect::<Result<_, _>>()?,
+    };
     Ok(Explanation {
         agent: agent.name(),
         assembly,
         targets,
         injections: agent.preview_injections(send)?,
+        breakpoints,
+    })
+}
+
+/// Plans the cache breakpoints of `target`'s request for `send` in one format.
+///
+/// # Errors
+///
+/// As [`Agent::request`].
+pub fn plan_breakpoints(
+    agent: &Agent,
+    send: &SendContext,
+    assembly: &Assembly,
+    target: &str,
+    format: BreakpointFormat<'_>,
+) -> Result<PlannedBreakpoints, Error> {
+    let options = RequestOptions::new(format.format, target);
+    let request = agent.request(
+        send,
+        assembly,
+        &Conversation::default(),
+        format.rules,
+        &options,
+    )?;
+    Ok(PlannedBreakpoints {
+        target: request.target,
+        format: request.format,
+        model: request.model,
+        plan: request.plan,
     })
 }
 

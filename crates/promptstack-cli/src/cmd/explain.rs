@@ -6,6 +6,7 @@ use std::process::ExitCode;
 
 use anyhow::Context as _;
 use promptstack::block::BlockState;
+use promptstack::report::{BreakpointFormat, PlannedBreakpoints};
 use promptstack::spec::{BlockKind, Placement};
 use promptstack::{Agent, Assembly, Block, Severity};
 
@@ -13,8 +14,12 @@ use crate::cmd::render::compose_all;
 use crate::input;
 
 /// Explain an assembly: every block with its kind, trust, stability, state (and why), override
-/// state and tokens; the totals of each half; the fingerprint; what each target composes; and
-/// every diagnostic.
+/// state and tokens; the totals of each half; the fingerprint; what each target composes and the
+/// blocks its token budget shed (with the reason); and every diagnostic.
+///
+/// With `--format`, also the cache breakpoints the planner places in each target's request of
+/// that provider format for this send (a new conversation with the send's `user_message`), and
+/// every stability boundary left without one, with the reason.
 #[derive(Debug, clap::Args)]
 pub struct Args {
     /// The agent spec (TOML, or JSON if the name ends in .json).
@@ -24,25 +29,48 @@ pub struct Args {
     send: PathBuf,
     #[command(flatten)]
     workspace: input::Workspace,
+    #[command(flatten)]
+    mcp: crate::cmd::mcp_args::McpArgs,
     /// Only this target in the targets section (default: every target).
     #[arg(long)]
     target: Option<String>,
     /// Print the assembly and the compositions as JSON instead of a table.
     #[arg(long)]
     json: bool,
+    /// Also plan the cache breakpoints of each target's request in this provider format.
+    #[arg(long, value_enum)]
+    format: Option<crate::cmd::request::ProviderFormat>,
+    /// With `--format`: a provider rules table (TOML) replacing the bundled one.
+    #[arg(long, requires = "format")]
+    rules: Option<PathBuf>,
 }
 
 pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     let agent = input::agent(&args.spec)?;
-    let send = input::send_in(&args.send, &args.workspace)?;
+    let mut send = input::send_in(&args.send, &args.workspace)?;
+    args.mcp.discover_into(&mut send)?;
     let assembly = agent.assemble(&send).context("assembly failed")?;
+    let rules = match args.format {
+        Some(_) => Some(crate::cmd::request::rules(args.rules.as_deref())?),
+        None => None,
+    };
+    let format = args
+        .format
+        .zip(rules.as_ref())
+        .map(|(format, rules)| BreakpointFormat {
+            format: format.into(),
+            rules,
+        });
+    let bad_or_failed = |e: promptstack::Error| match e.kind() {
+        promptstack::ErrorKind::NotFound
+        | promptstack::ErrorKind::Request
+        | promptstack::ErrorKind::Rules => crate::exit::bad_input(e),
+        _ => anyhow::Error::new(e).context("explaining the assembly failed"),
+    };
     if args.json {
         let explanation =
-            promptstack::report::explain(&agent, &send, &assembly, args.target.as_deref())
-                .map_err(|e| match e.kind() {
-                    promptstack::ErrorKind::NotFound => crate::exit::bad_input(e),
-                    _ => anyhow::Error::new(e).context("explaining the assembly failed"),
-                })?;
+            promptstack::report::explain(&agent, &send, &assembly, args.target.as_deref(), format)
+                .map_err(bad_or_failed)?;
         println!("{}", serde_json::to_string_pretty(&explanation)?);
         return Ok(ExitCode::SUCCESS);
     }
@@ -51,10 +79,70 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         None => assembly.target_ids().map(str::to_owned).collect(),
     };
     let compositions = compose_all(&assembly, &targets)?;
+    let planned = match format {
+        None => Vec::new(),
+        Some(format) => targets
+            .iter()
+            .map(|t| promptstack::report::plan_breakpoints(&agent, &send, &assembly, t, format))
+            .collect::<Result<_, _>>()
+            .map_err(bad_or_failed)?,
+    };
     // A report, not the wire text: nothing in it may drive the terminal.
-    let table = table(&agent, &send, &assembly, &compositions, &args.spec);
+    let mut table = table(&agent, &send, &assembly, &compositions, &args.spec);
+    table.push_str(&breakpoints_section(&planned));
     print!("{}", promptstack::diagnostic::terminal_safe(&table));
     Ok(ExitCode::SUCCESS)
+}
+
+/// The planned breakpoints of each target, and the boundaries left without one.
+fn breakpoints_section(planned: &[PlannedBreakpoints]) -> String {
+    let mut out = String::new();
+    for p in planned {
+        let _ = writeln!(
+            out,
+            "\nbreakpoints  {} · {} {} · rules {} (row `{}`) · {} input tokens",
+            p.target,
+            p.format.as_str(),
+            p.model,
+            p.plan.rules_version,
+            p.plan.rule.models,
+            p.plan.total_tokens
+        );
+        let mut rows = vec![
+            ["boundary", "at", "prefix", "ttl", "fingerprint"]
+                .map(String::from)
+                .to_vec(),
+        ];
+        for b in &p.plan.breakpoints {
+            rows.push(vec![
+                b.boundary.as_str().to_owned(),
+                b.at.clone(),
+                format!("{} tok", b.prefix_tokens),
+                b.ttl.clone(),
+                b.fingerprint.short(),
+            ]);
+        }
+        if p.plan.breakpoints.is_empty() {
+            let _ = writeln!(out, "(no explicit breakpoints)");
+        } else {
+            out.push_str(&format_rows(&rows, &[2]));
+        }
+        for skipped in &p.plan.skipped {
+            let _ = writeln!(
+                out,
+                "- {} ({} tok) skipped: {}",
+                skipped.boundary.as_str(),
+                skipped.prefix_tokens,
+                skipped.reason
+            );
+        }
+        let _ = writeln!(
+            out,
+            "cost         cold {:.2}×, repeat {:.2}×",
+            p.plan.cold.relative, p.plan.repeat.relative
+        );
+    }
+    out
 }
 
 /// Selects the blocks of one section of the table.
@@ -210,6 +298,23 @@ fn table(
         ]);
     }
     out.push_str(&format_rows(&rows, &[1, 2, 3]));
+    let shed: Vec<(&str, &promptstack::budget::Shed)> = compositions
+        .iter()
+        .flat_map(|c| c.shed.iter().map(move |s| (c.target.as_str(), s)))
+        .collect();
+    if !shed.is_empty() {
+        let _ = writeln!(out, "\nshed by a token budget");
+        let mut rows = vec![["target", "id", "tokens", "why"].map(String::from).to_vec()];
+        for (target, s) in shed {
+            rows.push(vec![
+                target.to_owned(),
+                s.id.to_string(),
+                s.tokens.to_string(),
+                s.reason.clone(),
+            ]);
+        }
+        out.push_str(&format_rows(&rows, &[2]));
+    }
     let shown: Vec<_> = assembly.diagnostics().collect();
     let _ = writeln!(
         out,

@@ -8,6 +8,7 @@ pub mod explain;
 pub mod fence;
 pub mod keys;
 pub mod lint;
+pub mod mcp_args;
 pub mod render;
 pub mod request;
 pub mod schema;

@@ -29,6 +29,8 @@ pub struct Args {
     send: PathBuf,
     #[command(flatten)]
     workspace: input::Workspace,
+    #[command(flatten)]
+    mcp: crate::cmd::mcp_args::McpArgs,
     /// The target to render (default: every target).
     #[arg(long)]
     target: Option<String>,
@@ -98,7 +100,8 @@ struct JsonOutput<'a> {
 
 pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     let agent = input::agent(&args.spec)?;
-    let send = input::send_in(&args.send, &args.workspace)?;
+    let mut send = input::send_in(&args.send, &args.workspace)?;
+    args.mcp.discover_into(&mut send)?;
     if args.full {
         return render_full(&agent, &send, &args);
     }

@@ -9,6 +9,30 @@ use promptstack::{Agent, Assembly, SendContext};
 use crate::exit::bad_input;
 use crate::input;
 
+/// A provider request format, as the commands that plan requests name it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum ProviderFormat {
+    /// Anthropic Messages.
+    Anthropic,
+    /// OpenAI Chat Completions.
+    OpenaiChat,
+    /// OpenAI Responses.
+    OpenaiResponses,
+    /// Gemini generateContent (REST).
+    Gemini,
+}
+
+impl From<ProviderFormat> for Format {
+    fn from(format: ProviderFormat) -> Self {
+        match format {
+            ProviderFormat::Anthropic => Format::Anthropic,
+            ProviderFormat::OpenaiChat => Format::OpenaiChat,
+            ProviderFormat::OpenaiResponses => Format::OpenaiResponses,
+            ProviderFormat::Gemini => Format::Gemini,
+        }
+    }
+}
+
 /// Options of a provider request.
 #[derive(Debug, Clone, clap::Args)]
 pub struct RequestArgs {

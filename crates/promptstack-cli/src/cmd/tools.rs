@@ -4,16 +4,14 @@
 use std::fmt::Write as _;
 use std::path::PathBuf;
 use std::process::ExitCode;
-use std::time::Duration;
 
 use anyhow::Context as _;
-use promptstack::mcp::{DiscoveryConfig, McpServerConfig, McpServerListing, McpServerStatus};
+use promptstack::mcp::{McpServerListing, McpServerStatus};
 use promptstack::spec::{ResultTrust, SettingRequirement, ToolSpec};
 use promptstack::toolset::{Tool, ToolOrigin};
 use promptstack::{Agent, Assembly, SendContext};
 use serde::Serialize;
 
-use crate::exit::bad_input;
 use crate::input;
 
 /// Show the toolset a send resolves to: every tool offered (in canonical order) or left out, its
@@ -26,16 +24,8 @@ pub struct Args {
     /// The send context (JSON). MCP listings it already carries (`mcp_servers`) are used as given.
     #[arg(long)]
     send: PathBuf,
-    /// MCP servers to discover tools from, contacted now: a JSON array of
-    /// `{"name", "transport": "stdio", "command", "args", "env", "cwd"}` or
-    /// `{"name", "transport": "streamable_http", "url", "headers"}`. A server of the same name
-    /// replaces the send's listing.
-    #[arg(long, value_name = "SERVERS.json")]
-    mcp: Option<PathBuf>,
-    /// Seconds each MCP server may take to start and complete the handshake, and again to list
-    /// its tools (more than 0, at most 3600).
-    #[arg(long, value_name = "SECONDS", default_value_t = 10.0)]
-    mcp_timeout: f64,
+    #[command(flatten)]
+    mcp: crate::cmd::mcp_args::McpArgs,
     /// Print JSON instead of a table.
     #[arg(long)]
     json: bool,
@@ -74,32 +64,9 @@ struct ServerRow {
 }
 
 pub fn run(args: Args) -> anyhow::Result<ExitCode> {
-    let max = promptstack::limits::MCP_TIMEOUT_MAX_SECONDS;
-    let timeout = Some(args.mcp_timeout)
-        .filter(|s| *s > 0.0 && *s <= max as f64)
-        .and_then(|s| Duration::try_from_secs_f64(s).ok())
-        .ok_or_else(|| {
-            bad_input(anyhow::anyhow!(
-                "--mcp-timeout must be more than 0 and at most {max} seconds, got {}",
-                args.mcp_timeout
-            ))
-        })?;
     let agent = input::agent(&args.spec)?;
     let mut send = input::send(&args.send)?;
-    if let Some(path) = &args.mcp {
-        let servers = servers(path)?;
-        let config = DiscoveryConfig {
-            connect_timeout: timeout,
-            list_timeout: timeout,
-            ..DiscoveryConfig::with_limits(input::limits())
-        };
-        let runtime = tokio::runtime::Builder::new_current_thread()
-            .enable_all()
-            .build()
-            .context("cannot start the async runtime for MCP discovery")?;
-        let found = runtime.block_on(promptstack::mcp::discover_all(&servers, &config));
-        merge_listings(&mut send, found);
-    }
+    args.mcp.discover_into(&mut send)?;
     let assembly = agent.assemble(&send).context("assembly failed")?;
     let rows = rows(&agent, &assembly);
     let servers = server_rows(&send.mcp_servers);
@@ -117,31 +84,6 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         print!("{}", promptstack::diagnostic::terminal_safe(&table));
     }
     Ok(ExitCode::SUCCESS)
-}
-
-fn servers(path: &std::path::Path) -> anyhow::Result<Vec<McpServerConfig>> {
-    let bytes = input::read(path, promptstack::limits::InputKind::McpServers)?;
-    let servers: Vec<McpServerConfig> = serde_json::from_slice(&bytes)
-        .with_context(|| format!("{} is not a list of MCP servers", path.display()))
-        .map_err(bad_input)?;
-    let mut names = std::collections::HashSet::new();
-    for server in &servers {
-        if !names.insert(server.name.as_str()) {
-            return Err(bad_input(anyhow::anyhow!(
-                "{} names MCP server `{}` twice",
-                path.display(),
-                server.name
-            )));
-        }
-    }
-    Ok(servers)
-}
-
-/// Discovered listings replace the send's listings of the same server; the others are kept.
-fn merge_listings(send: &mut SendContext, found: Vec<McpServerListing>) {
-    send.mcp_servers
-        .retain(|kept| !found.iter().any(|f| f.server == kept.server));
-    send.mcp_servers.extend(found);
 }
 
 fn rows(agent: &Agent, assembly: &Assembly) -> Vec<Row> {

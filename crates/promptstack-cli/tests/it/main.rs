@@ -4,6 +4,7 @@ mod cite;
 mod commands;
 mod diff;
 mod examples;
+mod explain;
 mod families;
 mod fence;
 mod hostile;

@@ -207,3 +207,99 @@ fn bad_server_lists_are_bad_input() {
         assert!(stderr.starts_with("error: "), "{stderr}");
     }
 }
+
+/// `render` and `explain` take `--mcp` like `tools`: the prompt a person reads is the one sent
+/// with the live servers (here one that cannot start, so the prompt says it is unavailable).
+#[test]
+fn render_and_explain_contact_mcp_servers() {
+    let servers = server_list(
+        "cli-mcp-render",
+        serde_json::json!([
+            {"name": "missing", "transport": "stdio", "command": "/nonexistent/promptstack-mcp-server"}
+        ]),
+    );
+    let send = "examples/chat-assistant/sends/plain.json";
+    let unavailable = "Some tool servers the user connected are unavailable for this message, so their tools are missing from your tool list: missing.";
+    let without = promptstack()
+        .args(["render", SPEC, "--send", send, "--target", "legacy"])
+        .output()
+        .unwrap();
+    assert!(without.status.success());
+    assert!(!String::from_utf8_lossy(&without.stdout).contains(unavailable));
+    let rendered = promptstack()
+        .args([
+            "render", SPEC, "--send", send, "--target", "legacy", "--mcp",
+        ])
+        .arg(&servers)
+        .output()
+        .unwrap();
+    assert!(
+        rendered.status.success(),
+        "{}",
+        String::from_utf8_lossy(&rendered.stderr)
+    );
+    assert!(
+        String::from_utf8_lossy(&rendered.stdout).contains(unavailable),
+        "{}",
+        String::from_utf8_lossy(&rendered.stdout)
+    );
+    let explained = promptstack()
+        .args([
+            "explain", SPEC, "--send", send, "--target", "legacy", "--json", "--mcp",
+        ])
+        .arg(&servers)
+        .output()
+        .unwrap();
+    assert!(explained.status.success());
+    let json: serde_json::Value = serde_json::from_slice(&explained.stdout).unwrap();
+    assert!(
+        json["targets"][0]["system"]
+            .as_str()
+            .unwrap()
+            .contains(unavailable)
+    );
+    // A bad timeout is refused by every command that takes --mcp.
+    for command in ["render", "explain"] {
+        let output = promptstack()
+            .args([command, SPEC, "--send", send, "--mcp-timeout", "0", "--mcp"])
+            .arg(&servers)
+            .output()
+            .unwrap();
+        assert_eq!(output.status.code(), Some(2), "{command}");
+    }
+}
+
+/// `explain --mcp` lists the tools a live server offers, under their namespaced names.
+#[test]
+fn explain_lists_the_tools_of_a_live_server() {
+    let servers = server_list(
+        "cli-mcp-explain",
+        serde_json::json!([
+            {"name": "everything", "transport": "stdio", "command": "node",
+             "args": [server_entry("server-everything"), "stdio"]}
+        ]),
+    );
+    let output = promptstack()
+        .args([
+            "explain",
+            SPEC,
+            "--send",
+            "examples/chat-assistant/sends/plain.json",
+            "--target",
+            "legacy",
+            "--mcp-timeout",
+            "20",
+            "--mcp",
+        ])
+        .arg(&servers)
+        .output()
+        .unwrap();
+    assert!(
+        output.status.success(),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let text = String::from_utf8_lossy(&output.stdout);
+    let tools = text.lines().find(|l| l.starts_with("tools ")).unwrap();
+    assert!(tools.contains("everything_echo"), "{tools}");
+}
