@@ -142,7 +142,10 @@ fn bench_stage(c: &mut Criterion, example: &str, agent: &Agent, sends: &[(String
                 "caller_verified".to_owned(),
                 serde_json::Value::Bool(verified),
             );
-            refresher.apply(Change::Variables(values)).unwrap().len()
+            refresher
+                .apply(Change::Variables(values), ctx.now)
+                .unwrap()
+                .len()
         })
     });
     group.finish();

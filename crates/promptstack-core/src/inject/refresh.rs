@@ -3,10 +3,11 @@
 //!
 //! On each change it removes exactly the capability segments it recorded (each must still be
 //! there, byte for byte), re-renders the authored text of the prompt now active, appends the
-//! segments visible in that prompt, and restores the tail it captured once after the first build
-//! (the tenant instructions with their closer, and the platform context). It never duplicates a
-//! segment and never strips one that should stay: the refreshed prompt equals a fresh assembly
-//! with the final variables and topic.
+//! segments visible in that prompt, and re-renders the tail (the tenant instructions with their
+//! closer, and the platform context) with the clock of the refresh: each refresh takes the
+//! moment it happens, so the date and time the model reads are never those of the first build. It
+//! never duplicates a segment and never strips one that should stay: the refreshed prompt equals a
+//! fresh assembly with the final variables, topic and clock.
 //!
 //! The target it keeps must end with the stage's body (`@body`, or `@stable` then `@volatile`);
 //! a target that places notes after the injected blocks is refused.
@@ -15,7 +16,8 @@ use std::collections::BTreeMap;
 
 use super::registry::Segment;
 use super::{CAPABILITY_PREFIX, PLATFORM_CONTEXT, TENANT_INSTRUCTIONS, TENANT_INSTRUCTIONS_END};
-use crate::context::SendContext;
+use crate::compose::Composition;
+use crate::context::{Now, SendContext};
 use crate::error::{Error, ErrorKind};
 use crate::{Agent, Assembly};
 
@@ -82,17 +84,7 @@ impl<'a> Refresher<'a> {
                 ),
             ));
         }
-        // The tail is the run of ambient parts at the end of the composed text.
-        let first_ambient = composition
-            .parts
-            .iter()
-            .rposition(|p| !is_ambient(&p.id))
-            .map_or(0, |i| i + 1);
-        let tail = composition
-            .parts
-            .get(first_ambient)
-            .map(|p| composition.system[p.range.start..].to_owned())
-            .unwrap_or_default();
+        let tail = tail(&composition).to_owned();
         Ok(Self {
             agent,
             target: target.to_owned(),
@@ -125,14 +117,18 @@ impl<'a> Refresher<'a> {
         self.refreshes
     }
 
-    /// Applies a change and returns the refreshed prompt.
+    /// Applies a change at the moment `now` and returns the refreshed prompt.
+    ///
+    /// `now` becomes the send context's clock: the platform context shows the date and time of
+    /// this refresh, not of the first build.
     ///
     /// # Errors
     ///
     /// The current text no longer ends with the recorded segments and tail (it was edited outside
     /// the refresher), or re-rendering failed. The prompt is left unchanged then.
-    pub fn apply(&mut self, change: Change) -> Result<&str, Error> {
+    pub fn apply(&mut self, change: Change, now: Now) -> Result<&str, Error> {
         let mut ctx = self.ctx.clone();
+        ctx.now = now;
         match change {
             Change::Variables(values) => {
                 for (name, value) in values {
@@ -154,8 +150,9 @@ impl<'a> Refresher<'a> {
                 rest = self.strip(rest, &segment.text, id)?;
             }
         }
-        // 2. What remains is the old prompt's authored text; render the new one.
-        let authored = self.authored(&ctx)?;
+        // 2. What remains is the old prompt's authored text; render the new one, and the tail
+        //    with this refresh's clock.
+        let (authored, tail) = self.render(&ctx)?;
         // 3. Recompose: authored text, the segments visible now, the tail.
         let mut text = authored;
         let parts = self
@@ -163,7 +160,7 @@ impl<'a> Refresher<'a> {
             .iter()
             .filter(|(_, s)| s.visible_in(new_prompt))
             .map(|(_, s)| s.text.as_str())
-            .chain(Some(self.tail.as_str()).filter(|t| !t.is_empty()));
+            .chain(Some(tail.as_str()).filter(|t| !t.is_empty()));
         for part in parts {
             if !text.is_empty() {
                 text.push_str(&self.separator);
@@ -171,6 +168,7 @@ impl<'a> Refresher<'a> {
             text.push_str(part);
         }
         self.text = text;
+        self.tail = tail;
         self.ctx = ctx;
         self.refreshes += 1;
         Ok(&self.text)
@@ -190,9 +188,9 @@ impl<'a> Refresher<'a> {
         Ok(rest.strip_suffix(self.separator.as_str()).unwrap_or(rest))
     }
 
-    /// The authored text of the active prompt for `ctx`: the composed target up to the first
-    /// injected part.
-    fn authored(&self, ctx: &SendContext) -> Result<String, Error> {
+    /// The authored text of the active prompt for `ctx` (the composed target up to the first
+    /// injected part) and its tail.
+    fn render(&self, ctx: &SendContext) -> Result<(String, String), Error> {
         let assembly: Assembly = self.agent.assemble(ctx)?;
         let composition = assembly.compose(&self.target)?;
         let end = composition
@@ -201,6 +199,22 @@ impl<'a> Refresher<'a> {
             .take_while(|p| !p.id.starts_with(CAPABILITY_PREFIX) && !is_ambient(&p.id))
             .last()
             .map_or(0, |p| p.range.end);
-        Ok(composition.system[..end].to_owned())
+        Ok((
+            composition.system[..end].to_owned(),
+            tail(&composition).to_owned(),
+        ))
     }
+}
+
+/// The tail of a composed prompt: the run of ambient parts at its end (empty without one).
+fn tail(composition: &Composition) -> &str {
+    let first_ambient = composition
+        .parts
+        .iter()
+        .rposition(|p| !is_ambient(&p.id))
+        .map_or(0, |i| i + 1);
+    composition
+        .parts
+        .get(first_ambient)
+        .map_or("", |p| &composition.system[p.range.start..])
 }

@@ -1,9 +1,10 @@
-//! The refresher: for any sequence of variable changes and topic switches, the refreshed prompt
-//! equals a fresh assembly with the final variables and topic — no duplicated block, no stripped
-//! rule.
+//! The refresher: for any sequence of variable changes and topic switches, each at its own
+//! moment, the refreshed prompt equals a fresh assembly with the final variables, topic and clock
+//! — no duplicated block, no stripped rule, no stale date.
 
 use std::collections::BTreeMap;
 
+use promptstack_core::context::Now;
 use promptstack_core::inject::refresh::{Change, Refresher};
 use proptest::prelude::*;
 use serde_json::{Value, json};
@@ -53,7 +54,7 @@ proptest! {
         config in overrides(),
         start_topic in prop_oneof![Just(json!(null)), Just(json!("billing"))],
         tenant in any::<bool>(),
-        changes in proptest::collection::vec(change(), 1..12),
+        changes in proptest::collection::vec((change(), 0i64..200_000), 1..12),
     ) {
         let agent = agent_with("");
         let mut extra = json!({"auto_injections": config, "topic": start_topic});
@@ -61,9 +62,11 @@ proptest! {
             extra["tenant_instructions"] = json!({"enabled": false, "text": ""});
         }
         let ctx = send(extra);
+        let start = ctx.now;
         let mut refresher = Refresher::new(&agent, ctx, "main").unwrap();
-        for change in changes {
-            refresher.apply(change).unwrap();
+        for (change, minutes_later) in changes {
+            refresher.apply(change, later(start, minutes_later)).unwrap();
+            prop_assert_eq!(refresher.context().now, later(start, minutes_later));
             let fresh = agent
                 .assemble_fresh(refresher.context())
                 .unwrap()
@@ -80,22 +83,57 @@ proptest! {
     }
 }
 
+/// The same moment as `start`, `minutes` later, on the same wall clock.
+fn later(start: Now, minutes: i64) -> Now {
+    Now::new(
+        start
+            .timestamp()
+            .checked_add(jiff::SignedDuration::from_mins(minutes))
+            .unwrap(),
+        start.offset(),
+    )
+}
+
 #[test]
 fn switching_topics_back_and_forth_restores_the_prompt_exactly() {
     let agent = agent_with("");
     let mut refresher = Refresher::new(&agent, send(json!({})), "main").unwrap();
+    let now = refresher.context().now;
     let first = refresher.text().to_owned();
     refresher
-        .apply(Change::Topic(Some("billing".to_owned())))
+        .apply(Change::Topic(Some("billing".to_owned())), now)
         .unwrap();
     assert_ne!(refresher.text(), first);
-    refresher.apply(Change::Topic(None)).unwrap();
+    refresher.apply(Change::Topic(None), now).unwrap();
     assert_eq!(
         refresher.text(),
         first,
         "switching back restores the prompt exactly"
     );
     assert_eq!(refresher.refreshes(), 2);
+}
+
+/// Regression (issue 17.11): the tail was captured once, so the platform context kept the date
+/// of the first build for the whole session.
+#[test]
+fn a_refresh_shows_the_date_of_the_refresh() {
+    let agent = agent_with("");
+    let ctx = send(json!({}));
+    let start = ctx.now;
+    let mut refresher = Refresher::new(&agent, ctx, "main").unwrap();
+    let first = refresher.text().to_owned();
+    assert!(first.contains("2026-12-01 04:30 UTC"), "{first}");
+    let next_day = later(start, 25 * 60);
+    let refreshed = refresher
+        .apply(Change::Topic(None), next_day)
+        .unwrap()
+        .to_owned();
+    assert!(refreshed.contains("2026-12-02 05:30 UTC"), "{refreshed}");
+    assert!(!refreshed.contains("2026-12-01"), "{refreshed}");
+    let mut ctx = send(json!({}));
+    ctx.now = next_day;
+    let fresh = agent.assemble_fresh(&ctx).unwrap().compose("main").unwrap();
+    assert_eq!(refreshed, fresh.system);
 }
 
 #[test]
