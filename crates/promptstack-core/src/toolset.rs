@@ -10,7 +10,7 @@ use std::sync::Arc;
 use minijinja::value::Value;
 use serde::Serialize;
 
-use crate::spec::{ResultTrust, ToolRequirements, ToolSpec};
+use crate::spec::{ResultFence, ResultTrust, ToolRequirements, ToolSpec};
 use crate::tools::mcp::{McpServerListing, SkippedMcpServer, merge_mcp_tools};
 use crate::tools::naming::{McpToolOrigin, NamespacedTools};
 
@@ -55,6 +55,9 @@ pub struct Tool {
     pub budget: Option<String>,
     /// Who controls its results.
     pub results: ResultTrust,
+    /// The fence kind of its untrusted results.
+    #[serde(skip_serializing_if = "ResultFence::is_tool_result")]
+    pub fence: ResultFence,
     /// Where it comes from.
     pub origin: ToolOrigin,
     /// The tool as templates see it, built once.
@@ -72,6 +75,7 @@ impl Tool {
             cacheable: spec.cacheable,
             budget: spec.budget.clone(),
             results: spec.results,
+            fence: spec.fence,
             origin: ToolOrigin::Local,
             view: std::sync::OnceLock::new(),
         }
@@ -123,6 +127,7 @@ impl ResolvedMcp {
                     cacheable: false,
                     budget: None,
                     results: ResultTrust::Untrusted,
+                    fence: ResultFence::ToolResult,
                     origin: ToolOrigin::Mcp {
                         server: found.origin.server.clone(),
                         tool: found.origin.tool.clone(),

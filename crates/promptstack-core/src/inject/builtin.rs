@@ -164,6 +164,7 @@ fn tool(name: &str, description: &str, parameters: Value) -> ToolSpec {
         cacheable: false,
         budget: None,
         results: crate::spec::ResultTrust::Trusted,
+        fence: crate::spec::ResultFence::ToolResult,
         when: None,
         read_only: false,
         requires: Default::default(),

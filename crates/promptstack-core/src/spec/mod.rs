@@ -284,6 +284,10 @@ pub struct ToolSpec {
     /// Who controls the tool's results. Untrusted results are fenced before the model reads them.
     #[serde(default = "default_results_trust")]
     pub results: ResultTrust,
+    /// The fence kind of the tool's untrusted results: `tool_result` (the default),
+    /// `web_content` for a tool that reads pages, `file_content` for one that reads files.
+    #[serde(default, skip_serializing_if = "ResultFence::is_tool_result")]
+    pub fence: ResultFence,
     /// A gate expression over the send context (not over other tools); absent means always offered.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub when: Option<String>,
@@ -380,6 +384,45 @@ pub enum ResultTrust {
     Trusted,
     /// Results carry outside content (pages, files, third-party data) and are fenced.
     Untrusted,
+}
+
+/// The fence kind a tool's untrusted results are wrapped in, so the model reads what they are.
+///
+/// A page or file kind needs the page's URL or the file's path as its origin: a result part
+/// without one (plain text, a failure message) is fenced as `tool_result`.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum ResultFence {
+    /// The result of a tool: `tool_result`.
+    #[default]
+    ToolResult,
+    /// A web page (or part of one) the tool read: `web_content`.
+    WebContent,
+    /// A file the tool read: `file_content`.
+    FileContent,
+}
+
+impl ResultFence {
+    /// Every kind, in declaration order.
+    pub const ALL: [ResultFence; 3] = [
+        ResultFence::ToolResult,
+        ResultFence::WebContent,
+        ResultFence::FileContent,
+    ];
+
+    /// The spec's word for the kind, which is also the fence's marker name.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ResultFence::ToolResult => "tool_result",
+            ResultFence::WebContent => "web_content",
+            ResultFence::FileContent => "file_content",
+        }
+    }
+
+    /// Whether this is the default kind, `tool_result`.
+    pub fn is_tool_result(&self) -> bool {
+        *self == ResultFence::ToolResult
+    }
 }
 
 /// One block of the prompt.

@@ -11,6 +11,8 @@
 //!   name under `required` is one of its `properties` (`bad-tool-parameters`);
 //! - every `{param}` of its verb is one of those properties (`bad-tool-verb`), so a label never
 //!   falls back for a value the model cannot give;
+//! - it declares a `fence` kind only if its results are untrusted (`fence-on-trusted-results`):
+//!   trusted results are never fenced, so the kind would silently do nothing;
 //! - it is `cacheable` only if it is also `read_only` (`cacheable-not-read-only`): sharing one
 //!   execution between calls is only correct for a tool that changes nothing.
 //!
@@ -142,6 +144,20 @@ pub fn descriptor_problems(tool: &ToolSpec) -> Vec<DescriptorProblem> {
                 }
             }
         }
+    }
+    if !tool.fence.is_tool_result() && tool.results == crate::spec::ResultTrust::Trusted {
+        push(
+            "fence-on-trusted-results",
+            "fence",
+            format!(
+                "tool `{}` declares `fence = \"{}\"`, but its results are trusted and never fenced",
+                tool.name,
+                tool.fence.as_str()
+            ),
+            Some(
+                "add `results = \"untrusted\"` if the results carry outside content, or remove `fence`",
+            ),
+        );
     }
     if tool.cacheable && !tool.read_only {
         push(

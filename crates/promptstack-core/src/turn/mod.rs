@@ -58,6 +58,7 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
+use crate::spec::ResultFence;
 use crate::stream::{Source, SourceSnapshot};
 use crate::tools::naming::{ToolNameError, validate_tool_name};
 
@@ -103,6 +104,8 @@ pub struct TurnTool {
     pub budget_class: Option<String>,
     /// Whether the tool's results are untrusted content, to be wrapped by the [`ResultWrapper`].
     pub untrusted_results: bool,
+    /// The fence kind of those results (`tool_result` unless the tool reads pages or files).
+    pub fence: ResultFence,
 }
 
 impl TurnTool {
@@ -113,6 +116,7 @@ impl TurnTool {
             cacheable: false,
             budget_class: None,
             untrusted_results: false,
+            fence: ResultFence::ToolResult,
         }
     }
 
@@ -131,6 +135,12 @@ impl TurnTool {
     /// Marks the tool's results as untrusted content.
     pub fn untrusted(mut self) -> Self {
         self.untrusted_results = true;
+        self
+    }
+
+    /// Sets the fence kind of the tool's untrusted results (e.g. `web_content` for a page reader).
+    pub fn fence(mut self, fence: ResultFence) -> Self {
+        self.fence = fence;
         self
     }
 }
@@ -266,8 +276,11 @@ where
 pub struct Provenance<'a> {
     /// The tool that returned it.
     pub tool: &'a str,
-    /// The page it comes from, if it is a source.
+    /// The page (or file) it comes from, if it is a source.
     pub url: Option<&'a str>,
+    /// The fence kind the tool declares for its results. A kind that needs an origin applies
+    /// only to parts that have one (`url`); the wrapper fences the others as `tool_result`.
+    pub fence: ResultFence,
 }
 
 /// Wraps untrusted tool results before the model reads them (the untrusted-content fence).
@@ -703,7 +716,12 @@ impl Turn {
                         text.push_str("\n\n");
                     }
                     if tool.untrusted_results {
-                        text.push_str(&self.wrapper.wrap(content, &Provenance { tool: name, url }));
+                        let provenance = Provenance {
+                            tool: name,
+                            url,
+                            fence: tool.fence,
+                        };
+                        text.push_str(&self.wrapper.wrap(content, &provenance));
                     } else {
                         text.push_str(content);
                     }

@@ -7,19 +7,20 @@ use super::{
     Provenance, ResultWrapper, ToolExecutor, TurnBuilder, TurnError, TurnErrorKind, TurnTool,
 };
 use crate::fence::{ContentKind, Fence, Provenance as FenceProvenance};
-use crate::spec::ResultTrust;
+use crate::spec::{ResultFence, ResultTrust};
 use crate::toolset::{Tool, Toolset};
 use crate::{Agent, Assembly};
 
 impl From<&Tool> for TurnTool {
     /// The Turn's view of an offered tool: its name, whether it is cacheable, its budget class,
-    /// and whether its results are untrusted (MCP tools always are).
+    /// whether its results are untrusted (MCP tools always are) and their fence kind.
     fn from(tool: &Tool) -> Self {
         Self {
             name: tool.name.clone(),
             cacheable: tool.cacheable,
             budget_class: tool.budget.clone(),
             untrusted_results: tool.results == ResultTrust::Untrusted,
+            fence: tool.fence,
         }
     }
 }
@@ -74,18 +75,26 @@ impl Agent {
     }
 }
 
-/// The untrusted-content fence as the Turn's result wrapper: every untrusted part becomes a
-/// fenced tool result carrying the tool's name and, for a page, its origin.
+/// The untrusted-content fence as the Turn's result wrapper: every untrusted part is fenced with
+/// the kind its tool declares (`web_content`, `file_content`, else `tool_result`), carrying the
+/// tool's name and, for a page or file, its origin.
 impl ResultWrapper for Fence {
     fn wrap(&self, content: &str, provenance: &Provenance<'_>) -> String {
-        let fenced = FenceProvenance::new(
-            ContentKind::ToolResult,
-            provenance.url,
-            Some(provenance.tool),
-        )
-        // A URL the fence cannot reduce to an origin is left out; the content is still fenced.
-        .or_else(|_| FenceProvenance::tool_result(provenance.tool))
-        .and_then(|p| Fence::wrap(self, content, &p));
+        let declared = match provenance.fence {
+            ResultFence::ToolResult => ContentKind::ToolResult,
+            ResultFence::WebContent => ContentKind::Page,
+            ResultFence::FileContent => ContentKind::File,
+        };
+        // A page or file kind needs an origin: a part without one is a plain tool result.
+        let kind = if provenance.url.is_some() {
+            declared
+        } else {
+            ContentKind::ToolResult
+        };
+        let fenced = FenceProvenance::new(kind, provenance.url, Some(provenance.tool))
+            // An origin the fence cannot reduce is left out; the content is still fenced.
+            .or_else(|_| FenceProvenance::tool_result(provenance.tool))
+            .and_then(|p| Fence::wrap(self, content, &p));
         match fenced {
             Ok(wrapped) => wrapped.text,
             // Never hand over unfenced content: say that it was withheld and why.

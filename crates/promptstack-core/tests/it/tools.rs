@@ -715,3 +715,30 @@ proptest! {
         prop_assert_eq!(listed, expected);
     }
 }
+
+/// Issue 17.9: the fence kind of a tool's results is a known word, and only for untrusted results.
+#[test]
+fn the_fence_kind_is_checked() {
+    let load = |fence: &str, results: &str| {
+        let spec = format!(
+            "spec_version = 1\nname = \"f\"\n[[blocks]]\nid = \"a\"\ntrust = \"author\"\nstability = \"stable\"\ntext = \"A.\"\n\
+             [[tools]]\nname = \"read_page\"\ndescription = \"Read a page. If it fails, say so.\"\nresults = \"{results}\"\nfence = \"{fence}\"\n\
+             [targets.main]\nsystem = [\"@body\"]\n"
+        );
+        Agent::from_source(spec.as_bytes(), "f.toml", SpecFormat::Toml)
+    };
+    for kind in ["web_content", "file_content", "tool_result"] {
+        let agent = load(kind, "untrusted").unwrap();
+        assert_eq!(agent.spec().tools[0].fence.as_str(), kind);
+    }
+    let unknown = load("web_page", "untrusted").unwrap_err().to_string();
+    assert!(unknown.contains("web_page"), "{unknown}");
+    assert!(unknown.contains("tools[0].fence"), "{unknown}");
+    assert!(
+        unknown.contains("file_content"),
+        "the known words are named: {unknown}"
+    );
+    let trusted = load("web_content", "trusted").unwrap_err().to_string();
+    assert!(trusted.contains("fence-on-trusted-results"), "{trusted}");
+    assert!(trusted.contains("tools[0].fence"), "{trusted}");
+}

@@ -923,3 +923,110 @@ fn budgets_hold_on_a_multi_threaded_runtime() {
     assert!(per_input.values().all(|&n| n == 1), "{per_input:?}");
     assert_eq!(per_input.len(), 12);
 }
+
+/// Issue 17.9: a tool declares the fence kind of its results and the Turn fences with it: a page
+/// reader's pages as `web_content`, a file reader's files as `file_content`; parts without an
+/// origin, and tools that declare nothing, as `tool_result`.
+#[test]
+fn results_are_fenced_with_the_kind_the_tool_declares() {
+    use promptstack_core::fence::{Fence, FixedNonce, Nonce};
+    use promptstack_core::turn::FnExecutor;
+    use promptstack_core::{Agent, SpecFormat};
+
+    let spec = r#"
+spec_version = 1
+name = "readers"
+
+[[blocks]]
+id = "intro"
+trust = "author"
+stability = "stable"
+text = "Read carefully."
+
+[[tools]]
+name = "read_page"
+description = "Read a page. If it fails, say so."
+parameters = { type = "object", properties = { url = { type = "string" } } }
+results = "untrusted"
+fence = "web_content"
+
+[[tools]]
+name = "read_file"
+description = "Read a file. If it fails, say so."
+parameters = { type = "object", properties = { path = { type = "string" } } }
+results = "untrusted"
+fence = "file_content"
+
+[[tools]]
+name = "lookup"
+description = "Look something up. If it fails, say so."
+parameters = { type = "object", properties = { q = { type = "string" } } }
+results = "untrusted"
+
+[targets.main]
+system = ["@body"]
+"#;
+    let agent = Agent::from_source(spec.as_bytes(), "readers.toml", SpecFormat::Toml).unwrap();
+    let ctx = promptstack_core::SendContext::from_json(
+        br#"{"now": "2026-11-30T09:15:00Z", "model": {"id": "gpt-4o", "name": "GPT-4o", "provider": "openai"}}"#,
+        "send.json",
+    )
+    .unwrap();
+    let assembly = agent.assemble(&ctx).unwrap();
+    let fence = Arc::new(Fence::new(FixedNonce::new(
+        Nonce::parse("0123456789abcdef").unwrap(),
+    )));
+    let turn = agent
+        .turn_builder(&assembly, None, fence, |tool| {
+            let executor: Arc<dyn ToolExecutor> = match tool.name.as_str() {
+                "read_page" => Arc::new(FnExecutor::new(|_: Value| async {
+                    Ok(ToolOutput::new()
+                        .fetched_source("https://example.com/a", Some("A"), "page text")
+                        .text("loaded in 20 ms"))
+                })),
+                "read_file" => Arc::new(FnExecutor::new(|_: Value| async {
+                    Ok(ToolOutput::new().source("docs/notes.md", None, "file text"))
+                })),
+                _ => Arc::new(FnExecutor::new(|_: Value| async {
+                    Ok(ToolOutput::new().text("an answer"))
+                })),
+            };
+            Some(executor)
+        })
+        .unwrap()
+        .build()
+        .unwrap();
+    block_on(async {
+        let page = turn.call("read_page", &json!({})).await.unwrap();
+        assert!(
+            page.text.contains(
+                "<<<web_content_0123456789abcdef origin=\"https://example.com\" tool=\"read_page\">>>\npage text\n<<<end_web_content_0123456789abcdef>>>"
+            ),
+            "{}",
+            page.text
+        );
+        assert!(
+            page.text.contains(
+                "<<<tool_result_0123456789abcdef tool=\"read_page\">>>\nloaded in 20 ms\n"
+            ),
+            "{}",
+            page.text
+        );
+        let file = turn.call("read_file", &json!({})).await.unwrap();
+        assert!(
+            file.text.contains(
+                "<<<file_content_0123456789abcdef origin=\"file:docs/notes.md\" tool=\"read_file\">>>\nfile text\n"
+            ),
+            "{}",
+            file.text
+        );
+        let plain = turn.call("lookup", &json!({})).await.unwrap();
+        assert!(
+            plain
+                .text
+                .starts_with("<<<tool_result_0123456789abcdef tool=\"lookup\">>>\nan answer\n"),
+            "{}",
+            plain.text
+        );
+    });
+}
