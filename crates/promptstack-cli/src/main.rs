@@ -37,6 +37,7 @@ enum Command {
     CacheSim(cmd::cache_sim::Args),
     Diff(cmd::diff::Args),
     Keys(cmd::keys::Args),
+    Capabilities(cmd::capabilities::Args),
 }
 
 fn main() -> ExitCode {
@@ -70,6 +71,7 @@ fn main() -> ExitCode {
         Command::CacheSim(args) => cmd::cache_sim::run(args),
         Command::Diff(args) => cmd::diff::run(args),
         Command::Keys(args) => cmd::keys::run(args),
+        Command::Capabilities(args) => cmd::capabilities::run(args),
     };
     exit::report(result)
 }

@@ -9,9 +9,9 @@
 
 use std::path::{Path, PathBuf};
 
-use promptstack_core::inject::registry::{Manifest, REFERENCE_PREFIX, Registry};
+use promptstack_core::inject::registry::{Manifest, Published, REFERENCE_PREFIX, Registry};
 use promptstack_core::spec::load;
-use promptstack_core::{Agent, AgentSpec, SpecError, SpecFormat};
+use promptstack_core::{Agent, AgentSpec, SendContext, SpecError, SpecFormat};
 
 use crate::limits::{InputError, InputKind, Limits, read_within};
 
@@ -84,6 +84,26 @@ pub fn manifests_for(
         registry.insert(manifest);
     }
     Ok(registry)
+}
+
+/// Publishes the stage of the agent compiled from the spec at `spec_path` for `send`: the
+/// authored text of `target`'s main prompt with every registry capability's fragment appended,
+/// the segments sidecar and the provenance (see [`Agent::publish_stage`]). The manifests are read
+/// from `capabilities/` next to the spec, as [`compile`] reads them.
+///
+/// # Errors
+///
+/// An unreadable or invalid manifest; a spec without a stage, an unknown target, or a fragment
+/// that cannot be rendered ([`LoadError::Manifest`]).
+pub fn publish(
+    agent: &Agent,
+    spec_path: &Path,
+    send: &SendContext,
+    target: &str,
+    limits: &Limits,
+) -> Result<Published, LoadError> {
+    let registry = manifests_for(agent.spec(), spec_folder(spec_path), limits)?;
+    Ok(agent.publish_stage(send, target, &registry)?)
 }
 
 /// Parses and compiles a spec, resolving its registry capabilities from `capabilities/` next to

@@ -2,6 +2,7 @@
 
 pub mod bench;
 pub mod cache_sim;
+pub mod capabilities;
 pub mod cite;
 pub mod diff;
 pub mod explain;

@@ -1,5 +1,6 @@
 //! End-to-end tests of the `promptstack` binary: one binary, one module per subcommand.
 mod cache_sim;
+mod capabilities;
 mod cite;
 mod commands;
 mod diff;

@@ -193,17 +193,22 @@ impl<'a> Refresher<'a> {
     fn render(&self, ctx: &SendContext) -> Result<(String, String), Error> {
         let assembly: Assembly = self.agent.assemble(ctx)?;
         let composition = assembly.compose(&self.target)?;
-        let end = composition
-            .parts
-            .iter()
-            .take_while(|p| !p.id.starts_with(CAPABILITY_PREFIX) && !is_ambient(&p.id))
-            .last()
-            .map_or(0, |p| p.range.end);
         Ok((
-            composition.system[..end].to_owned(),
+            authored(&composition).to_owned(),
             tail(&composition).to_owned(),
         ))
     }
+}
+
+/// The authored text of a composed prompt: the system text up to its first injected part.
+pub(crate) fn authored(composition: &Composition) -> &str {
+    let end = composition
+        .parts
+        .iter()
+        .take_while(|p| !p.id.starts_with(CAPABILITY_PREFIX) && !is_ambient(&p.id))
+        .last()
+        .map_or(0, |p| p.range.end);
+    &composition.system[..end]
 }
 
 /// The tail of a composed prompt: the run of ambient parts at its end (empty without one).

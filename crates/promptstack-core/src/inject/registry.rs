@@ -257,6 +257,46 @@ pub fn decided_text(
     Ok(default_text)
 }
 
+impl crate::Agent {
+    /// Publishes this agent's stage for `ctx`: the authored text of `target`'s main prompt (the
+    /// composed target up to the blocks the platform injects, with `ctx`'s variables and no
+    /// topic), expanded by [`publish`] with the stage's references and capability configuration,
+    /// the registry's manifests, and the send's overrides (else the spec's).
+    ///
+    /// # Errors
+    ///
+    /// [`ErrorKind::NotFound`] for a spec without a stage or an unknown target, any error of
+    /// assembling or composing, and the errors of [`publish`].
+    pub fn publish_stage(
+        &self,
+        ctx: &crate::context::SendContext,
+        target: &str,
+        registry: &Registry,
+    ) -> Result<Published, Error> {
+        let Some(stage) = &self.spec.stage else {
+            return Err(Error::new(
+                ErrorKind::NotFound,
+                "publishing needs a spec with a [stage]",
+            ));
+        };
+        let mut main = ctx.clone();
+        main.topic = None;
+        let composition = self.assemble(&main)?.compose(target)?;
+        let authored = super::refresh::authored(&composition);
+        let overrides = ctx
+            .auto_injections
+            .as_ref()
+            .or(self.spec.auto_injections.as_ref());
+        publish(
+            authored,
+            &stage.capabilities,
+            registry,
+            &stage.capability_configs,
+            overrides,
+        )
+    }
+}
+
 /// Publishes a stage's main prompt: expands every `capability:<slug>` reference of `references`
 /// (other entries are built-ins and are skipped) against the registry.
 ///
