@@ -224,6 +224,58 @@ fn gates_on_settings(
 }
 
 impl crate::Agent {
+    /// Targets whose pinned blocks alone exceed the target's token budget, counted from the
+    /// blocks that are always present with literal text (an `over-budget` error each): such a
+    /// target can never fit, whatever the send. Gated, variant and template blocks are left to the
+    /// checks against sends, where the composition reports the same error.
+    pub fn pinned_over_budget(&self, counting: crate::tokens::Counting) -> Vec<Diagnostic> {
+        let mut out = Vec::new();
+        for target in self.targets.iter() {
+            let Some(budget) = target.budget else {
+                continue;
+            };
+            let mut pinned: Vec<&str> = Vec::new();
+            let mut total: u64 = 0;
+            for (id, _, is_pinned) in &target.shedding {
+                if !is_pinned {
+                    continue;
+                }
+                let Some(unit) = self.units.iter().find(|u| u.id == *id) else {
+                    continue;
+                };
+                let crate::agent::Body::Text(text) = &unit.body else {
+                    continue;
+                };
+                if unit.gate.is_some() || !unit.variants.is_empty() {
+                    continue;
+                }
+                let text = if self.spec.render.trim {
+                    text.trim_matches([' ', '\t', '\r', '\n'])
+                } else {
+                    text.as_str()
+                };
+                total += u64::from(self.counter.count(counting, text).count);
+                pinned.push(id);
+            }
+            if total > u64::from(budget) {
+                out.push(
+                    Diagnostic::error(
+                        "over-budget",
+                        format!(
+                            "target `{}` needs about {total} tokens ({}) for its pinned blocks alone ({}); its budget is {budget}",
+                            target.id,
+                            counting.encoding.as_str(),
+                            pinned.iter().map(|id| format!("`{id}`")).collect::<Vec<_>>().join(", ")
+                        ),
+                    )
+                    .subject(target.id.as_str())
+                    .hint("raise the budget or unpin blocks"),
+                );
+            }
+        }
+        out
+    }
+
     /// Token limits that can be checked without a send: every block or note with `max_tokens`
     /// whose text (and every variant's text) is literal, counted with `counting` after the same
     /// trimming assembly applies. One `over-token-limit` error per text over its limit.

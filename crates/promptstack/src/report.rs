@@ -154,9 +154,12 @@ pub struct Finding {
 /// Lints an agent, and checks it against each named send: the spec's own findings, then for
 /// every send the findings of assembling it and of composing each target.
 ///
-/// Without sends, blocks with literal text are still held to their `max_tokens` (counted as
-/// o200k, an estimate). An assembly or composition that fails is a finding (`assembly-failed`,
-/// `compose-failed`), not an error, so one report covers every send.
+/// Token budgets are checked too: a target whose pinned blocks alone exceed its budget is an
+/// `over-budget` error, and a block a budget sheds on some send is a `shed-block` warning (with
+/// that send). Without sends, blocks with literal text are still held to their `max_tokens` and
+/// targets to their budgets (counted as o200k, an estimate). An assembly or composition that
+/// fails is a finding (`assembly-failed`, `compose-failed`), not an error, so one report covers
+/// every send.
 pub fn lint<'a>(
     agent: &Agent,
     sends: impl IntoIterator<Item = (&'a str, &'a SendContext)>,
@@ -190,10 +193,15 @@ pub fn lint<'a>(
             }
         }
         for target in assembly.target_ids() {
-            if let Err(error) = assembly.compose(target) {
-                let diagnostic =
-                    Diagnostic::error("compose-failed", error.to_string()).subject(target);
-                findings.push(finding(diagnostic));
+            match assembly.compose(target) {
+                Ok(composition) => {
+                    findings.extend(composition.diagnostics.into_iter().map(finding))
+                }
+                Err(error) => {
+                    let diagnostic =
+                        Diagnostic::error("compose-failed", error.to_string()).subject(target);
+                    findings.push(finding(diagnostic));
+                }
             }
         }
     }
@@ -207,6 +215,7 @@ pub fn lint<'a>(
             agent
                 .literal_token_limits(counting)
                 .into_iter()
+                .chain(agent.pinned_over_budget(counting))
                 .map(spec_finding),
         );
     }

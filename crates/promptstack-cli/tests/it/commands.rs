@@ -161,3 +161,40 @@ fn budget_sheds_blocks() {
         });
     }
 }
+
+/// `lint` checks token budgets: pinned blocks over a target's budget are an error even without a
+/// send; a block a budget sheds on a send is a warning naming that send.
+#[test]
+fn lint_checks_token_budgets() {
+    for (name, args) in [
+        (
+            "pinned",
+            vec![
+                "lint",
+                "crates/promptstack-cli/tests/data/budget/pinned.toml",
+            ],
+        ),
+        (
+            "pinned-with-send",
+            vec![
+                "lint",
+                "crates/promptstack-cli/tests/data/budget/pinned.toml",
+                "--send",
+                "crates/promptstack-cli/tests/data/budget/send.json",
+            ],
+        ),
+        (
+            "shed",
+            vec![
+                "lint",
+                "crates/promptstack-cli/tests/data/budget/agent.toml",
+                "--send",
+                "crates/promptstack-cli/tests/data/budget/send.json",
+            ],
+        ),
+    ] {
+        insta::with_settings!({ snapshot_suffix => name }, {
+            assert_cmd_snapshot!("lint_budget", promptstack().args(&args));
+        });
+    }
+}
