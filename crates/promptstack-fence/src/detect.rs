@@ -12,9 +12,12 @@
 //! - `open-run`: opening angle brackets of total weight ≥ 2 (`<<`, `<<<`, `≪`, `⋘`, `&lt;&lt;`,
 //!   `＜ ＜`…), with spaces and invisible characters allowed between them;
 //! - `keyword`: the letters of a fence kind (`web_content`, `web_selection`, `file_content`,
-//!   `mcp_resource`, `tool_result`), optionally preceded by `end`; joiners (`_ - .`), spaces and
-//!   invisible characters between the letters are ignored, and anything may follow (a nonce or
-//!   none, attributes or none);
+//!   `mcp_resource`, `tool_result`), optionally preceded by `end`; joiners (`_ - .`), spaces, line
+//!   breaks and invisible characters between the letters are ignored, and anything may follow (a
+//!   nonce or none, attributes or none);
+//! - or, after an open run of weight ≥ 3, any **nonce-shaped name**: an identifier, a joiner and
+//!   at least eight hexadecimal digits (`<<<end_page_0123456789abcdef>>>`), whatever the kind
+//!   word, so a made-up kind cannot pose as a boundary either;
 //! - `close-run`: the first run of closing angle brackets after the keyword on the same line and
 //!   outside double quotes (so `origin="a>>>b"` does not end it early).
 //!
@@ -57,6 +60,9 @@ const KEYWORDS: [&[u8]; 5] = [
 
 /// The most letters read for a keyword: `end` plus the longest kind.
 const MAX_KEYWORD_LETTERS: usize = 16;
+
+/// The fewest hexadecimal digits after a joiner that make a name nonce-shaped.
+const MIN_NONCE_DIGITS: usize = 8;
 
 /// How far after the keyword the closing run of a marker is looked for.
 const MAX_TAIL_BYTES: usize = 4096;
@@ -287,6 +293,7 @@ fn match_marker(text: &str, run: Range<usize>, weight: u32) -> Option<Finding> {
             matches!(s, Sym::Space | Sym::LineBreak | Sym::Ignorable)
         });
     }
+    let name_start = pos;
     let mut letters = [0u8; MAX_KEYWORD_LETTERS];
     let mut ends = [0usize; MAX_KEYWORD_LETTERS];
     let mut n = 0;
@@ -303,13 +310,18 @@ fn match_marker(text: &str, run: Range<usize>, weight: u32) -> Option<Finding> {
                     n += 1;
                 }
             }
-            Sym::Joiner | Sym::Space | Sym::Ignorable => {}
+            // A line break inside a keyword (`end` U+2028 `web_content`, `end_web` CRLF
+            // `_content`) does not stop a reader who joins the pieces.
+            Sym::Joiner | Sym::Space | Sym::LineBreak | Sym::Ignorable => {}
             _ => break,
         }
         pos = unit.span.end;
     }
-    let used = keyword_len(&letters[..n])?;
-    let keyword_end = ends[used - 1];
+    let keyword_end = match keyword_len(&letters[..n]) {
+        Some(used) => ends[used - 1],
+        None if weight >= 3 => nonce_shaped(text, name_start)?,
+        None => return None,
+    };
     let close = find_tail(text, keyword_end);
     let (close, close_weight, end) = match close {
         Some((range, w)) => {
@@ -327,6 +339,53 @@ fn match_marker(text: &str, run: Range<usize>, weight: u32) -> Option<Finding> {
         close_weight,
         end,
     })
+}
+
+/// A marker-shaped name whatever its kind word: an identifier, a joiner and at least
+/// [`MIN_NONCE_DIGITS`] hexadecimal digits (`end_page_0123456789abcdef`, `x_deadbeef_y`), read
+/// from `pos` through the normalised view (spaces, line breaks and invisible characters between
+/// the letters are skipped, as for a keyword). Returns where the hexadecimal segment ends.
+///
+/// The region read stops at the first unit that is not a letter, digit, joiner or blank, so it
+/// never overlaps the next candidate and detection stays linear.
+fn nonce_shaped(text: &str, mut pos: usize) -> Option<usize> {
+    // Letters read before the current segment, and the current segment's length and hexness.
+    let mut before = 0usize;
+    let mut segment = 0usize;
+    let mut all_hex = true;
+    let mut segment_end = pos;
+    let qualifies = |before: usize, segment: usize, all_hex: bool| {
+        before > 0 && all_hex && segment >= MIN_NONCE_DIGITS
+    };
+    while pos < text.len() {
+        let unit = unit_at(text, pos);
+        match unit.sym {
+            Sym::Word(w) => {
+                segment += w.as_bytes().len();
+                all_hex &= w.as_bytes().iter().all(u8::is_ascii_hexdigit);
+                segment_end = unit.span.end;
+            }
+            Sym::Joiner => {
+                if qualifies(before, segment, all_hex) {
+                    return Some(segment_end);
+                }
+                before += segment;
+                segment = 0;
+                all_hex = true;
+            }
+            // A blank may end the digits (`page_0123456789abcdef origin="…"`) or sit between
+            // them (`dead beef`): the segment qualifies at the blank or goes on after it.
+            Sym::Space | Sym::LineBreak => {
+                if qualifies(before, segment, all_hex) {
+                    return Some(segment_end);
+                }
+            }
+            Sym::Ignorable => {}
+            _ => break,
+        }
+        pos = unit.span.end;
+    }
+    qualifies(before, segment, all_hex).then_some(segment_end)
 }
 
 /// How many letters of `letters` spell `[end]kind`, if they do.

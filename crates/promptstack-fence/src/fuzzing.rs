@@ -101,3 +101,81 @@ pub fn fence_attribute(data: &[u8]) {
         assert!(report.is_valid(), "invalid fence: {:?}", report.problems);
     }
 }
+
+/// Ways to write `<` that a reader who decodes repeatedly turns back into `<`: escapes of every
+/// kind, layered in every order, and look-alikes.
+const LAYERED_LT: &[&str] = &[
+    "<",
+    "&lt;",
+    "&#60;",
+    "&#x3c;",
+    "%3C",
+    "%253C",
+    "&%2360;",
+    "%26lt;",
+    "%2526lt;",
+    "&#37;3C",
+    "%26%2360;",
+    "&amp;lt;",
+    "&amp;%2360;",
+    "\\u003c",
+    "%5Cu003c",
+    "&#92;u003c",
+    "\\\\x3c",
+    "＜",
+    "﹤",
+];
+
+/// Characters a reader may take for a line break or for nothing, put inside a marker.
+const SEPARATORS: &[&str] = &[
+    "\u{2028}", "\u{2029}", "\r\n", "\n", "\r", "\u{85}", "\u{200b}", "\u{feff}", " ", "",
+];
+
+/// Builds a forged closing marker from the input (each `<` in a layered encoding, a separator
+/// inside the keyword) and surrounds it with arbitrary text: the detector must find the marker,
+/// and wrapping must give one valid fence (G1–G3) whose body defangs to itself (G4) and holds no
+/// raw forgery.
+pub fn fence_layered(data: &[u8]) {
+    let Some((head, rest)) = data.split_first_chunk::<6>() else {
+        return;
+    };
+    let pick = |table: &[&'static str], b: u8| table[usize::from(b) % table.len()];
+    let (keyword, cut_at) = match head[4] % 3 {
+        0 => ("end_web_content", usize::from(head[5]) % 16),
+        1 => ("end_tool_result", usize::from(head[5]) % 16),
+        _ => ("end_page_0123456789abcdef", usize::from(head[5]) % 4),
+    };
+    let cut = cut_at.min(keyword.len());
+    let mut forged = String::new();
+    for &b in &head[..3] {
+        forged.push_str(pick(LAYERED_LT, b));
+    }
+    forged.push_str(&keyword[..cut]);
+    forged.push_str(pick(SEPARATORS, head[3]));
+    forged.push_str(&keyword[cut..]);
+    forged.push_str(">>>");
+    let found = find_all(&forged);
+    assert!(
+        found.iter().any(|f| f.kind == crate::FindingKind::Marker),
+        "a layered forgery went unseen: {forged:?}"
+    );
+    let noise = fence_text(&rest[..rest.len().min(4096)]);
+    let content = format!("{noise}{forged}{noise}");
+    let once = defang(&content);
+    assert_eq!(defang(&once), once, "defang is not idempotent");
+    assert!(!once.contains(forged.as_str()), "the forgery survived");
+    let nonce = Nonce::parse("f00dfacecafebeef").expect("a valid fixed nonce");
+    let fence = Fence::new(FixedNonce::new(nonce.clone()));
+    let provenance = Provenance::page("https://example.com/").expect("a valid origin");
+    match fence.wrap(&content, &provenance) {
+        Ok(wrapped) => {
+            let report = check(&wrapped.text);
+            assert!(report.is_valid(), "invalid fence: {:?}", report.problems);
+            let lower = wrapped.text.to_ascii_lowercase();
+            assert_eq!(lower.matches(nonce.as_str()).count(), 2, "G2");
+        }
+        Err(error) => {
+            assert_eq!(error.kind(), FenceErrorKind::NonceCollision, "{error}");
+        }
+    }
+}

@@ -102,9 +102,7 @@ pub fn unit_at(text: &str, pos: usize) -> Unit {
     let b = bytes[pos];
     if b < 0x80 {
         let decoded = match b {
-            b'&' => html_escape(text, pos),
-            b'%' => percent_escape(bytes, pos),
-            b'\\' => backslash_escape(bytes, pos),
+            b'&' | b'%' | b'\\' => escape_at(text, pos),
             _ => None,
         };
         if let Some((c, len)) = decoded {
@@ -433,6 +431,109 @@ fn named_reference(name: &str) -> Option<char> {
         _ => return None,
     };
     Some(c)
+}
+
+/// The most escape layers decoded for one unit: `&%2360;` (an HTML reference whose `#` is
+/// percent-encoded) takes two, and every further layer has to fit in [`MAX_UNIT_BYTES`] as well.
+pub const MAX_ESCAPE_LAYERS: usize = 6;
+
+/// Whether `b` can start an escape sequence.
+fn is_introducer(b: u8) -> bool {
+    matches!(b, b'&' | b'%' | b'\\')
+}
+
+/// One escape sequence of any kind at `pos` of `text`, decoded once.
+fn escape_once(text: &str, pos: usize) -> Option<(char, usize)> {
+    match text.as_bytes().get(pos)? {
+        b'&' => html_escape(text, pos),
+        b'%' => percent_escape(text.as_bytes(), pos),
+        b'\\' => backslash_escape(text.as_bytes(), pos),
+        _ => None,
+    }
+}
+
+/// The escape sequence at `pos` (which holds `&`, `%` or `\`), decoded to a fixpoint: the
+/// character a reader who decodes repeatedly ends up with, and how many bytes of `text` stand
+/// for it.
+///
+/// Escapes may be layered in any order (`&%2360;` is `&#60;` with its `#` percent-encoded;
+/// `%26lt;` is `&lt;` with its `&` percent-encoded), so one layer at a time the whole window of
+/// [`MAX_UNIT_BYTES`] bytes is decoded, each character remembering where its bytes end in
+/// `text`, until a layer decodes nothing or [`MAX_ESCAPE_LAYERS`] layers are done. The work is
+/// bounded by the window and the layer count, so a unit still costs O(1).
+fn escape_at(text: &str, pos: usize) -> Option<(char, usize)> {
+    let single = escape_once(text, pos);
+    let bytes = text.as_bytes();
+    let mut limit = (pos + MAX_UNIT_BYTES).min(bytes.len());
+    while !text.is_char_boundary(limit) {
+        limit -= 1;
+    }
+    match single {
+        // A decoded character that cannot start another escape is final: no later layer can
+        // change the first character.
+        Some((c, _)) if !(c.is_ascii() && is_introducer(c as u8)) => return single,
+        // Nothing to decode here, and no other escape in the window to make one.
+        None if !bytes[pos + 1..limit].iter().any(|&b| is_introducer(b)) => return None,
+        _ => {}
+    }
+    // The current layer as text, and for each of its bytes the end (relative to `pos`) of the
+    // original bytes its character stands for. Decoding never lengthens text, so a layer fits
+    // in the window's size.
+    let mut layer = [0u8; MAX_UNIT_BYTES];
+    let mut ends = [0u8; MAX_UNIT_BYTES];
+    let window = &bytes[pos..limit];
+    layer[..window.len()].copy_from_slice(window);
+    for (i, end) in ends.iter_mut().enumerate().take(window.len()) {
+        // Raw bytes stand for themselves; a character's end is the end of its last byte.
+        *end = u8::try_from(i + 1).unwrap_or(u8::MAX);
+    }
+    let mut len = window.len();
+    let mut decoded_any = false;
+    for _ in 0..MAX_ESCAPE_LAYERS {
+        let Ok(current) = std::str::from_utf8(&layer[..len]) else {
+            break;
+        };
+        let mut next = [0u8; MAX_UNIT_BYTES];
+        let mut next_ends = [0u8; MAX_UNIT_BYTES];
+        let mut out = 0;
+        let mut at = 0;
+        let mut changed = false;
+        while at < len {
+            let (c, used) = match escape_once(current, at) {
+                Some(decoded) => {
+                    changed = true;
+                    decoded
+                }
+                None => {
+                    let c = current[at..].chars().next()?;
+                    (c, c.len_utf8())
+                }
+            };
+            let end = ends[at + used - 1];
+            let mut buf = [0u8; 4];
+            let encoded = c.encode_utf8(&mut buf).as_bytes();
+            if out + encoded.len() > MAX_UNIT_BYTES {
+                break;
+            }
+            next[out..out + encoded.len()].copy_from_slice(encoded);
+            next_ends[out..out + encoded.len()].fill(end);
+            out += encoded.len();
+            at += used;
+        }
+        if !changed {
+            break;
+        }
+        decoded_any = true;
+        layer = next;
+        ends = next_ends;
+        len = out;
+    }
+    if !decoded_any {
+        return None;
+    }
+    let first = std::str::from_utf8(&layer[..len]).ok()?.chars().next()?;
+    let span = usize::from(ends[first.len_utf8() - 1]);
+    Some((first, span))
 }
 
 /// `%3C`, `%253C` (escaped twice) and multi-byte UTF-8 escapes such as `%EF%BC%9C`.

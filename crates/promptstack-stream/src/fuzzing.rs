@@ -6,6 +6,7 @@
 
 use crate::{
     CitationMap, MAX_LOOKAHEAD, OutputMode, Processor, Source, SourceSnapshot, StreamConfig,
+    WidgetSet,
 };
 
 /// Sources 1, 2, 3 and 10, so that fuzzed numbers both resolve and miss.
@@ -24,7 +25,9 @@ fn stream_sources() -> SourceSnapshot {
 /// Feeds `input` to a processor in pieces ending at `cuts` (byte offsets, possibly inside a
 /// character) and returns the output and the citation map.
 fn stream_run(input: &[u8], cuts: &[usize], mode: OutputMode) -> (String, CitationMap) {
-    let mut processor = Processor::new(&stream_sources(), StreamConfig { mode });
+    let widgets = WidgetSet::new(["chart", "map"]).expect("valid widget names");
+    let config = StreamConfig::new(mode).with_widgets(widgets);
+    let mut processor = Processor::new(&stream_sources(), config);
     let mut out = String::new();
     let mut from = 0;
     for &cut in cuts {

@@ -25,16 +25,22 @@
 //!   removed (a link inside a link is not Markdown).
 //! * **`[N]` runs.** Adjacent markers — `[1][2]`, `[1] [2]` (up to three spaces between),
 //!   `[1, 2]` — form one run, written as one placeholder plus a [`CitationMap`] entry, or as
-//!   Markdown links (see [`OutputMode`]). A marker naming any number the registry does not hold
-//!   stays literal and ends the run. Markers are left alone inside code, inside link text
+//!   Markdown links (see [`OutputMode`]). A marker is a citation when one of its numbers is in
+//!   the registry; numbers the registry does not hold are dropped from the run (and counted as
+//!   unresolved), so `[1][99][2]` is one run of sources 1 and 2. A marker naming only unknown
+//!   numbers joins a run that goes on to cite a known source (`[99][1]`), and otherwise stays
+//!   literal (`[2024]`). Markers are left alone inside code, inside link text
 //!   (`[see [1]](…)`, anything between an unclosed `[` and its `]` within a paragraph), as link
 //!   text (`[1](https://…)`), as a reference label (`[text][1]`), after `!`, and as a
 //!   definition (`[1]: https://…` at the start of a line). Runs never span a line break.
 //!   Footnotes (`[^1]`) are not citations.
 //! * **Math.** `\(…\)` becomes `$…$`; `\[…\]` becomes a `$$` block on its own lines when it
 //!   fills its line, and inline `$…$` when it starts or ends mid-line (a `$$` fence in the middle
-//!   of a paragraph would break it). Formulas are left alone in code and link targets; an
-//!   unclosed or empty formula stays literal.
+//!   of a paragraph would break it). `$$…$$` filling its line becomes the same block. A `$`
+//!   before a digit is a currency sign, escaped as `\$`, unless the next `$` on its line closes
+//!   a formula (it follows a non-space and no digit follows it): `$5 and $10` are prices,
+//!   `$2^n$` is math. Formulas are left alone in code and link targets; an unclosed or empty
+//!   formula stays literal.
 //!
 //! # Streaming guarantees
 //!
@@ -45,8 +51,12 @@
 //! **Bounded lookahead:** output is released as soon as it is decided. The processor holds back
 //! at most [`MAX_LOOKAHEAD`] bytes of input: a formula waiting for its closing delimiter (up to
 //! 4000 bytes), a native shape waiting for `】` (up to 256 bytes), a `[N]` marker (up to 64
-//! bytes), the character after a marker or `]`, the spaces after a citation run, and one
+//! bytes), the markers after one of unknown numbers (up to 512 bytes), the text after a `$`
+//! before a digit (up to 256 bytes), the character after a marker or `]`, the spaces after a citation run, and one
 //! trailing space (which a removed native shape would take with it). Code is never held back.
+//!
+//! **Bounded output:** links written and citation runs held are bounded by [`StreamConfig`];
+//! past a bound the output stops and [`Processor::overflow`] says where.
 //!
 //! # Known approximations
 //!
@@ -80,6 +90,7 @@ mod native;
 mod output;
 mod score;
 mod source;
+mod widget;
 
 #[cfg(feature = "fuzzing")]
 #[doc(hidden)]
@@ -90,18 +101,119 @@ use std::collections::BTreeSet;
 pub use output::{Citation, CitationMap, OutputMode};
 pub use score::{CitationCounts, CitationScore, MinCitations, min_citations, score};
 pub use source::{Source, SourceSnapshot};
+pub use widget::{WIDGET_MAX, Widget, WidgetNameError, WidgetSet};
 
 use output::SourceTable;
 
 /// The most input bytes the processor ever holds back while deciding.
 pub const MAX_LOOKAHEAD: usize = 4096;
 
-/// How the processor writes its output.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+/// The default of [`StreamConfig::max_link_bytes`]: 16 MiB of Markdown links per text.
+pub const DEFAULT_MAX_LINK_BYTES: u64 = 16 * 1024 * 1024;
+
+/// The default of [`StreamConfig::max_citation_runs`]: a million runs held in the citation map.
+pub const DEFAULT_MAX_CITATION_RUNS: usize = 1_000_000;
+
+/// How the processor writes its output, and the bounds on what it writes.
+///
+/// Build one with [`StreamConfig::new`] and the `with_…` methods; [`Default`] gives placeholder
+/// mode with the default bounds.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct StreamConfig {
     /// Placeholders plus a citation map, or Markdown links.
     pub mode: OutputMode,
+    /// The most bytes of Markdown links written over the whole stream ([`OutputMode::Links`]).
+    /// A run of links is a source's URL and title per source, so a long URL cited many times
+    /// multiplies the output; past this bound the processor stops (see [`Processor::overflow`]).
+    pub max_link_bytes: u64,
+    /// The most citation runs the [citation map](Processor::citations) holds at once
+    /// ([`OutputMode::Placeholders`]); [`Processor::take_citations`] empties it. Past this
+    /// bound the processor stops (see [`Processor::overflow`]).
+    pub max_citation_runs: usize,
+    /// The widget tags to parse out of the text (none by default); see [`Widget`].
+    pub widgets: WidgetSet,
 }
+
+impl Default for StreamConfig {
+    fn default() -> Self {
+        Self::new(OutputMode::default())
+    }
+}
+
+impl StreamConfig {
+    /// A configuration writing citations in `mode`, with the default bounds.
+    pub fn new(mode: OutputMode) -> Self {
+        Self {
+            mode,
+            max_link_bytes: DEFAULT_MAX_LINK_BYTES,
+            max_citation_runs: DEFAULT_MAX_CITATION_RUNS,
+            widgets: WidgetSet::default(),
+        }
+    }
+
+    /// Sets the [widget tags](Self::widgets) to parse.
+    pub fn with_widgets(mut self, widgets: WidgetSet) -> Self {
+        self.widgets = widgets;
+        self
+    }
+
+    /// Sets [`max_link_bytes`](Self::max_link_bytes).
+    pub fn with_max_link_bytes(mut self, bytes: u64) -> Self {
+        self.max_link_bytes = bytes;
+        self
+    }
+
+    /// Sets [`max_citation_runs`](Self::max_citation_runs).
+    pub fn with_max_citation_runs(mut self, runs: usize) -> Self {
+        self.max_citation_runs = runs;
+        self
+    }
+}
+
+/// A bound of [`StreamConfig`] that the output reached.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum OverflowKind {
+    /// [`StreamConfig::max_link_bytes`].
+    LinkBytes,
+    /// [`StreamConfig::max_citation_runs`].
+    CitationRuns,
+}
+
+/// Where the processor stopped because its output would have passed a bound.
+///
+/// The output ends just before the citation run that would have passed it; nothing after it is
+/// written, whatever is pushed later.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Overflow {
+    /// Which bound.
+    pub kind: OverflowKind,
+    /// The bound's value.
+    pub limit: u64,
+    /// The input byte (counted in the UTF-8 text after repairs) where the run that passed it
+    /// ends.
+    pub at: u64,
+}
+
+impl std::fmt::Display for Overflow {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self.kind {
+            OverflowKind::LinkBytes => write!(
+                f,
+                "at input byte {}: the Markdown links would pass {} bytes",
+                self.at, self.limit
+            ),
+            OverflowKind::CitationRuns => write!(
+                f,
+                "at input byte {}: the citation map would pass {} runs",
+                self.at, self.limit
+            ),
+        }
+    }
+}
+
+impl std::error::Error for Overflow {}
 
 /// The output released by one [`Processor::push`] or [`Processor::finish`].
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -110,6 +222,8 @@ pub struct Segment {
     pub text: String,
     /// The citation runs whose placeholders appear in `text` (placeholder mode only).
     pub citations: CitationMap,
+    /// The widget tags removed from the input that produced `text`, in order.
+    pub widgets: Vec<Widget>,
 }
 
 /// The source numbers named by one marker, stored inline: markers are short (at most 16 numbers),
@@ -183,6 +297,23 @@ pub struct Processor {
     cited: Vec<bool>,
     map: CitationMap,
     tally: Tally,
+    max_link_bytes: u64,
+    max_citation_runs: usize,
+    /// Bytes of Markdown links written so far.
+    link_bytes: u64,
+    /// The input offset of the first byte of `pending` (of the scanned text, during a scan).
+    consumed: u64,
+    /// Set when a bound was reached; nothing is written afterwards.
+    overflow: Option<Overflow>,
+    /// During a scan that reached a bound: the length `out` had when it did.
+    overflow_mark: Option<usize>,
+    widgets: WidgetSet,
+    /// Widgets parsed and not yet taken.
+    found: Vec<Widget>,
+    /// Bytes of output released by earlier pushes (for widget offsets).
+    output_bytes: u64,
+    /// The length of the caller's `out` when the current push began.
+    push_start: usize,
 }
 
 /// Running citation counts, kept by the processor and read by the scorer.
@@ -211,7 +342,30 @@ impl Processor {
             run: Vec::new(),
             map: CitationMap::default(),
             tally: Tally::default(),
+            max_link_bytes: config.max_link_bytes,
+            max_citation_runs: config.max_citation_runs,
+            link_bytes: 0,
+            consumed: 0,
+            overflow: None,
+            overflow_mark: None,
+            widgets: config.widgets,
+            found: Vec::new(),
+            output_bytes: 0,
+            push_start: 0,
         }
+    }
+
+    /// Takes the widgets parsed so far and not yet taken, in order. [`push`](Self::push) and
+    /// [`finish`](Self::finish) return them in their [`Segment`]; callers of the `_into`
+    /// methods take them here.
+    pub fn take_widgets(&mut self) -> Vec<Widget> {
+        std::mem::take(&mut self.found)
+    }
+
+    /// The bound the output reached, if any: the processor has stopped there, and pushing more
+    /// writes nothing.
+    pub fn overflow(&self) -> Option<Overflow> {
+        self.overflow
     }
 
     /// Replaces the sources that citations resolve against, for everything decided from now on.
@@ -239,6 +393,7 @@ impl Processor {
         Segment {
             text,
             citations: self.map.tail(first),
+            widgets: self.take_widgets(),
         }
     }
 
@@ -256,20 +411,31 @@ impl Processor {
     }
 
     fn push_str(&mut self, delta: &str, out: &mut String) {
+        if self.overflow.is_some() {
+            return;
+        }
+        let start = out.len();
+        self.push_start = start;
         if self.pending.is_empty() {
             // Prose before the first special byte needs no decision; the fast path may take it all.
             let Some(plain) = self.pass_through(delta, out) else {
+                self.consumed += delta.len() as u64;
+                self.output_bytes += (out.len() - start) as u64;
                 return;
             };
             let keep = self.scan_from(delta, plain, false, out);
+            self.consumed += keep as u64;
             self.pending.push_str(&delta[keep..]);
         } else {
             let mut buf = std::mem::take(&mut self.pending);
             buf.push_str(delta);
             let keep = self.scan(&buf, false, out);
+            self.consumed += keep as u64;
             buf.drain(..keep);
             self.pending = buf;
         }
+        self.cut_at_overflow(start, out);
+        self.output_bytes += (out.len() - start) as u64;
         debug_assert!(
             self.pending.len() <= MAX_LOOKAHEAD,
             "held {} bytes",
@@ -328,6 +494,7 @@ impl Processor {
         Segment {
             text,
             citations: self.map.tail(first),
+            widgets: self.take_widgets(),
         }
     }
 
@@ -337,11 +504,39 @@ impl Processor {
             self.carry.clear();
             self.push_str("\u{FFFD}", out);
         }
+        if self.overflow.is_some() {
+            return;
+        }
+        let start = out.len();
+        self.push_start = start;
         let buf = std::mem::take(&mut self.pending);
         let keep = self.scan(&buf, true, out);
         debug_assert_eq!(keep, buf.len());
+        self.consumed += keep as u64;
+        self.cut_at_overflow(start, out);
+        self.output_bytes += (out.len() - start) as u64;
         self.state = markdown::State::default();
         self.prev_byte = 0;
+    }
+
+    /// After a scan that reached a bound: drops what the scan wrote after that point, and
+    /// everything held back.
+    fn cut_at_overflow(&mut self, start: usize, out: &mut String) {
+        if let Some(mark) = self.overflow_mark.take() {
+            out.truncate(mark.max(start));
+            self.pending.clear();
+            self.carry.clear();
+        }
+    }
+
+    /// Records that the run ending at `at` (an offset in the scanned text) would pass a bound.
+    fn stop(&mut self, kind: OverflowKind, limit: u64, at: usize, out: &str) {
+        self.overflow = Some(Overflow {
+            kind,
+            limit,
+            at: self.consumed + at as u64,
+        });
+        self.overflow_mark = Some(out.len());
     }
 
     /// The citation map so far (placeholder mode).
@@ -359,19 +554,41 @@ impl Processor {
         self.pending.len() + self.carry.len()
     }
 
-    /// Writes the open citation run, if any, and closes it.
-    fn close_run(&mut self, out: &mut String) {
+    /// Writes the open citation run, if any, and closes it; `at` is where the run ends in the
+    /// scanned text. A run left without a known source (its markers all named unknown numbers)
+    /// writes nothing.
+    fn close_run(&mut self, at: usize, out: &mut String) {
         if !std::mem::take(&mut self.run_open) {
             return;
         }
-        self.tally.runs += 1;
+        if self.overflow.is_some() || self.run.is_empty() {
+            self.run.clear();
+            return;
+        }
         match self.mode {
             OutputMode::Placeholders => {
+                if self.map.len() >= self.max_citation_runs {
+                    let limit = self.max_citation_runs as u64;
+                    self.stop(OverflowKind::CitationRuns, limit, at, out);
+                    self.run.clear();
+                    return;
+                }
+                self.tally.runs += 1;
                 let key = self.tally.runs;
                 output::write_placeholder(key, out);
                 self.map.push(key, &self.run);
             }
-            OutputMode::Links => output::write_links(&self.table, &self.run, out),
+            OutputMode::Links => {
+                let bytes = output::links_len(&self.table, &self.run);
+                if self.link_bytes.saturating_add(bytes) > self.max_link_bytes {
+                    self.stop(OverflowKind::LinkBytes, self.max_link_bytes, at, out);
+                    self.run.clear();
+                    return;
+                }
+                self.link_bytes += bytes;
+                self.tally.runs += 1;
+                output::write_links(&self.table, &self.run, out);
+            }
         }
         self.run.clear();
     }

@@ -6,7 +6,7 @@
 //! output independent of how the input was split into deltas: a scan that runs out of input in
 //! the middle of a construct stops *before* it, and the next push scans it again from the start.
 
-use crate::{Parse, Processor, marker, math, native};
+use crate::{Parse, Processor, Widget, marker, math, native, widget};
 
 /// Where the current line stands in the block structure.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -130,6 +130,10 @@ impl Default for State {
 const MAX_DEPTH: u32 = 32;
 const PREFIX_MAX: usize = 64;
 
+/// How far past a marker naming only unknown numbers the processor looks for a known citation
+/// in the same run.
+const CHAIN_MAX: usize = 512;
+
 /// Bytes that need a decision in prose; everything else is copied through in bulk.
 static SPECIAL: [bool; 256] = {
     let mut table = [false; 256];
@@ -138,6 +142,7 @@ static SPECIAL: [bool; 256] = {
     table[b'[' as usize] = true;
     table[b']' as usize] = true;
     table[b'\\' as usize] = true;
+    table[b'$' as usize] = true;
     // The lead byte of `【` (E3 80 90) and of other CJK punctuation.
     table[0xE3] = true;
     table
@@ -165,6 +170,7 @@ pub(crate) fn find_special(bytes: &[u8]) -> usize {
             | zero_bytes(w ^ (ONES * u64::from(b'[')))
             | zero_bytes(w ^ (ONES * u64::from(b']')))
             | zero_bytes(w ^ (ONES * u64::from(b'\\')))
+            | zero_bytes(w ^ (ONES * u64::from(b'$')))
             | zero_bytes(w ^ (ONES * 0xE3));
         if hits != 0 {
             return at + (hits.trailing_zeros() / 8) as usize;
@@ -305,7 +311,7 @@ impl Processor {
         let &last = bytes.last()?;
         let plain = match (self.state.line, self.state.inline) {
             (Line::Content, Inline::Text) if !self.run_open => {
-                let plain = find_special(bytes);
+                let plain = self.find_stop(bytes);
                 if plain < bytes.len() || is_space(last) {
                     return Some(plain);
                 }
@@ -327,7 +333,7 @@ impl Processor {
     fn flush_run(&mut self, c: &mut Cursor<'_>, out: &mut String) {
         if self.run_open {
             c.copy(c.pos, out);
-            self.close_run(out);
+            self.close_run(c.pos, out);
         }
     }
 
@@ -651,9 +657,19 @@ impl Processor {
         }
     }
 
+    /// The first byte of prose that needs a decision: a [`SPECIAL`] byte, or `<` when widgets
+    /// are declared.
+    fn find_stop(&self, bytes: &[u8]) -> usize {
+        let special = find_special(bytes);
+        if self.widgets.is_empty() {
+            return special;
+        }
+        memchr::memchr(b'<', &bytes[..special]).unwrap_or(special)
+    }
+
     fn text_step(&mut self, c: &mut Cursor<'_>, out: &mut String) -> Step {
         let start = c.pos;
-        let skip = find_special(&c.bytes[start..]);
+        let skip = self.find_stop(&c.bytes[start..]);
         c.pos += skip;
         if skip > 0 {
             self.state.content_start = false;
@@ -673,6 +689,8 @@ impl Processor {
             b'[' => self.open_bracket(c, out)?,
             b']' => self.close_bracket(c)?,
             b'\\' => self.backslash(c, out)?,
+            b'$' => self.dollar(c, out)?,
+            b'<' => self.widget(c, out)?,
             _ => self.lenticular(c, out)?,
         }
         self.state.content_start = false;
@@ -714,22 +732,78 @@ impl Processor {
         {
             // A link reference definition `[1]: …`, or an image `![1]`.
             c.pos = after;
-        } else if self.all_known(m.indices.as_slice()) {
-            self.tally.ascii.resolved += 1;
+        } else if self.any_known(m.indices.as_slice()) || self.run_follows(c, after)? {
+            // A citation: its known numbers join the run, unknown ones are dropped (and
+            // counted). A marker naming only unknown numbers is dropped the same way when a
+            // citation of a known source follows in the same run.
+            self.count_ascii(m.indices.as_slice());
             c.copy(at, out);
             self.extend_run(m.indices.as_slice());
             c.pos = after;
             c.copied = after;
         } else {
-            self.tally.ascii.unresolved += 1;
-            self.note_unresolved(m.indices.as_slice());
+            self.count_ascii(m.indices.as_slice());
             c.pos = after;
         }
         Ok(())
     }
 
-    fn all_known(&self, indices: &[u32]) -> bool {
-        indices.iter().all(|&i| self.table.contains(i))
+    /// Counts an ASCII marker: resolved when one of its numbers is known.
+    fn count_ascii(&mut self, indices: &[u32]) {
+        if self.any_known(indices) {
+            self.tally.ascii.resolved += 1;
+        } else {
+            self.tally.ascii.unresolved += 1;
+        }
+        self.note_unresolved(indices);
+    }
+
+    /// Whether the markers that follow `from` (joined as [`run_step`](Self::run_step) joins
+    /// them) name a known source before the run ends. Reads at most [`CHAIN_MAX`] bytes; a
+    /// longer chain of unknown numbers is plain text.
+    fn run_follows(&self, c: &Cursor<'_>, mut from: usize) -> Result<bool, Held> {
+        let start = from;
+        loop {
+            if from - start > CHAIN_MAX {
+                return Ok(false);
+            }
+            let mut at = from;
+            while at < c.len() && at - from < 4 && is_space(c.bytes[at]) {
+                at += 1;
+            }
+            if at - from > 3 {
+                return Ok(false);
+            }
+            match c.byte(at)? {
+                Some(b'[') => match marker::parse(&c.bytes[at..], c.eof) {
+                    Parse::Incomplete => return Err(Held),
+                    Parse::No => return Ok(false),
+                    Parse::Yes(m) => {
+                        let after = at + m.len;
+                        if c.byte(after)? == Some(b'(') {
+                            return Ok(false);
+                        }
+                        if self.any_known(m.indices.as_slice()) {
+                            return Ok(true);
+                        }
+                        from = after;
+                    }
+                },
+                Some(0xE3) if native::starts(&c.bytes[at..]) => {
+                    match native::parse(&c.bytes[at..], c.eof) {
+                        Parse::Incomplete => return Err(Held),
+                        Parse::No => return Ok(false),
+                        Parse::Yes(n) => {
+                            if self.any_known(n.indices.as_slice()) {
+                                return Ok(true);
+                            }
+                            from = at + n.len;
+                        }
+                    }
+                }
+                _ => return Ok(false),
+            }
+        }
     }
 
     fn any_known(&self, indices: &[u32]) -> bool {
@@ -787,6 +861,78 @@ impl Processor {
             // A backslash escape: the escaped character is literal (`\`` opens no code span).
             Some(b) if b.is_ascii_punctuation() => c.pos += 2,
             _ => c.pos += 1,
+        }
+        Ok(())
+    }
+
+    /// A dollar sign: `$$` may open a display block on its own line, and a `$` before a digit
+    /// that no formula closes is a currency sign, escaped as `\$` so that a `$`-math renderer
+    /// shows it as text.
+    fn dollar(&mut self, c: &mut Cursor<'_>, out: &mut String) -> Step {
+        let at = c.pos;
+        match c.byte(at + 1)? {
+            Some(b'$') => {
+                if self.state.content_start {
+                    match math::parse_dollars(&c.bytes[at..], c.eof) {
+                        Parse::Incomplete => return Err(Held),
+                        Parse::Yes(m) => {
+                            c.copy(at, out);
+                            math::write(&c.text[at..at + m.len], &m, &self.state.prefix, out);
+                            c.pos = at + m.len;
+                            c.copied = c.pos;
+                            return Ok(());
+                        }
+                        Parse::No => {}
+                    }
+                }
+                // A `$$` delimiter is never a currency sign.
+                c.pos = at + 2;
+            }
+            // After a letter (`US$5`, `C$20`) a `$` is a currency prefix, never an opener.
+            Some(b'0'..=b'9') if self.byte_before(c, at).is_ascii_alphabetic() => {
+                c.copy(at, out);
+                out.push('\\');
+                c.pos = at + 1;
+            }
+            Some(b'0'..=b'9') => match math::dollar(&c.bytes[at..], c.eof) {
+                Parse::Incomplete => return Err(Held),
+                Parse::Yes(math::Dollar::Currency) | Parse::No => {
+                    c.copy(at, out);
+                    out.push('\\');
+                    c.pos = at + 1;
+                }
+                // A formula is left alone, like `\(…\)`: nothing inside it is a citation.
+                Parse::Yes(math::Dollar::Formula { len }) => c.pos = at + len,
+            },
+            _ => c.pos = at + 1,
+        }
+        Ok(())
+    }
+
+    /// A `<` in prose with widgets declared: a complete widget tag is removed and recorded, a
+    /// half-streamed one waits, anything else is text. Link text is left alone.
+    fn widget(&mut self, c: &mut Cursor<'_>, out: &mut String) -> Step {
+        let at = c.pos;
+        if self.state.depth > 0 {
+            c.pos += 1;
+            return Ok(());
+        }
+        match widget::parse(&c.bytes[at..], &self.widgets, c.eof) {
+            Parse::Incomplete => return Err(Held),
+            Parse::No => c.pos += 1,
+            Parse::Yes(tag) => {
+                c.copy(at, out);
+                c.pos = at + tag.len;
+                c.copied = c.pos;
+                if self.overflow.is_none() {
+                    let offset = self.output_bytes + (out.len() - self.push_start) as u64;
+                    self.found.push(Widget {
+                        name: tag.name,
+                        attributes: tag.attributes,
+                        offset,
+                    });
+                }
+            }
         }
         Ok(())
     }
@@ -857,8 +1003,9 @@ impl Processor {
                     Parse::Yes(m) => {
                         let after = at + m.len;
                         let next = c.byte(after)?;
-                        if next != Some(b'(') && self.all_known(m.indices.as_slice()) {
-                            self.tally.ascii.resolved += 1;
+                        if next != Some(b'(') {
+                            // Unknown numbers in a run are dropped, never shown.
+                            self.count_ascii(m.indices.as_slice());
                             self.extend_run(m.indices.as_slice());
                             c.pos = after;
                             true

@@ -1,4 +1,5 @@
-//! LaTeX math delimiters: `\(…\)` becomes `$…$` and `\[…\]` becomes `$$…$$`.
+//! LaTeX math delimiters: `\(…\)` becomes `$…$` and `\[…\]` becomes `$$…$$`; `$$…$$` on its
+//! own line becomes a block; a `$` that is a currency sign is escaped.
 //!
 //! A display block is written as a block (`$$`, the formula, `$$`, each on its own line) only when
 //! `\[` starts its line and `\]` ends its line. A `\[…\]` that starts or ends mid-line sits inside a
@@ -94,6 +95,121 @@ pub(crate) fn parse(s: &[u8], line_start: bool, eof: bool) -> Parse<Math> {
     Parse::Yes(Math { len: end, block })
 }
 
+/// Parses a display formula `$$…$$` at the start of `s` that starts its line (after the line's
+/// indentation and container markers): a block exactly when the closing `$$` ends its line too,
+/// like `\[…\]`. Anything else is [`Parse::No`]: a `$$` formula inside a sentence is left as
+/// written. The same limits hold as for [`parse`]: [`MATH_MAX`] bytes, no blank line, not empty.
+pub(crate) fn parse_dollars(s: &[u8], eof: bool) -> Parse<Math> {
+    debug_assert!(s.starts_with(b"$$"));
+    let need = |eof: bool| if eof { Parse::No } else { Parse::Incomplete };
+    let mut i = 2;
+    let end = loop {
+        if i >= MATH_MAX {
+            return Parse::No;
+        }
+        let Some(&b) = s.get(i) else { return need(eof) };
+        match b {
+            // An escaped character (`\$`) never closes.
+            b'\\' => i += 2,
+            b'$' => match s.get(i + 1) {
+                None => return need(eof),
+                Some(b'$') => break i + 2,
+                Some(_) => i += 1,
+            },
+            b'\n' => {
+                let mut j = i + 1;
+                loop {
+                    match s.get(j) {
+                        None => return need(eof),
+                        Some(b' ' | b'\t' | b'\r') => j += 1,
+                        Some(b'\n') => return Parse::No,
+                        Some(_) => break,
+                    }
+                    if j >= MATH_MAX {
+                        return Parse::No;
+                    }
+                }
+                i += 1;
+            }
+            _ => i += 1,
+        }
+    };
+    if content(s, end).trim_ascii().is_empty() {
+        return Parse::No;
+    }
+    let mut j = end;
+    loop {
+        match s.get(j) {
+            None if eof => break,
+            None => return Parse::Incomplete,
+            Some(b' ' | b'\t' | b'\r') if j - end < TRAIL_MAX => j += 1,
+            Some(b'\n') => break,
+            Some(_) => return Parse::No,
+        }
+    }
+    Parse::Yes(Math {
+        len: end,
+        block: true,
+    })
+}
+
+/// How far past a `$` before a digit the processor looks for a `$` that closes a formula.
+pub(crate) const CURRENCY_MAX: usize = 256;
+
+/// What a `$` before a digit is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Dollar {
+    /// A currency sign.
+    Currency,
+    /// The opening delimiter of a formula `len` bytes long, both `$` included.
+    Formula { len: usize },
+}
+
+/// Decides what the `$` at the start of `s` (followed by a digit) is: a currency sign unless
+/// the next `$` on the same line, within [`CURRENCY_MAX`] bytes and before any backtick, closes
+/// a formula — it follows a character other than a space and no digit follows it (the rule of
+/// Pandoc's `tex_math_dollars`). An escaped `\$` is skipped.
+///
+/// `$5 and $10` is two prices (the second `$` follows a space); `$5–$10` too (a digit follows
+/// the second); `$2^n$` is a formula.
+pub(crate) fn dollar(s: &[u8], eof: bool) -> Parse<Dollar> {
+    debug_assert_eq!(s.first(), Some(&b'$'));
+    let currency = |eof: bool| {
+        if eof {
+            Parse::Yes(Dollar::Currency)
+        } else {
+            Parse::Incomplete
+        }
+    };
+    let mut i = 1;
+    loop {
+        if i >= CURRENCY_MAX {
+            return Parse::Yes(Dollar::Currency);
+        }
+        let Some(&b) = s.get(i) else {
+            return currency(eof);
+        };
+        match b {
+            b'\n' | b'`' => return Parse::Yes(Dollar::Currency),
+            b'\\' => i += 2,
+            b'$' => {
+                if matches!(s[i - 1], b' ' | b'\t') {
+                    return Parse::Yes(Dollar::Currency);
+                }
+                let formula = Parse::Yes(Dollar::Formula { len: i + 1 });
+                return match s.get(i + 1) {
+                    // The text ends with the closing `$`.
+                    None if eof => formula,
+                    None => Parse::Incomplete,
+                    Some(b'0'..=b'9') => Parse::Yes(Dollar::Currency),
+                    Some(_) => formula,
+                };
+            }
+            _ => i += 1,
+        }
+    }
+}
+
 /// The formula between the delimiters.
 fn content(s: &[u8], end: usize) -> &[u8] {
     &s[2..end - 2]
@@ -153,6 +269,64 @@ mod tests {
             Some("$$\nx\n$$\n")
         );
         assert_eq!(rewrite(r"\[x\]", false).as_deref(), Some("$x$"));
+    }
+
+    #[test]
+    fn currency_signs() {
+        let yes = |s: &str| {
+            assert_eq!(
+                dollar(s.as_bytes(), true),
+                Parse::Yes(Dollar::Currency),
+                "{s}"
+            );
+        };
+        let formula = |s: &str, len: usize| {
+            assert_eq!(
+                dollar(s.as_bytes(), true),
+                Parse::Yes(Dollar::Formula { len }),
+                "{s}"
+            );
+        };
+        yes("$5 and $10 total.");
+        yes("$10 total.");
+        yes("$5–$10");
+        yes("$5 `$x$`");
+        yes("$5\n$x$");
+        yes(r"$5 \$ and");
+        formula("$2^n$ grows", 5);
+        formula("$5$", 3);
+        assert_eq!(dollar(b"$5 and", false), Parse::Incomplete);
+        assert_eq!(dollar(b"$5x$", false), Parse::Incomplete);
+    }
+
+    #[test]
+    fn display_dollars() {
+        let parse = |s: &str| parse_dollars(s.as_bytes(), true);
+        assert_eq!(
+            parse("$$x$$"),
+            Parse::Yes(Math {
+                len: 5,
+                block: true
+            })
+        );
+        assert_eq!(
+            parse("$$x$$  \nnext"),
+            Parse::Yes(Math {
+                len: 5,
+                block: true
+            })
+        );
+        assert_eq!(
+            parse("$$\nx\n$$\n"),
+            Parse::Yes(Math {
+                len: 7,
+                block: true
+            })
+        );
+        assert_eq!(parse("$$x$$ mid"), Parse::No);
+        assert_eq!(parse("$$ $$"), Parse::No);
+        assert_eq!(parse("$$x\n\ny$$"), Parse::No);
+        assert_eq!(parse_dollars(b"$$x$", false), Parse::Incomplete);
     }
 
     #[test]

@@ -217,6 +217,41 @@ pub(crate) fn write_links(table: &SourceTable, indices: &[u32], out: &mut String
     }
 }
 
+/// How many bytes [`write_links`] writes for a run, computed without writing them (so that a
+/// bound can be checked before anything is allocated).
+pub(crate) fn links_len(table: &SourceTable, indices: &[u32]) -> u64 {
+    let mut total = 0u64;
+    for &index in indices {
+        let Some(source) = table.get(index) else {
+            continue;
+        };
+        // `[[`, the digits, `]](`, the destination, `)`.
+        let mut len = 6 + decimal(index).as_slice().len();
+        len += source.url.chars().map(destination_len).sum::<usize>();
+        if let Some(title) = source.title.as_deref().filter(|t| !t.is_empty()) {
+            len += 3 + title.chars().map(title_len).sum::<usize>();
+        }
+        total = total.saturating_add(len as u64);
+    }
+    total
+}
+
+fn destination_len(c: char) -> usize {
+    match c {
+        ' ' | '(' | ')' | '<' | '>' | '\\' => 3,
+        c if c.is_control() => 3 * c.len_utf8(),
+        c => c.len_utf8(),
+    }
+}
+
+fn title_len(c: char) -> usize {
+    match c {
+        '"' | '\\' => 2,
+        '\n' | '\r' => 1,
+        c => c.len_utf8(),
+    }
+}
+
 /// A link destination that no character of the URL can end early: spaces, parentheses, angle
 /// brackets and control characters are percent-encoded.
 fn push_destination(url: &str, out: &mut String) {
@@ -247,5 +282,40 @@ fn push_title(title: &str, out: &mut String) {
             '\n' | '\r' => out.push(' '),
             c => out.push(c),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The bound on links is checked with `links_len` before writing: it must count exactly what
+    /// `write_links` writes, escapes included.
+    #[test]
+    fn links_len_counts_what_write_links_writes() {
+        let snapshot = SourceSnapshot {
+            sources: vec![
+                Source {
+                    index: 1,
+                    url: "https://a.example/x y(z)<>\\\u{7}é".into(),
+                    title: Some("A \"quoted\" \\ title\nwith a break".into()),
+                },
+                Source {
+                    index: 123_456,
+                    url: "https://b.example/".into(),
+                    title: Some(String::new()),
+                },
+                Source {
+                    index: 7,
+                    url: "https://c.example/\u{85}".into(),
+                    title: None,
+                },
+            ],
+        };
+        let table = SourceTable::new(&snapshot);
+        let run = [1, 123_456, 7, 99];
+        let mut out = String::new();
+        write_links(&table, &run, &mut out);
+        assert_eq!(links_len(&table, &run), out.len() as u64, "{out}");
     }
 }

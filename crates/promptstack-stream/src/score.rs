@@ -15,15 +15,15 @@ use crate::{Processor, StreamConfig};
 pub struct CitationCounts {
     /// Markers rendered as citations.
     pub resolved: u32,
-    /// Markers that named a number the registry does not hold: ASCII ones stay literal, native
-    /// ones are removed.
+    /// Markers that named no number the registry holds: removed when part of a run (and all
+    /// native ones), literal otherwise.
     pub unresolved: u32,
 }
 
 /// How a text cites its sources.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
 pub struct CitationScore {
-    /// ASCII markers `[N]` and `[N, M]`.
+    /// ASCII markers `[N]` and `[N, M]`; resolved when at least one of its numbers resolved.
     pub ascii: CitationCounts,
     /// Provider-native (fullwidth bracket) shapes `【N】`, `【N†title】`, `【N:M†source】`. A
     /// native shape counts as resolved when at least one of its numbers resolved.

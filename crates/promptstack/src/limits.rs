@@ -63,6 +63,10 @@ pub enum Limit {
     SimSends,
     /// Bytes of all the send contexts one cache simulation reads.
     SimSendsBytes,
+    /// Bytes of Markdown links `cite --mode links` writes for one answer.
+    CiteLinkBytes,
+    /// Citation runs `cite --json` holds for its final map.
+    CiteRuns,
 }
 
 /// What a limit counts.
@@ -81,7 +85,7 @@ const GIB: u64 = 1024 * MIB;
 
 impl Limit {
     /// Every limit, in the order `docs/limits.md` lists them.
-    pub const ALL: [Limit; 17] = [
+    pub const ALL: [Limit; 19] = [
         Limit::SpecBytes,
         Limit::SendBytes,
         Limit::ConversationBytes,
@@ -99,6 +103,8 @@ impl Limit {
         Limit::SimTurns,
         Limit::SimSends,
         Limit::SimSendsBytes,
+        Limit::CiteLinkBytes,
+        Limit::CiteRuns,
     ];
 
     /// The limit's name, as `--limit NAME=VALUE` takes it.
@@ -121,6 +127,8 @@ impl Limit {
             Limit::SimTurns => "sim-turns",
             Limit::SimSends => "sim-sends",
             Limit::SimSendsBytes => "sim-sends-bytes",
+            Limit::CiteLinkBytes => "cite-link-bytes",
+            Limit::CiteRuns => "cite-runs",
         }
     }
 
@@ -132,7 +140,11 @@ impl Limit {
     /// What the limit counts.
     pub fn unit(self) -> Unit {
         match self {
-            Limit::McpPages | Limit::McpTools | Limit::SimTurns | Limit::SimSends => Unit::Count,
+            Limit::McpPages
+            | Limit::McpTools
+            | Limit::SimTurns
+            | Limit::SimSends
+            | Limit::CiteRuns => Unit::Count,
             _ => Unit::Bytes,
         }
     }
@@ -154,6 +166,8 @@ impl Limit {
             Limit::McpBytes => 8 * MIB,
             Limit::SimTurns | Limit::SimSends => 1000,
             Limit::SimSendsBytes => 64 * MIB,
+            Limit::CiteLinkBytes => promptstack_core::stream::DEFAULT_MAX_LINK_BYTES,
+            Limit::CiteRuns => promptstack_core::stream::DEFAULT_MAX_CITATION_RUNS as u64,
         }
     }
 
@@ -165,6 +179,7 @@ impl Limit {
             Limit::McpPages => 100_000,
             Limit::McpTools => 1_000_000,
             Limit::SimTurns | Limit::SimSends => 100_000,
+            Limit::CiteRuns => 100_000_000,
             _ => 4 * GIB,
         }
     }
@@ -191,6 +206,8 @@ impl Limit {
             Limit::SimSendsBytes => {
                 "bytes of all the send contexts in `cache-sim --sends` together"
             }
+            Limit::CiteLinkBytes => "bytes of Markdown links `cite --mode links` writes",
+            Limit::CiteRuns => "citation runs `cite --json` holds for its final map",
         }
     }
 
@@ -211,6 +228,10 @@ impl Limit {
             }
             Limit::SimTurns | Limit::SimSends | Limit::SimSendsBytes => {
                 "the command is refused (exit 2) before simulating"
+            }
+            Limit::CiteLinkBytes | Limit::CiteRuns => {
+                "output stops before the run that would pass it; the command fails (exit 2) \
+                 naming the input byte"
             }
             _ => "the input is refused (exit 2) after reading at most the limit plus one byte",
         }

@@ -1,12 +1,16 @@
 //! `promptstack cite`: streams the model's text from stdin through the citation and math
 //! processor to stdout.
 
-use std::io::{self, Read, Write};
+use std::io::{self, BufWriter, Read, Write};
 use std::path::PathBuf;
 use std::process::ExitCode;
 
 use anyhow::Context as _;
-use promptstack::stream::{OutputMode, Processor, SourceSnapshot, StreamConfig};
+use promptstack::limits::Limit;
+use promptstack::stream::{
+    CitationMap, OutputMode, Overflow, OverflowKind, Processor, SourceSnapshot, StreamConfig,
+    WidgetSet,
+};
 
 use crate::exit::bad_input;
 
@@ -15,6 +19,13 @@ use crate::exit::bad_input;
 /// Output is written and flushed as each chunk of input is decided. With `--json`, stdout holds
 /// JSON lines: `{"type":"text","text":"…"}` for each piece of output, then one final
 /// `{"type":"map","citations":[{"key":1,"placeholder":"{{cite:1}}","sources":[1,2]}],"score":{…}}`.
+/// With `--widgets`, each widget tag removed from the text becomes a line
+/// `{"type":"widget","name":"chart","attributes":{"kind":"bar"},"offset":12}` after the text line
+/// of the same chunk (`offset` is the byte offset in the concatenated text where it stood).
+///
+/// Memory stays bounded whatever the input: output is streamed, `--mode links` writes at most
+/// `cite-link-bytes` of links and `--json` holds at most `cite-runs` citation runs for its final
+/// map (see `--limit`); past either, the output stops and the command fails naming the input byte.
 #[derive(Debug, clap::Args)]
 pub struct Args {
     /// The sources snapshot: {"sources":[{"index":1,"url":"…","title":"…"}]}.
@@ -23,9 +34,13 @@ pub struct Args {
     /// How citation runs are written.
     #[arg(long, value_enum, default_value_t = Mode::Placeholders)]
     mode: Mode,
-    /// Write JSON lines (text pieces, then the citation map) instead of plain text.
+    /// Write JSON lines (text pieces, widgets, then the citation map) instead of plain text.
     #[arg(long)]
     json: bool,
+    /// Widget tags to parse out of the text (comma-separated names, e.g. chart,map): a complete
+    /// <name attr="…"/> or <name …></name> is removed, and reported with --json.
+    #[arg(long, value_name = "NAME,…", value_delimiter = ',')]
+    widgets: Vec<String>,
 }
 
 /// How citation runs are written.
@@ -56,7 +71,20 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         Mode::Placeholders => OutputMode::Placeholders,
         Mode::Links => OutputMode::Links,
     };
-    let mut processor = Processor::new(&sources, StreamConfig { mode });
+    let widgets = WidgetSet::new(args.widgets.iter().map(String::as_str))
+        .map_err(|e| bad_input(anyhow::anyhow!("invalid --widgets: {e}")))?;
+    let limits = crate::input::limits();
+    let config = StreamConfig::new(mode)
+        .with_widgets(widgets)
+        .with_max_link_bytes(limits.get(Limit::CiteLinkBytes))
+        .with_max_citation_runs(if args.json {
+            usize::try_from(limits.get(Limit::CiteRuns)).unwrap_or(usize::MAX)
+        } else {
+            // The runs are taken after every chunk, so the map never holds more than one
+            // chunk's worth.
+            usize::MAX
+        });
+    let mut processor = Processor::new(&sources, config);
     match stream(&mut processor, args.json) {
         Err(e) if is_broken_pipe(&e) => Ok(ExitCode::SUCCESS),
         result => result.map(|()| ExitCode::SUCCESS),
@@ -65,7 +93,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
 
 fn stream(processor: &mut Processor, json: bool) -> anyhow::Result<()> {
     let mut stdin = io::stdin().lock();
-    let mut stdout = io::stdout().lock();
+    let mut stdout = BufWriter::new(io::stdout().lock());
     let mut buf = vec![0u8; CHUNK];
     let mut out = String::new();
     loop {
@@ -81,19 +109,56 @@ fn stream(processor: &mut Processor, json: bool) -> anyhow::Result<()> {
             processor.push_bytes_into(&buf[..n], &mut out);
         }
         emit(&mut stdout, &out, json)?;
+        for widget in processor.take_widgets() {
+            if json {
+                let line: Line<'_, (), ()> = Line::Widget { widget };
+                serde_json::to_writer(&mut stdout, &line)?;
+                writeln!(stdout).context("cannot write to stdout")?;
+            }
+        }
+        if let Some(overflow) = processor.overflow() {
+            return Err(overflow_error(overflow));
+        }
+        if !json {
+            // Only `--json` prints the map; without it the runs need not be kept.
+            processor.take_citations();
+        }
         if n == 0 {
             break;
         }
     }
     if json {
-        let citations: Vec<_> = processor.citations().iter().collect();
         let map = Line::Map {
-            citations,
+            citations: Runs(processor.citations()),
             score: processor.score(),
         };
-        writeln!(stdout, "{}", serde_json::to_string(&map)?).context("cannot write to stdout")?;
+        serde_json::to_writer(&mut stdout, &map)?;
+        writeln!(stdout).context("cannot write to stdout")?;
     }
     stdout.flush().context("cannot write to stdout")
+}
+
+/// The error for a bound the output reached: which limit, where, and how to raise it.
+fn overflow_error(overflow: Overflow) -> anyhow::Error {
+    let (limit, what, unit) = match overflow.kind {
+        OverflowKind::LinkBytes => (Limit::CiteLinkBytes, "the Markdown links would pass", ""),
+        _ => (Limit::CiteRuns, "the citation map would pass", " runs"),
+    };
+    bad_input(anyhow::anyhow!(
+        "stdin at byte {}: {what} {}{unit} (the `{limit}` limit); output stopped before that \
+         citation; raise it with --limit {limit}=VALUE",
+        overflow.at,
+        limit.format_value(overflow.limit),
+    ))
+}
+
+/// The citation runs of the final map, serialised as a list straight from the processor.
+struct Runs<'a>(&'a CitationMap);
+
+impl serde::Serialize for Runs<'_> {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.collect_seq(self.0.iter())
+    }
 }
 
 fn emit(stdout: &mut impl Write, text: &str, json: bool) -> anyhow::Result<()> {
@@ -123,6 +188,11 @@ fn is_broken_pipe(error: &anyhow::Error) -> bool {
 enum Line<'a, C: serde::Serialize, S: serde::Serialize> {
     /// A piece of display-ready text.
     Text { text: &'a str },
+    /// A widget tag removed from the text.
+    Widget {
+        #[serde(flatten)]
+        widget: promptstack::stream::Widget,
+    },
     /// The citation map and score, once, at the end.
-    Map { citations: Vec<C>, score: S },
+    Map { citations: C, score: S },
 }

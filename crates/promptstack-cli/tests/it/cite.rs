@@ -172,3 +172,113 @@ fn example_answer() {
             .pass_stdin(answer)
     );
 }
+
+#[test]
+fn widgets_json() {
+    assert_cmd_snapshot!(
+        cite()
+            .args([
+                "--sources",
+                "tests/data/cite/sources.json",
+                "--json",
+                "--widgets",
+                "chart,map"
+            ])
+            .pass_stdin(
+                "Sales grew [1]. <chart kind=\"bar\" data='q3'/>\n\
+                 `<map/>` is code; <div/> is text. <map region=\"eu\"></map>\n"
+            )
+    );
+}
+
+#[test]
+fn invalid_widget_name() {
+    assert_cmd_snapshot!(
+        cite()
+            .args([
+                "--sources",
+                "tests/data/cite/sources.json",
+                "--widgets",
+                "chart,<x>"
+            ])
+            .stdin(Stdio::null())
+    );
+}
+
+#[test]
+fn currency_and_display_math() {
+    assert_cmd_snapshot!(
+        cite()
+            .args(["--sources", "tests/data/cite/sources.json"])
+            .pass_stdin("It costs $5 and $10 total [1], while $2^n$ grows.\n$$x^2$$\n")
+    );
+}
+
+/// Links past `cite-link-bytes` stop the output before the run that would pass it, with the
+/// input byte named (exit 2).
+#[test]
+fn links_past_their_limit_stop_with_a_location() {
+    assert_cmd_snapshot!(
+        Command::new(get_cargo_bin("promptstack"))
+            .current_dir(env!("CARGO_MANIFEST_DIR"))
+            .args([
+                "--limit",
+                "cite-link-bytes=200",
+                "cite",
+                "--sources",
+                "tests/data/cite/sources.json",
+                "--mode",
+                "links"
+            ])
+            .pass_stdin("One [1]. Two [2]. Three [1]. Four [2]. Five [1].\n")
+    );
+}
+
+/// `--json` holds at most `cite-runs` runs for its final map.
+#[test]
+fn citation_runs_past_their_limit_stop_with_a_location() {
+    assert_cmd_snapshot!(
+        Command::new(get_cargo_bin("promptstack"))
+            .current_dir(env!("CARGO_MANIFEST_DIR"))
+            .args([
+                "--limit",
+                "cite-runs=2",
+                "cite",
+                "--sources",
+                "tests/data/cite/sources.json",
+                "--json"
+            ])
+            .pass_stdin("a [1]\nb [2]\nc [1]\nd [2]\n")
+    );
+}
+
+/// Without `--json` the runs are not kept, so `cite-runs` never binds.
+#[test]
+fn citation_runs_are_not_kept_without_json() {
+    let output = Command::new(get_cargo_bin("promptstack"))
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .args([
+            "--limit",
+            "cite-runs=2",
+            "cite",
+            "--sources",
+            "tests/data/cite/sources.json",
+        ])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .spawn()
+        .and_then(|mut child| {
+            child
+                .stdin
+                .take()
+                .expect("stdin")
+                .write_all(b"a [1]\nb [2]\nc [1]\nd [2]\n")?;
+            child.wait_with_output()
+        })
+        .expect("run");
+    assert!(output.status.success(), "{output:?}");
+    assert_eq!(
+        String::from_utf8_lossy(&output.stdout),
+        "a {{cite:1}}\nb {{cite:2}}\nc {{cite:3}}\nd {{cite:4}}\n"
+    );
+}

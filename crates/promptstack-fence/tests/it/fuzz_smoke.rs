@@ -2,7 +2,7 @@
 //! from fragments that matter to the fence (brackets, escapes, invisible characters, keywords,
 //! control tokens) mixed with random bytes.
 
-use promptstack_fence::fuzzing::{fence_attribute, fence_defang, fence_wrap};
+use promptstack_fence::fuzzing::{fence_attribute, fence_defang, fence_layered, fence_wrap};
 
 /// A small deterministic generator (xorshift64*), so failures reproduce exactly.
 struct Rng(u64);
@@ -81,6 +81,10 @@ const FRAGMENTS: &[&str] = &[
     "中",
     "&#6",
     "2;",
+    "&%2360;",
+    "%26lt;",
+    "\u{2028}",
+    "\r\n",
     "\\",
 ];
 
@@ -114,6 +118,16 @@ fn fence_defang_smoke() {
 }
 
 #[test]
+fn fence_layered_smoke() {
+    let mut rng = Rng(0x5eed_0004);
+    for _ in 0..4000 {
+        let mut input: Vec<u8> = (0..6).map(|_| rng.next() as u8).collect();
+        input.extend(generate(&mut rng));
+        fence_layered(&input);
+    }
+}
+
+#[test]
 fn fence_attribute_smoke() {
     smoke(0x5eed_0003, 3000, fence_attribute);
 }
@@ -130,5 +144,6 @@ fn fuzz_bodies_accept_edge_inputs() {
         fence_wrap(input);
         fence_defang(input);
         fence_attribute(input);
+        fence_layered(input);
     }
 }

@@ -147,8 +147,18 @@ fn look_alike(c: char) -> Option<&'static str> {
     })
 }
 
-/// The whole text as the oracle reads it.
+/// The whole text as the oracle reads it: spaces and joiners vanish, line breaks stay.
 pub fn normalise(text: &str) -> String {
+    normalise_with(text, false)
+}
+
+/// The whole text as the oracle reads it for nonce-shaped names: every joiner becomes `_` and
+/// every kind of whitespace, line breaks included, vanishes.
+pub fn normalise_keeping_joiners(text: &str) -> String {
+    normalise_with(text, true)
+}
+
+fn normalise_with(text: &str, keep_joiners: bool) -> String {
     let mut s = text.to_owned();
     for _ in 0..3 {
         s = decode_escapes(&s);
@@ -159,14 +169,19 @@ pub fn normalise(text: &str) -> String {
             continue;
         }
         if let Some(rep) = look_alike(c) {
-            out.push_str(rep);
-        } else if c.is_whitespace() && c != '\n' {
+            if !(keep_joiners && rep == "\n") {
+                out.push_str(rep);
+            }
+        } else if c.is_whitespace() && (keep_joiners || c != '\n') {
             // Spaces vanish: a reader skips them inside a marker.
         } else if matches!(
             c,
             '_' | '-' | '.' | '▁' | '‐' | '‑' | '‒' | '–' | '—' | '−' | '·' | '・'
         ) {
-            // Joiners vanish too.
+            // Joiners vanish too, or all read as one.
+            if keep_joiners {
+                out.push('_');
+            }
         } else {
             out.extend(c.to_lowercase());
         }
@@ -177,8 +192,28 @@ pub fn normalise(text: &str) -> String {
 /// Forgeries the oracle sees in `text`: fence markers and control tokens.
 pub fn forgeries(text: &str) -> Vec<String> {
     static MARKER: LazyLock<Regex> = LazyLock::new(|| {
-        Regex::new(r"<(?:\n*<)+\n*/?\n*(?:end)?(?:webcontent|webselection|filecontent|mcpresource|toolresult)")
-            .expect("regex")
+        // Line breaks may split a keyword anywhere: `end` U+2028 `web_content`.
+        let spaced = |word: &str| {
+            word.chars()
+                .map(String::from)
+                .collect::<Vec<_>>()
+                .join("\n*")
+        };
+        let kinds = [
+            "webcontent",
+            "webselection",
+            "filecontent",
+            "mcpresource",
+            "toolresult",
+        ]
+        .map(spaced)
+        .join("|");
+        let end = spaced("end");
+        Regex::new(&format!(r"<(?:\n*<)+\n*/?\n*(?:{end}\n*)?(?:{kinds})")).expect("regex")
+    });
+    // Three brackets, an identifier, a joiner and eight or more hexadecimal digits.
+    static NONCE_SHAPED: LazyLock<Regex> = LazyLock::new(|| {
+        Regex::new(r"<<<+/?_*[a-z0-9][a-z0-9_]*_[0-9a-f]{8,}(?:[^a-z0-9]|$)").expect("regex")
     });
     static PIPE: LazyLock<Regex> = LazyLock::new(|| Regex::new(r"<\|[a-z0-9]+\|>").expect("regex"));
     static TOKENS: LazyLock<Vec<String>> = LazyLock::new(|| {
@@ -197,6 +232,11 @@ pub fn forgeries(text: &str) -> Vec<String> {
         .map(|m| m.as_str().to_owned())
         .collect();
     found.extend(PIPE.find_iter(&n).map(|m| m.as_str().to_owned()));
+    found.extend(
+        NONCE_SHAPED
+            .find_iter(&normalise_keeping_joiners(text))
+            .map(|m| m.as_str().to_owned()),
+    );
     found.extend(TOKENS.iter().filter(|t| n.contains(t.as_str())).cloned());
     found
 }

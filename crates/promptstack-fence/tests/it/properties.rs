@@ -176,6 +176,24 @@ fn fragment() -> impl Strategy<Value = String> {
             "2;",
             "c0ffee00deadbeef",
             "kernel<<<a, b>>>",
+            // Line separators and layered escapes (issue: forgeries that passed unchanged).
+            "\u{2028}",
+            "\u{2029}",
+            "\r\n",
+            "\u{85}",
+            "&%2360;",
+            "%26lt;",
+            "%2526lt;",
+            "&#37;3C",
+            "%26gt;",
+            "&amp;%2360;",
+            "%5Cu003c",
+            "&%23x3c;",
+            // Nonce-shaped names under any kind word.
+            "end_page_",
+            "_0123456789abcdef",
+            "deadbeef",
+            "notes-",
         ]
         .map(String::from),
     );
@@ -183,6 +201,7 @@ fn fragment() -> impl Strategy<Value = String> {
         4 => prop::sample::select(pool),
         1 => any::<String>(),
         1 => "[<>&%#;\\\\a-z0-9 _|\\[\\]\u{200b}⋘＜]{0,12}",
+        1 => "[<>&%#;2356acdeflt_\r\n\u{2028}\u{2029}]{0,16}",
     ]
 }
 

@@ -3,13 +3,14 @@
 use std::fmt::Write as _;
 
 use promptstack_stream::{
-    self as stream, OutputMode, Processor, Source, SourceSnapshot, StreamConfig,
+    self as stream, OutputMode, Processor, Source, SourceSnapshot, StreamConfig, WidgetSet,
 };
 use proptest::prelude::*;
 
 /// A case file: a header (comments, sources), then `--- input` and the input verbatim.
 struct Case {
     sources: SourceSnapshot,
+    widgets: WidgetSet,
     input: String,
 }
 
@@ -26,8 +27,11 @@ fn parse_case(text: &str) -> Case {
         .split_once("--- input\n")
         .expect("a case needs a `--- input` line");
     let mut sources = Vec::new();
+    let mut widgets = WidgetSet::default();
     for line in header.lines() {
-        if let Some(list) = line.strip_prefix("sources:") {
+        if let Some(list) = line.strip_prefix("widgets:") {
+            widgets = WidgetSet::new(list.split_whitespace()).unwrap();
+        } else if let Some(list) = line.strip_prefix("sources:") {
             sources.extend(
                 list.split_whitespace()
                     .map(|n| default_source(n.parse().unwrap())),
@@ -47,60 +51,75 @@ fn parse_case(text: &str) -> Case {
     }
     Case {
         sources: SourceSnapshot { sources },
+        widgets,
         input: input.to_string(),
     }
 }
 
 fn config(mode: OutputMode) -> StreamConfig {
-    StreamConfig { mode }
+    StreamConfig::new(mode)
 }
 
+/// Output, citation map and widgets (both as JSON) of one run.
+type Run = (String, String, String);
+
 /// The output of `input` pushed as `pieces` (byte offsets, any of them, even inside characters).
-fn run_bytes(
-    input: &[u8],
-    cuts: &[usize],
-    sources: &SourceSnapshot,
-    mode: OutputMode,
-) -> (String, String) {
-    let mut processor = Processor::new(sources, config(mode));
+fn run_bytes(input: &[u8], cuts: &[usize], sources: &SourceSnapshot, config: &StreamConfig) -> Run {
+    let mut processor = Processor::new(sources, config.clone());
     let mut out = String::new();
+    let mut widgets = Vec::new();
     let mut from = 0;
     for &cut in cuts {
         let cut = cut.clamp(from, input.len());
         processor.push_bytes_into(&input[from..cut], &mut out);
+        widgets.extend(processor.take_widgets());
         from = cut;
     }
     processor.push_bytes_into(&input[from..], &mut out);
     processor.finish_into(&mut out);
-    (out, serde_json::to_string(processor.citations()).unwrap())
+    widgets.extend(processor.take_widgets());
+    (
+        out,
+        serde_json::to_string(processor.citations()).unwrap(),
+        serde_json::to_string(&widgets).unwrap(),
+    )
 }
 
 /// Asserts that every way of cutting `input` in two, and byte-by-byte delivery, give the output
-/// of the whole text at once; returns that output and map.
-fn assert_invariant(input: &str, sources: &SourceSnapshot, mode: OutputMode) -> (String, String) {
-    let whole = run_bytes(input.as_bytes(), &[], sources, mode);
+/// of the whole text at once; returns that output, map and widgets.
+fn assert_invariant_with(input: &str, sources: &SourceSnapshot, config: &StreamConfig) -> Run {
+    let whole = run_bytes(input.as_bytes(), &[], sources, config);
     for cut in 0..=input.len() {
         assert_eq!(
-            run_bytes(input.as_bytes(), &[cut], sources, mode),
+            run_bytes(input.as_bytes(), &[cut], sources, config),
             whole,
             "cut at byte {cut} of {input:?}"
         );
     }
     let every: Vec<usize> = (1..input.len()).collect();
     assert_eq!(
-        run_bytes(input.as_bytes(), &every, sources, mode),
+        run_bytes(input.as_bytes(), &every, sources, config),
         whole,
         "byte by byte: {input:?}"
     );
     // The `&str` API, character by character, must agree too.
-    let mut processor = Processor::new(sources, config(mode));
+    let mut processor = Processor::new(sources, config.clone());
     let mut out = String::new();
+    let mut widgets = Vec::new();
     for (i, ch) in input.char_indices() {
         let segment = processor.push(&input[i..i + ch.len_utf8()]);
         out.push_str(&segment.text);
+        widgets.extend(segment.widgets);
     }
-    out.push_str(&processor.finish().text);
+    let last = processor.finish();
+    out.push_str(&last.text);
+    widgets.extend(last.widgets);
     assert_eq!(out, whole.0, "char by char: {input:?}");
+    assert_eq!(
+        serde_json::to_string(&widgets).unwrap(),
+        whole.2,
+        "char by char: {input:?}"
+    );
     whole
 }
 
@@ -113,13 +132,19 @@ fn cases() {
     insta::glob!("../data/stream", "*.txt", |path| {
         let text = std::fs::read_to_string(path).unwrap();
         let case = parse_case(&text);
-        let (placeholders, map) =
-            assert_invariant(&case.input, &case.sources, OutputMode::Placeholders);
-        let (links, _) = assert_invariant(&case.input, &case.sources, OutputMode::Links);
+        let placeholders_config =
+            config(OutputMode::Placeholders).with_widgets(case.widgets.clone());
+        let (placeholders, map, widgets) =
+            assert_invariant_with(&case.input, &case.sources, &placeholders_config);
+        let links_config = config(OutputMode::Links).with_widgets(case.widgets.clone());
+        let (links, _, _) = assert_invariant_with(&case.input, &case.sources, &links_config);
         let score = stream::score(&case.input, &case.sources);
         let mut snapshot = String::new();
         writeln!(snapshot, "--- placeholders\n{placeholders}").unwrap();
         writeln!(snapshot, "--- map\n{map}").unwrap();
+        if !case.widgets.is_empty() {
+            writeln!(snapshot, "--- widgets\n{widgets}").unwrap();
+        }
         writeln!(snapshot, "--- links\n{links}").unwrap();
         write!(
             snapshot,
@@ -174,6 +199,11 @@ const FRAGMENTS: &[&str] = &[
     "!",
     ":",
     "$",
+    "$5",
+    "$$",
+    "US$",
+    "5",
+    "[99]",
     "{{cite:1}}",
     "word",
     "Rust",
@@ -210,8 +240,47 @@ const PROSE: &[&str] = &[
     "> ",
     "[x](https://x.example/)",
     "$",
+    "$5",
+    "$$",
+    "US$",
+    "5",
+    "[99]",
     "{{cite:1}}",
 ];
+
+/// Pieces of text around widget tags: complete, split, malformed, in code and links.
+const WIDGET_FRAGMENTS: &[&str] = &[
+    "<chart kind=\"bar\"/>",
+    "<map></map>",
+    "<chart",
+    " kind=\"",
+    "bar",
+    "\"",
+    "'",
+    "/>",
+    ">",
+    "</map>",
+    "</",
+    "<",
+    "<div>",
+    "<ch",
+    " ",
+    "=",
+    "\n",
+    "`",
+    "```\n",
+    "[1]",
+    "[x](https://x.example/<chart/>)",
+    "[",
+    "]",
+    "text",
+    "$5",
+    "\\(x\\)",
+];
+
+fn widget_set() -> WidgetSet {
+    WidgetSet::new(["chart", "map"]).unwrap()
+}
 
 fn sources_1_2_3_10() -> SourceSnapshot {
     SourceSnapshot {
@@ -246,8 +315,8 @@ proptest! {
         cuts.sort_unstable();
         let sources = sources_1_2_3_10();
         for mode in [OutputMode::Placeholders, OutputMode::Links] {
-            let whole = run_bytes(text.as_bytes(), &[], &sources, mode);
-            prop_assert_eq!(run_bytes(text.as_bytes(), &cuts, &sources, mode), whole, "cuts {:?}", cuts);
+            let whole = run_bytes(text.as_bytes(), &[], &sources, &config(mode));
+            prop_assert_eq!(run_bytes(text.as_bytes(), &cuts, &sources, &config(mode)), whole, "cuts {:?}", cuts);
         }
     }
 
@@ -256,8 +325,34 @@ proptest! {
         let mut cuts = cuts;
         cuts.sort_unstable();
         let sources = sources_1_2_3_10();
-        let whole = run_bytes(text.as_bytes(), &[], &sources, OutputMode::Placeholders);
-        prop_assert_eq!(run_bytes(text.as_bytes(), &cuts, &sources, OutputMode::Placeholders), whole);
+        let placeholders = config(OutputMode::Placeholders);
+        let whole = run_bytes(text.as_bytes(), &[], &sources, &placeholders);
+        prop_assert_eq!(run_bytes(text.as_bytes(), &cuts, &sources, &placeholders), whole);
+    }
+
+    /// Widget tags, whole, half-streamed or malformed, in prose, code and links: any split gives
+    /// the same text and the same widgets (names, attributes, offsets).
+    #[test]
+    fn chunking_invariance_with_widgets(text in text_from(WIDGET_FRAGMENTS, 40), cuts in proptest::collection::vec(0usize..400, 0..12)) {
+        let mut cuts = cuts;
+        cuts.sort_unstable();
+        let sources = sources_1_2_3_10();
+        for mode in [OutputMode::Placeholders, OutputMode::Links] {
+            let config = config(mode).with_widgets(widget_set());
+            let whole = run_bytes(text.as_bytes(), &[], &sources, &config);
+            prop_assert_eq!(run_bytes(text.as_bytes(), &cuts, &sources, &config), whole, "cuts {:?}", cuts);
+        }
+    }
+
+    /// Code spans and fenced blocks never lose a widget-shaped tag.
+    #[test]
+    fn widgets_in_code_are_byte_identical(before in text_from(&WIDGET_FRAGMENTS[..16], 10), body in text_from(&["<chart/>", "<map></map>", " x ", "<chart a=\"1\"/>"], 6)) {
+        let config = config(OutputMode::Placeholders).with_widgets(widget_set());
+        for code in [format!("`{body}`"), format!("\n\n```\n{body}\n```\n")] {
+            let text = format!("{before}\n\n{code}");
+            let (out, _) = stream::process(&text, &sources_1_2_3_10(), config.clone());
+            prop_assert!(out.contains(&code), "{:?} lost {:?}", out, code);
+        }
     }
 
     #[test]
@@ -278,9 +373,12 @@ proptest! {
 
     #[test]
     fn links_output_is_stable_when_processed_again(text in text_from(PROSE, 40)) {
+        // A removed native shape next to a `$` changes its neighbours after the decision was
+        // made on the input (a documented approximation).
+        prop_assume!(!text.contains("$【") && !text.contains("】$"));
         let sources = sources_1_2_3_10();
-        let links = StreamConfig { mode: OutputMode::Links };
-        let (once, _) = stream::process(&text, &sources, links);
+        let links = StreamConfig::new(OutputMode::Links);
+        let (once, _) = stream::process(&text, &sources, links.clone());
         let (twice, _) = stream::process(&once, &sources, links);
         prop_assert_eq!(twice, once);
     }
@@ -398,4 +496,100 @@ fn sources_can_grow_between_steps() {
     processor.finish_into(&mut out);
     assert_eq!(out, "First {{cite:1}} and [2], then {{cite:2}}.");
     assert_eq!(processor.score().sources, [1, 2]);
+}
+
+/// Links past `max_link_bytes` end the output before the run that would pass the bound, at the
+/// same place for every split, and nothing is written afterwards.
+#[test]
+fn links_stop_at_their_bound_whatever_the_split() {
+    let sources = SourceSnapshot {
+        sources: vec![Source {
+            index: 1,
+            url: format!("https://a.example/{}", "a".repeat(1000)),
+            title: None,
+        }],
+    };
+    let config = StreamConfig::new(OutputMode::Links).with_max_link_bytes(2500);
+    let input = "x [1] y [1] z [1] w [1] end";
+    let (out, _, _) = assert_invariant_with(input, &sources, &config);
+    let link = format!("[[1]](https://a.example/{})", "a".repeat(1000));
+    assert_eq!(out, format!("x {link} y {link} z "));
+    let mut processor = Processor::new(&sources, config);
+    let mut text = String::new();
+    processor.push_into(input, &mut text);
+    let overflow = processor.overflow().expect("the bound was reached");
+    assert_eq!(overflow.kind, stream::OverflowKind::LinkBytes);
+    assert_eq!(overflow.at, 17, "the third citation ends at byte 17");
+    processor.push_into(" more [1] text", &mut text);
+    processor.finish_into(&mut text);
+    assert_eq!(text, out, "nothing is written after the bound");
+}
+
+/// The citation map holds at most `max_citation_runs` runs; taking it makes room again.
+#[test]
+fn citation_runs_stop_at_their_bound_unless_taken() {
+    let sources = sources_1_2_3_10();
+    let config = StreamConfig::new(OutputMode::Placeholders).with_max_citation_runs(2);
+    let input = "a [1] b [2] c [3] d";
+    let (out, map, _) = assert_invariant_with(input, &sources, &config);
+    assert_eq!(out, "a {{cite:1}} b {{cite:2}} c ");
+    assert_eq!(map.matches("\"key\"").count(), 2);
+    let overflow = overflow_of(Processor::new(&sources, config.clone()), input)
+        .expect("the bound was reached");
+    assert_eq!(
+        (overflow.kind, overflow.limit, overflow.at),
+        (stream::OverflowKind::CitationRuns, 2, 17)
+    );
+    let mut processor = Processor::new(&sources, config);
+    let mut text = String::new();
+    for piece in ["a [1] b ", "[2] c ", "[3] d"] {
+        processor.push_into(piece, &mut text);
+        processor.take_citations();
+    }
+    processor.finish_into(&mut text);
+    assert_eq!(processor.overflow(), None);
+    assert_eq!(text, "a {{cite:1}} b {{cite:2}} c {{cite:3}} d");
+}
+
+/// Pushes `input` whole and finishes: the bound reached, if any.
+fn overflow_of(mut processor: Processor, input: &str) -> Option<stream::Overflow> {
+    let mut sink = String::new();
+    processor.push_into(input, &mut sink);
+    processor.finish_into(&mut sink);
+    processor.overflow()
+}
+
+/// `[1][99][2]` (issue: the unknown number split the run and stayed visible).
+#[test]
+fn an_unknown_number_inside_a_run_is_dropped() {
+    let (out, map) = stream::process(
+        "See [1][99][2].",
+        &sources_1_2_3_10(),
+        StreamConfig::default(),
+    );
+    assert_eq!(out, "See {{cite:1}}.");
+    assert_eq!(map.get(1).map(|c| c.sources.to_vec()), Some(vec![1, 2]));
+    let score = stream::score("See [1][99][2].", &sources_1_2_3_10());
+    assert_eq!(score.unresolved_sources, [99]);
+    assert_eq!(score.ascii.unresolved, 1);
+}
+
+/// `It costs $5 and $10 total.` (issue: a `$`-math renderer showed `5 and ` as a formula).
+#[test]
+fn dollar_amounts_are_not_math() {
+    let process =
+        |text: &str| stream::process(text, &sources_1_2_3_10(), StreamConfig::default()).0;
+    assert_eq!(
+        process("It costs $5 and $10 total."),
+        r"It costs \$5 and \$10 total."
+    );
+    assert_eq!(process("From $5–$10."), r"From \$5–\$10.");
+    assert_eq!(process("US$5 and C$20"), r"US\$5 and C\$20");
+    assert_eq!(process("$2^n$ costs $5"), r"$2^n$ costs \$5");
+    assert_eq!(
+        process("`$5` and\n```\n$5\n```\n"),
+        "`$5` and\n```\n$5\n```\n"
+    );
+    assert_eq!(process("$$x$$"), "$$\nx\n$$");
+    assert_eq!(process("a $$x$$ b"), "a $$x$$ b");
 }

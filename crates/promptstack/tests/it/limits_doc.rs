@@ -87,6 +87,12 @@ fn fixed() -> String {
             "an undecided run longer than this is released as plain text".into(),
         ],
         [
+            "one widget tag in model output (`cite --widgets`)".into(),
+            format!("{} bytes", promptstack::core::stream::WIDGET_MAX),
+            "fixed".into(),
+            "the tag is passed through as text".into(),
+        ],
+        [
             "one MCP message (a stdio line or an HTTP event)".into(),
             format!(
                 "{} MiB",
