@@ -76,6 +76,10 @@ pub enum McpServerStatus {
 pub struct McpServerListing {
     /// The server's configured name; the prefix of its tools' names.
     pub server: String,
+    /// The server's human-readable title, as it introduced itself (for the UI: its tools get
+    /// their display names from it). Never shown to the model.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub title: Option<String>,
     /// What discovery found.
     #[serde(flatten)]
     pub status: McpServerStatus,
@@ -90,6 +94,8 @@ pub struct NamespacedMcpTool<'a> {
     pub origin: &'a McpToolOrigin,
     /// The tool as the server listed it (description and input schema).
     pub tool: &'a McpTool,
+    /// The title of the server that listed it, if the server gave one.
+    pub title: Option<&'a str>,
 }
 
 /// A server that contributed no tools, and why.
@@ -109,8 +115,8 @@ pub struct SkippedMcpServer {
 pub struct McpToolset<'a> {
     /// Both-way name map (name → origin, origin → name), in canonical (name) order.
     pub names: NamespacedTools,
-    /// The listed tool behind each entry of `names`, in the same order.
-    tools: Vec<&'a McpTool>,
+    /// The listed tool behind each entry of `names` and its server's title, in the same order.
+    tools: Vec<(&'a McpTool, Option<&'a str>)>,
     /// Servers whose discovery failed, sorted by server name.
     pub skipped: Vec<SkippedMcpServer>,
 }
@@ -121,7 +127,12 @@ impl<'a> McpToolset<'a> {
         self.names
             .iter()
             .zip(&self.tools)
-            .map(|((name, origin), tool)| NamespacedMcpTool { name, origin, tool })
+            .map(|((name, origin), &(tool, title))| NamespacedMcpTool {
+                name,
+                origin,
+                tool,
+                title,
+            })
     }
 
     /// How many tools the toolset has.
@@ -144,15 +155,17 @@ pub fn merge_mcp_tools<'a>(
     listings: &'a [McpServerListing],
     taken: impl IntoIterator<Item = &'a str>,
 ) -> McpToolset<'a> {
-    let mut listed: Vec<((&str, &str), &McpTool)> = Vec::new();
+    let mut listed: Vec<((&str, &str), &McpTool, Option<&str>)> = Vec::new();
     let mut skipped = Vec::new();
     for listing in listings {
         match &listing.status {
-            McpServerStatus::Ready { tools } => listed.extend(
-                tools
-                    .iter()
-                    .map(|tool| ((listing.server.as_str(), tool.name.as_str()), tool)),
-            ),
+            McpServerStatus::Ready { tools } => listed.extend(tools.iter().map(|tool| {
+                (
+                    (listing.server.as_str(), tool.name.as_str()),
+                    tool,
+                    listing.title.as_deref(),
+                )
+            })),
             McpServerStatus::Failed { failure } => skipped.push(SkippedMcpServer {
                 server: listing.server.clone(),
                 failure: failure.clone(),
@@ -164,19 +177,20 @@ pub fn merge_mcp_tools<'a>(
     listed.sort_unstable_by(|a, b| {
         a.0.cmp(&b.0)
             .then_with(|| tool_order_key(a.1).cmp(&tool_order_key(b.1)))
+            .then_with(|| a.2.cmp(&b.2))
     });
     listed.dedup_by(|later, first| later.0 == first.0);
 
-    let names = namespace_mcp_tools(listed.iter().map(|(pair, _)| *pair), taken);
+    let names = namespace_mcp_tools(listed.iter().map(|(pair, _, _)| *pair), taken);
     let tools = names
         .iter()
         .map(|(_, origin)| {
             let at = listed
-                .binary_search_by(|(pair, _)| {
+                .binary_search_by(|(pair, _, _)| {
                     (*pair).cmp(&(origin.server.as_str(), origin.tool.as_str()))
                 })
                 .expect("every named pair was listed");
-            listed[at].1
+            (listed[at].1, listed[at].2)
         })
         .collect();
     McpToolset {

@@ -742,3 +742,87 @@ fn the_fence_kind_is_checked() {
     assert!(trusted.contains("fence-on-trusted-results"), "{trusted}");
     assert!(trusted.contains("tools[0].fence"), "{trusted}");
 }
+
+/// Issue 17.13: a tool may declare a display name, a category and an icon key for the UI; they
+/// are checked, reach the toolset, and MCP tools get a display name from their server's title.
+#[test]
+fn tools_carry_display_metadata() {
+    let mut tool = descriptor("search");
+    tool.display_name = Some("Web search".into());
+    tool.category = Some("web".into());
+    tool.icon = Some("globe".into());
+    assert!(codes(&tool).is_empty(), "{:?}", descriptor_problems(&tool));
+    for (display_name, category, icon) in [
+        ("  ", "web", "globe"),
+        ("Two\nlines", "web", "globe"),
+        (&*"x".repeat(81), "web", "globe"),
+        ("Search", "Web", "globe"),
+        ("Search", "web", "globe icon"),
+        ("Search", "web", ""),
+    ] {
+        tool.display_name = Some(display_name.into());
+        tool.category = Some(category.into());
+        tool.icon = Some(icon.into());
+        assert_eq!(
+            codes(&tool),
+            ["bad-tool-display"],
+            "{display_name:?} {category:?} {icon:?}"
+        );
+    }
+
+    let spec = r#"
+spec_version = 1
+name = "display"
+[[blocks]]
+id = "a"
+trust = "author"
+stability = "stable"
+text = "A."
+[[tools]]
+name = "search"
+description = "Search the web. If it fails, say so."
+display_name = "Web search"
+category = "web"
+icon = "globe"
+[targets.main]
+system = ["@body"]
+"#;
+    let agent = Agent::from_source(spec.as_bytes(), "display.toml", SpecFormat::Toml).unwrap();
+    let ctx = SendContext::from_json(
+        serde_json::to_string(&json!({
+            "now": "2026-11-30T09:15:00Z",
+            "model": {"id": "gpt-4o", "name": "GPT-4o", "provider": "openai", "tool_usage": "native"},
+            "mcp_servers": [
+                {"server": "tracker", "title": "Issue Tracker", "status": "ready", "tools": [
+                    {"name": "get_issue", "input_schema": {"type": "object"}}
+                ]},
+                {"server": "plain", "status": "ready", "tools": [
+                    {"name": "ping", "input_schema": {"type": "object"}}
+                ]}
+            ]
+        }))
+        .unwrap()
+        .as_bytes(),
+        "send.json",
+    )
+    .unwrap();
+    let assembly = agent.assemble(&ctx).unwrap();
+    let tool = |name: &str| {
+        assembly
+            .toolset()
+            .tools()
+            .iter()
+            .find(|t| t.name == name)
+            .unwrap_or_else(|| panic!("{name} is offered"))
+            .clone()
+    };
+    let search = tool("search");
+    assert_eq!(search.display_name.as_deref(), Some("Web search"));
+    assert_eq!(search.category.as_deref(), Some("web"));
+    assert_eq!(search.icon.as_deref(), Some("globe"));
+    assert_eq!(
+        tool("tracker_get_issue").display_name.as_deref(),
+        Some("Issue Tracker: get_issue")
+    );
+    assert_eq!(tool("plain_ping").display_name, None);
+}
