@@ -76,7 +76,9 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     args.mcp.discover_into(&mut send)?;
     let assembly = agent.assemble(&send).context("assembly failed")?;
     let rows = rows(&agent, &assembly);
-    let servers = server_rows(&send.mcp_servers);
+    let servers = server_rows(&promptstack::tools::mcp::reconcile_listings(
+        &send.mcp_servers,
+    ));
     if args.json {
         let output = Output {
             agent: agent.name(),
@@ -217,6 +219,7 @@ fn server_rows(listings: &[McpServerListing]) -> Vec<ServerRow> {
                         promptstack::mcp::McpFailureStage::Start => "start",
                         promptstack::mcp::McpFailureStage::Connect => "connect",
                         promptstack::mcp::McpFailureStage::List => "list",
+                        promptstack::mcp::McpFailureStage::Conflict => "conflict",
                         _ => "discovery",
                     },
                     if failure.timed_out {

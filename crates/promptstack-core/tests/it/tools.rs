@@ -826,3 +826,62 @@ system = ["@body"]
     );
     assert_eq!(tool("plain_ping").display_name, None);
 }
+
+/// Regression (issue 17.4): two listings of one server name were merged silently (one server's
+/// tools dropped) while the servers table counted both. A repeated name is now refused, whatever
+/// the order, with a diagnostic, and the servers table agrees with the tools.
+#[test]
+fn a_repeated_mcp_server_name_is_refused_and_reported() {
+    let root =
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples/chat-assistant");
+    let spec = std::fs::read(root.join("agent.toml")).unwrap();
+    let agent = Agent::from_source(&spec, "agent.toml", SpecFormat::Toml).unwrap();
+    let mut send: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(root.join("sends/mcp.json")).unwrap()).unwrap();
+    let servers = send["mcp_servers"].as_array_mut().unwrap();
+    servers.push(json!({"server": "tracker", "status": "ready", "tools": [
+        {"name": "close_issue", "input_schema": {"type": "object"}}
+    ]}));
+    let forward = send.clone();
+    send["mcp_servers"].as_array_mut().unwrap().reverse();
+    let backward = send;
+    let mut systems = Vec::new();
+    for send in [forward, backward] {
+        let ctx = SendContext::from_json(send.to_string().as_bytes(), "send.json").unwrap();
+        let assembly = agent.assemble(&ctx).unwrap();
+        let names: Vec<&str> = assembly.toolset().names().collect();
+        assert!(
+            !names.iter().any(|n| n.starts_with("tracker_")),
+            "no listing of a repeated name is used: {names:?}"
+        );
+        let conflict = assembly
+            .diagnostics()
+            .find(|d| d.code == "mcp-server-conflict")
+            .expect("a diagnostic names the conflict");
+        assert!(
+            conflict
+                .message
+                .contains("the send lists MCP server `tracker` 2 times"),
+            "{}",
+            conflict.message
+        );
+        let skipped: Vec<&str> = assembly
+            .toolset()
+            .skipped_servers()
+            .iter()
+            .map(|s| s.server.as_str())
+            .collect();
+        assert_eq!(skipped, ["docs.internal", "tracker"]);
+        // The servers table the prompt reads says the same: tracker is unavailable, once.
+        let system = assembly.compose("legacy").unwrap().system;
+        assert!(
+            system.contains("missing from your tool list: docs.internal, tracker."),
+            "{system}"
+        );
+        systems.push(system);
+    }
+    assert_eq!(
+        systems[0], systems[1],
+        "the order of the listings does not matter"
+    );
+}
