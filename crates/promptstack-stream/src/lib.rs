@@ -78,6 +78,7 @@ mod marker;
 mod math;
 mod native;
 mod output;
+pub mod record;
 mod score;
 mod source;
 
@@ -88,7 +89,10 @@ pub mod fuzzing;
 use std::collections::BTreeSet;
 
 pub use output::{Citation, CitationMap, OutputMode};
-pub use score::{CitationCounts, CitationScore, MinCitations, min_citations, score};
+pub use score::{
+    CitationCounts, CitationScore, ClassCallScore, MinCitations, ToolCallScore, min_citations,
+    score, score_tool_calls,
+};
 pub use source::{Source, SourceSnapshot};
 
 use output::SourceTable;
