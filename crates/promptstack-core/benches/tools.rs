@@ -16,6 +16,7 @@ fn listings(servers: usize, tools: usize) -> Vec<McpServerListing> {
     (0..servers)
         .map(|s| McpServerListing {
             server: if s % 2 == 0 { format!("srv.{}", s / 2) } else { format!("srv_{}", s / 2) },
+            title: None,
             status: McpServerStatus::Ready {
                 tools: (0..tools)
                     .map(|t| McpTool {

@@ -417,7 +417,9 @@ impl Agent {
             self.tools.iter().map(|t| t.spec.name.as_str()),
             can_use_tools,
         );
-        let root = template::mcp_value(&ctx.mcp_servers, &local.joined(&mcp));
+        // The servers table sees the listings as the merge does: a repeated name is refused.
+        let listings = crate::tools::mcp::reconcile_listings(&ctx.mcp_servers);
+        let root = template::mcp_value(&listings, &local.joined(&mcp));
         let resolved = Arc::new(McpResolved { mcp, root });
         if memo.len() >= MCP_MEMO_CAPACITY {
             memo.pop_front();
@@ -727,6 +729,20 @@ impl Agent {
         let mut diagnostics: Vec<Diagnostic> = Vec::new();
         for skipped in toolset.skipped_servers() {
             let failure = &skipped.failure;
+            if failure.stage == crate::tools::mcp::McpFailureStage::Conflict {
+                diagnostics.push(
+                    Diagnostic::warning(
+                        "mcp-server-conflict",
+                        format!(
+                            "MCP server `{}` contributes no tools to this send: {}",
+                            skipped.server, failure.message
+                        ),
+                    )
+                    .subject(skipped.server.clone())
+                    .hint("give every MCP server of a send its own name; a repeated name is refused rather than guessed at"),
+                );
+                continue;
+            }
             diagnostics.push(
                 Diagnostic::warning(
                     "mcp-server-skipped",

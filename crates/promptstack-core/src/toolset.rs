@@ -58,6 +58,15 @@ pub struct Tool {
     /// The fence kind of its untrusted results.
     #[serde(skip_serializing_if = "ResultFence::is_tool_result")]
     pub fence: ResultFence,
+    /// Its name for people (the UI); MCP tools get one from their server's title.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub display_name: Option<String>,
+    /// The UI's group for it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub category: Option<String>,
+    /// The key of its icon in the UI.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub icon: Option<String>,
     /// Where it comes from.
     pub origin: ToolOrigin,
     /// The tool as templates see it, built once.
@@ -76,6 +85,9 @@ impl Tool {
             budget: spec.budget.clone(),
             results: spec.results,
             fence: spec.fence,
+            display_name: spec.display_name.clone(),
+            category: spec.category.clone(),
+            icon: spec.icon.clone(),
             origin: ToolOrigin::Local,
             view: std::sync::OnceLock::new(),
         }
@@ -128,6 +140,11 @@ impl ResolvedMcp {
                     budget: None,
                     results: ResultTrust::Untrusted,
                     fence: ResultFence::ToolResult,
+                    display_name: found
+                        .title
+                        .map(|title| format!("{title}: {}", found.origin.tool)),
+                    category: None,
+                    icon: None,
                     origin: ToolOrigin::Mcp {
                         server: found.origin.server.clone(),
                         tool: found.origin.tool.clone(),

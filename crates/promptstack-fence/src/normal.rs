@@ -461,20 +461,30 @@ fn escape_once(text: &str, pos: usize) -> Option<(char, usize)> {
 /// [`MAX_UNIT_BYTES`] bytes is decoded, each character remembering where its bytes end in
 /// `text`, until a layer decodes nothing or [`MAX_ESCAPE_LAYERS`] layers are done. The work is
 /// bounded by the window and the layer count, so a unit still costs O(1).
+#[inline]
 fn escape_at(text: &str, pos: usize) -> Option<(char, usize)> {
-    let single = escape_once(text, pos);
+    match escape_once(text, pos) {
+        // A decoded character that cannot start another escape is final: no later layer can
+        // change the first character. This is the common case, kept small and inline.
+        Some((c, len)) if !(c.is_ascii() && is_introducer(c as u8)) => Some((c, len)),
+        _ => layered_escape(text, pos),
+    }
+}
+
+/// The slow path of [`escape_at`]: no escape at `pos`, or one that decodes to another escape's
+/// first character. Kept out of line so that the hot unit decoder stays small.
+#[cold]
+#[inline(never)]
+fn layered_escape(text: &str, pos: usize) -> Option<(char, usize)> {
     let bytes = text.as_bytes();
     let mut limit = (pos + MAX_UNIT_BYTES).min(bytes.len());
     while !text.is_char_boundary(limit) {
         limit -= 1;
     }
-    match single {
-        // A decoded character that cannot start another escape is final: no later layer can
-        // change the first character.
-        Some((c, _)) if !(c.is_ascii() && is_introducer(c as u8)) => return single,
+    if escape_once(text, pos).is_none() && !bytes[pos + 1..limit].iter().any(|&b| is_introducer(b))
+    {
         // Nothing to decode here, and no other escape in the window to make one.
-        None if !bytes[pos + 1..limit].iter().any(|&b| is_introducer(b)) => return None,
-        _ => {}
+        return None;
     }
     // The current layer as text, and for each of its bytes the end (relative to `pos`) of the
     // original bytes its character stands for. Decoding never lengthens text, so a layer fits

@@ -88,6 +88,7 @@ mod marker;
 mod math;
 mod native;
 mod output;
+pub mod record;
 mod score;
 mod source;
 mod widget;
@@ -99,7 +100,10 @@ pub mod fuzzing;
 use std::collections::BTreeSet;
 
 pub use output::{Citation, CitationMap, OutputMode};
-pub use score::{CitationCounts, CitationScore, MinCitations, min_citations, score};
+pub use score::{
+    CitationCounts, CitationScore, ClassCallScore, MinCitations, ToolCallScore, min_citations,
+    score, score_tool_calls,
+};
 pub use source::{Source, SourceSnapshot};
 pub use widget::{WIDGET_MAX, Widget, WidgetNameError, WidgetSet};
 

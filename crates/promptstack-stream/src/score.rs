@@ -93,3 +93,58 @@ pub fn min_citations(text: &str, sources: &SourceSnapshot, required: u32) -> Min
         required,
     }
 }
+
+/// The tool calls of one budget class in a recorded turn.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+pub struct ClassCallScore {
+    /// Calls of the class's tools.
+    pub calls: u32,
+    /// Calls that ran (each charged to the class).
+    pub executed: u32,
+    /// Calls that reused an identical call's execution.
+    pub deduplicated: u32,
+    /// Calls refused because the budget was used up.
+    pub refused: u32,
+    /// Whether the budget ran out this turn (a call used the last allowed call, or was refused).
+    pub exhausted: bool,
+}
+
+/// How a turn used its tools, counted from the runtime's own record of it.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+pub struct ToolCallScore {
+    /// Every call.
+    pub calls: u32,
+    /// Calls per tool name.
+    pub per_tool: std::collections::BTreeMap<String, u32>,
+    /// Calls per budget class (budgeted tools only).
+    pub per_class: std::collections::BTreeMap<String, ClassCallScore>,
+    /// Calls identical (same tool, same canonical input) to an earlier call of the turn.
+    pub duplicates: u32,
+    /// Calls whose tool failed.
+    pub failed: u32,
+    /// Calls refused by an exhausted budget, all classes.
+    pub refused: u32,
+}
+
+/// Scores the tool calls of a recorded turn (see [`record`](crate::record)).
+pub fn score_tool_calls(record: &crate::record::TurnRecord) -> ToolCallScore {
+    use crate::record::RecordedStatus;
+    let mut score = ToolCallScore::default();
+    for call in &record.calls {
+        score.calls += 1;
+        *score.per_tool.entry(call.tool.clone()).or_default() += 1;
+        score.duplicates += u32::from(call.duplicate);
+        score.failed += u32::from(call.status == RecordedStatus::Failed);
+        let refused = call.status == RecordedStatus::BudgetExhausted;
+        score.refused += u32::from(refused);
+        if let Some(class) = &call.class {
+            let entry = score.per_class.entry(class.clone()).or_default();
+            entry.calls += 1;
+            entry.executed += u32::from(call.charged);
+            entry.deduplicated += u32::from(call.deduplicated);
+            entry.refused += u32::from(refused);
+            entry.exhausted |= refused || call.last_allowed;
+        }
+    }
+    score
+}

@@ -52,6 +52,13 @@ struct Row {
     budget: Option<String>,
     cacheable: bool,
     untrusted_results: bool,
+    /// The tool's name for people, its UI group and its icon key, when declared.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    display_name: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    category: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    icon: Option<String>,
 }
 
 #[derive(Serialize)]
@@ -69,7 +76,9 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     args.mcp.discover_into(&mut send)?;
     let assembly = agent.assemble(&send).context("assembly failed")?;
     let rows = rows(&agent, &assembly);
-    let servers = server_rows(&send.mcp_servers);
+    let servers = server_rows(&promptstack::tools::mcp::reconcile_listings(
+        &send.mcp_servers,
+    ));
     if args.json {
         let output = Output {
             agent: agent.name(),
@@ -113,6 +122,9 @@ fn rows(agent: &Agent, assembly: &Assembly) -> Vec<Row> {
             budget: spec.budget.clone(),
             cacheable: spec.cacheable,
             untrusted_results: spec.results == ResultTrust::Untrusted,
+            display_name: spec.display_name.clone(),
+            category: spec.category.clone(),
+            icon: spec.icon.clone(),
         });
     }
     for withheld in toolset.withheld_mcp_tools() {
@@ -126,6 +138,9 @@ fn rows(agent: &Agent, assembly: &Assembly) -> Vec<Row> {
             budget: None,
             cacheable: false,
             untrusted_results: true,
+            display_name: None,
+            category: None,
+            icon: None,
         });
     }
     rows
@@ -145,6 +160,9 @@ fn row(tool: &Tool, offered: bool, why: String) -> Row {
         budget: tool.budget.clone(),
         cacheable: tool.cacheable,
         untrusted_results: tool.results == ResultTrust::Untrusted,
+        display_name: tool.display_name.clone(),
+        category: tool.category.clone(),
+        icon: tool.icon.clone(),
     }
 }
 
@@ -201,6 +219,7 @@ fn server_rows(listings: &[McpServerListing]) -> Vec<ServerRow> {
                         promptstack::mcp::McpFailureStage::Start => "start",
                         promptstack::mcp::McpFailureStage::Connect => "connect",
                         promptstack::mcp::McpFailureStage::List => "list",
+                        promptstack::mcp::McpFailureStage::Conflict => "conflict",
                         _ => "discovery",
                     },
                     if failure.timed_out {

@@ -303,3 +303,80 @@ fn explain_lists_the_tools_of_a_live_server() {
     let tools = text.lines().find(|l| l.starts_with("tools ")).unwrap();
     assert!(tools.contains("everything_echo"), "{tools}");
 }
+
+/// `tools --json` reports each tool's display name, category and icon key; an MCP tool's display
+/// name comes from its server's title.
+#[test]
+fn display_metadata_is_reported() {
+    let dir = Path::new(env!("CARGO_TARGET_TMPDIR"));
+    let spec = dir.join("cli-display.toml");
+    std::fs::write(
+        &spec,
+        r#"spec_version = 1
+name = "display"
+[[blocks]]
+id = "a"
+trust = "author"
+stability = "stable"
+text = "A."
+[[tools]]
+name = "search"
+description = "Search the web. If it fails, say so."
+display_name = "Web search"
+category = "web"
+icon = "globe"
+[[tools]]
+name = "note"
+description = "Write a note. If it fails, say so."
+[targets.main]
+system = ["@body"]
+"#,
+    )
+    .unwrap();
+    let send = dir.join("cli-display-send.json");
+    std::fs::write(
+        &send,
+        serde_json::json!({
+            "now": "2026-11-30T09:15:00Z",
+            "model": {"id": "gpt-4o", "name": "GPT-4o", "provider": "openai", "tool_usage": "native"},
+            "mcp_servers": [
+                {"server": "tracker", "title": "Issue Tracker", "status": "ready", "tools": [
+                    {"name": "get_issue", "input_schema": {"type": "object"}}
+                ]}
+            ]
+        })
+        .to_string(),
+    )
+    .unwrap();
+    let output = promptstack()
+        .args(["tools", "--json", "--send"])
+        .arg(&send)
+        .arg(&spec)
+        .output()
+        .unwrap();
+    assert!(
+        output.status.success(),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let json: serde_json::Value = serde_json::from_slice(&output.stdout).unwrap();
+    let row = |name: &str| {
+        json["tools"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|t| t["name"] == name)
+            .unwrap()
+            .clone()
+    };
+    let search = row("search");
+    assert_eq!(search["display_name"], "Web search");
+    assert_eq!(search["category"], "web");
+    assert_eq!(search["icon"], "globe");
+    let note = row("note");
+    assert!(note.get("display_name").is_none() && note.get("icon").is_none());
+    assert_eq!(
+        row("tracker_get_issue")["display_name"],
+        "Issue Tracker: get_issue"
+    );
+}

@@ -201,6 +201,7 @@ fn synthetic_servers() -> Vec<McpServerListing> {
     vec![
         McpServerListing {
             server: "notes".into(),
+            title: None,
             status: McpServerStatus::Ready {
                 tools: vec![
                     tool(
@@ -220,6 +221,7 @@ fn synthetic_servers() -> Vec<McpServerListing> {
         },
         McpServerListing {
             server: "tickets".into(),
+            title: None,
             status: McpServerStatus::Ready {
                 tools: vec![
                     tool(

@@ -284,6 +284,15 @@ pub struct ToolSpec {
     /// Who controls the tool's results. Untrusted results are fenced before the model reads them.
     #[serde(default = "default_results_trust")]
     pub results: ResultTrust,
+    /// The tool's name for people (the UI), e.g. `Web search`. Never sent to the model.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub display_name: Option<String>,
+    /// The UI's group for the tool, a key such as `web` or `files`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub category: Option<String>,
+    /// The key of the icon the UI shows for the tool, such as `globe`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub icon: Option<String>,
     /// The fence kind of the tool's untrusted results: `tool_result` (the default),
     /// `web_content` for a tool that reads pages, `file_content` for one that reads files.
     #[serde(default, skip_serializing_if = "ResultFence::is_tool_result")]

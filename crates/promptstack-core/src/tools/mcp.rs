@@ -6,6 +6,8 @@
 //! [`namespace_mcp_tools`]. A server whose discovery failed
 //! contributes no tools and is reported in [`McpToolset::skipped`] with its diagnostic.
 
+use std::borrow::Cow;
+use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use schemars::JsonSchema;
@@ -40,6 +42,8 @@ pub enum McpFailureStage {
     Connect,
     /// Listing the server's tools.
     List,
+    /// The send lists the server's name more than once: none of those listings is used.
+    Conflict,
 }
 
 /// Why a server contributed no tools to this send.
@@ -76,6 +80,10 @@ pub enum McpServerStatus {
 pub struct McpServerListing {
     /// The server's configured name; the prefix of its tools' names.
     pub server: String,
+    /// The server's human-readable title, as it introduced itself (for the UI: its tools get
+    /// their display names from it). Never shown to the model.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub title: Option<String>,
     /// What discovery found.
     #[serde(flatten)]
     pub status: McpServerStatus,
@@ -90,6 +98,8 @@ pub struct NamespacedMcpTool<'a> {
     pub origin: &'a McpToolOrigin,
     /// The tool as the server listed it (description and input schema).
     pub tool: &'a McpTool,
+    /// The title of the server that listed it, if the server gave one.
+    pub title: Option<&'a str>,
 }
 
 /// A server that contributed no tools, and why.
@@ -109,8 +119,8 @@ pub struct SkippedMcpServer {
 pub struct McpToolset<'a> {
     /// Both-way name map (name → origin, origin → name), in canonical (name) order.
     pub names: NamespacedTools,
-    /// The listed tool behind each entry of `names`, in the same order.
-    tools: Vec<&'a McpTool>,
+    /// The listed tool behind each entry of `names` and its server's title, in the same order.
+    tools: Vec<(&'a McpTool, Option<&'a str>)>,
     /// Servers whose discovery failed, sorted by server name.
     pub skipped: Vec<SkippedMcpServer>,
 }
@@ -121,7 +131,12 @@ impl<'a> McpToolset<'a> {
         self.names
             .iter()
             .zip(&self.tools)
-            .map(|((name, origin), tool)| NamespacedMcpTool { name, origin, tool })
+            .map(|((name, origin), &(tool, title))| NamespacedMcpTool {
+                name,
+                origin,
+                tool,
+                title,
+            })
     }
 
     /// How many tools the toolset has.
@@ -135,24 +150,93 @@ impl<'a> McpToolset<'a> {
     }
 }
 
+/// The server names listed more than once, with how many times each is.
+fn conflicts(listings: &[McpServerListing]) -> BTreeMap<&str, usize> {
+    let mut counts: BTreeMap<&str, usize> = BTreeMap::new();
+    for listing in listings {
+        *counts.entry(listing.server.as_str()).or_default() += 1;
+    }
+    counts.retain(|_, n| *n > 1);
+    counts
+}
+
+/// Why the listings of a server name given `times` times are all refused.
+fn conflict_failure(server: &str, times: usize) -> McpFailure {
+    McpFailure {
+        stage: McpFailureStage::Conflict,
+        timed_out: false,
+        message: format!(
+            "the send lists MCP server `{server}` {times} times; none of those listings is used"
+        ),
+    }
+}
+
+/// The listings as every consumer must see them: a server name listed more than once is
+/// refused, whichever listing came first (so the result does not depend on order). All its
+/// listings are replaced by one failed listing ([`McpFailureStage::Conflict`]) at the place of the
+/// first. Borrows when no name repeats.
+///
+/// [`merge_mcp_tools`] applies the same rule, so the servers table (the `mcp` template root,
+/// `promptstack tools`) built from these listings agrees with the tools offered.
+pub fn reconcile_listings(listings: &[McpServerListing]) -> Cow<'_, [McpServerListing]> {
+    let conflicts = conflicts(listings);
+    if conflicts.is_empty() {
+        return Cow::Borrowed(listings);
+    }
+    let mut seen = std::collections::BTreeSet::new();
+    let mut out = Vec::with_capacity(listings.len());
+    for listing in listings {
+        match conflicts.get(listing.server.as_str()) {
+            None => out.push(listing.clone()),
+            Some(&times) => {
+                if seen.insert(listing.server.as_str()) {
+                    out.push(McpServerListing {
+                        server: listing.server.clone(),
+                        title: None,
+                        status: McpServerStatus::Failed {
+                            failure: conflict_failure(&listing.server, times),
+                        },
+                    });
+                }
+            }
+        }
+    }
+    Cow::Owned(out)
+}
+
 /// Merges discovery results into one toolset with provider-safe, order-independent names.
 ///
-/// `taken` holds the names of local tools, which MCP tools must not shadow. Listings with the same
-/// server name are one server. If a server lists one tool name twice, the entries are compared
-/// (description, then schema) and the smaller one is kept, so even that does not depend on order.
+/// `taken` holds the names of local tools, which MCP tools must not shadow. A server name listed
+/// more than once is refused as [`reconcile_listings`] says: none of its listings contributes
+/// tools, and it is reported in [`McpToolset::skipped`] with a
+/// [`Conflict`](McpFailureStage::Conflict) failure. If a server lists one tool name twice, the
+/// entries are compared (description, then schema) and the smaller one is kept, so even that does
+/// not depend on order.
 pub fn merge_mcp_tools<'a>(
     listings: &'a [McpServerListing],
     taken: impl IntoIterator<Item = &'a str>,
 ) -> McpToolset<'a> {
-    let mut listed: Vec<((&str, &str), &McpTool)> = Vec::new();
+    let mut listed: Vec<((&str, &str), &McpTool, Option<&str>)> = Vec::new();
     let mut skipped = Vec::new();
+    let conflicts = conflicts(listings);
+    for (server, times) in &conflicts {
+        skipped.push(SkippedMcpServer {
+            server: (*server).to_owned(),
+            failure: conflict_failure(server, *times),
+        });
+    }
     for listing in listings {
+        if conflicts.contains_key(listing.server.as_str()) {
+            continue;
+        }
         match &listing.status {
-            McpServerStatus::Ready { tools } => listed.extend(
-                tools
-                    .iter()
-                    .map(|tool| ((listing.server.as_str(), tool.name.as_str()), tool)),
-            ),
+            McpServerStatus::Ready { tools } => listed.extend(tools.iter().map(|tool| {
+                (
+                    (listing.server.as_str(), tool.name.as_str()),
+                    tool,
+                    listing.title.as_deref(),
+                )
+            })),
             McpServerStatus::Failed { failure } => skipped.push(SkippedMcpServer {
                 server: listing.server.clone(),
                 failure: failure.clone(),
@@ -164,19 +248,20 @@ pub fn merge_mcp_tools<'a>(
     listed.sort_unstable_by(|a, b| {
         a.0.cmp(&b.0)
             .then_with(|| tool_order_key(a.1).cmp(&tool_order_key(b.1)))
+            .then_with(|| a.2.cmp(&b.2))
     });
     listed.dedup_by(|later, first| later.0 == first.0);
 
-    let names = namespace_mcp_tools(listed.iter().map(|(pair, _)| *pair), taken);
+    let names = namespace_mcp_tools(listed.iter().map(|(pair, _, _)| *pair), taken);
     let tools = names
         .iter()
         .map(|(_, origin)| {
             let at = listed
-                .binary_search_by(|(pair, _)| {
+                .binary_search_by(|(pair, _, _)| {
                     (*pair).cmp(&(origin.server.as_str(), origin.tool.as_str()))
                 })
                 .expect("every named pair was listed");
-            listed[at].1
+            (listed[at].1, listed[at].2)
         })
         .collect();
     McpToolset {

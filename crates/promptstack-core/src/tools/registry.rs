@@ -11,6 +11,8 @@
 //!   name under `required` is one of its `properties` (`bad-tool-parameters`);
 //! - every `{param}` of its verb is one of those properties (`bad-tool-verb`), so a label never
 //!   falls back for a value the model cannot give;
+//! - its `display_name` is one line of 1 to 80 characters, its `category` and `icon` are keys
+//!   (`bad-tool-display`);
 //! - it declares a `fence` kind only if its results are untrusted (`fence-on-trusted-results`):
 //!   trusted results are never fenced, so the kind would silently do nothing;
 //! - it is `cacheable` only if it is also `read_only` (`cacheable-not-read-only`): sharing one
@@ -145,6 +147,33 @@ pub fn descriptor_problems(tool: &ToolSpec) -> Vec<DescriptorProblem> {
             }
         }
     }
+    if let Some(name) = &tool.display_name
+        && let Some(problem) = display_name_problem(name)
+    {
+        push(
+            "bad-tool-display",
+            "display_name",
+            format!("the display name of tool `{}` {problem}", tool.name),
+            Some("a display name is one line of 1 to 80 characters, e.g. \"Web search\""),
+        );
+    }
+    for (field, value) in [("category", &tool.category), ("icon", &tool.icon)] {
+        if let Some(value) = value
+            && !is_display_key(value)
+        {
+            push(
+                "bad-tool-display",
+                field,
+                format!(
+                    "the {field} of tool `{}` is {value:?}, which is not a key",
+                    tool.name
+                ),
+                Some(
+                    "a key is 1 to 64 lowercase letters, digits, `_`, `-` or `.`, starting with a letter or digit, e.g. \"web\"",
+                ),
+            );
+        }
+    }
     if !tool.fence.is_tool_result() && tool.results == crate::spec::ResultTrust::Trusted {
         push(
             "fence-on-trusted-results",
@@ -171,6 +200,31 @@ pub fn descriptor_problems(tool: &ToolSpec) -> Vec<DescriptorProblem> {
         );
     }
     problems
+}
+
+/// What is wrong with a display name, if anything: it must be one line of 1 to 80 characters
+/// that is not blank and holds no control character.
+fn display_name_problem(name: &str) -> Option<&'static str> {
+    if name.trim().is_empty() {
+        Some("is blank")
+    } else if name.chars().count() > 80 {
+        Some("is longer than 80 characters")
+    } else if name.chars().any(char::is_control) {
+        Some("holds a control character or a line break")
+    } else {
+        None
+    }
+}
+
+/// Whether `value` is a UI key: 1 to 64 of `[a-z0-9_.-]`, starting with a letter or digit.
+fn is_display_key(value: &str) -> bool {
+    let bytes = value.as_bytes();
+    !bytes.is_empty()
+        && bytes.len() <= 64
+        && bytes[0].is_ascii_lowercase() | bytes[0].is_ascii_digit()
+        && bytes.iter().all(|b| {
+            b.is_ascii_lowercase() || b.is_ascii_digit() || matches!(b, b'_' | b'-' | b'.')
+        })
 }
 
 /// The `{param}` placeholders of a verb, in order (the names [`label`](super::label) substitutes).

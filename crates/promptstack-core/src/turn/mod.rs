@@ -48,7 +48,7 @@ mod dedupe;
 mod offered;
 pub mod sources;
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{BTreeMap, HashMap, HashSet};
 use std::fmt;
 use std::future::Future;
 use std::pin::Pin;
@@ -59,6 +59,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use crate::spec::ResultFence;
+use crate::stream::record::{RecordedCall, RecordedStatus, TurnRecord};
 use crate::stream::{Source, SourceSnapshot};
 use crate::tools::naming::{ToolNameError, validate_tool_name};
 
@@ -536,7 +537,12 @@ impl TurnBuilder<'_> {
         Ok(Turn {
             tools,
             wrapper: self.wrapper,
-            state: Mutex::new(State { ledgers, sources }),
+            state: Mutex::new(State {
+                ledgers,
+                sources,
+                seen: HashSet::new(),
+                record: Vec::new(),
+            }),
             dedupe: Dedupe::default(),
         })
     }
@@ -550,6 +556,10 @@ struct Registered {
 struct State {
     ledgers: BTreeMap<String, ClassLedger>,
     sources: SourceRegistry,
+    /// The identities of the calls so far, to tell a duplicate call.
+    seen: HashSet<String>,
+    /// Every finished call, for [`Turn::record`].
+    record: Vec<RecordedCall>,
 }
 
 /// One model turn's tool runtime. Share it by reference (or in an `Arc`) between concurrent calls.
@@ -616,6 +626,8 @@ impl Turn {
             return Err(TurnErrorKind::UnknownTool(name.to_owned()).into());
         };
         let tool = &registered.tool;
+        let key = call_key(name, input);
+        let duplicate = !self.state().seen.insert(key.clone());
 
         // Charge before running, under the lock: concurrent calls can never exceed a cap. A call
         // of a cacheable tool is charged only when it drives an execution (under the dedupe
@@ -635,9 +647,7 @@ impl Turn {
         let call = ToolCall { name, input };
         let outcome = if tool.cacheable {
             self.dedupe
-                .run(call_key(name, input), &mut admit, || {
-                    registered.executor.execute(call)
-                })
+                .run(key, &mut admit, || registered.executor.execute(call))
                 .await
         } else if admit() {
             Outcome::Ran(registered.executor.execute(call).await.map(Arc::new))
@@ -649,7 +659,9 @@ impl Turn {
             Outcome::Reused(shared) => (shared, true),
             Outcome::Refused => {
                 let class = class.expect("only a budgeted call can be refused");
-                return Ok(exhausted(class, self.remaining(class).unwrap_or(0)));
+                let result = exhausted(class, self.remaining(class).unwrap_or(0));
+                self.log(name, &result, duplicate);
+                return Ok(result);
             }
         };
 
@@ -736,13 +748,43 @@ impl Turn {
             separate(&mut text);
             text.push_str(&remaining_line(&report.class, report.remaining));
         }
-        Ok(CallResult {
+        let result = CallResult {
             status,
             text,
             sources,
             budget,
             deduplicated,
-        })
+        };
+        self.log(name, &result, duplicate);
+        Ok(result)
+    }
+
+    /// Adds a finished call to the turn's record.
+    fn log(&self, tool: &str, result: &CallResult, duplicate: bool) {
+        let budget = result.budget.as_ref();
+        let call = RecordedCall {
+            tool: tool.to_owned(),
+            class: budget.map(|b| b.class.clone()),
+            status: match result.status {
+                CallStatus::Completed => RecordedStatus::Completed,
+                CallStatus::Failed => RecordedStatus::Failed,
+                CallStatus::BudgetExhausted => RecordedStatus::BudgetExhausted,
+            },
+            charged: budget.is_some_and(|b| b.charged),
+            deduplicated: result.deduplicated,
+            duplicate,
+            last_allowed: budget.is_some_and(|b| b.last_allowed),
+        };
+        self.state().record.push(call);
+    }
+
+    /// Every call of the turn so far, as the runtime decided it, in the order the calls finished:
+    /// the input of [`score_tool_calls`](crate::stream::score_tool_calls) for evals. Persist it
+    /// with the transcript (it serialises to the JSON described in [`crate::stream::record`]).
+    pub fn record(&self) -> TurnRecord {
+        TurnRecord {
+            calls: self.state().record.clone(),
+        }
     }
 
     /// Applies the budget promotion of every class promoted by `skill` (once per class and turn).

@@ -136,12 +136,14 @@ fn merging_skips_failed_servers_and_orders_canonically() {
     let listings = vec![
         McpServerListing {
             server: "zeta".into(),
+            title: None,
             status: McpServerStatus::Ready {
                 tools: vec![tool("b"), tool("a")],
             },
         },
         McpServerListing {
             server: "down".into(),
+            title: None,
             status: McpServerStatus::Failed {
                 failure: McpFailure {
                     stage: McpFailureStage::Connect,
@@ -152,6 +154,7 @@ fn merging_skips_failed_servers_and_orders_canonically() {
         },
         McpServerListing {
             server: "alpha".into(),
+            title: None,
             status: McpServerStatus::Ready {
                 tools: vec![tool("b")],
             },

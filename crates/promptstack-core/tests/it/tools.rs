@@ -742,3 +742,146 @@ fn the_fence_kind_is_checked() {
     assert!(trusted.contains("fence-on-trusted-results"), "{trusted}");
     assert!(trusted.contains("tools[0].fence"), "{trusted}");
 }
+
+/// Issue 17.13: a tool may declare a display name, a category and an icon key for the UI; they
+/// are checked, reach the toolset, and MCP tools get a display name from their server's title.
+#[test]
+fn tools_carry_display_metadata() {
+    let mut tool = descriptor("search");
+    tool.display_name = Some("Web search".into());
+    tool.category = Some("web".into());
+    tool.icon = Some("globe".into());
+    assert!(codes(&tool).is_empty(), "{:?}", descriptor_problems(&tool));
+    for (display_name, category, icon) in [
+        ("  ", "web", "globe"),
+        ("Two\nlines", "web", "globe"),
+        (&*"x".repeat(81), "web", "globe"),
+        ("Search", "Web", "globe"),
+        ("Search", "web", "globe icon"),
+        ("Search", "web", ""),
+    ] {
+        tool.display_name = Some(display_name.into());
+        tool.category = Some(category.into());
+        tool.icon = Some(icon.into());
+        assert_eq!(
+            codes(&tool),
+            ["bad-tool-display"],
+            "{display_name:?} {category:?} {icon:?}"
+        );
+    }
+
+    let spec = r#"
+spec_version = 1
+name = "display"
+[[blocks]]
+id = "a"
+trust = "author"
+stability = "stable"
+text = "A."
+[[tools]]
+name = "search"
+description = "Search the web. If it fails, say so."
+display_name = "Web search"
+category = "web"
+icon = "globe"
+[targets.main]
+system = ["@body"]
+"#;
+    let agent = Agent::from_source(spec.as_bytes(), "display.toml", SpecFormat::Toml).unwrap();
+    let ctx = SendContext::from_json(
+        serde_json::to_string(&json!({
+            "now": "2026-11-30T09:15:00Z",
+            "model": {"id": "gpt-4o", "name": "GPT-4o", "provider": "openai", "tool_usage": "native"},
+            "mcp_servers": [
+                {"server": "tracker", "title": "Issue Tracker", "status": "ready", "tools": [
+                    {"name": "get_issue", "input_schema": {"type": "object"}}
+                ]},
+                {"server": "plain", "status": "ready", "tools": [
+                    {"name": "ping", "input_schema": {"type": "object"}}
+                ]}
+            ]
+        }))
+        .unwrap()
+        .as_bytes(),
+        "send.json",
+    )
+    .unwrap();
+    let assembly = agent.assemble(&ctx).unwrap();
+    let tool = |name: &str| {
+        assembly
+            .toolset()
+            .tools()
+            .iter()
+            .find(|t| t.name == name)
+            .unwrap_or_else(|| panic!("{name} is offered"))
+            .clone()
+    };
+    let search = tool("search");
+    assert_eq!(search.display_name.as_deref(), Some("Web search"));
+    assert_eq!(search.category.as_deref(), Some("web"));
+    assert_eq!(search.icon.as_deref(), Some("globe"));
+    assert_eq!(
+        tool("tracker_get_issue").display_name.as_deref(),
+        Some("Issue Tracker: get_issue")
+    );
+    assert_eq!(tool("plain_ping").display_name, None);
+}
+
+/// Regression (issue 17.4): two listings of one server name were merged silently (one server's
+/// tools dropped) while the servers table counted both. A repeated name is now refused, whatever
+/// the order, with a diagnostic, and the servers table agrees with the tools.
+#[test]
+fn a_repeated_mcp_server_name_is_refused_and_reported() {
+    let root =
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples/chat-assistant");
+    let spec = std::fs::read(root.join("agent.toml")).unwrap();
+    let agent = Agent::from_source(&spec, "agent.toml", SpecFormat::Toml).unwrap();
+    let mut send: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(root.join("sends/mcp.json")).unwrap()).unwrap();
+    let servers = send["mcp_servers"].as_array_mut().unwrap();
+    servers.push(json!({"server": "tracker", "status": "ready", "tools": [
+        {"name": "close_issue", "input_schema": {"type": "object"}}
+    ]}));
+    let forward = send.clone();
+    send["mcp_servers"].as_array_mut().unwrap().reverse();
+    let backward = send;
+    let mut systems = Vec::new();
+    for send in [forward, backward] {
+        let ctx = SendContext::from_json(send.to_string().as_bytes(), "send.json").unwrap();
+        let assembly = agent.assemble(&ctx).unwrap();
+        let names: Vec<&str> = assembly.toolset().names().collect();
+        assert!(
+            !names.iter().any(|n| n.starts_with("tracker_")),
+            "no listing of a repeated name is used: {names:?}"
+        );
+        let conflict = assembly
+            .diagnostics()
+            .find(|d| d.code == "mcp-server-conflict")
+            .expect("a diagnostic names the conflict");
+        assert!(
+            conflict
+                .message
+                .contains("the send lists MCP server `tracker` 2 times"),
+            "{}",
+            conflict.message
+        );
+        let skipped: Vec<&str> = assembly
+            .toolset()
+            .skipped_servers()
+            .iter()
+            .map(|s| s.server.as_str())
+            .collect();
+        assert_eq!(skipped, ["docs.internal", "tracker"]);
+        // The servers table the prompt reads says the same: tracker is unavailable, once.
+        let system = assembly.compose("legacy").unwrap().system;
+        assert!(
+            system.contains("missing from your tool list: docs.internal, tracker."),
+            "{system}"
+        );
+        systems.push(system);
+    }
+    assert_eq!(
+        systems[0], systems[1],
+        "the order of the listings does not matter"
+    );
+}

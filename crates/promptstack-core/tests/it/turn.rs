@@ -841,6 +841,14 @@ proptest! {
             );
         }
         prop_assert_eq!(executors[2].runs().len(), results.iter().zip(&inputs).filter(|(r, (n, _))| *n == "lookup" && r.status != CallStatus::BudgetExhausted).count());
+        // The turn's record, scored, tells the same story.
+        let scored = promptstack_core::stream::score_tool_calls(&turn.record());
+        prop_assert_eq!(scored.calls as usize, results.len());
+        let web = scored.per_class.get("web").cloned().unwrap_or_default();
+        prop_assert_eq!(web.executed as usize, executions);
+        prop_assert_eq!(web.deduplicated as usize, dedupe_hits);
+        prop_assert_eq!(web.refused as usize, refused);
+        prop_assert_eq!(web.exhausted, refused > 0 || (cap > 0 && charged == cap as usize));
     }
 
     #[test]
@@ -1029,4 +1037,52 @@ system = ["@body"]
             plain.text
         );
     });
+}
+
+/// Issue 17.15: the Turn exports its record, and `score_tool_calls` counts calls per class and
+/// tool, duplicates and budget exhaustion from it.
+#[test]
+fn the_turn_record_scores_calls_duplicates_and_exhaustion() {
+    let mut config = TurnConfig::default();
+    config.budgets.classes.insert(
+        "web".into(),
+        ClassBudgetConfig {
+            auto: 2,
+            intents: BTreeMap::new(),
+            promote: None,
+        },
+    );
+    let f = fixture(&config, "", None);
+    block_on(async {
+        for (tool, input) in [
+            ("search", json!({"query": "rust"})),
+            ("search", json!({"query": " Rust "})),
+            ("note", json!({"text": "a"})),
+            ("note", json!({"text": "a"})),
+            ("fetch", json!({"url": "https://example.com/"})),
+            ("fetch", json!({"url": "https://example.com/other"})),
+        ] {
+            f.turn.call(tool, &input).await.unwrap();
+        }
+    });
+    let record = f.turn.record();
+    let json = serde_json::to_value(&record).unwrap();
+    assert_eq!(
+        json["calls"][1],
+        json!({"tool": "search", "class": "web", "status": "completed", "deduplicated": true, "duplicate": true})
+    );
+    let score = promptstack_core::stream::score_tool_calls(&record);
+    assert_eq!(score.calls, 6);
+    assert_eq!(
+        score.duplicates, 2,
+        "the respelled search and the repeated note"
+    );
+    assert_eq!(score.refused, 1);
+    assert_eq!(score.per_tool["fetch"], 2);
+    let web = &score.per_class["web"];
+    assert_eq!(
+        (web.calls, web.executed, web.deduplicated, web.refused),
+        (4, 2, 1, 1)
+    );
+    assert!(web.exhausted);
 }

@@ -91,6 +91,7 @@ impl McpDirectory {
                     .cloned()
                     .unwrap_or_else(|| McpServerListing {
                         server: server.name.clone(),
+                        title: None,
                         status: McpServerStatus::Failed {
                             failure: McpFailure {
                                 stage: McpFailureStage::Connect,

@@ -41,6 +41,7 @@ pub async fn discover_server(
     server: &McpServerConfig,
     config: &DiscoveryConfig,
 ) -> McpServerListing {
+    let mut title = None;
     let status = match &server.transport {
         McpTransport::Stdio {
             command,
@@ -82,7 +83,10 @@ pub async fn discover_server(
                         });
                     }
                     match list_tools(transport, config).await {
-                        Ok(tools) => McpServerStatus::Ready { tools },
+                        Ok((found, tools)) => {
+                            title = found;
+                            McpServerStatus::Ready { tools }
+                        }
                         Err(mut failure) => {
                             // Give the process a moment to flush its last words.
                             tokio::time::sleep(Duration::from_millis(50)).await;
@@ -103,7 +107,10 @@ pub async fn discover_server(
             Err(message) => failed(McpFailureStage::Start, false, message),
             Ok(http) => {
                 match list_tools(StreamableHttpClientTransport::from_config(http), config).await {
-                    Ok(tools) => McpServerStatus::Ready { tools },
+                    Ok((found, tools)) => {
+                        title = found;
+                        McpServerStatus::Ready { tools }
+                    }
                     Err(failure) => McpServerStatus::Failed { failure },
                 }
             }
@@ -111,6 +118,7 @@ pub async fn discover_server(
     };
     McpServerListing {
         server: server.name.clone(),
+        title,
         status,
     }
 }
@@ -143,7 +151,7 @@ fn http_config(
 async fn list_tools<T, E, A>(
     transport: T,
     config: &DiscoveryConfig,
-) -> Result<Vec<McpTool>, McpFailure>
+) -> Result<(Option<String>, Vec<McpTool>), McpFailure>
 where
     T: rmcp::transport::IntoTransport<RoleClient, E, A>,
     E: std::error::Error + Send + Sync + 'static,
@@ -169,6 +177,12 @@ where
             }
             Ok(Ok(client)) => client,
         };
+    let title = client.peer_info().and_then(|info| {
+        info.server_info
+            .as_ref()
+            .and_then(|server| server.title.as_deref())
+            .and_then(display_title)
+    });
     // rmcp keeps listed pages in a response cache (hundreds of entries, kept as long as the
     // server asks); discovery reads each page once, so nothing is kept beyond what it returns.
     client
@@ -187,8 +201,22 @@ where
                 seconds(config.list_timeout)
             ),
         }),
-        Ok(result) => result,
+        Ok(result) => result.map(|tools| (title, tools)),
     }
+}
+
+/// A server's title made fit for a UI label: its first line, without control characters,
+/// trimmed, at most 100 characters; `None` when nothing is left.
+fn display_title(title: &str) -> Option<String> {
+    const MAX_CHARS: usize = 100;
+    let line = title.lines().next().unwrap_or_default();
+    let clean: String = line
+        .chars()
+        .filter(|c| !c.is_control())
+        .take(MAX_CHARS)
+        .collect();
+    let clean = clean.trim();
+    (!clean.is_empty()).then(|| clean.to_owned())
 }
 
 /// Lists every page of tools, stopping at the first page, tool or byte beyond the config's caps:
