@@ -35,6 +35,8 @@ pub enum Limit {
     SendBytes,
     /// The size of a conversation file.
     ConversationBytes,
+    /// Messages in one conversation.
+    ConversationMessages,
     /// The size of a provider rules table.
     RulesBytes,
     /// The size of an MCP server list.
@@ -63,6 +65,8 @@ pub enum Limit {
     SimSends,
     /// Bytes of all the send contexts one cache simulation reads.
     SimSendsBytes,
+    /// Memory the templates of one assembly may use.
+    TemplateMemory,
 }
 
 /// What a limit counts.
@@ -81,10 +85,11 @@ const GIB: u64 = 1024 * MIB;
 
 impl Limit {
     /// Every limit, in the order `docs/limits.md` lists them.
-    pub const ALL: [Limit; 17] = [
+    pub const ALL: [Limit; 19] = [
         Limit::SpecBytes,
         Limit::SendBytes,
         Limit::ConversationBytes,
+        Limit::ConversationMessages,
         Limit::RulesBytes,
         Limit::McpServersBytes,
         Limit::SourcesBytes,
@@ -99,6 +104,7 @@ impl Limit {
         Limit::SimTurns,
         Limit::SimSends,
         Limit::SimSendsBytes,
+        Limit::TemplateMemory,
     ];
 
     /// The limit's name, as `--limit NAME=VALUE` takes it.
@@ -107,6 +113,7 @@ impl Limit {
             Limit::SpecBytes => "spec-bytes",
             Limit::SendBytes => "send-bytes",
             Limit::ConversationBytes => "conversation-bytes",
+            Limit::ConversationMessages => "conversation-messages",
             Limit::RulesBytes => "rules-bytes",
             Limit::McpServersBytes => "mcp-servers-bytes",
             Limit::SourcesBytes => "sources-bytes",
@@ -121,6 +128,7 @@ impl Limit {
             Limit::SimTurns => "sim-turns",
             Limit::SimSends => "sim-sends",
             Limit::SimSendsBytes => "sim-sends-bytes",
+            Limit::TemplateMemory => "template-memory",
         }
     }
 
@@ -132,7 +140,11 @@ impl Limit {
     /// What the limit counts.
     pub fn unit(self) -> Unit {
         match self {
-            Limit::McpPages | Limit::McpTools | Limit::SimTurns | Limit::SimSends => Unit::Count,
+            Limit::McpPages
+            | Limit::McpTools
+            | Limit::SimTurns
+            | Limit::SimSends
+            | Limit::ConversationMessages => Unit::Count,
             _ => Unit::Bytes,
         }
     }
@@ -145,6 +157,10 @@ impl Limit {
             Limit::ConversationBytes => {
                 promptstack_core::provider::conversation::MAX_CONVERSATION_BYTES as u64
             }
+            Limit::ConversationMessages => {
+                promptstack_core::provider::conversation::MAX_CONVERSATION_MESSAGES as u64
+            }
+            Limit::TemplateMemory => promptstack_core::Agent::DEFAULT_TEMPLATE_MEMORY,
             Limit::RulesBytes | Limit::McpServersBytes | Limit::ManifestBytes => MIB,
             Limit::ContextFileBytes | Limit::TenantBytes => MIB,
             Limit::SourcesBytes => 16 * MIB,
@@ -161,7 +177,10 @@ impl Limit {
     /// the engine's own (its parsers refuse larger inputs whatever the reader allows).
     pub fn ceiling(self) -> u64 {
         match self {
-            Limit::SpecBytes | Limit::SendBytes | Limit::ConversationBytes => self.default_value(),
+            Limit::SpecBytes
+            | Limit::SendBytes
+            | Limit::ConversationBytes
+            | Limit::ConversationMessages => self.default_value(),
             Limit::McpPages => 100_000,
             Limit::McpTools => 1_000_000,
             Limit::SimTurns | Limit::SimSends => 100_000,
@@ -175,6 +194,7 @@ impl Limit {
             Limit::SpecBytes => "size of an agent spec",
             Limit::SendBytes => "size of a send context",
             Limit::ConversationBytes => "size of a conversation file (`--conversation`)",
+            Limit::ConversationMessages => "messages in one conversation (`--conversation`)",
             Limit::RulesBytes => "size of a provider rules table (`--rules`)",
             Limit::McpServersBytes => "size of an MCP server list (`--mcp`)",
             Limit::SourcesBytes => "size of a sources snapshot (`cite --sources`)",
@@ -190,6 +210,11 @@ impl Limit {
             Limit::SimSends => "send contexts in `cache-sim --sends`",
             Limit::SimSendsBytes => {
                 "bytes of all the send contexts in `cache-sim --sends` together"
+            }
+            Limit::TemplateMemory => {
+                "memory the templates of one assembly may use: half for the data any one render \
+                 creates (its fuel, an instruction costing 64 bytes, at most 5000000 \
+                 instructions), half for the texts all its renders keep"
             }
         }
     }
@@ -211,6 +236,14 @@ impl Limit {
             }
             Limit::SimTurns | Limit::SimSends | Limit::SimSendsBytes => {
                 "the command is refused (exit 2) before simulating"
+            }
+            Limit::ConversationMessages => {
+                "the conversation is refused (exit 2) at the first message past the limit, \
+                 located, before the rest is read"
+            }
+            Limit::TemplateMemory => {
+                "the render fails before allocating (exit 1), naming the block; raising it \
+                 raises the fuel too"
             }
             _ => "the input is refused (exit 2) after reading at most the limit plus one byte",
         }

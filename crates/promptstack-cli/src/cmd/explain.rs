@@ -34,7 +34,7 @@ pub struct Args {
 
 pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     let agent = input::agent(&args.spec)?;
-    let send = input::send_in(&args.send, &args.workspace)?;
+    let send = input::send_in(&args.send, &args.workspace, &agent)?;
     let assembly = agent.assemble(&send).context("assembly failed")?;
     if args.json {
         let explanation =

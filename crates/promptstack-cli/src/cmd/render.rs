@@ -98,7 +98,7 @@ struct JsonOutput<'a> {
 
 pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     let agent = input::agent(&args.spec)?;
-    let send = input::send_in(&args.send, &args.workspace)?;
+    let send = input::send_in(&args.send, &args.workspace, &agent)?;
     if args.full {
         return render_full(&agent, &send, &args);
     }

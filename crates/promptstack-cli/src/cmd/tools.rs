@@ -85,7 +85,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
             ))
         })?;
     let agent = input::agent(&args.spec)?;
-    let mut send = input::send(&args.send)?;
+    let mut send = input::send(&args.send, &agent)?;
     if let Some(path) = &args.mcp {
         let servers = servers(path)?;
         let config = DiscoveryConfig {
