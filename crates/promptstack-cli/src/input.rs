@@ -63,10 +63,10 @@ pub fn agent(path: &Path) -> anyhow::Result<Agent> {
     )
 }
 
-/// Reads a send context (JSON).
-pub fn send(path: &Path) -> anyhow::Result<SendContext> {
+/// Reads a send context (JSON) for `agent`: its variables must have the shapes the spec declares.
+pub fn send(path: &Path, agent: &Agent) -> anyhow::Result<SendContext> {
     let bytes = read(path, InputKind::Send)?;
-    SendContext::from_json(&bytes, &path.display().to_string()).map_err(bad_input)
+    SendContext::from_json_for(&bytes, &path.display().to_string(), agent.spec()).map_err(bad_input)
 }
 
 /// Where a coding agent runs: `--cwd` (and `--agent-dir`) fill the send's `cwd` and
@@ -83,8 +83,8 @@ pub struct Workspace {
 }
 
 /// Reads a send context and applies `--cwd` / `--agent-dir`.
-pub fn send_in(path: &Path, workspace: &Workspace) -> anyhow::Result<SendContext> {
-    let mut send = send(path)?;
+pub fn send_in(path: &Path, workspace: &Workspace, agent: &Agent) -> anyhow::Result<SendContext> {
+    let mut send = send(path, agent)?;
     if let Some(cwd) = &workspace.cwd {
         let (cwd, files) =
             promptstack::context_files::load_chain(workspace.agent_dir.as_deref(), cwd, limits())

@@ -354,6 +354,31 @@ impl Agent {
         })
     }
 
+    /// The memory the templates of one assembly may use unless [`Agent::with_template_memory`]
+    /// says otherwise: 64 MiB.
+    pub const DEFAULT_TEMPLATE_MEMORY: u64 = 64 * 1024 * 1024;
+
+    /// Sets the memory the templates of one assembly may use, in bytes.
+    ///
+    /// Half of it bounds the data any one render creates: strings, lists, joins and filter
+    /// results are checked against it *before* they are allocated, and the render fails with an
+    /// out-of-fuel error when it runs out. The other half bounds the rendered texts the renders
+    /// of one assembly keep, across every template. The same budget bounds the work of a render:
+    /// an instruction costs as much as 64 bytes, with at most 5,000,000 instructions whatever the
+    /// memory. A failing render is an [`ErrorKind::Render`](crate::ErrorKind::Render) naming
+    /// the block.
+    #[must_use]
+    pub fn with_template_memory(mut self, bytes: u64) -> Self {
+        self.templates.set_memory(bytes);
+        self.clear_caches();
+        self
+    }
+
+    /// The memory the templates of one assembly may use, in bytes.
+    pub fn template_memory(&self) -> u64 {
+        self.templates.memory()
+    }
+
     /// The agent's name.
     pub fn name(&self) -> &str {
         &self.spec.name
@@ -429,7 +454,9 @@ impl Compiler<'_> {
         match (text, template) {
             (Some(text), None) => Body::Text(text.clone()),
             (None, Some(source)) => {
-                if let Err(error) = self.templates.add(
+                if let Some(offset) = crate::template::template_operators_exceeded(source) {
+                    self.too_many_operators(push_pointer(pointer, "template"), offset);
+                } else if let Err(error) = self.templates.add(
                     name.clone(),
                     crate::inject::tokens::protect(source).into_owned(),
                 ) {
@@ -499,8 +526,33 @@ impl Compiler<'_> {
         Some(at..at + 1)
     }
 
+    /// Refuses a template or gate with more operators in one tag than the compiler can walk,
+    /// located at the first operator past the limit.
+    fn too_many_operators(&mut self, pointer: String, offset: usize) {
+        use crate::spec::load::MAX_EXPRESSION_OPERATORS;
+        let span = self.template_span(&pointer, Some(offset));
+        let mut diagnostic = self.locator.at_span(
+            "expression-too-long",
+            span,
+            format!(
+                "an expression holds more than {MAX_EXPRESSION_OPERATORS} operators \
+                 (operators, filters, attribute lookups and calls)"
+            ),
+            Some(
+                "split it: compute parts with `{% set %}`, or loop over a list instead of \
+                 chaining"
+                    .into(),
+            ),
+        );
+        diagnostic.path = display_path(&pointer);
+        diagnostic.pointer = pointer;
+        self.errors.push(diagnostic);
+    }
+
     fn gate(&mut self, name: String, expression: &str, pointer: &str) -> Gate {
-        if let Err(error) = self.templates.add_gate(name.clone(), expression) {
+        if let Some(offset) = crate::template::expression_operators_exceeded(expression) {
+            self.too_many_operators(push_pointer(pointer, "when"), offset);
+        } else if let Err(error) = self.templates.add_gate(name.clone(), expression) {
             let child = push_pointer(pointer, "when");
             let (message, offset) = template_error(&error, expression);
             // Errors from the wrapped form are offset by the prefix; errors from the bare
@@ -820,6 +872,29 @@ impl Compiler<'_> {
     /// declare at least the trust of what it renders.
     fn check_variables_and_trust(&mut self, units: &mut [Unit], facts: &[UnitFacts]) {
         let declared = &self.spec.variables;
+        // A default must fit the variable's own shape.
+        for (name, variable) in declared {
+            if let Some(default) = &variable.default {
+                let base = push_pointer(&push_pointer("/variables", name), "default");
+                if let Some(shape) = variable.shape
+                    && let Some(inner) = shape.mismatch(default)
+                {
+                    let found = default.pointer(&inner).unwrap_or(default);
+                    self.error(
+                        "bad-shape",
+                        &format!("{base}{inner}"),
+                        false,
+                        format!(
+                            "the default of `variables.{}` is {}; its shape is {}",
+                            crate::diagnostic::quote(name),
+                            crate::spec::shape::describe(found),
+                            shape.expected_at(&inner)
+                        ),
+                        Some(format!("give a default of shape `{shape}`")),
+                    );
+                }
+            }
+        }
         for (unit, fact) in units.iter_mut().zip(facts) {
             let mut templates: Vec<(String, String, bool)> = Vec::new(); // (template, pointer, renders text)
             if let Body::Template(name) = &unit.body {
@@ -1251,6 +1326,7 @@ pub(crate) fn classify(
                     .map(|v| v.trust)
                     .max()
                     .unwrap_or(Trust::Platform),
+                shape: None,
                 default: None,
                 description: None,
             }),
@@ -1259,6 +1335,7 @@ pub(crate) fn classify(
     crate::context::root(root).map(|r| VariableSpec {
         stability: r.stability,
         trust: r.trust,
+        shape: None,
         default: None,
         description: None,
     })

@@ -130,6 +130,9 @@ pub(crate) struct StablePart {
     pub diagnostics: Vec<Diagnostic>,
     /// The stable template roots, reused to render the volatile blocks.
     pub roots: Vec<(&'static str, Value)>,
+    /// The bytes of text its templates rendered, which count against the template memory of
+    /// every assembly built on it.
+    pub rendered: u64,
 }
 
 /// The result of assembling: every block with provenance, the halves, the toolset, diagnostics and
@@ -305,6 +308,7 @@ impl Agent {
     /// A template or gate that fails at render time ([`ErrorKind::Render`], [`ErrorKind::Gate`]),
     /// or a user-controlled block that would end the stable half ([`ErrorKind::TrailingUserText`]).
     pub fn assemble(&self, ctx: &SendContext) -> Result<Assembly, Error> {
+        self.check_shapes(ctx)?;
         let key = self.stable_key(ctx);
         let cached = self.cache().get(key);
         let stable = match cached {
@@ -325,6 +329,7 @@ impl Agent {
     ///
     /// As [`Agent::assemble`].
     pub fn assemble_fresh(&self, ctx: &SendContext) -> Result<Assembly, Error> {
+        self.check_shapes(ctx)?;
         let stable = Arc::new(self.build_stable(ctx)?);
         self.finish(ctx, stable, None)
     }
@@ -539,7 +544,12 @@ impl Agent {
     }
 
     /// Renders one unit: gate, then variants in order, then its template.
-    fn render_unit(&self, unit: &Unit, context: &Value) -> Result<Outcome, Error> {
+    fn render_unit(
+        &self,
+        unit: &Unit,
+        context: &Value,
+        budget: &template::RenderBudget,
+    ) -> Result<Outcome, Error> {
         let decision = self.decide_unit(unit, context)?;
         let body = match decision {
             Decision::Excluded => return Ok(Outcome::Excluded),
@@ -549,7 +559,7 @@ impl Agent {
         let (text, empty_emissions) = match body {
             Body::Text(text) => (text.clone(), 0),
             Body::Template(name) => {
-                let rendered = self.templates.render(name, context).map_err(|e| {
+                let rendered = self.templates.render(name, context, budget).map_err(|e| {
                     Error::new(
                         ErrorKind::Render,
                         format!("template failed to render: {}", detail(&e)),
@@ -601,6 +611,30 @@ impl Agent {
         Ok(Decision::Default)
     }
 
+    /// Refuses a send whose variables do not have the shapes the spec declares (a context read
+    /// with [`SendContext::from_json_for`] was refused earlier, with the value's location).
+    fn check_shapes(&self, ctx: &SendContext) -> Result<(), Error> {
+        for (name, value) in &ctx.variables {
+            let Some(shape) = self.spec.variables.get(name).and_then(|v| v.shape) else {
+                continue;
+            };
+            if let Some(inner) = shape.mismatch(value) {
+                let found = value.pointer(&inner).unwrap_or(value);
+                return Err(Error::new(
+                    ErrorKind::Context,
+                    format!(
+                        "`variables.{}{}` is {}; the spec declares {}",
+                        crate::diagnostic::quote(name),
+                        inner.replace('/', "."),
+                        crate::spec::shape::describe(found),
+                        shape.expected_at(&inner)
+                    ),
+                ));
+            }
+        }
+        Ok(())
+    }
+
     fn variables_value(&self, ctx: &SendContext, only_stable: bool) -> Value {
         Value::from_pairs(self.spec.variables.iter().filter_map(|(name, spec)| {
             if only_stable && spec.stability != Stability::Stable {
@@ -628,6 +662,7 @@ impl Agent {
         let mut diagnostics = self.lint.clone();
         let mut blocks = Vec::new();
         let prompt = self.active_prompt(ctx)?;
+        let budget = self.templates.budget(0);
         for unit in self
             .units
             .iter()
@@ -637,7 +672,7 @@ impl Agent {
                 blocks.push(other_prompt_block(unit, prompt, counting));
                 continue;
             }
-            let outcome = self.render_unit(unit, &context)?;
+            let outcome = self.render_unit(unit, &context, &budget)?;
             blocks.push(self.finish_block(
                 unit,
                 outcome,
@@ -689,6 +724,7 @@ impl Agent {
             counting,
             diagnostics,
             roots,
+            rendered: budget.spent(),
         })
     }
 
@@ -784,6 +820,7 @@ impl Agent {
         }
         let mut volatile_blocks = Vec::new();
         let prompt = self.active_prompt(ctx)?;
+        let budget = self.templates.budget(stable.rendered);
         for (i, unit) in self
             .units
             .iter()
@@ -800,7 +837,7 @@ impl Agent {
                 volatile_blocks.push(block);
                 continue;
             }
-            let outcome = self.render_unit(unit, &context)?;
+            let outcome = self.render_unit(unit, &context, &budget)?;
             let mut found = Vec::new();
             let block = self.finish_block(
                 unit,

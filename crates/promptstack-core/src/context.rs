@@ -678,6 +678,26 @@ impl SendContext {
     /// A [`SpecError`] (the same located diagnostics as specs use) for non-UTF-8 input, syntax
     /// errors, unknown keys, wrong types, and values such as a `now` without an offset.
     pub fn from_json(bytes: &[u8], name: &str) -> Result<Self, SpecError> {
+        Self::read(bytes, name, None)
+    }
+
+    /// Reads a send context for an agent spec: as [`SendContext::from_json`], and every variable
+    /// the spec declares with a [`Shape`](crate::spec::Shape) must have that shape. A value that
+    /// does not fit is a `bad-shape` error located at the value (or at the part of it that does
+    /// not fit), with its key path.
+    ///
+    /// # Errors
+    ///
+    /// As [`SendContext::from_json`], and `bad-shape`.
+    pub fn from_json_for(
+        bytes: &[u8],
+        name: &str,
+        spec: &crate::AgentSpec,
+    ) -> Result<Self, SpecError> {
+        Self::read(bytes, name, Some(spec))
+    }
+
+    fn read(bytes: &[u8], name: &str, spec: Option<&crate::AgentSpec>) -> Result<Self, SpecError> {
         let (tree, source, spans) = parse_tree(bytes, name, SpecFormat::Json, MAX_SEND_BYTES)
             .map_err(|e| e.about("send context"))?;
         let locator = Locator {
@@ -703,6 +723,18 @@ impl SendContext {
                             }
                         }
                     }
+                    if let Some(spec) = spec {
+                        for (name, value) in &context.variables {
+                            let Some(declared) = spec.variables.get(name) else {
+                                continue;
+                            };
+                            if let Some(diagnostic) =
+                                shape_misfit(declared, name, value, "/variables", &locator)
+                            {
+                                diagnostics.push(diagnostic);
+                            }
+                        }
+                    }
                     if diagnostics.is_empty() {
                         return Ok(context);
                     }
@@ -723,7 +755,42 @@ impl SendContext {
     }
 }
 
-fn path_to_pointer(path: &serde_path_to_error::Path) -> String {
+/// A `bad-shape` diagnostic when the value of variable `name` (at `base/name`) does not have the
+/// shape its declaration gives.
+pub(crate) fn shape_misfit(
+    declared: &crate::spec::VariableSpec,
+    name: &str,
+    value: &serde_json::Value,
+    base: &str,
+    locator: &Locator<'_>,
+) -> Option<SpecDiagnostic> {
+    let shape = declared.shape?;
+    let inner = shape.mismatch(value)?;
+    let pointer = format!("{}{inner}", crate::spec::span_pointer(base, name));
+    let found = value.pointer(&inner).unwrap_or(value);
+    let expected = shape.expected_at(&inner);
+    let place = if inner.is_empty() {
+        format!("`variables.{}`", crate::diagnostic::quote(name))
+    } else {
+        format!(
+            "item `{}` of `variables.{}`",
+            inner.trim_start_matches('/').replace('/', "."),
+            crate::diagnostic::quote(name)
+        )
+    };
+    Some(locator.at(
+        "bad-shape",
+        &pointer,
+        false,
+        format!(
+            "{place} is {}; the spec declares {expected}",
+            crate::spec::shape::describe(found)
+        ),
+        Some(format!("send a value of shape `{shape}` (or leave it out)")),
+    ))
+}
+
+pub(crate) fn path_to_pointer(path: &serde_path_to_error::Path) -> String {
     use serde_path_to_error::Segment;
     let mut pointer = String::new();
     for segment in path.iter() {

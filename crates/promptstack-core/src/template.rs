@@ -21,12 +21,52 @@ std::thread_local! {
     static EMPTY_EMISSIONS: std::cell::Cell<u32> = const { std::cell::Cell::new(0) };
 }
 
-/// A bound on the work one render may do, so that a runaway template fails instead of hanging.
-const FUEL: u64 = 5_000_000;
+/// The most fuel one render may use, whatever the memory allowed: an instruction costs one fuel,
+/// so a runaway loop fails instead of hanging.
+pub(crate) const MAX_FUEL: u64 = 5_000_000;
+
+/// The bytes of data one fuel pays for (minijinja charges data created, output written and items
+/// visited against the same fuel as instructions).
+const BYTES_PER_FUEL: u64 = 64;
 
 /// The compiled templates and gates of one agent.
 pub(crate) struct TemplateSet {
     env: Environment<'static>,
+    /// The memory the templates of one assembly may use; see [`TemplateSet::set_memory`].
+    memory: u64,
+}
+
+/// What the renders of one assembly may still keep: the rendered texts together may take half of
+/// the template memory (the other half bounds the data of any one render, through its fuel).
+pub(crate) struct RenderBudget {
+    left: std::cell::Cell<u64>,
+    memory: u64,
+}
+
+impl RenderBudget {
+    /// Takes `bytes` of rendered text from the budget.
+    fn spend(&self, bytes: usize) -> Result<(), minijinja::Error> {
+        let bytes = bytes as u64;
+        if bytes > self.left.get() {
+            self.left.set(0);
+            return Err(minijinja::Error::new(
+                minijinja::ErrorKind::InvalidOperation,
+                format!(
+                    "the templates of this assembly rendered more than {} bytes of text, half \
+                     of the template memory limit ({} bytes)",
+                    self.memory / 2,
+                    self.memory
+                ),
+            ));
+        }
+        self.left.set(self.left.get() - bytes);
+        Ok(())
+    }
+
+    /// The bytes of rendered text taken so far.
+    pub fn spent(&self) -> u64 {
+        self.memory / 2 - self.left.get()
+    }
 }
 
 /// A rendered template and how many of its emitted values were empty.
@@ -40,7 +80,7 @@ impl TemplateSet {
         let mut env = Environment::new();
         env.set_undefined_behavior(UndefinedBehavior::Strict);
         env.set_auto_escape_callback(|_| AutoEscape::None);
-        env.set_fuel(Some(FUEL));
+
         let syntax = minijinja::syntax::SyntaxConfig::builder()
             .trim_blocks(options.trim_blocks)
             .lstrip_blocks(options.lstrip_blocks)
@@ -70,9 +110,42 @@ impl TemplateSet {
                     return Ok(());
                 }
             }
+            // Containers are written item by item, each checked against the fuel first: a lazily
+            // repeated list (`[s] * n`) is small until it is written out.
+            if value.as_object().is_some() {
+                return write_bounded(state, out, value);
+            }
             minijinja::escape_formatter(out, state, value)
         });
-        Self { env }
+        env.add_filter("join", join_filter);
+        env.add_filter("string", string_filter);
+        let mut set = Self { env, memory: 0 };
+        set.set_memory(crate::Agent::DEFAULT_TEMPLATE_MEMORY);
+        set
+    }
+
+    /// Sets the memory the templates of one assembly may use: each render's fuel pays for at most
+    /// half of it in data (checked by minijinja before every allocation of known size, and by the
+    /// filters here before theirs), and the texts the renders of one assembly keep may take the
+    /// other half (see [`RenderBudget`]). The fuel is never more than [`MAX_FUEL`].
+    pub fn set_memory(&mut self, bytes: u64) {
+        self.memory = bytes.max(2 * BYTES_PER_FUEL);
+        self.env
+            .set_fuel(Some((self.memory / 2 / BYTES_PER_FUEL).min(MAX_FUEL)));
+    }
+
+    /// The memory the templates of one assembly may use.
+    pub fn memory(&self) -> u64 {
+        self.memory
+    }
+
+    /// A fresh budget for the rendered texts of one assembly, `spent` bytes of which are already
+    /// taken (by a stable part rendered earlier).
+    pub fn budget(&self, spent: u64) -> RenderBudget {
+        RenderBudget {
+            left: std::cell::Cell::new((self.memory / 2).saturating_sub(spent)),
+            memory: self.memory,
+        }
     }
 
     /// Adds a template.
@@ -99,10 +172,18 @@ impl TemplateSet {
     }
 
     /// Renders a template against the context.
-    pub fn render(&self, name: &str, ctx: &Value) -> Result<Rendered, minijinja::Error> {
+    ///
+    /// The text counts against `budget`; a render that would take more than is left fails.
+    pub fn render(
+        &self,
+        name: &str,
+        ctx: &Value,
+        budget: &RenderBudget,
+    ) -> Result<Rendered, minijinja::Error> {
         let template = self.env.get_template(name)?;
         EMPTY_EMISSIONS.with(|n| n.set(0));
         let text = template.render(ctx.clone())?;
+        budget.spend(text.len())?;
         Ok(Rendered {
             text,
             empty_emissions: EMPTY_EMISSIONS.with(|n| n.get()),
@@ -113,6 +194,329 @@ impl TemplateSet {
     pub fn gate(&self, name: &str, ctx: &Value) -> Result<bool, minijinja::Error> {
         Ok(self.env.get_template(name)?.render(ctx.clone())? == "1")
     }
+}
+
+/// The offset of the first operator past [`MAX_EXPRESSION_OPERATORS`] in one tag of a template
+/// source (`{{ … }}` or `{% … %}`; comments and `raw` blocks are skipped), if there is one.
+///
+/// This runs before the template is compiled: the compiler walks expressions recursively, so a
+/// long flat chain such as `{{ 1 + 1 + … }}` would otherwise exhaust the stack. Over-counting is
+/// harmless (a `-` of whitespace control counts, so does the `.` of a float); only a tag holding
+/// more than the limit is refused, and no real template comes near it.
+pub(crate) fn template_operators_exceeded(source: &str) -> Option<usize> {
+    let bytes = source.as_bytes();
+    let mut at = 0;
+    while let Some(found) = bytes[at..].iter().position(|&b| b == b'{') {
+        let open = at + found;
+        match bytes.get(open + 1) {
+            Some(b'{') => match scan_expression(bytes, open + 2, Some(*b"}}")) {
+                Ok(end) => at = end,
+                Err(offset) => return Some(offset),
+            },
+            Some(b'%') => match scan_expression(bytes, open + 2, Some(*b"%}")) {
+                Ok(end) => {
+                    let tag = source[open + 2..end.saturating_sub(2).max(open + 2)]
+                        .trim_matches(|c: char| c.is_whitespace() || c == '-' || c == '+');
+                    at = if tag == "raw" {
+                        source[end..]
+                            .find("endraw")
+                            .map_or(bytes.len(), |i| end + i + "endraw".len())
+                    } else {
+                        end
+                    };
+                }
+                Err(offset) => return Some(offset),
+            },
+            Some(b'#') => {
+                at = source[open + 2..]
+                    .find("#}")
+                    .map_or(bytes.len(), |i| open + 2 + i + 2);
+            }
+            _ => at = open + 1,
+        }
+    }
+    None
+}
+
+/// The offset of the first operator past [`MAX_EXPRESSION_OPERATORS`] in a gate expression.
+pub(crate) fn expression_operators_exceeded(expression: &str) -> Option<usize> {
+    scan_expression(expression.as_bytes(), 0, None).err()
+}
+
+/// Counts the operators of one expression from `at` to its closing delimiter (outside string
+/// literals) or the end: `Ok` with the offset after the delimiter, or `Err` with the offset of the
+/// first operator past the limit.
+fn scan_expression(bytes: &[u8], mut at: usize, close: Option<[u8; 2]>) -> Result<usize, usize> {
+    use crate::spec::load::MAX_EXPRESSION_OPERATORS;
+    let mut operators = 0usize;
+    while let Some(&byte) = bytes.get(at) {
+        if close.is_some_and(|close| byte == close[0] && bytes.get(at + 1) == Some(&close[1])) {
+            return Ok(at + 2);
+        }
+        let start = at;
+        match byte {
+            b'"' | b'\'' => {
+                at += 1;
+                while let Some(&b) = bytes.get(at) {
+                    at += 1;
+                    match b {
+                        b'\\' => at += 1,
+                        _ if b == byte => break,
+                        _ => {}
+                    }
+                }
+                continue;
+            }
+            b'a'..=b'z' | b'A'..=b'Z' | b'_' => {
+                while bytes
+                    .get(at)
+                    .is_some_and(|b| b.is_ascii_alphanumeric() || *b == b'_')
+                {
+                    at += 1;
+                }
+                if !matches!(
+                    &bytes[start..at],
+                    b"and" | b"or" | b"not" | b"in" | b"is" | b"if"
+                ) {
+                    continue;
+                }
+            }
+            b'+' | b'-' | b'*' | b'/' | b'%' | b'~' | b'|' | b'.' | b'[' | b'(' | b'<' | b'>'
+            | b'=' | b'!' => at += 1,
+            _ => {
+                at += 1;
+                continue;
+            }
+        }
+        operators += 1;
+        if operators > MAX_EXPRESSION_OPERATORS {
+            return Err(start);
+        }
+    }
+    Ok(at)
+}
+
+/// The bytes of data the fuel left in this render can still pay for.
+pub(crate) fn room(state: &minijinja::State) -> u64 {
+    state
+        .fuel_levels()
+        .map_or(u64::MAX, |(_, left)| left.saturating_mul(BYTES_PER_FUEL))
+}
+
+/// Fails (out of fuel) unless this render can still pay for `bytes` more bytes of data. Filters
+/// call it before they allocate a result of a size they can compute.
+pub(crate) fn ensure_room(state: &minijinja::State, bytes: usize) -> Result<(), minijinja::Error> {
+    let room = room(state);
+    if bytes as u64 >= room {
+        return Err(out_of_room(bytes as u64, room));
+    }
+    Ok(())
+}
+
+fn out_of_room(bytes: u64, room: u64) -> minijinja::Error {
+    minijinja::Error::new(
+        minijinja::ErrorKind::OutOfFuel,
+        format!(
+            "a value of {bytes} bytes or more would not fit in the {room} bytes this render may \
+             still allocate (half the template memory, less what it used)"
+        ),
+    )
+}
+
+/// Fails (out of fuel) unless `value` written out in full, every item of every container
+/// included, fits in what this render may still allocate. Walks no more than that, depth first
+/// with one iterator per open container: a filter that converts or writes a whole value calls it
+/// first, so that a lazily repeated list (`[s] * 100000000`) is refused after a bounded walk.
+pub(crate) fn ensure_value_fits(
+    state: &minijinja::State,
+    value: &Value,
+) -> Result<(), minijinja::Error> {
+    /// What one item costs besides its text: its slot, and punctuation.
+    const SLOT: u64 = 8;
+    let room = room(state);
+    let mut used = 0u64;
+    let mut take = |bytes: u64| {
+        used = used.saturating_add(bytes);
+        if used >= room {
+            return Err(out_of_room(used, room));
+        }
+        Ok(())
+    };
+    // Open containers: the container (to look up a map's values) and its iterator.
+    let mut open: Vec<(Value, minijinja::value::ValueIter)> = Vec::new();
+    let mut next = Some(value.clone());
+    loop {
+        if let Some(value) = next.take() {
+            take(SLOT)?;
+            if let Some(text) = value.as_str() {
+                take(text.len() as u64)?;
+            } else if value.as_object().is_some()
+                && let Ok(items) = value.try_iter()
+            {
+                open.push((value, items));
+            }
+        }
+        let Some((container, items)) = open.last_mut() else {
+            return Ok(());
+        };
+        match items.next() {
+            Some(item) => {
+                if container.kind() == minijinja::value::ValueKind::Map {
+                    let member = container.get_item(&item).unwrap_or_default();
+                    take(SLOT)?;
+                    if let Some(text) = item.as_str() {
+                        take(text.len() as u64)?;
+                    }
+                    next = Some(member);
+                } else {
+                    next = Some(item);
+                }
+            }
+            None => {
+                open.pop();
+            }
+        }
+    }
+}
+
+/// A writer that refuses to grow its output past a number of bytes.
+struct Bounded<'w> {
+    out: &'w mut dyn std::fmt::Write,
+    left: u64,
+    wanted: u64,
+}
+
+impl std::fmt::Write for Bounded<'_> {
+    fn write_str(&mut self, text: &str) -> std::fmt::Result {
+        let len = text.len() as u64;
+        if len >= self.left {
+            self.wanted = len;
+            return Err(std::fmt::Error);
+        }
+        self.left -= len;
+        self.out.write_str(text)
+    }
+}
+
+/// Writes `value` as text into `out`, failing before writing more than this render may still
+/// allocate.
+fn write_bounded(
+    state: &minijinja::State,
+    out: &mut dyn std::fmt::Write,
+    value: &Value,
+) -> Result<(), minijinja::Error> {
+    use std::fmt::Write as _;
+    // Measured first: once the writer refuses, formatting may still walk the rest of the value.
+    ensure_value_fits(state, value)?;
+    let room = room(state);
+    let mut bounded = Bounded {
+        out,
+        left: room,
+        wanted: 0,
+    };
+    let written = write!(bounded, "{value}");
+    let used = room - bounded.left;
+    if written.is_err() {
+        return Err(out_of_room(used.saturating_add(bounded.wanted), room));
+    }
+    Ok(())
+}
+
+/// `value` as a string: strings as they are, anything else written out within the fuel left.
+fn to_bounded_string(state: &minijinja::State, value: &Value) -> Result<String, minijinja::Error> {
+    if let Some(text) = value.as_str() {
+        return Ok(text.to_owned());
+    }
+    let mut out = String::new();
+    write_bounded(state, &mut out, value)?;
+    Ok(out)
+}
+
+/// `string`, as minijinja's, but a container is written out within the fuel left instead of in
+/// full before it is charged.
+fn string_filter(state: &minijinja::State, value: &Value) -> Result<Value, minijinja::Error> {
+    if value.is_undefined() {
+        return Err(minijinja::Error::from(minijinja::ErrorKind::UndefinedError));
+    }
+    if value.as_str().is_some() {
+        return Ok(value.clone());
+    }
+    to_bounded_string(state, value).map(Value::from)
+}
+
+/// `join(joiner="", attribute=None)`, as minijinja's, but the result is checked against the fuel
+/// left before it grows, item by item (minijinja's own does so only with a joiner).
+fn join_filter(
+    state: &minijinja::State,
+    value: &Value,
+    joiner: Option<Value>,
+    attribute: Option<&str>,
+    kwargs: minijinja::value::Kwargs,
+) -> Result<String, minijinja::Error> {
+    let joiner = match joiner {
+        Some(joiner) => Some(joiner),
+        None => kwargs.get::<Option<Value>>("d")?,
+    };
+    let attribute = match attribute {
+        Some(attribute) => Some(attribute.to_owned()),
+        None => kwargs.get::<Option<String>>("attribute")?,
+    };
+    kwargs.assert_all_used()?;
+    let joiner = match &joiner {
+        Some(joiner) => to_bounded_string(state, joiner)?,
+        None => String::new(),
+    };
+    let items = value.try_iter().map_err(|e| {
+        minijinja::Error::new(
+            minijinja::ErrorKind::InvalidOperation,
+            format!("cannot join value of type {}", value.kind()),
+        )
+        .with_source(e)
+    })?;
+    let mut out = String::new();
+    for (i, item) in items.enumerate() {
+        state.consume_fuel(1)?;
+        let item = match &attribute {
+            Some(path) => attribute_at(&item, path)?,
+            None => item,
+        };
+        if i > 0 {
+            ensure_room(state, out.len().saturating_add(joiner.len()))?;
+            out.push_str(&joiner);
+        }
+        match item.as_str() {
+            Some(text) => {
+                ensure_room(state, out.len().saturating_add(text.len()))?;
+                out.push_str(text);
+            }
+            None => {
+                ensure_value_fits(state, &item)?;
+                let room = room(state).saturating_sub(out.len() as u64);
+                let mut bounded = Bounded {
+                    out: &mut out,
+                    left: room,
+                    wanted: 0,
+                };
+                use std::fmt::Write as _;
+                if write!(bounded, "{item}").is_err() {
+                    return Err(out_of_room(room.saturating_add(bounded.wanted), room));
+                }
+            }
+        }
+    }
+    Ok(out)
+}
+
+/// The value at a dotted attribute path (`user.name`, `items.0`), undefined where it has none.
+fn attribute_at(item: &Value, path: &str) -> Result<Value, minijinja::Error> {
+    let mut value = item.clone();
+    for part in path.split('.') {
+        value = match part.parse::<usize>() {
+            Ok(index) => value.get_item(&Value::from(index))?,
+            Err(_) => value.get_attr(part)?,
+        };
+    }
+    Ok(value)
 }
 
 pub(crate) const GATE_PREFIX: &str = "{% if (";

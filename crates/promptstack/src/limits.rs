@@ -35,6 +35,8 @@ pub enum Limit {
     SendBytes,
     /// The size of a conversation file.
     ConversationBytes,
+    /// Messages in one conversation.
+    ConversationMessages,
     /// The size of a provider rules table.
     RulesBytes,
     /// The size of an MCP server list.
@@ -67,6 +69,8 @@ pub enum Limit {
     CiteLinkBytes,
     /// Citation runs `cite --json` holds for its final map.
     CiteRuns,
+    /// Memory the templates of one assembly may use.
+    TemplateMemory,
 }
 
 /// What a limit counts.
@@ -85,10 +89,11 @@ const GIB: u64 = 1024 * MIB;
 
 impl Limit {
     /// Every limit, in the order `docs/limits.md` lists them.
-    pub const ALL: [Limit; 19] = [
+    pub const ALL: [Limit; 21] = [
         Limit::SpecBytes,
         Limit::SendBytes,
         Limit::ConversationBytes,
+        Limit::ConversationMessages,
         Limit::RulesBytes,
         Limit::McpServersBytes,
         Limit::SourcesBytes,
@@ -105,6 +110,7 @@ impl Limit {
         Limit::SimSendsBytes,
         Limit::CiteLinkBytes,
         Limit::CiteRuns,
+        Limit::TemplateMemory,
     ];
 
     /// The limit's name, as `--limit NAME=VALUE` takes it.
@@ -113,6 +119,7 @@ impl Limit {
             Limit::SpecBytes => "spec-bytes",
             Limit::SendBytes => "send-bytes",
             Limit::ConversationBytes => "conversation-bytes",
+            Limit::ConversationMessages => "conversation-messages",
             Limit::RulesBytes => "rules-bytes",
             Limit::McpServersBytes => "mcp-servers-bytes",
             Limit::SourcesBytes => "sources-bytes",
@@ -129,6 +136,7 @@ impl Limit {
             Limit::SimSendsBytes => "sim-sends-bytes",
             Limit::CiteLinkBytes => "cite-link-bytes",
             Limit::CiteRuns => "cite-runs",
+            Limit::TemplateMemory => "template-memory",
         }
     }
 
@@ -144,7 +152,8 @@ impl Limit {
             | Limit::McpTools
             | Limit::SimTurns
             | Limit::SimSends
-            | Limit::CiteRuns => Unit::Count,
+            | Limit::CiteRuns
+            | Limit::ConversationMessages => Unit::Count,
             _ => Unit::Bytes,
         }
     }
@@ -157,6 +166,10 @@ impl Limit {
             Limit::ConversationBytes => {
                 promptstack_core::provider::conversation::MAX_CONVERSATION_BYTES as u64
             }
+            Limit::ConversationMessages => {
+                promptstack_core::provider::conversation::MAX_CONVERSATION_MESSAGES as u64
+            }
+            Limit::TemplateMemory => promptstack_core::Agent::DEFAULT_TEMPLATE_MEMORY,
             Limit::RulesBytes | Limit::McpServersBytes | Limit::ManifestBytes => MIB,
             Limit::ContextFileBytes | Limit::TenantBytes => MIB,
             Limit::SourcesBytes => 16 * MIB,
@@ -175,7 +188,10 @@ impl Limit {
     /// the engine's own (its parsers refuse larger inputs whatever the reader allows).
     pub fn ceiling(self) -> u64 {
         match self {
-            Limit::SpecBytes | Limit::SendBytes | Limit::ConversationBytes => self.default_value(),
+            Limit::SpecBytes
+            | Limit::SendBytes
+            | Limit::ConversationBytes
+            | Limit::ConversationMessages => self.default_value(),
             Limit::McpPages => 100_000,
             Limit::McpTools => 1_000_000,
             Limit::SimTurns | Limit::SimSends => 100_000,
@@ -190,6 +206,7 @@ impl Limit {
             Limit::SpecBytes => "size of an agent spec",
             Limit::SendBytes => "size of a send context",
             Limit::ConversationBytes => "size of a conversation file (`--conversation`)",
+            Limit::ConversationMessages => "messages in one conversation (`--conversation`)",
             Limit::RulesBytes => "size of a provider rules table (`--rules`)",
             Limit::McpServersBytes => "size of an MCP server list (`--mcp`)",
             Limit::SourcesBytes => "size of a sources snapshot (`cite --sources`)",
@@ -208,6 +225,11 @@ impl Limit {
             }
             Limit::CiteLinkBytes => "bytes of Markdown links `cite --mode links` writes",
             Limit::CiteRuns => "citation runs `cite --json` holds for its final map",
+            Limit::TemplateMemory => {
+                "memory the templates of one assembly may use: half for the data any one render \
+                 creates (its fuel, an instruction costing 64 bytes, at most 5000000 \
+                 instructions), half for the texts all its renders keep"
+            }
         }
     }
 
@@ -232,6 +254,14 @@ impl Limit {
             Limit::CiteLinkBytes | Limit::CiteRuns => {
                 "output stops before the run that would pass it; the command fails (exit 2) \
                  naming the input byte"
+            }
+            Limit::ConversationMessages => {
+                "the conversation is refused (exit 2) at the first message past the limit, \
+                 located, before the rest is read"
+            }
+            Limit::TemplateMemory => {
+                "the render fails before allocating (exit 1), naming the block; raising it \
+                 raises the fuel too"
             }
             _ => "the input is refused (exit 2) after reading at most the limit plus one byte",
         }

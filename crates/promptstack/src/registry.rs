@@ -107,7 +107,7 @@ pub fn publish(
 }
 
 /// Parses and compiles a spec, resolving its registry capabilities from `capabilities/` next to
-/// `spec_path` (see [`manifests_for`]).
+/// `spec_path` (see [`manifests_for`]), with the template memory of `limits`.
 ///
 /// # Errors
 ///
@@ -121,5 +121,6 @@ pub fn compile(
     let name = spec_path.display().to_string();
     let parsed = load::parse(bytes, &name, format)?;
     let registry = manifests_for(&parsed.spec, spec_folder(spec_path), limits)?;
-    Ok(Agent::compile_with_registry(parsed, &registry)?)
+    let agent = Agent::compile_with_registry(parsed, &registry)?;
+    Ok(agent.with_template_memory(limits.get(crate::limits::Limit::TemplateMemory)))
 }

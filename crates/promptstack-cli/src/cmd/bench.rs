@@ -42,7 +42,7 @@ struct Figure {
 
 pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     let agent = input::agent(&args.spec)?;
-    let send = input::send(&args.send)?;
+    let send = input::send(&args.send, &agent)?;
     let targets: Vec<String> = agent.target_ids().map(str::to_owned).collect();
     let assembly = agent.assemble(&send).context("assembly failed")?;
     let compose_all = |assembly: &promptstack::Assembly| -> anyhow::Result<()> {

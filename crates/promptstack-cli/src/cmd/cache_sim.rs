@@ -84,7 +84,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
             promptstack::diagnostic::quote(&args.sends.display().to_string())
         )));
     }
-    let sends = read_sends(&paths)?;
+    let sends = read_sends(&paths, &agent)?;
     check_clock(&args, &sends[0])?;
     let provider = args
         .provider
@@ -163,7 +163,10 @@ fn check_options(args: &Args) -> anyhow::Result<()> {
 
 /// Reads the sends, refusing more files or more bytes in all than the `sim-sends` and
 /// `sim-sends-bytes` limits.
-fn read_sends(paths: &[PathBuf]) -> anyhow::Result<Vec<promptstack::SendContext>> {
+fn read_sends(
+    paths: &[PathBuf],
+    agent: &promptstack::Agent,
+) -> anyhow::Result<Vec<promptstack::SendContext>> {
     use promptstack::limits::{InputKind, Limit};
     let limits = input::limits();
     let (max_files, max_bytes) = (
@@ -188,8 +191,12 @@ fn read_sends(paths: &[PathBuf]) -> anyhow::Result<Vec<promptstack::SendContext>
                 Limit::SimSendsBytes.format_value(max_bytes)
             )));
         }
-        let send = promptstack::SendContext::from_json(&bytes, &path.display().to_string())
-            .map_err(bad_input)?;
+        let send = promptstack::SendContext::from_json_for(
+            &bytes,
+            &path.display().to_string(),
+            agent.spec(),
+        )
+        .map_err(bad_input)?;
         sends.push(send);
     }
     Ok(sends)

@@ -82,7 +82,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         ))
     })?;
     let agent = input::agent(spec)?;
-    let (send_a, send_b) = (input::send(a)?, input::send(b)?);
+    let (send_a, send_b) = (input::send(a, &agent)?, input::send(b, &agent)?);
     let assembly_a = agent.assemble(&send_a).context("assembly failed")?;
     let assembly_b = agent.assemble(&send_b).context("assembly failed")?;
     let target = crate::cmd::request::target(&assembly_a, args.target.as_deref())?;

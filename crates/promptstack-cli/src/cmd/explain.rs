@@ -47,7 +47,7 @@ pub struct Args {
 
 pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     let agent = input::agent(&args.spec)?;
-    let mut send = input::send_in(&args.send, &args.workspace)?;
+    let mut send = input::send_in(&args.send, &args.workspace, &agent)?;
     args.mcp.discover_into(&mut send)?;
     let assembly = agent.assemble(&send).context("assembly failed")?;
     let rules = match args.format {

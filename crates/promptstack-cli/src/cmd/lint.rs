@@ -35,7 +35,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         .map(|path| {
             Ok((
                 path.display().to_string(),
-                input::send_in(path, &args.workspace)?,
+                input::send_in(path, &args.workspace, &agent)?,
             ))
         })
         .collect::<anyhow::Result<Vec<_>>>()?;

@@ -100,7 +100,7 @@ struct JsonOutput<'a> {
 
 pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     let agent = input::agent(&args.spec)?;
-    let mut send = input::send_in(&args.send, &args.workspace)?;
+    let mut send = input::send_in(&args.send, &args.workspace, &agent)?;
     args.mcp.discover_into(&mut send)?;
     if args.full {
         return render_full(&agent, &send, &args);

@@ -115,8 +115,13 @@ pub fn rules(path: Option<&std::path::Path>) -> anyhow::Result<Rules> {
 
 /// Reads a conversation file.
 pub fn conversation(path: &std::path::Path) -> anyhow::Result<Conversation> {
-    let bytes = input::read(path, promptstack::limits::InputKind::Conversation)?;
-    Conversation::from_json(&bytes, &path.display().to_string()).map_err(bad_input)
+    use promptstack::limits::{InputKind, Limit};
+    let bytes = input::read(path, InputKind::Conversation)?;
+    let limits = input::limits();
+    let caps = promptstack::provider::ConversationLimits::new()
+        .max_bytes(limits.get(Limit::ConversationBytes) as usize)
+        .max_messages(limits.get(Limit::ConversationMessages) as usize);
+    Conversation::from_json_with(&bytes, &path.display().to_string(), &caps).map_err(bad_input)
 }
 
 /// The target to build for: the one named, or the only one the spec has.

@@ -72,7 +72,7 @@ struct ServerRow {
 
 pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     let agent = input::agent(&args.spec)?;
-    let mut send = input::send(&args.send)?;
+    let mut send = input::send(&args.send, &agent)?;
     args.mcp.discover_into(&mut send)?;
     let assembly = agent.assemble(&send).context("assembly failed")?;
     let rows = rows(&agent, &assembly);

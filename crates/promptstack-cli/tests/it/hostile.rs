@@ -274,16 +274,32 @@ fn raw_control(text: &str) -> Option<char> {
     })
 }
 
-/// The first lines of a stream, for a snapshot of readable size. A stream cut at [`KEPT_BYTES`]
+/// The first lines of a stream, each cut after 1000 bytes, for a snapshot of readable size. A
+/// stream cut at [`KEPT_BYTES`]
 /// says so instead of counting the lines kept, because that count depends on the length of the
 /// paths in them, i.e. on where the repository is checked out.
 fn head(text: &str) -> String {
     const LINES: usize = 40;
+    /// A request body is one long line; the snapshot keeps its start.
+    const LINE_BYTES: usize = 1000;
     let lines: Vec<&str> = text.lines().collect();
     let mut out = lines
         .iter()
         .take(LINES)
-        .copied()
+        .map(|line| {
+            if line.len() <= LINE_BYTES {
+                return (*line).to_owned();
+            }
+            let mut cut = LINE_BYTES;
+            while !line.is_char_boundary(cut) {
+                cut -= 1;
+            }
+            format!(
+                "{}… ({} more bytes on this line)",
+                &line[..cut],
+                line.len() - cut
+            )
+        })
         .collect::<Vec<_>>()
         .join("\n");
     if text.len() >= KEPT_BYTES {

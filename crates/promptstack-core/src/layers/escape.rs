@@ -27,6 +27,18 @@ pub fn escape_xml(text: &str) -> Cow<'_, str> {
     Cow::Owned(out)
 }
 
+/// The length of `text` once [`escape_xml`] has escaped it, computed without allocating.
+pub fn escaped_len(text: &str) -> usize {
+    text.bytes().fold(0usize, |len, b| {
+        len.saturating_add(match b {
+            b'&' => 5,
+            b'<' | b'>' => 4,
+            b'"' | b'\'' => 6,
+            _ => 1,
+        })
+    })
+}
+
 /// Reverses [`escape_xml`]: the five entities it writes become their characters again, in one
 /// left-to-right pass (so `&amp;lt;` is `&lt;`, not `<`). Any other `&` is kept as is.
 pub fn unescape_xml(text: &str) -> String {

@@ -22,7 +22,9 @@ pub mod guidelines;
 pub mod sites;
 
 use minijinja::value::{Kwargs, Value};
-use minijinja::{Environment, Error, ErrorKind};
+use minijinja::{Environment, Error, ErrorKind, State};
+
+use crate::template::{ensure_room, ensure_value_fits};
 
 /// Registers the layers as template filters:
 ///
@@ -36,8 +38,16 @@ use minijinja::{Environment, Error, ErrorKind};
 /// | `context_files(base=…, max_file_bytes=…, max_total_bytes=…)` | list of `{path, content}` | paths relative to `base` with `/`, contents capped, with `truncated` and `note` |
 /// | `compact(max_items=…, max_chars=…)` | any value | one-line JSON, bounded |
 pub(crate) fn register(env: &mut Environment<'static>) {
-    env.add_filter("escape_xml", |s: &str| escape::escape_xml(s).into_owned());
-    env.add_filter("posix_path", |s: &str| files::posix_path(s));
+    // Every filter checks the size of its result against what the render may still allocate
+    // before allocating it.
+    env.add_filter("escape_xml", |state: &State, s: &str| {
+        ensure_room(state, escape::escaped_len(s))?;
+        Ok::<_, Error>(escape::escape_xml(s).into_owned())
+    });
+    env.add_filter("posix_path", |state: &State, s: &str| {
+        ensure_room(state, s.len())?;
+        Ok::<_, Error>(files::posix_path(s))
+    });
     env.add_filter("guidelines", guidelines_filter);
     env.add_filter("unique_names", unique_names_filter);
     env.add_filter("for_sites", for_sites_filter);
@@ -49,11 +59,16 @@ fn invalid(message: String) -> Error {
     Error::new(ErrorKind::InvalidOperation, message)
 }
 
-fn guidelines_filter(values: Value) -> Result<Value, Error> {
+fn guidelines_filter(state: &State, values: Value) -> Result<Value, Error> {
     let mut items = Vec::new();
+    let mut bytes = 0usize;
     for (i, value) in values.try_iter()?.enumerate() {
         match value.as_str() {
-            Some(s) => items.push(s.to_owned()),
+            Some(s) => {
+                bytes = bytes.saturating_add(s.len());
+                ensure_room(state, bytes)?;
+                items.push(s.to_owned());
+            }
             None => {
                 return Err(invalid(format!(
                     "guideline {i} is {}, not a string",
@@ -117,20 +132,25 @@ fn for_sites_filter(values: Value, urls: Value) -> Result<Value, Error> {
     Ok(Value::from(out))
 }
 
-fn context_files_filter(values: Value, kwargs: Kwargs) -> Result<Value, Error> {
+fn context_files_filter(state: &State, values: Value, kwargs: Kwargs) -> Result<Value, Error> {
     let base: Option<String> = kwargs.get("base")?;
     let max_file: Option<usize> = kwargs.get("max_file_bytes")?;
     let max_total: Option<usize> = kwargs.get("max_total_bytes")?;
     kwargs.assert_all_used()?;
     let mut inputs = Vec::new();
+    let mut bytes = 0usize;
     for (i, value) in values.try_iter()?.enumerate() {
         let path = value.get_attr("path")?;
         let content = value.get_attr("content")?;
         match (path.as_str(), content.as_str()) {
-            (Some(p), Some(c)) => inputs.push(files::ContextFile {
-                path: p.to_owned(),
-                content: c.to_owned(),
-            }),
+            (Some(p), Some(c)) => {
+                bytes = bytes.saturating_add(p.len()).saturating_add(c.len());
+                ensure_room(state, bytes)?;
+                inputs.push(files::ContextFile {
+                    path: p.to_owned(),
+                    content: c.to_owned(),
+                });
+            }
             _ => {
                 return Err(invalid(format!(
                     "context file {i} needs a string `path` and `content`"
@@ -146,7 +166,7 @@ fn context_files_filter(values: Value, kwargs: Kwargs) -> Result<Value, Error> {
     Ok(Value::from(minijinja::value::Serde(shown)))
 }
 
-fn compact_filter(value: Value, kwargs: Kwargs) -> Result<String, Error> {
+fn compact_filter(state: &State, value: Value, kwargs: Kwargs) -> Result<String, Error> {
     let defaults = compact::Bounds::default();
     let bounds = compact::Bounds {
         max_items: kwargs
@@ -160,6 +180,8 @@ fn compact_filter(value: Value, kwargs: Kwargs) -> Result<String, Error> {
             .unwrap_or(defaults.max_depth),
     };
     kwargs.assert_all_used()?;
+    // The value is converted in full before it is cut to its bounds.
+    ensure_value_fits(state, &value)?;
     let json = serde_json::to_value(&value)
         .map_err(|e| invalid(format!("the value cannot be serialised: {e}")))?;
     Ok(compact::compact(&json, bounds))

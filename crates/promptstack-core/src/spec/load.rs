@@ -19,6 +19,20 @@ pub const MAX_SPEC_BYTES: usize = 4 * 1024 * 1024;
 /// The deepest nesting of arrays and tables accepted in a spec or send context.
 pub const MAX_NESTING: usize = 64;
 
+/// The most operators one template tag (`{{ … }}`, `{% … %}`) or gate expression may hold.
+///
+/// An operator here is anything that nests the parsed expression one level deeper: arithmetic,
+/// `~`, comparisons, `and`/`or`/`not`, `in`/`is`, `if`, a filter `|`, an attribute `.`, an index
+/// `[` or a call `(`. The template compiler walks expressions recursively, so a long flat chain
+/// (`1 + 1 + …`, `x|upper|upper|…`) would exhaust the stack; the spec is refused before any
+/// template is compiled instead, located at the first operator past the limit.
+pub const MAX_EXPRESSION_OPERATORS: usize = 1000;
+
+/// The most problems one [`SpecError`] reports. A hostile file can hold a million bad keys; the
+/// first ones, in source order, are reported with a count of the rest, and no more are collected
+/// once a producer has this many.
+pub const MAX_REPORTED_ERRORS: usize = 100;
+
 /// The two syntaxes a spec may be written in.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "lowercase")]
@@ -168,6 +182,10 @@ fn floor_char(text: &str, offset: usize) -> usize {
 pub struct SpecError {
     /// The problems, sorted by location.
     pub diagnostics: Vec<SpecDiagnostic>,
+    /// Whether more problems were found than [`MAX_REPORTED_ERRORS`]: only the first ones are
+    /// in [`diagnostics`](Self::diagnostics), and the search may have stopped early.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub truncated: bool,
     /// What was being read ("spec", "send context"), for the summary line.
     #[serde(skip)]
     pub(crate) subject: &'static str,
@@ -180,8 +198,11 @@ impl SpecError {
             key(a).cmp(&key(b)).then_with(|| a.path.cmp(&b.path))
         });
         diagnostics.dedup();
+        let truncated = diagnostics.len() > MAX_REPORTED_ERRORS;
+        diagnostics.truncate(MAX_REPORTED_ERRORS);
         Self {
             diagnostics,
+            truncated,
             subject: "spec",
         }
     }
@@ -202,6 +223,13 @@ impl fmt::Display for SpecError {
             write!(f, "{d}")?;
         }
         let n = self.diagnostics.len();
+        if self.truncated {
+            return write!(
+                f,
+                "\nmore than {n} errors in {}; the first {n} are shown",
+                self.subject
+            );
+        }
         write!(
             f,
             "\n{n} error{} in {}",
@@ -420,6 +448,7 @@ pub(crate) fn parse_tree(
                 };
                 let diagnostics = errors
                     .iter()
+                    .take(MAX_REPORTED_ERRORS + 1)
                     .map(|e| {
                         let message = e.message().trim().trim_end_matches('.').to_owned();
                         // The same code and message as a duplicate in JSON, naming the key.
@@ -456,6 +485,7 @@ pub(crate) fn parse_tree(
                     };
                     let diagnostics = duplicates
                         .into_iter()
+                        .take(MAX_REPORTED_ERRORS + 1)
                         .map(|duplicate| {
                             let first = source.location(duplicate.first.start);
                             let mut diagnostic = locator.at_span(
@@ -631,27 +661,59 @@ pub fn parse(bytes: &[u8], name: &str, format: SpecFormat) -> Result<ParsedSpec,
     // them, and go on, so that one run shows every problem. Any other schema error stops here.
     let mut tree = tree;
     if !diagnostics.is_empty() {
-        if !diagnostics.iter().all(|d| d.code == "unknown-key") {
+        // Past the cap, the rest of the file was not searched: nothing more to check.
+        if diagnostics.len() > MAX_REPORTED_ERRORS
+            || !diagnostics.iter().all(|d| d.code == "unknown-key")
+        {
             return Err(SpecError::new(diagnostics));
         }
         for d in &diagnostics {
             remove_path(&mut tree, &d.pointer);
         }
     }
-    match serde_json::from_value::<AgentSpec>(tree) {
+    match serde_path_to_error::deserialize::<_, AgentSpec>(tree) {
         Ok(spec) => Ok(ParsedSpec {
             spec,
             source,
             spans,
             recovered: diagnostics,
         }),
-        Err(error) => Err(SpecError::new(vec![locator.at_span(
-            "invalid-spec",
-            None,
-            lowercase_first(&error.to_string()),
-            None,
-        )])),
+        Err(error) => {
+            // The schema passed, so what serde refuses is a value: most often a number out of
+            // the range of its field (`max_tokens = 1e30`), located with its key path.
+            let pointer = crate::context::path_to_pointer(error.path());
+            let message = lowercase_first(&error.inner().to_string());
+            let (code, hint) = if out_of_range(&message) {
+                (
+                    "out-of-range",
+                    Some("write a whole number within the range the message names".to_owned()),
+                )
+            } else {
+                ("bad-value", None)
+            };
+            Err(SpecError::new(vec![
+                locator.at(code, &pointer, false, message, hint),
+            ]))
+        }
     }
+}
+
+/// Whether serde refused a whole number for its size: an integer beyond its field's range
+/// (`invalid value: integer`), or one too large to be read as an integer at all, which arrives as
+/// a float without a fraction (`1e30`, a 30-digit JSON number). A float with a fraction where an
+/// integer is expected is a wrong type instead.
+fn out_of_range(message: &str) -> bool {
+    if message.starts_with("invalid value: integer") {
+        return true;
+    }
+    let Some(rest) = message.strip_prefix("invalid type: floating point `") else {
+        return false;
+    };
+    let number = rest.split('`').next().unwrap_or_default();
+    let integer_expected = ["expected u", "expected i"]
+        .iter()
+        .any(|prefix| message.contains(prefix));
+    integer_expected && number.parse::<f64>().is_ok_and(|n| n.fract() == 0.0)
 }
 
 /// Removes the value at a JSON pointer, if present.
@@ -683,6 +745,10 @@ pub(crate) fn schema_diagnostics(
     let mut out = Vec::new();
     for error in validator.iter_errors(tree) {
         diagnose(&error, schema, locator, &mut out);
+        // Enough to report, and to know that some were left out.
+        if out.len() > MAX_REPORTED_ERRORS {
+            break;
+        }
     }
     out
 }
@@ -708,6 +774,9 @@ fn diagnose(
             Kind::AdditionalProperties { unexpected } => {
                 let allowed = allowed_keys(schema, &schema_pointer);
                 for key in unexpected {
+                    if out.len() > MAX_REPORTED_ERRORS {
+                        break;
+                    }
                     let child = push_pointer(&pointer, key);
                     let hint = suggest(key, &allowed);
                     out.push(locator.at(

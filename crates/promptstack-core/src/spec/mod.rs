@@ -6,6 +6,7 @@
 //! [`load::SpecError`].
 
 pub mod load;
+pub(crate) mod shape;
 pub(crate) mod span;
 
 use std::collections::BTreeMap;
@@ -14,6 +15,7 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 pub use load::{SpecDiagnostic, SpecError, SpecFormat};
+pub use shape::Shape;
 pub(crate) use span::push_pointer as span_pointer;
 pub use span::{Location, SourceMap};
 
@@ -250,6 +252,10 @@ pub struct VariableSpec {
     pub stability: Stability,
     /// Who controls the value. A block that renders it must declare at least this trust.
     pub trust: Trust,
+    /// The shape its value must have (`string`, `list of string`, …; `any` when absent). A send
+    /// whose value does not fit is refused, located at the value.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub shape: Option<Shape>,
     /// The value used when the send context does not supply one. Without a default, a template that
     /// reads a missing variable is an error.
     #[serde(default, skip_serializing_if = "Option::is_none")]

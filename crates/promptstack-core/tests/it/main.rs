@@ -7,6 +7,7 @@ mod injections;
 mod invariants;
 mod label;
 mod layers;
+mod limits;
 mod malformed;
 mod naming;
 mod provider;

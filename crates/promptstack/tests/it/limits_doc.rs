@@ -50,11 +50,26 @@ fn fixed() -> String {
             "refused (`too-deep`), located at the first bracket too deep, before any parser recurses".into(),
         ],
         [
-            // The fuel constant is private to the engine's template module.
-            "template fuel (instructions per render of one template)".into(),
-            "5000000".into(),
+            "operators in one template tag or gate expression".into(),
+            promptstack::core::spec::load::MAX_EXPRESSION_OPERATORS.to_string(),
             "fixed".into(),
-            "the render fails with an out-of-fuel error (exit 1); a runaway loop ends instead of hanging".into(),
+            "refused (`expression-too-long`, exit 2) before the template is compiled, located at the first operator past it; `lint` too".into(),
+        ],
+        [
+            // The fuel cap is private to the engine's template module.
+            "template fuel per render (an instruction costs 1, 64 bytes of data cost 1)".into(),
+            format!(
+                "{}, at most 5000000",
+                promptstack::core::Agent::DEFAULT_TEMPLATE_MEMORY / 128
+            ),
+            "`template-memory` / 128".into(),
+            "the render fails with an out-of-fuel error (exit 1), before allocating what it cannot pay for; a runaway loop ends instead of hanging".into(),
+        ],
+        [
+            "errors reported for one spec or send context".into(),
+            promptstack::core::spec::load::MAX_REPORTED_ERRORS.to_string(),
+            "fixed".into(),
+            "the first ones in source order are shown and the summary says more were found; no more are collected".into(),
         ],
         [
             "one context file shown in the prompt".into(),
