@@ -41,6 +41,10 @@
 //!   a formula (it follows a non-space and no digit follows it): `$5 and $10` are prices,
 //!   `$2^n$` is math. Formulas are left alone in code and link targets; an unclosed or empty
 //!   formula stays literal.
+//! * **Widget tags.** With names declared in [`StreamConfig::widgets`], a complete
+//!   `<name attr="…"/>` or `<name …></name>` in prose is removed and reported as a [`Widget`]
+//!   (name, attributes, output offset); half-streamed tags wait, malformed ones and tags longer
+//!   than [`WIDGET_MAX`] stay text, and code and links are never parsed.
 //!
 //! # Streaming guarantees
 //!
@@ -52,8 +56,9 @@
 //! at most [`MAX_LOOKAHEAD`] bytes of input: a formula waiting for its closing delimiter (up to
 //! 4000 bytes), a native shape waiting for `】` (up to 256 bytes), a `[N]` marker (up to 64
 //! bytes), the markers after one of unknown numbers (up to 512 bytes), the text after a `$`
-//! before a digit (up to 256 bytes), the character after a marker or `]`, the spaces after a citation run, and one
-//! trailing space (which a removed native shape would take with it). Code is never held back.
+//! before a digit (up to 256 bytes), a widget tag (up to 1024 bytes), the character after a
+//! marker or `]`, the spaces after a citation run, and one trailing space (which a removed native
+//! shape would take with it). Code is never held back.
 //!
 //! **Bounded output:** links written and citation runs held are bounded by [`StreamConfig`];
 //! past a bound the output stops and [`Processor::overflow`] says where.
