@@ -58,7 +58,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
 
 fn publish(args: PublishArgs) -> anyhow::Result<ExitCode> {
     let agent = input::agent(&args.spec)?;
-    let send = input::send(&args.send)?;
+    let send = input::send(&args.send, &agent)?;
     let target = match args.target {
         Some(target) => target,
         None => {
