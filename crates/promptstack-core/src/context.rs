@@ -2,7 +2,8 @@
 //!
 //! Plain data, deserialised from JSON (or built in Rust). The core never reads a clock, a file or an
 //! environment variable: the time of the send, the user's profile and every other fact arrive here.
-//! Each top-level field is a template root with a fixed stability and trust; see [`ROOTS`].
+//! Each top-level field is read by templates through a root with a fixed stability and trust;
+//! see [`Root`].
 
 use std::collections::BTreeMap;
 use std::fmt;
@@ -11,10 +12,10 @@ use std::str::FromStr;
 use schemars::JsonSchema;
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
+pub use crate::root::Root;
 use crate::spec::load::{
     Locator, SpecDiagnostic, SpecError, SpecFormat, lowercase_first, parse_tree, schema_diagnostics,
 };
-use crate::spec::{Stability, Trust};
 
 /// The largest send context accepted, in bytes.
 pub const MAX_SEND_BYTES: usize = 32 * 1024 * 1024;
@@ -550,124 +551,6 @@ pub fn message_slugs(message: &str) -> Vec<&str> {
         }
     }
     slugs
-}
-
-/// One template root: a top-level name templates can read, with its fixed stability and trust.
-#[derive(Debug, Clone, Copy)]
-pub struct Root {
-    /// The name templates use.
-    pub name: &'static str,
-    /// Whether its value may change between the sends of a thread.
-    pub stability: Stability,
-    /// Who controls its value.
-    pub trust: Trust,
-    /// What it holds, for documentation and error hints.
-    pub description: &'static str,
-}
-
-/// Every template root except `variables.<name>` (whose stability and trust the spec declares).
-pub const ROOTS: &[Root] = &[
-    Root {
-        name: "now",
-        stability: Stability::Volatile,
-        trust: Trust::Platform,
-        description: "the moment of the send: rfc3339, date, time, minute, weekday, month, offset, and the same in utc",
-    },
-    Root {
-        name: "model",
-        stability: Stability::Stable,
-        trust: Trust::Platform,
-        description: "id, name, provider, tool_usage, can_use_tools, context_window",
-    },
-    Root {
-        name: "tools",
-        stability: Stability::Stable,
-        trust: Trust::Platform,
-        description: "the resolved toolset, by name (gate with `'search' in tools`)",
-    },
-    Root {
-        name: "integrations",
-        stability: Stability::Stable,
-        trust: Trust::Platform,
-        description: "by name: connected, enabled, status (enabled, disabled, not_connected)",
-    },
-    Root {
-        name: "settings",
-        stability: Stability::Stable,
-        trust: Trust::User,
-        description: "application settings by name",
-    },
-    Root {
-        name: "user",
-        stability: Stability::Stable,
-        trust: Trust::User,
-        description: "name, location (name, latitude, longitude, coordinates), units, language, app_language",
-    },
-    Root {
-        name: "language",
-        stability: Stability::Stable,
-        trust: Trust::User,
-        description: "reply (the user's language, else the app language) and app",
-    },
-    Root {
-        name: "project",
-        stability: Stability::Stable,
-        trust: Trust::User,
-        description: "name, instructions, has_sibling_threads (none outside a project)",
-    },
-    Root {
-        name: "skills",
-        stability: Stability::Stable,
-        trust: Trust::User,
-        description: "enabled skills visible to the model: name, slug, description, instructions, tags",
-    },
-    Root {
-        name: "mcp",
-        stability: Stability::Volatile,
-        trust: Trust::Untrusted,
-        description: "this send's MCP servers: servers (name, ready, tools, reason), tools (namespaced names)",
-    },
-    Root {
-        name: "user_message",
-        stability: Stability::Volatile,
-        trust: Trust::User,
-        description: "text and slugs of this send's message (none when absent)",
-    },
-    Root {
-        name: "cwd",
-        stability: Stability::Stable,
-        trust: Trust::Platform,
-        description: "the working directory the harness reports (none when absent); `cwd | posix_path` for `/` separators",
-    },
-    Root {
-        name: "context_files",
-        stability: Stability::Stable,
-        trust: Trust::Untrusted,
-        description: "context files in order: path, content (raw; `context_files | context_files(base=cwd)` caps and relativises them)",
-    },
-    Root {
-        name: "messages_path",
-        stability: Stability::Stable,
-        trust: Trust::Platform,
-        description: "where the thread's messages are persisted (none when they are not)",
-    },
-    Root {
-        name: "harness_state",
-        stability: Stability::Volatile,
-        trust: Trust::User,
-        description: "the harness's state as JSON (none when absent); `harness_state | compact` for one bounded line",
-    },
-    Root {
-        name: "tabs",
-        stability: Stability::Volatile,
-        trust: Trust::Untrusted,
-        description: "active (id, url, title, host), referenced (the same), urls (active first)",
-    },
-];
-
-/// Looks a template root up by name.
-pub fn root(name: &str) -> Option<&'static Root> {
-    ROOTS.iter().find(|r| r.name == name)
 }
 
 impl SendContext {

@@ -246,7 +246,7 @@ impl crate::Agent {
                 } else {
                     text.as_str()
                 };
-                let tokens = self.counter.count(counting, text);
+                let tokens = self.caches.counter.count(counting, text);
                 if tokens.count > limit {
                     let what = match variant {
                         Some(v) => format!("variant `{v}` of `{}`", unit.id),

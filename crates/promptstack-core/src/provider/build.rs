@@ -7,8 +7,7 @@
 //! (each unit's canonical text spliced into the format's skeleton) and prices it. Every step is
 //! linear in the number of units.
 
-use std::collections::HashMap;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 
 use super::plan::{self, Boundary, Breakpoint, CachePlan, CacheState, Region, Unit};
 use super::wire::{self, BodyConfig, Chunk, Inputs, Place, ToolUnit, Wire};
@@ -19,7 +18,7 @@ use crate::context::SendContext;
 use crate::diagnostic::Diagnostic;
 use crate::error::{Error, ErrorKind};
 use crate::spec::{Stability, Trust};
-use crate::tokens::{Counting, Encoding, TokenCounter};
+use crate::tokens::{Counting, TokenCounter};
 use crate::toolset::Tool;
 
 /// What a request borrows from the compiled agent: its name (the default OpenAI cache key) and
@@ -27,7 +26,7 @@ use crate::toolset::Tool;
 pub(crate) struct AgentParts<'a> {
     pub name: &'a str,
     pub counter: &'a TokenCounter,
-    pub tool_units: &'a Mutex<ToolUnits>,
+    pub tool_units: &'a crate::caches::ToolUnits,
 }
 
 /// What one request is built from.
@@ -316,15 +315,8 @@ fn units(
     units
 }
 
-/// Tool units by (format, encoding, tool address). Each entry holds its `Arc<Tool>`, so an address
-/// cannot be reused by another tool while its entry lives.
-pub(crate) type ToolUnits = HashMap<(Format, Encoding, usize), (Arc<Tool>, Arc<ToolUnit>)>;
-
-/// Beyond this many entries the tool-unit memo starts over.
-const TOOL_UNITS_CAPACITY: usize = 4096;
-
 /// The tools as request units of a format, memoised per tool (tool lists repeat on every request
-/// of a thread). The lock is not held while a definition is serialised or counted.
+/// of a thread). No lock is held while a definition is serialised or counted.
 fn tool_units(
     agent: &AgentParts<'_>,
     wire: &dyn Wire,
@@ -332,15 +324,7 @@ fn tool_units(
     tools: &[Arc<Tool>],
 ) -> Vec<Arc<ToolUnit>> {
     let key = |tool: &Arc<Tool>| (wire.format(), counting.encoding, Arc::as_ptr(tool) as usize);
-    // The memo holds only complete entries, so a poisoned lock is still consistent.
-    let lock = || agent.tool_units.lock().unwrap_or_else(|e| e.into_inner());
-    let mut units: Vec<Option<Arc<ToolUnit>>> = {
-        let memo = lock();
-        tools
-            .iter()
-            .map(|tool| memo.get(&key(tool)).map(|(_, unit)| unit.clone()))
-            .collect()
-    };
+    let mut units = agent.tool_units.get_all(tools.iter().map(key));
     let mut built = Vec::new();
     for (tool, unit) in tools.iter().zip(&mut units) {
         if unit.is_none() {
@@ -357,13 +341,7 @@ fn tool_units(
             *unit = Some(fresh);
         }
     }
-    if !built.is_empty() {
-        let mut memo = lock();
-        if memo.len() + built.len() > TOOL_UNITS_CAPACITY {
-            memo.clear();
-        }
-        memo.extend(built);
-    }
+    agent.tool_units.remember(built);
     units.into_iter().flatten().collect()
 }
 

@@ -36,8 +36,8 @@ use crate::context::SendContext;
 use crate::diagnostic::Diagnostic;
 use crate::error::Error;
 
-pub(crate) use build::{AgentParts, Layout, RequestConfig, ToolUnits, build_layout};
-pub(crate) use wire::Chunk;
+pub(crate) use build::{AgentParts, Layout, RequestConfig, build_layout};
+pub(crate) use wire::{Chunk, ToolUnit};
 
 pub use conversation::{Conversation, ConversationLimits, Message, ToolCall};
 pub use plan::{Boundary, Breakpoint, CachePlan, CacheState, Cost, Region, Unit};
@@ -211,8 +211,8 @@ impl Agent {
     pub(crate) fn request_parts(&self) -> AgentParts<'_> {
         AgentParts {
             name: self.name(),
-            counter: &self.counter,
-            tool_units: &self.tool_units,
+            counter: &self.caches.counter,
+            tool_units: &self.caches.tool_units,
         }
     }
 }
