@@ -73,6 +73,8 @@ pub(crate) struct StablePart {
     pub diagnostics: Vec<Diagnostic>,
     /// The stable template roots, reused to render the volatile blocks.
     pub roots: Vec<(&'static str, Value)>,
+    /// The model the part was built for (a stable input).
+    pub model: crate::context::ModelDescriptor,
 }
 
 /// The result of assembling: every block with provenance, the halves, the toolset, diagnostics and
@@ -92,6 +94,8 @@ pub struct Assembly {
     pub(crate) diagnostics: Vec<Diagnostic>,
     pub(crate) targets: Arc<Vec<CompiledTarget>>,
     pub(crate) separator: String,
+    /// The send's user message, which a request or a Turn built from the assembly places.
+    pub(crate) user_message: Option<String>,
 }
 
 impl std::fmt::Debug for Assembly {
@@ -186,6 +190,16 @@ impl Assembly {
     /// The text placed between blocks (and between a user-slot note and the user's message).
     pub fn separator(&self) -> &str {
         &self.separator
+    }
+
+    /// The model of the send the assembly was built for.
+    pub fn model(&self) -> &crate::context::ModelDescriptor {
+        &self.stable.model
+    }
+
+    /// The user's message of the send the assembly was built for, if it had one.
+    pub fn user_message(&self) -> Option<&str> {
+        self.user_message.as_deref()
     }
 
     /// The ids of the targets this assembly can compose.
@@ -618,6 +632,7 @@ impl Agent {
             counting,
             diagnostics,
             roots,
+            model: ctx.model.clone(),
         })
     }
 
@@ -758,6 +773,7 @@ impl Agent {
             diagnostics,
             targets: self.targets.clone(),
             separator: self.spec.render.separator.clone(),
+            user_message: ctx.user_message.clone(),
         })
     }
 

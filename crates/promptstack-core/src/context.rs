@@ -21,9 +21,29 @@ use crate::spec::load::{
 pub const MAX_SEND_BYTES: usize = 32 * 1024 * 1024;
 
 /// The facts of one send.
+///
+/// Read one from JSON with [`SendContext::from_json`], or build one from the two required facts
+/// with [`SendContext::new`] and the `with_*` setters. The struct is `#[non_exhaustive]`: new
+/// facts can be added without breaking callers. There is no `Default`, because no moment and no
+/// model are sensible defaults.
+///
+/// ```
+/// use promptstack_core::SendContext;
+/// use promptstack_core::context::{ModelDescriptor, UserProfile};
+///
+/// let model = ModelDescriptor::new("gpt-4o", "GPT-4o", "openai");
+/// let ctx = SendContext::new("2026-11-30T09:15:00+01:00".parse().unwrap(), model)
+///     .with_user(UserProfile { name: Some("Ada".into()), ..UserProfile::default() })
+///     .with_user_message("Hello!");
+/// assert_eq!(ctx.user_message.as_deref(), Some("Hello!"));
+/// ```
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
-#[schemars(title = "promptstack send context")]
+#[schemars(
+    title = "promptstack send context",
+    description = "The facts of one send."
+)]
+#[non_exhaustive]
 pub struct SendContext {
     /// The moment of the send, RFC 3339 with an offset (`2026-11-30T09:15:00+01:00`). The offset
     /// decides the local date and time shown to the model.
@@ -369,6 +389,22 @@ pub struct ModelDescriptor {
 }
 
 impl ModelDescriptor {
+    /// A model by provider id, display name and provider, with the default tool usage and no
+    /// known context window.
+    pub fn new(
+        id: impl Into<String>,
+        name: impl Into<String>,
+        provider: impl Into<String>,
+    ) -> Self {
+        Self {
+            id: id.into(),
+            name: name.into(),
+            provider: provider.into(),
+            tool_usage: ToolUsage::default(),
+            context_window: None,
+        }
+    }
+
     /// Whether the model can call tools at all.
     pub fn can_use_tools(&self) -> bool {
         self.tool_usage == ToolUsage::Native
@@ -551,6 +587,131 @@ pub fn message_slugs(message: &str) -> Vec<&str> {
         }
     }
     slugs
+}
+
+impl SendContext {
+    /// A send with the two required facts, the moment and the model; everything else empty.
+    pub fn new(now: Now, model: ModelDescriptor) -> Self {
+        Self {
+            now,
+            model,
+            settings: BTreeMap::new(),
+            integrations: BTreeMap::new(),
+            user: UserProfile::default(),
+            project: None,
+            skills: Vec::new(),
+            user_message: None,
+            variables: BTreeMap::new(),
+            cwd: None,
+            context_files: Vec::new(),
+            messages_path: None,
+            harness_state: None,
+            tabs: Tabs::default(),
+            mcp_servers: Vec::new(),
+            topic: None,
+            tenant_instructions: None,
+            auto_injections: None,
+        }
+    }
+
+    /// Sets the application settings, by name.
+    pub fn with_settings(mut self, settings: BTreeMap<String, serde_json::Value>) -> Self {
+        self.settings = settings;
+        self
+    }
+
+    /// Sets the integrations, by name.
+    pub fn with_integrations(mut self, integrations: BTreeMap<String, Integration>) -> Self {
+        self.integrations = integrations;
+        self
+    }
+
+    /// Sets what the user told the application about themselves.
+    pub fn with_user(mut self, user: UserProfile) -> Self {
+        self.user = user;
+        self
+    }
+
+    /// Sets the project the thread belongs to.
+    pub fn with_project(mut self, project: Project) -> Self {
+        self.project = Some(project);
+        self
+    }
+
+    /// Sets the skills enabled for this user.
+    pub fn with_skills(mut self, skills: Vec<Skill>) -> Self {
+        self.skills = skills;
+        self
+    }
+
+    /// Sets the text of the user's message for this send.
+    pub fn with_user_message(mut self, user_message: impl Into<String>) -> Self {
+        self.user_message = Some(user_message.into());
+        self
+    }
+
+    /// Sets the values of the spec's variables, by name.
+    pub fn with_variables(mut self, variables: BTreeMap<String, serde_json::Value>) -> Self {
+        self.variables = variables;
+        self
+    }
+
+    /// Sets the coding agent's working directory.
+    pub fn with_cwd(mut self, cwd: impl Into<String>) -> Self {
+        self.cwd = Some(cwd.into());
+        self
+    }
+
+    /// Sets the context files, in the order they apply.
+    pub fn with_context_files(mut self, context_files: Vec<ContextFile>) -> Self {
+        self.context_files = context_files;
+        self
+    }
+
+    /// Sets where the thread's messages are persisted.
+    pub fn with_messages_path(mut self, messages_path: impl Into<String>) -> Self {
+        self.messages_path = Some(messages_path.into());
+        self
+    }
+
+    /// Sets the harness's own state.
+    pub fn with_harness_state(mut self, harness_state: serde_json::Value) -> Self {
+        self.harness_state = Some(harness_state);
+        self
+    }
+
+    /// Sets the browser tabs of this send.
+    pub fn with_tabs(mut self, tabs: Tabs) -> Self {
+        self.tabs = tabs;
+        self
+    }
+
+    /// Sets what MCP discovery found on each configured server.
+    pub fn with_mcp_servers(
+        mut self,
+        mcp_servers: Vec<crate::tools::mcp::McpServerListing>,
+    ) -> Self {
+        self.mcp_servers = mcp_servers;
+        self
+    }
+
+    /// Sets the active subagent topic of a stage.
+    pub fn with_topic(mut self, topic: impl Into<String>) -> Self {
+        self.topic = Some(topic.into());
+        self
+    }
+
+    /// Sets the tenant's instructions for this send.
+    pub fn with_tenant_instructions(mut self, tenant_instructions: TenantInstructions) -> Self {
+        self.tenant_instructions = Some(tenant_instructions);
+        self
+    }
+
+    /// Sets the stage's stored overrides of the injected blocks.
+    pub fn with_auto_injections(mut self, auto_injections: serde_json::Value) -> Self {
+        self.auto_injections = Some(auto_injections);
+        self
+    }
 }
 
 impl SendContext {

@@ -108,3 +108,15 @@ pub use error::{Error, ErrorKind};
 pub use fingerprint::Fingerprint;
 pub use spec::{AgentSpec, SpecError, SpecFormat};
 pub use toolset::Toolset;
+
+/// The handles an application shares across threads are `Send + Sync`; this fails to compile if
+/// one of them stops being so.
+const _: () = {
+    const fn shared_across_threads<T: Send + Sync>() {}
+    shared_across_threads::<Agent>();
+    shared_across_threads::<Assembly>();
+    shared_across_threads::<Error>();
+    shared_across_threads::<fence::Fence>();
+    shared_across_threads::<stream::Processor>();
+    shared_across_threads::<SendContext>();
+};

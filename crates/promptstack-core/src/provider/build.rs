@@ -14,7 +14,6 @@ use super::wire::{self, BodyConfig, Chunk, Inputs, Place, ToolUnit, Wire};
 use super::{Conversation, Format, Message, Request, RequestOptions, Rules, canonical};
 use crate::assemble::Assembly;
 use crate::compose::{Composition, Slot};
-use crate::context::SendContext;
 use crate::diagnostic::Diagnostic;
 use crate::error::{Error, ErrorKind};
 use crate::spec::{Stability, Trust};
@@ -31,7 +30,6 @@ pub(crate) struct AgentParts<'a> {
 
 /// What one request is built from.
 pub(crate) struct RequestConfig<'a> {
-    pub send: &'a SendContext,
     pub assembly: &'a Assembly,
     pub conversation: &'a Conversation,
     pub rules: &'a Rules,
@@ -73,7 +71,6 @@ pub(crate) fn build_layout(
     layout: Layout<'_>,
 ) -> Result<Request, Error> {
     let RequestConfig {
-        send,
         assembly,
         conversation,
         rules,
@@ -83,10 +80,10 @@ pub(crate) fn build_layout(
     let model = options
         .model
         .clone()
-        .unwrap_or_else(|| send.model.id.clone());
+        .unwrap_or_else(|| assembly.model().id.clone());
     let rule = rules.find(options.format.family(), &model)?;
     let mut diagnostics = composition.diagnostics.clone();
-    let user_message = match &send.user_message {
+    let user_message = match assembly.user_message() {
         Some(text) => Some(composition.user_message(text, assembly.separator())),
         None => {
             if !composition.user.is_empty() {
@@ -158,7 +155,7 @@ pub(crate) fn build_layout(
         counting,
         rule.explicit_breakpoints,
     );
-    let tool_turn = send.user_message.is_none() && conversation.continues_tool_turn();
+    let tool_turn = assembly.user_message().is_none() && conversation.continues_tool_turn();
     let (placed, skipped) = plan::place(&units, rule, options.expected_gap_seconds, tool_turn);
     let at: Vec<usize> = placed.iter().map(|p| p.unit).collect();
     let unit_bytes: Vec<&str> = units.iter().map(|u| u.bytes.as_str()).collect();

@@ -32,7 +32,6 @@ use serde_json::Value;
 
 use crate::agent::Agent;
 use crate::assemble::Assembly;
-use crate::context::SendContext;
 use crate::diagnostic::Diagnostic;
 use crate::error::Error;
 
@@ -179,8 +178,9 @@ impl Agent {
     /// Builds the request body of one send for a provider, with its cache plan.
     ///
     /// The system text is the target's composition, split at its stability boundaries; the user
-    /// slot's notes are placed around the send's `user_message`, which becomes the last message.
-    /// Without a `user_message` the request continues the conversation as it is (a tool-call turn).
+    /// slot's notes are placed around the assembly's user message (the send's `user_message`),
+    /// which becomes the last message. Without one the request continues the conversation as it
+    /// is (a tool-call turn). Everything the request needs from the send is in the assembly.
     ///
     /// # Errors
     ///
@@ -191,14 +191,12 @@ impl Agent {
     /// name.
     pub fn request(
         &self,
-        ctx: &SendContext,
         assembly: &Assembly,
         conversation: &Conversation,
         rules: &Rules,
         options: &RequestOptions,
     ) -> Result<Request, Error> {
         let config = RequestConfig {
-            send: ctx,
             assembly,
             conversation,
             rules,

@@ -117,7 +117,6 @@ fn clear_forgets_every_cache_and_stats_cover_them_all() {
         let assembly = agent.assemble(&ctx).unwrap();
         agent
             .request(
-                &ctx,
                 &assembly,
                 &Conversation::default(),
                 Rules::bundled(),

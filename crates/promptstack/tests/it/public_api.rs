@@ -87,12 +87,12 @@ fn tokens(item: &impl ToTokens) -> String {
 fn walk(file: &Path, dir: &Path, path: &str, public: bool, out: &mut Surface) {
     let source = std::fs::read_to_string(file)
         .unwrap_or_else(|e| panic!("cannot read {}: {e}", file.display()));
-    let parsed = syn::parse_file(&source)
-        .unwrap_or_else(|e| panic!("cannot parse {}: {e}", file.display()));
-    items(&parsed.items, dir, path, public, out);
+    let parsed =
+        syn::parse_file(&source).unwrap_or_else(|e| panic!("cannot parse {}: {e}", file.display()));
+    module_items(&parsed.items, dir, path, public, out);
 }
 
-fn items(items: &[Item], dir: &Path, path: &str, public: bool, out: &mut Surface) {
+fn module_items(items: &[Item], dir: &Path, path: &str, public: bool, out: &mut Surface) {
     let here = if public {
         path.to_owned()
     } else {
@@ -111,7 +111,9 @@ fn items(items: &[Item], dir: &Path, path: &str, public: bool, out: &mut Surface
                     out.push(format!("{}{here}: pub mod {name}", cfgs(&module.attrs)));
                 }
                 match &module.content {
-                    Some((_, inner)) => items(inner, &dir.join(&name), &child, child_public, out),
+                    Some((_, inner)) => {
+                        module_items(inner, &dir.join(&name), &child, child_public, out)
+                    }
                     None => {
                         let (file, child_dir) = module_file(dir, &name);
                         walk(&file, &child_dir, &child, child_public, out);
@@ -140,7 +142,10 @@ fn items(items: &[Item], dir: &Path, path: &str, public: bool, out: &mut Surface
                     .map(|f| {
                         format!(
                             "pub {}: {}",
-                            f.ident.as_ref().map(ToString::to_string).unwrap_or_default(),
+                            f.ident
+                                .as_ref()
+                                .map(ToString::to_string)
+                                .unwrap_or_default(),
                             tokens(&f.ty)
                         )
                     })
@@ -148,7 +153,11 @@ fn items(items: &[Item], dir: &Path, path: &str, public: bool, out: &mut Surface
                 out.push(format!(
                     "{}{here}: {}pub struct {}{} {{ {} }}",
                     cfgs(&item.attrs),
-                    shown.attrs.iter().map(|a| format!("{} ", tokens(a))).collect::<String>(),
+                    shown
+                        .attrs
+                        .iter()
+                        .map(|a| format!("{} ", tokens(a)))
+                        .collect::<String>(),
                     item.ident,
                     tokens(&item.generics),
                     fields.join(", ")
@@ -264,12 +273,13 @@ fn items(items: &[Item], dir: &Path, path: &str, public: bool, out: &mut Surface
                 }
             }
             Item::Macro(item) if item.mac.path.is_ident("macro_rules") => {
-                let exported = item
-                    .attrs
-                    .iter()
-                    .any(|a| a.path().is_ident("macro_export"));
+                let exported = item.attrs.iter().any(|a| a.path().is_ident("macro_export"));
                 if exported {
-                    let name = item.ident.as_ref().map(ToString::to_string).unwrap_or_default();
+                    let name = item
+                        .ident
+                        .as_ref()
+                        .map(ToString::to_string)
+                        .unwrap_or_default();
                     out.push(format!("{here}: macro {name}!"));
                 }
             }
