@@ -65,13 +65,7 @@ fn bench(c: &mut Criterion) {
                 group.bench_with_input(
                     BenchmarkId::new(format!("{}/{label}", format.as_str()), &name),
                     &(),
-                    |b, _| {
-                        b.iter(|| {
-                            agent
-                                .request(&ctx, &assembly, &conv, rules, &options)
-                                .unwrap()
-                        })
-                    },
+                    |b, _| b.iter(|| agent.request(&assembly, &conv, rules, &options).unwrap()),
                 );
             }
         }
@@ -125,11 +119,7 @@ fn conversations(c: &mut Criterion, agent: &Agent, root: &Path, turn: &Conversat
             options.model = Some(model(format).to_owned());
             options.expected_gap_seconds = Some(60);
             group.bench_with_input(BenchmarkId::new(format.as_str(), size), &(), |b, _| {
-                b.iter(|| {
-                    agent
-                        .request(&ctx, &assembly, &conv, rules, &options)
-                        .unwrap()
-                })
+                b.iter(|| agent.request(&assembly, &conv, rules, &options).unwrap())
             });
         }
     }

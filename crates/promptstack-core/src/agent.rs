@@ -8,11 +8,13 @@
 //! (a note some target forgets, a tool named in ungated text) become diagnostics.
 
 use std::collections::{BTreeMap, HashMap, HashSet};
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 
 use crate::block::Origin;
+use crate::caches::Caches;
 use crate::diagnostic::Diagnostic;
 use crate::lint;
+use crate::root::{Root, VolatileInput};
 use crate::spec::load::{
     Locator, SpecDiagnostic, SpecError, display_path, lowercase_first, suggest,
 };
@@ -22,7 +24,6 @@ use crate::spec::{
     VariableSpec, load,
 };
 use crate::template::{GATE_PREFIX, TemplateSet};
-use crate::tokens::TokenCounter;
 
 /// A compiled agent: a validated spec with its templates, ready to [`assemble`](Agent::assemble).
 ///
@@ -36,14 +37,10 @@ pub struct Agent {
     pub(crate) tools: Vec<CompiledTool>,
     pub(crate) targets: Arc<Vec<CompiledTarget>>,
     pub(crate) lint: Vec<Diagnostic>,
-    pub(crate) counter: Arc<TokenCounter>,
-    pub(crate) stable_cache: Mutex<crate::assemble::StableCache>,
-    pub(crate) volatile_memo: Mutex<crate::assemble::VolatileMemo>,
+    /// Every cache: stable parts, volatile units, MCP listings, tool units, token counts.
+    pub(crate) caches: Caches,
     /// The stage, when the spec declares one: capabilities, subagents, injected blocks.
     pub(crate) stage: Option<crate::inject::CompiledStage>,
-    pub(crate) mcp_memo: Mutex<crate::assemble::McpMemo>,
-    /// Tool definitions as request units, by format, encoding and tool (see `provider`).
-    pub(crate) tool_units: Mutex<crate::provider::ToolUnits>,
 }
 
 impl std::fmt::Debug for Agent {
@@ -98,35 +95,6 @@ pub(crate) struct Unit {
     pub unconditional: bool,
     /// The subagent topic whose prompt this unit is; `None` for the main prompt (and notes).
     pub scope: Option<Arc<str>>,
-}
-
-/// A volatile input a unit reads.
-#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
-pub(crate) enum VolatileInput {
-    Now,
-    UserMessage,
-    Variable(String),
-    /// `variables` as a whole (e.g. `variables[name]`).
-    AllVariables,
-    Tabs,
-    HarnessState,
-    /// This send's MCP servers.
-    Mcp,
-}
-
-impl VolatileInput {
-    fn of(path: &str) -> Self {
-        let mut parts = path.split('.');
-        match (parts.next(), parts.next()) {
-            (Some("now"), _) => VolatileInput::Now,
-            (Some("user_message"), _) => VolatileInput::UserMessage,
-            (Some("tabs"), _) => VolatileInput::Tabs,
-            (Some("harness_state"), _) => VolatileInput::HarnessState,
-            (Some("mcp"), _) => VolatileInput::Mcp,
-            (Some("variables"), Some(name)) => VolatileInput::Variable(name.to_owned()),
-            _ => VolatileInput::AllVariables,
-        }
-    }
 }
 
 /// The most variants one block may have (they are numbered `a` to `z` in gate programs).
@@ -345,12 +313,8 @@ impl Agent {
             tools,
             targets: Arc::new(targets),
             lint,
-            counter: Arc::default(),
-            stable_cache: Mutex::new(crate::assemble::StableCache::default()),
-            volatile_memo: Mutex::new(crate::assemble::VolatileMemo::default()),
-            tool_units: Mutex::new(crate::provider::ToolUnits::default()),
+            caches: Caches::default(),
             stage,
-            mcp_memo: Mutex::new(crate::assemble::McpMemo::default()),
         })
     }
 
@@ -401,7 +365,7 @@ impl Agent {
 
     /// How many texts were tokenised so far (memo misses), for observing cache behaviour.
     pub fn tokenized_texts(&self) -> u64 {
-        self.counter.tokenized()
+        self.caches.counter.tokenized()
     }
 
     /// The source the agent was compiled from.
@@ -958,8 +922,10 @@ impl Compiler<'_> {
                     if renders {
                         reads.push(path.clone());
                     }
-                    if var.stability == Stability::Volatile {
-                        inputs.push(VolatileInput::of(&path));
+                    if var.stability == Stability::Volatile
+                        && let Some(input) = VolatileInput::of(&path)
+                    {
+                        inputs.push(input);
                     }
                 }
             }
@@ -1308,7 +1274,7 @@ pub(crate) fn classify(
 ) -> Option<VariableSpec> {
     let mut parts = path.split('.');
     let root = parts.next()?;
-    if root == "variables" {
+    if root == crate::root::VARIABLES {
         return match parts.next() {
             Some(name) => declared.get(name).cloned(),
             // `variables` as a whole (e.g. `variables[name]`): as volatile and untrusted as any.
@@ -1332,9 +1298,9 @@ pub(crate) fn classify(
             }),
         };
     }
-    crate::context::root(root).map(|r| VariableSpec {
-        stability: r.stability,
-        trust: r.trust,
+    Root::from_name(root).map(|r| VariableSpec {
+        stability: r.stability(),
+        trust: r.trust(),
         shape: None,
         default: None,
         description: None,
@@ -1347,7 +1313,7 @@ fn unknown_variable(
 ) -> (String, Option<String>) {
     let mut parts = path.split('.');
     let root = parts.next().unwrap_or(path);
-    if root == "variables" {
+    if root == crate::root::VARIABLES {
         let name = parts.next().unwrap_or_default();
         let names: Vec<String> = declared.keys().cloned().collect();
         let hint = suggest(name, &names).or_else(|| {
@@ -1357,11 +1323,8 @@ fn unknown_variable(
         });
         return (format!("unknown variable `variables.{name}`"), hint);
     }
-    let mut roots: Vec<String> = crate::context::ROOTS
-        .iter()
-        .map(|r| r.name.to_owned())
-        .collect();
-    roots.push("variables".into());
+    let mut roots: Vec<String> = Root::ALL.iter().map(|r| r.name().to_owned()).collect();
+    roots.push(crate::root::VARIABLES.into());
     (format!("unknown variable `{root}`"), suggest(root, &roots))
 }
 

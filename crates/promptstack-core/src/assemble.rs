@@ -10,27 +10,25 @@
 //! those inputs: a send that changes only the clock, the message or volatile variables re-renders
 //! only the volatile blocks.
 
-use std::collections::VecDeque;
 use std::sync::{Arc, OnceLock};
 
 use minijinja::value::Value;
 use serde::Serialize;
 
-use crate::agent::{Agent, Body, CompiledTarget, Unit, VolatileInput};
+use crate::agent::{Agent, Body, CompiledTarget, Unit};
 use crate::block::{Block, BlockState, Exclusion, OverrideState};
+use crate::caches::CacheStats;
 use crate::context::SendContext;
 use crate::diagnostic::Diagnostic;
 use crate::error::{Error, ErrorKind};
 use crate::fingerprint::Fingerprint;
 use crate::hash::{Key, KeyBuilder};
 use crate::inject::{self, Prompt};
+use crate::root::{Root, RootSources, VARIABLES, VolatileInput};
 use crate::spec::{BlockKind, Placement, Stability};
 use crate::template::{self, path_is_empty};
 use crate::tokens::{Counting, TokenCount, TokenCounter};
 use crate::toolset::{ExcludedTool, Tool, Toolset};
-
-/// How many distinct stable parts an agent keeps (one per live thread configuration, roughly).
-const STABLE_CACHE_CAPACITY: usize = 64;
 
 /// A unit's result before trimming and counting.
 #[derive(Debug)]
@@ -54,65 +52,10 @@ enum Decision {
     Variant(usize),
 }
 
-/// Rendered volatile units by key (see `Agent::volatile_key`), with the diagnostics they raised.
-pub(crate) type VolatileMemo = std::collections::HashMap<Key, (Block, Vec<Diagnostic>)>;
-
-/// Beyond this many entries the volatile memo starts over.
-const VOLATILE_MEMO_CAPACITY: usize = 4096;
-
-/// Resolved MCP tools by the key of their listings (see `Agent::resolve_mcp`). Small and
-/// FIFO-evicted: an application usually sends the same listings until a server changes.
-pub(crate) type McpMemo = VecDeque<(Key, Arc<McpResolved>)>;
-
-/// How many distinct sets of MCP listings an agent keeps resolved.
-const MCP_MEMO_CAPACITY: usize = 8;
-
 /// A send's MCP tools and its `mcp` template root.
 pub(crate) struct McpResolved {
     mcp: crate::toolset::ResolvedMcp,
     root: Value,
-}
-
-/// The memo of stable parts, keyed by the stable inputs. Small and FIFO-evicted.
-#[derive(Default)]
-pub(crate) struct StableCache {
-    entries: VecDeque<(Key, Arc<StablePart>)>,
-    hits: u64,
-    misses: u64,
-}
-
-impl StableCache {
-    fn get(&mut self, key: Key) -> Option<Arc<StablePart>> {
-        let found = self
-            .entries
-            .iter()
-            .find(|(k, _)| *k == key)
-            .map(|(_, part)| part.clone());
-        if found.is_some() {
-            self.hits += 1;
-        } else {
-            self.misses += 1;
-        }
-        found
-    }
-
-    fn insert(&mut self, key: Key, part: Arc<StablePart>) {
-        if self.entries.len() >= STABLE_CACHE_CAPACITY {
-            self.entries.pop_front();
-        }
-        self.entries.push_back((key, part));
-    }
-}
-
-/// Counters that show how much work the caches saved.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-pub struct CacheStats {
-    /// Assemblies that reused a stable part.
-    pub stable_hits: u64,
-    /// Assemblies that rendered the stable part.
-    pub stable_misses: u64,
-    /// Texts actually tokenised (token-count memo misses).
-    pub tokenized: u64,
 }
 
 /// Everything about a send that depends only on its stable inputs.
@@ -133,6 +76,8 @@ pub(crate) struct StablePart {
     /// The bytes of text its templates rendered, which count against the template memory of
     /// every assembly built on it.
     pub rendered: u64,
+    /// The model the part was built for (a stable input).
+    pub model: crate::context::ModelDescriptor,
 }
 
 /// The result of assembling: every block with provenance, the halves, the toolset, diagnostics and
@@ -152,6 +97,8 @@ pub struct Assembly {
     pub(crate) diagnostics: Vec<Diagnostic>,
     pub(crate) targets: Arc<Vec<CompiledTarget>>,
     pub(crate) separator: String,
+    /// The send's user message, which a request or a Turn built from the assembly places.
+    pub(crate) user_message: Option<String>,
 }
 
 impl std::fmt::Debug for Assembly {
@@ -248,6 +195,16 @@ impl Assembly {
         &self.separator
     }
 
+    /// The model of the send the assembly was built for.
+    pub fn model(&self) -> &crate::context::ModelDescriptor {
+        &self.stable.model
+    }
+
+    /// The user's message of the send the assembly was built for, if it had one.
+    pub fn user_message(&self) -> Option<&str> {
+        self.user_message.as_deref()
+    }
+
     /// The ids of the targets this assembly can compose.
     pub fn target_ids(&self) -> impl Iterator<Item = &str> {
         self.targets.iter().map(|t| t.id.as_str())
@@ -297,7 +254,7 @@ impl Serialize for Assembly {
 impl Agent {
     /// Counts the tokens of any text the way this agent's assemblies do (memoised).
     pub fn count_tokens(&self, counting: Counting, text: &str) -> TokenCount {
-        self.counter.count(counting, text)
+        self.caches.counter.count(counting, text)
     }
 
     /// Assembles the prompt for one send, reusing the stable part when the stable inputs are
@@ -310,15 +267,7 @@ impl Agent {
     pub fn assemble(&self, ctx: &SendContext) -> Result<Assembly, Error> {
         self.check_shapes(ctx)?;
         let key = self.stable_key(ctx);
-        let cached = self.cache().get(key);
-        let stable = match cached {
-            Some(part) => part,
-            None => {
-                let part = Arc::new(self.build_stable(ctx)?);
-                self.cache().insert(key, part.clone());
-                part
-            }
-        };
+        let stable = self.caches.stable_part(key, || self.build_stable(ctx))?;
         self.finish(ctx, stable, Some(key))
     }
 
@@ -334,28 +283,17 @@ impl Agent {
         self.finish(ctx, stable, None)
     }
 
-    /// Forgets every reusable result: stable parts, memoised volatile units and token counts. The
-    /// next assembly does all the work a first send does (only the compiled templates remain).
-    /// For measuring cold assembly; applications never need it.
+    /// Forgets every reusable result: stable parts, memoised volatile units, resolved MCP
+    /// listings, tool units and token counts. The next assembly does all the work a first send
+    /// does (only the compiled templates remain). For measuring cold assembly; applications never
+    /// need it.
     pub fn clear_caches(&self) {
-        self.cache().entries.clear();
-        self.memo().clear();
-        self.counter.clear();
+        self.caches.clear();
     }
 
-    /// Counters of cache reuse since the agent was compiled.
+    /// Counters of every cache since the agent was compiled.
     pub fn cache_stats(&self) -> CacheStats {
-        let cache = self.cache();
-        CacheStats {
-            stable_hits: cache.hits,
-            stable_misses: cache.misses,
-            tokenized: self.counter.tokenized(),
-        }
-    }
-
-    fn memo(&self) -> std::sync::MutexGuard<'_, VolatileMemo> {
-        // The memo holds only complete entries, so a poisoned lock is still consistent.
-        self.volatile_memo.lock().unwrap_or_else(|e| e.into_inner())
+        self.caches.stats()
     }
 
     /// A key over a volatile unit's identity, the stable inputs, and the volatile inputs it reads.
@@ -364,19 +302,16 @@ impl Agent {
         stable_key: Key,
         index: usize,
         unit: &Unit,
-        ctx: &SendContext,
-        mcp_key: Option<Key>,
+        sources: &RootSources<'_>,
     ) -> Key {
-        let mut key = KeyBuilder::new("promptstack/volatile-unit/v1");
+        let ctx = sources.ctx;
+        let mut key = KeyBuilder::new("promptstack/volatile-unit/v2");
         key.add(&stable_key).add(&index);
         for input in &unit.volatile_inputs {
             match input {
-                VolatileInput::Now => {
-                    key.add(&ctx.now.timestamp().as_nanosecond())
-                        .add(&ctx.now.offset().seconds());
-                }
-                VolatileInput::UserMessage => {
-                    key.add(&ctx.user_message);
+                VolatileInput::Root(root) => {
+                    key.add(root.name());
+                    root.add_to_key(sources, &mut key);
                 }
                 VolatileInput::Variable(name) => {
                     let value = ctx.variables.get(name).or_else(|| {
@@ -388,16 +323,7 @@ impl Agent {
                     key.add(name.as_str()).add(&value);
                 }
                 VolatileInput::AllVariables => {
-                    key.add(&ctx.variables);
-                }
-                VolatileInput::Tabs => {
-                    key.add(&ctx.tabs);
-                }
-                VolatileInput::HarnessState => {
-                    key.add(&ctx.harness_state);
-                }
-                VolatileInput::Mcp => {
-                    key.add(&mcp_key);
+                    key.add(VARIABLES).add(&ctx.variables);
                 }
             }
         }
@@ -413,52 +339,62 @@ impl Agent {
             .add(&ctx.mcp_servers)
             .add(&can_use_tools)
             .finish();
-        let mut memo = self.mcp_memo.lock().unwrap_or_else(|e| e.into_inner());
-        if let Some((_, found)) = memo.iter().find(|(k, _)| *k == key) {
-            return (key, found.clone());
-        }
-        let mcp = crate::toolset::ResolvedMcp::new(
-            &ctx.mcp_servers,
-            self.tools.iter().map(|t| t.spec.name.as_str()),
-            can_use_tools,
-        );
-        // The servers table sees the listings as the merge does: a repeated name is refused.
-        let listings = crate::tools::mcp::reconcile_listings(&ctx.mcp_servers);
-        let root = template::mcp_value(&listings, &local.joined(&mcp));
-        let resolved = Arc::new(McpResolved { mcp, root });
-        if memo.len() >= MCP_MEMO_CAPACITY {
-            memo.pop_front();
-        }
-        memo.push_back((key, resolved.clone()));
+        let resolved = self.caches.mcp(key, || {
+            let mcp = crate::toolset::ResolvedMcp::new(
+                &ctx.mcp_servers,
+                self.tools.iter().map(|t| t.spec.name.as_str()),
+                can_use_tools,
+            );
+            // The servers table sees the listings as the merge does: a repeated name is refused.
+            let listings = crate::tools::mcp::reconcile_listings(&ctx.mcp_servers);
+            let root = template::mcp_value(&listings, &local.joined(&mcp));
+            McpResolved { mcp, root }
+        });
         (key, resolved)
     }
 
-    fn cache(&self) -> std::sync::MutexGuard<'_, StableCache> {
-        // The cache holds only complete entries, so a poisoned lock is still consistent.
-        self.stable_cache.lock().unwrap_or_else(|e| e.into_inner())
-    }
-
-    /// A key over exactly the inputs the stable part depends on.
+    /// A key over exactly the inputs the stable part depends on: the stable roots (see
+    /// [`Root::add_to_key`]), the stable spec variables and, for a stage, its per-send inputs.
     fn stable_key(&self, ctx: &SendContext) -> Key {
-        let mut key = KeyBuilder::new("promptstack/stable-inputs/v1");
-        key.add(&ctx.model)
-            .add(&ctx.settings)
-            .add(&ctx.integrations)
-            .add(&ctx.user)
-            .add(&ctx.project)
-            .add(&ctx.skills)
-            .add(&ctx.cwd)
-            .add(&ctx.context_files)
-            .add(&ctx.messages_path);
+        // Every field of the send is accounted for here, so a new one cannot be forgotten: it is
+        // read through a root (keyed by the root), a variable, or the stage, or it is volatile.
+        let SendContext {
+            now: _,
+            model: _,
+            settings: _,
+            integrations: _,
+            user: _,
+            project: _,
+            skills: _,
+            user_message: _,
+            variables,
+            cwd: _,
+            context_files: _,
+            messages_path: _,
+            harness_state: _,
+            tabs: _,
+            mcp_servers: _,
+            topic,
+            tenant_instructions,
+            auto_injections,
+        } = ctx;
+        let sources = RootSources {
+            ctx,
+            toolset: &Toolset::default(),
+            mcp: None,
+        };
+        let mut key = KeyBuilder::new("promptstack/stable-inputs/v2");
+        for root in Root::of(Stability::Stable) {
+            key.add(root.name());
+            root.add_to_key(&sources, &mut key);
+        }
         for (name, spec) in &self.spec.variables {
             if spec.stability == Stability::Stable {
-                key.add(name.as_str()).add(&ctx.variables.get(name));
+                key.add(name.as_str()).add(&variables.get(name));
             }
         }
         if self.stage.is_some() {
-            key.add(&ctx.topic)
-                .add(&ctx.tenant_instructions)
-                .add(&ctx.auto_injections);
+            key.add(topic).add(tenant_instructions).add(auto_injections);
         }
         key.finish()
     }
@@ -647,14 +583,23 @@ impl Agent {
 
     fn build_stable(&self, ctx: &SendContext) -> Result<StablePart, Error> {
         let counting = Counting::for_model(&ctx.model);
-        let mut roots = template::stable_roots(ctx, &Toolset::default()).values;
-        roots.push(("variables", self.variables_value(ctx, true)));
+        let no_tools = Toolset::default();
+        let sources = RootSources {
+            ctx,
+            toolset: &no_tools,
+            mcp: None,
+        };
+        let mut roots: Vec<(&'static str, Value)> = Root::of(Stability::Stable)
+            .map(|root| (root.name(), root.value(&sources)))
+            .collect();
+        roots.push((VARIABLES, self.variables_value(ctx, true)));
         // Tool gates see everything stable except the toolset itself.
+        let tools = Root::Tools.name();
         let tool_context =
-            template::context_value(roots.iter().filter(|(n, _)| *n != "tools").cloned());
+            template::context_value(roots.iter().filter(|(n, _)| *n != tools).cloned());
         let toolset = Arc::new(self.resolve_toolset(ctx, &tool_context)?);
         for (name, value) in roots.iter_mut() {
-            if *name == "tools" {
+            if *name == tools {
                 *value = toolset.template_value();
             }
         }
@@ -719,12 +664,13 @@ impl Agent {
             blocks,
             text,
             tokens: OnceLock::new(),
-            counter: self.counter.clone(),
+            counter: self.caches.counter.clone(),
             fingerprint,
             counting,
             diagnostics,
             roots,
             rendered: budget.spent(),
+            model: ctx.model.clone(),
         })
     }
 
@@ -738,29 +684,23 @@ impl Agent {
     ) -> Result<Assembly, Error> {
         let mut roots = stable.roots.clone();
         for (name, value) in roots.iter_mut() {
-            if *name == "variables" {
+            if *name == VARIABLES {
                 *value = self.variables_value(ctx, false);
             }
         }
-        roots.push(("now", template::now_value(&ctx.now)));
-        roots.push((
-            "user_message",
-            template::user_message_value(ctx.user_message.as_deref()),
-        ));
-        roots.push(("tabs", template::tabs_value(&ctx.tabs)));
-        roots.push((
-            "harness_state",
-            template::to_value(ctx.harness_state.as_ref()),
-        ));
-        let (toolset, mcp_root, mcp_key) = if ctx.mcp_servers.is_empty() {
-            let root = template::mcp_value(&[], &stable.toolset);
-            (stable.toolset.clone(), root, None)
+        let (toolset, mcp) = if ctx.mcp_servers.is_empty() {
+            (stable.toolset.clone(), None)
         } else {
             let (key, resolved) = self.resolve_mcp(ctx, &stable.toolset);
             let toolset = Arc::new(stable.toolset.joined(&resolved.mcp));
-            (toolset, resolved.root.clone(), Some(key))
+            (toolset, Some((key, resolved.root.clone())))
         };
-        roots.push(("mcp", mcp_root));
+        let sources = RootSources {
+            ctx,
+            toolset: &stable.toolset,
+            mcp,
+        };
+        roots.extend(Root::of(Stability::Volatile).map(|root| (root.name(), root.value(&sources))));
         let context = template::context_value(roots);
         let mut diagnostics: Vec<Diagnostic> = Vec::new();
         for skipped in toolset.skipped_servers() {
@@ -831,8 +771,8 @@ impl Agent {
                 volatile_blocks.push(other_prompt_block(unit, prompt, stable.counting));
                 continue;
             }
-            let key = memo.map(|stable_key| self.volatile_key(stable_key, i, unit, ctx, mcp_key));
-            if let Some((block, found)) = key.and_then(|k| self.memo().get(&k).cloned()) {
+            let key = memo.map(|stable_key| self.volatile_key(stable_key, i, unit, &sources));
+            if let Some((block, found)) = key.and_then(|k| self.caches.volatile_unit(k)) {
                 diagnostics.extend(found);
                 volatile_blocks.push(block);
                 continue;
@@ -847,11 +787,8 @@ impl Agent {
                 &mut found,
             );
             if let Some(key) = key {
-                let mut memo = self.memo();
-                if memo.len() >= VOLATILE_MEMO_CAPACITY {
-                    memo.clear();
-                }
-                memo.insert(key, (block.clone(), found.clone()));
+                self.caches
+                    .remember_volatile_unit(key, (block.clone(), found.clone()));
             }
             diagnostics.extend(found);
             volatile_blocks.push(block);
@@ -889,6 +826,7 @@ impl Agent {
             diagnostics,
             targets: self.targets.clone(),
             separator: self.spec.render.separator.clone(),
+            user_message: ctx.user_message.clone(),
         })
     }
 
@@ -1015,7 +953,7 @@ impl Agent {
             };
             return block;
         }
-        block.tokens = self.counter.count(counting, &text);
+        block.tokens = self.caches.counter.count(counting, &text);
         if let Some(limit) = unit.max_tokens
             && block.tokens.count > limit
         {
@@ -1089,7 +1027,7 @@ impl Agent {
         let preview = injection.preview;
         let (state, text, tokens) = match injection.exclusion {
             None => {
-                let tokens = self.counter.count(counting, &preview.text);
+                let tokens = self.caches.counter.count(counting, &preview.text);
                 (BlockState::Included, preview.text, tokens)
             }
             Some(reason) => (

@@ -2,7 +2,8 @@
 //!
 //! Plain data, deserialised from JSON (or built in Rust). The core never reads a clock, a file or an
 //! environment variable: the time of the send, the user's profile and every other fact arrive here.
-//! Each top-level field is a template root with a fixed stability and trust; see [`ROOTS`].
+//! Each top-level field is read by templates through a root with a fixed stability and trust;
+//! see [`Root`].
 
 use std::collections::BTreeMap;
 use std::fmt;
@@ -11,18 +12,38 @@ use std::str::FromStr;
 use schemars::JsonSchema;
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
+pub use crate::root::Root;
 use crate::spec::load::{
     Locator, SpecDiagnostic, SpecError, SpecFormat, lowercase_first, parse_tree, schema_diagnostics,
 };
-use crate::spec::{Stability, Trust};
 
 /// The largest send context accepted, in bytes.
 pub const MAX_SEND_BYTES: usize = 32 * 1024 * 1024;
 
 /// The facts of one send.
+///
+/// Read one from JSON with [`SendContext::from_json`], or build one from the two required facts
+/// with [`SendContext::new`] and the `with_*` setters. The struct is `#[non_exhaustive]`: new
+/// facts can be added without breaking callers. There is no `Default`, because no moment and no
+/// model are sensible defaults.
+///
+/// ```
+/// use promptstack_core::SendContext;
+/// use promptstack_core::context::{ModelDescriptor, UserProfile};
+///
+/// let model = ModelDescriptor::new("gpt-4o", "GPT-4o", "openai");
+/// let ctx = SendContext::new("2026-11-30T09:15:00+01:00".parse().unwrap(), model)
+///     .with_user(UserProfile { name: Some("Ada".into()), ..UserProfile::default() })
+///     .with_user_message("Hello!");
+/// assert_eq!(ctx.user_message.as_deref(), Some("Hello!"));
+/// ```
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
-#[schemars(title = "promptstack send context")]
+#[schemars(
+    title = "promptstack send context",
+    description = "The facts of one send."
+)]
+#[non_exhaustive]
 pub struct SendContext {
     /// The moment of the send, RFC 3339 with an offset (`2026-11-30T09:15:00+01:00`). The offset
     /// decides the local date and time shown to the model.
@@ -368,6 +389,22 @@ pub struct ModelDescriptor {
 }
 
 impl ModelDescriptor {
+    /// A model by provider id, display name and provider, with the default tool usage and no
+    /// known context window.
+    pub fn new(
+        id: impl Into<String>,
+        name: impl Into<String>,
+        provider: impl Into<String>,
+    ) -> Self {
+        Self {
+            id: id.into(),
+            name: name.into(),
+            provider: provider.into(),
+            tool_usage: ToolUsage::default(),
+            context_window: None,
+        }
+    }
+
     /// Whether the model can call tools at all.
     pub fn can_use_tools(&self) -> bool {
         self.tool_usage == ToolUsage::Native
@@ -552,122 +589,129 @@ pub fn message_slugs(message: &str) -> Vec<&str> {
     slugs
 }
 
-/// One template root: a top-level name templates can read, with its fixed stability and trust.
-#[derive(Debug, Clone, Copy)]
-pub struct Root {
-    /// The name templates use.
-    pub name: &'static str,
-    /// Whether its value may change between the sends of a thread.
-    pub stability: Stability,
-    /// Who controls its value.
-    pub trust: Trust,
-    /// What it holds, for documentation and error hints.
-    pub description: &'static str,
-}
+impl SendContext {
+    /// A send with the two required facts, the moment and the model; everything else empty.
+    pub fn new(now: Now, model: ModelDescriptor) -> Self {
+        Self {
+            now,
+            model,
+            settings: BTreeMap::new(),
+            integrations: BTreeMap::new(),
+            user: UserProfile::default(),
+            project: None,
+            skills: Vec::new(),
+            user_message: None,
+            variables: BTreeMap::new(),
+            cwd: None,
+            context_files: Vec::new(),
+            messages_path: None,
+            harness_state: None,
+            tabs: Tabs::default(),
+            mcp_servers: Vec::new(),
+            topic: None,
+            tenant_instructions: None,
+            auto_injections: None,
+        }
+    }
 
-/// Every template root except `variables.<name>` (whose stability and trust the spec declares).
-pub const ROOTS: &[Root] = &[
-    Root {
-        name: "now",
-        stability: Stability::Volatile,
-        trust: Trust::Platform,
-        description: "the moment of the send: rfc3339, date, time, minute, weekday, month, offset, and the same in utc",
-    },
-    Root {
-        name: "model",
-        stability: Stability::Stable,
-        trust: Trust::Platform,
-        description: "id, name, provider, tool_usage, can_use_tools, context_window",
-    },
-    Root {
-        name: "tools",
-        stability: Stability::Stable,
-        trust: Trust::Platform,
-        description: "the resolved toolset, by name (gate with `'search' in tools`)",
-    },
-    Root {
-        name: "integrations",
-        stability: Stability::Stable,
-        trust: Trust::Platform,
-        description: "by name: connected, enabled, status (enabled, disabled, not_connected)",
-    },
-    Root {
-        name: "settings",
-        stability: Stability::Stable,
-        trust: Trust::User,
-        description: "application settings by name",
-    },
-    Root {
-        name: "user",
-        stability: Stability::Stable,
-        trust: Trust::User,
-        description: "name, location (name, latitude, longitude, coordinates), units, language, app_language",
-    },
-    Root {
-        name: "language",
-        stability: Stability::Stable,
-        trust: Trust::User,
-        description: "reply (the user's language, else the app language) and app",
-    },
-    Root {
-        name: "project",
-        stability: Stability::Stable,
-        trust: Trust::User,
-        description: "name, instructions, has_sibling_threads (none outside a project)",
-    },
-    Root {
-        name: "skills",
-        stability: Stability::Stable,
-        trust: Trust::User,
-        description: "enabled skills visible to the model: name, slug, description, instructions, tags",
-    },
-    Root {
-        name: "mcp",
-        stability: Stability::Volatile,
-        trust: Trust::Untrusted,
-        description: "this send's MCP servers: servers (name, ready, tools, reason), tools (namespaced names)",
-    },
-    Root {
-        name: "user_message",
-        stability: Stability::Volatile,
-        trust: Trust::User,
-        description: "text and slugs of this send's message (none when absent)",
-    },
-    Root {
-        name: "cwd",
-        stability: Stability::Stable,
-        trust: Trust::Platform,
-        description: "the working directory the harness reports (none when absent); `cwd | posix_path` for `/` separators",
-    },
-    Root {
-        name: "context_files",
-        stability: Stability::Stable,
-        trust: Trust::Untrusted,
-        description: "context files in order: path, content (raw; `context_files | context_files(base=cwd)` caps and relativises them)",
-    },
-    Root {
-        name: "messages_path",
-        stability: Stability::Stable,
-        trust: Trust::Platform,
-        description: "where the thread's messages are persisted (none when they are not)",
-    },
-    Root {
-        name: "harness_state",
-        stability: Stability::Volatile,
-        trust: Trust::User,
-        description: "the harness's state as JSON (none when absent); `harness_state | compact` for one bounded line",
-    },
-    Root {
-        name: "tabs",
-        stability: Stability::Volatile,
-        trust: Trust::Untrusted,
-        description: "active (id, url, title, host), referenced (the same), urls (active first)",
-    },
-];
+    /// Sets the application settings, by name.
+    pub fn with_settings(mut self, settings: BTreeMap<String, serde_json::Value>) -> Self {
+        self.settings = settings;
+        self
+    }
 
-/// Looks a template root up by name.
-pub fn root(name: &str) -> Option<&'static Root> {
-    ROOTS.iter().find(|r| r.name == name)
+    /// Sets the integrations, by name.
+    pub fn with_integrations(mut self, integrations: BTreeMap<String, Integration>) -> Self {
+        self.integrations = integrations;
+        self
+    }
+
+    /// Sets what the user told the application about themselves.
+    pub fn with_user(mut self, user: UserProfile) -> Self {
+        self.user = user;
+        self
+    }
+
+    /// Sets the project the thread belongs to.
+    pub fn with_project(mut self, project: Project) -> Self {
+        self.project = Some(project);
+        self
+    }
+
+    /// Sets the skills enabled for this user.
+    pub fn with_skills(mut self, skills: Vec<Skill>) -> Self {
+        self.skills = skills;
+        self
+    }
+
+    /// Sets the text of the user's message for this send.
+    pub fn with_user_message(mut self, user_message: impl Into<String>) -> Self {
+        self.user_message = Some(user_message.into());
+        self
+    }
+
+    /// Sets the values of the spec's variables, by name.
+    pub fn with_variables(mut self, variables: BTreeMap<String, serde_json::Value>) -> Self {
+        self.variables = variables;
+        self
+    }
+
+    /// Sets the coding agent's working directory.
+    pub fn with_cwd(mut self, cwd: impl Into<String>) -> Self {
+        self.cwd = Some(cwd.into());
+        self
+    }
+
+    /// Sets the context files, in the order they apply.
+    pub fn with_context_files(mut self, context_files: Vec<ContextFile>) -> Self {
+        self.context_files = context_files;
+        self
+    }
+
+    /// Sets where the thread's messages are persisted.
+    pub fn with_messages_path(mut self, messages_path: impl Into<String>) -> Self {
+        self.messages_path = Some(messages_path.into());
+        self
+    }
+
+    /// Sets the harness's own state.
+    pub fn with_harness_state(mut self, harness_state: serde_json::Value) -> Self {
+        self.harness_state = Some(harness_state);
+        self
+    }
+
+    /// Sets the browser tabs of this send.
+    pub fn with_tabs(mut self, tabs: Tabs) -> Self {
+        self.tabs = tabs;
+        self
+    }
+
+    /// Sets what MCP discovery found on each configured server.
+    pub fn with_mcp_servers(
+        mut self,
+        mcp_servers: Vec<crate::tools::mcp::McpServerListing>,
+    ) -> Self {
+        self.mcp_servers = mcp_servers;
+        self
+    }
+
+    /// Sets the active subagent topic of a stage.
+    pub fn with_topic(mut self, topic: impl Into<String>) -> Self {
+        self.topic = Some(topic.into());
+        self
+    }
+
+    /// Sets the tenant's instructions for this send.
+    pub fn with_tenant_instructions(mut self, tenant_instructions: TenantInstructions) -> Self {
+        self.tenant_instructions = Some(tenant_instructions);
+        self
+    }
+
+    /// Sets the stage's stored overrides of the injected blocks.
+    pub fn with_auto_injections(mut self, auto_injections: serde_json::Value) -> Self {
+        self.auto_injections = Some(auto_injections);
+        self
+    }
 }
 
 impl SendContext {

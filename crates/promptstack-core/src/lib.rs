@@ -70,6 +70,7 @@ mod agent;
 mod assemble;
 pub mod block;
 pub mod budget;
+mod caches;
 pub mod canonical_url;
 pub mod compose;
 pub mod context;
@@ -81,6 +82,7 @@ pub mod inject;
 pub mod layers;
 mod lint;
 pub mod provider;
+mod root;
 pub mod spec;
 mod template;
 pub mod tokens;
@@ -96,8 +98,9 @@ pub use promptstack_fence as fence;
 pub use promptstack_stream as stream;
 
 pub use agent::Agent;
-pub use assemble::{Assembly, CacheStats};
+pub use assemble::Assembly;
 pub use block::Block;
+pub use caches::CacheStats;
 pub use compose::Composition;
 pub use context::SendContext;
 pub use diagnostic::{Diagnostic, Severity};
@@ -105,3 +108,15 @@ pub use error::{Error, ErrorKind};
 pub use fingerprint::Fingerprint;
 pub use spec::{AgentSpec, SpecError, SpecFormat};
 pub use toolset::Toolset;
+
+/// The handles an application shares across threads are `Send + Sync`; this fails to compile if
+/// one of them stops being so.
+const _: () = {
+    const fn shared_across_threads<T: Send + Sync>() {}
+    shared_across_threads::<Agent>();
+    shared_across_threads::<Assembly>();
+    shared_across_threads::<Error>();
+    shared_across_threads::<fence::Fence>();
+    shared_across_threads::<stream::Processor>();
+    shared_across_threads::<SendContext>();
+};

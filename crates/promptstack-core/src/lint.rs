@@ -254,7 +254,7 @@ impl crate::Agent {
                 } else {
                     text.as_str()
                 };
-                total += u64::from(self.counter.count(counting, text).count);
+                total += u64::from(self.caches.counter.count(counting, text).count);
                 pinned.push(id);
             }
             if total > u64::from(budget) {
@@ -298,7 +298,7 @@ impl crate::Agent {
                 } else {
                     text.as_str()
                 };
-                let tokens = self.counter.count(counting, text);
+                let tokens = self.caches.counter.count(counting, text);
                 if tokens.count > limit {
                     let what = match variant {
                         Some(v) => format!("variant `{v}` of `{}`", unit.id),

@@ -11,7 +11,7 @@ use minijinja::value::Value;
 use minijinja::{AutoEscape, Environment, UndefinedBehavior};
 use serde::Serialize;
 
-use crate::context::{Now, SendContext, format_offset, message_slugs};
+use crate::context::{Now, format_offset, message_slugs};
 use crate::spec::RenderOptions;
 use crate::toolset::Toolset;
 
@@ -537,26 +537,27 @@ pub(crate) fn path_is_empty(ctx: &Value, path: &str) -> bool {
         || value.len() == Some(0)
 }
 
-/// The stable template roots of a send: everything but the clock and the user's message.
-pub(crate) struct StableRoots {
-    pub values: Vec<(&'static str, Value)>,
-}
-
-/// Builds the stable roots from the context and the resolved toolset.
-pub(crate) fn stable_roots(ctx: &SendContext, toolset: &Toolset) -> StableRoots {
-    let model = ModelView {
-        id: &ctx.model.id,
-        name: &ctx.model.name,
-        provider: &ctx.model.provider,
-        tool_usage: match ctx.model.tool_usage {
+/// The `model` root.
+pub(crate) fn model_value(model: &crate::context::ModelDescriptor) -> Value {
+    to_value(ModelView {
+        id: &model.id,
+        name: &model.name,
+        provider: &model.provider,
+        tool_usage: match model.tool_usage {
             crate::context::ToolUsage::None => "none",
             crate::context::ToolUsage::Native => "native",
         },
-        can_use_tools: ctx.model.can_use_tools(),
-        context_window: ctx.model.context_window,
-    };
-    let integrations = Value::from_object(Integrations(
-        ctx.integrations
+        can_use_tools: model.can_use_tools(),
+        context_window: model.context_window,
+    })
+}
+
+/// The `integrations` root: every name reads, unknown ones as `not_connected`.
+pub(crate) fn integrations_value(
+    integrations: &BTreeMap<String, crate::context::Integration>,
+) -> Value {
+    Value::from_object(Integrations(
+        integrations
             .iter()
             .map(|(name, i)| {
                 let view = IntegrationView {
@@ -567,32 +568,48 @@ pub(crate) fn stable_roots(ctx: &SendContext, toolset: &Toolset) -> StableRoots 
                 (name.clone(), to_value(view))
             })
             .collect(),
-    ));
-    let location = ctx.user.location.as_ref().map(|l| LocationView {
+    ))
+}
+
+/// The `user` root.
+pub(crate) fn user_value(user: &crate::context::UserProfile) -> Value {
+    let location = user.location.as_ref().map(|l| LocationView {
         name: l.name.as_deref(),
         latitude: l.latitude,
         longitude: l.longitude,
         coordinates: l.coordinates(),
     });
-    let user = UserView {
-        name: ctx.user.name.as_deref(),
+    to_value(&UserView {
+        name: user.name.as_deref(),
         location,
-        units: ctx.user.units.as_deref(),
-        language: ctx.user.language.as_deref(),
-        app_language: ctx.user.app_language.as_deref(),
-    };
-    let language = LanguageView {
-        reply: ctx.user.reply_language(),
-        app: ctx.user.app_language.as_deref(),
-    };
-    let project = ctx.project.as_ref().map(|p| ProjectView {
+        units: user.units.as_deref(),
+        language: user.language.as_deref(),
+        app_language: user.app_language.as_deref(),
+    })
+}
+
+/// The `language` root, derived from the user's profile.
+pub(crate) fn language_value(user: &crate::context::UserProfile) -> Value {
+    to_value(&LanguageView {
+        reply: user.reply_language(),
+        app: user.app_language.as_deref(),
+    })
+}
+
+/// The `project` root; `none` outside a project.
+pub(crate) fn project_value(project: Option<&crate::context::Project>) -> Value {
+    let project = project.map(|p| ProjectView {
         name: &p.name,
         instructions: p.instructions.as_deref().filter(|i| !i.trim().is_empty()),
         has_sibling_threads: p.has_sibling_threads,
     });
+    to_value(&project)
+}
+
+/// The `skills` root.
+pub(crate) fn skills_value(skills: &[crate::context::Skill]) -> Value {
     // Hidden skills never reach a template, so no spec can leak them by accident.
-    let skills: Vec<SkillView> = ctx
-        .skills
+    let skills: Vec<SkillView> = skills
         .iter()
         .filter(|s| !s.disable_model_invocation)
         .map(|s| SkillView {
@@ -605,21 +622,7 @@ pub(crate) fn stable_roots(ctx: &SendContext, toolset: &Toolset) -> StableRoots 
             sites: &s.sites,
         })
         .collect();
-    StableRoots {
-        values: vec![
-            ("model", to_value(&model)),
-            ("tools", toolset.template_value()),
-            ("integrations", integrations),
-            ("settings", to_value(&ctx.settings)),
-            ("user", to_value(&user)),
-            ("language", to_value(&language)),
-            ("project", to_value(&project)),
-            ("skills", to_value(&skills)),
-            ("cwd", to_value(ctx.cwd.as_deref())),
-            ("context_files", to_value(&ctx.context_files)),
-            ("messages_path", to_value(ctx.messages_path.as_deref())),
-        ],
-    }
+    to_value(&skills)
 }
 
 /// The `now` root: fields are formatted on access, so a template pays only for what it reads.

@@ -126,6 +126,7 @@ impl TokenCount {
 pub struct TokenCounter {
     memo: Mutex<HashMap<(Encoding, u128), u32>>,
     tokenized: AtomicU64,
+    hits: AtomicU64,
 }
 
 /// Beyond this many memoised texts the memo starts over, bounding memory on long-running servers.
@@ -145,6 +146,7 @@ impl TokenCounter {
             xxhash_rust::xxh3::xxh3_128(text.as_bytes()),
         );
         if let Some(&count) = self.lock().get(&key) {
+            self.hits.fetch_add(1, Ordering::Relaxed);
             return TokenCount {
                 count,
                 exact: counting.exact,
@@ -166,6 +168,11 @@ impl TokenCounter {
     /// Forgets every memoised count, so the next count of any text tokenises it again.
     pub fn clear(&self) {
         self.lock().clear();
+    }
+
+    /// How many counts the memo served since this counter was made.
+    pub fn memo_hits(&self) -> u64 {
+        self.hits.load(Ordering::Relaxed)
     }
 
     /// How many texts were actually tokenised (memo misses) since this counter was made.

@@ -37,3 +37,8 @@ pub mod tenant;
 
 pub use promptstack_core as core;
 pub use promptstack_core::*;
+
+/// The embedding guide (`docs/embedding.md`), whose example runs as a doctest so it cannot rot.
+#[cfg(doctest)]
+#[doc = include_str!("../../../docs/embedding.md")]
+pub struct EmbeddingGuide;

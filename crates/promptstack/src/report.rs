@@ -100,7 +100,7 @@ pub fn explain<'a>(
         None => Vec::new(),
         Some(planned) => targets
             .iter()
-            .map(|t| plan_breakpoints(agent, send, assembly, &t.composition.target, planned))
+            .map(|t| plan_breakpoints(agent, assembly, &t.composition.target, planned))
             .collect::<Result<_, _>>()?,
     };
     Ok(Explanation {
@@ -112,26 +112,20 @@ pub fn explain<'a>(
     })
 }
 
-/// Plans the cache breakpoints of `target`'s request for `send` in one format.
+/// Plans the cache breakpoints of `target`'s request for the send `assembly` was built from, in
+/// one format.
 ///
 /// # Errors
 ///
 /// As [`Agent::request`].
 pub fn plan_breakpoints(
     agent: &Agent,
-    send: &SendContext,
     assembly: &Assembly,
     target: &str,
     format: BreakpointFormat<'_>,
 ) -> Result<PlannedBreakpoints, Error> {
     let options = RequestOptions::new(format.format, target);
-    let request = agent.request(
-        send,
-        assembly,
-        &Conversation::default(),
-        format.rules,
-        &options,
-    )?;
+    let request = agent.request(assembly, &Conversation::default(), format.rules, &options)?;
     Ok(PlannedBreakpoints {
         target: request.target,
         format: request.format,

@@ -88,12 +88,8 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     let target = crate::cmd::request::target(&assembly_a, args.target.as_deref())?;
     let composed = crate::cmd::render::compose_all(&assembly_a, std::slice::from_ref(&target))?;
     let composed_b = crate::cmd::render::compose_all(&assembly_b, std::slice::from_ref(&target))?;
-    let request_a = args
-        .request
-        .build(&agent, &send_a, &assembly_a, format, &target)?;
-    let request_b = args
-        .request
-        .build(&agent, &send_b, &assembly_b, format, &target)?;
+    let request_a = args.request.build(&agent, &assembly_a, format, &target)?;
+    let request_b = args.request.build(&agent, &assembly_b, format, &target)?;
     let result = SendsDiff {
         system: diff::compositions(&composed[0], &composed_b[0]),
         request: diff::requests(&request_a, &request_b),

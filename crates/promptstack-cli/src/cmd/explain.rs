@@ -83,7 +83,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         None => Vec::new(),
         Some(format) => targets
             .iter()
-            .map(|t| promptstack::report::plan_breakpoints(&agent, &send, &assembly, t, format))
+            .map(|t| promptstack::report::plan_breakpoints(&agent, &assembly, t, format))
             .collect::<Result<_, _>>()
             .map_err(bad_or_failed)?,
     };

@@ -107,7 +107,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     }
     let assembly = agent.assemble(&send).context("assembly failed")?;
     if let Some(format) = args.format.provider() {
-        return render_request(&agent, &send, &assembly, format, &args);
+        return render_request(&agent, &assembly, format, &args);
     }
     let targets: Vec<String> = match &args.target {
         Some(t) => vec![t.clone()],
@@ -183,13 +183,12 @@ pub fn report_diagnostics<'a>(diagnostics: impl Iterator<Item = &'a promptstack:
 /// Prints a provider request body (or, with `--plan`, the body with its plan).
 fn render_request(
     agent: &promptstack::Agent,
-    send: &promptstack::SendContext,
     assembly: &Assembly,
     format: promptstack::provider::Format,
     args: &Args,
 ) -> anyhow::Result<ExitCode> {
     let target = crate::cmd::request::target(assembly, args.target.as_deref())?;
-    let request = args.request.build(agent, send, assembly, format, &target)?;
+    let request = args.request.build(agent, assembly, format, &target)?;
     report_diagnostics(assembly.diagnostics().chain(request.diagnostics.iter()));
     let mut out = std::io::stdout().lock();
     if args.plan {

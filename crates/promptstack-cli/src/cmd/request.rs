@@ -4,7 +4,7 @@ use std::path::PathBuf;
 
 use anyhow::Context as _;
 use promptstack::provider::{Conversation, Format, Request, RequestOptions, Rules};
-use promptstack::{Agent, Assembly, SendContext};
+use promptstack::{Agent, Assembly};
 
 use crate::exit::bad_input;
 use crate::input;
@@ -64,7 +64,6 @@ impl RequestArgs {
     pub fn build(
         &self,
         agent: &Agent,
-        send: &SendContext,
         assembly: &Assembly,
         format: Format,
         target: &str,
@@ -84,7 +83,7 @@ impl RequestArgs {
             cached_content: self.cached_content.clone(),
         };
         agent
-            .request(send, assembly, &conversation, &rules, &options)
+            .request(assembly, &conversation, &rules, &options)
             .map_err(|e| match e.kind() {
                 promptstack::ErrorKind::Request
                 | promptstack::ErrorKind::Rules

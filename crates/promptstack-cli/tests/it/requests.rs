@@ -76,7 +76,7 @@ fn build(
     options.model = model.map(str::to_owned);
     options.expected_gap_seconds = gap;
     agent
-        .request(ctx, &assembly, conversation, Rules::bundled(), &options)
+        .request(&assembly, conversation, Rules::bundled(), &options)
         .unwrap()
 }
 

@@ -7,19 +7,17 @@
 //! (each unit's canonical text spliced into the format's skeleton) and prices it. Every step is
 //! linear in the number of units.
 
-use std::collections::HashMap;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 
 use super::plan::{self, Boundary, Breakpoint, CachePlan, CacheState, Region, Unit};
 use super::wire::{self, BodyConfig, Chunk, Inputs, Place, ToolUnit, Wire};
 use super::{Conversation, Format, Message, Request, RequestOptions, Rules, canonical};
 use crate::assemble::Assembly;
 use crate::compose::{Composition, Slot};
-use crate::context::SendContext;
 use crate::diagnostic::Diagnostic;
 use crate::error::{Error, ErrorKind};
 use crate::spec::{Stability, Trust};
-use crate::tokens::{Counting, Encoding, TokenCounter};
+use crate::tokens::{Counting, TokenCounter};
 use crate::toolset::Tool;
 
 /// What a request borrows from the compiled agent: its name (the default OpenAI cache key) and
@@ -27,12 +25,11 @@ use crate::toolset::Tool;
 pub(crate) struct AgentParts<'a> {
     pub name: &'a str,
     pub counter: &'a TokenCounter,
-    pub tool_units: &'a Mutex<ToolUnits>,
+    pub tool_units: &'a crate::caches::ToolUnits,
 }
 
 /// What one request is built from.
 pub(crate) struct RequestConfig<'a> {
-    pub send: &'a SendContext,
     pub assembly: &'a Assembly,
     pub conversation: &'a Conversation,
     pub rules: &'a Rules,
@@ -74,7 +71,6 @@ pub(crate) fn build_layout(
     layout: Layout<'_>,
 ) -> Result<Request, Error> {
     let RequestConfig {
-        send,
         assembly,
         conversation,
         rules,
@@ -84,10 +80,10 @@ pub(crate) fn build_layout(
     let model = options
         .model
         .clone()
-        .unwrap_or_else(|| send.model.id.clone());
+        .unwrap_or_else(|| assembly.model().id.clone());
     let rule = rules.find(options.format.family(), &model)?;
     let mut diagnostics = composition.diagnostics.clone();
-    let user_message = match &send.user_message {
+    let user_message = match assembly.user_message() {
         Some(text) => Some(composition.user_message(text, assembly.separator())),
         None => {
             if !composition.user.is_empty() {
@@ -159,7 +155,7 @@ pub(crate) fn build_layout(
         counting,
         rule.explicit_breakpoints,
     );
-    let tool_turn = send.user_message.is_none() && conversation.continues_tool_turn();
+    let tool_turn = assembly.user_message().is_none() && conversation.continues_tool_turn();
     let (placed, skipped) = plan::place(&units, rule, options.expected_gap_seconds, tool_turn);
     let at: Vec<usize> = placed.iter().map(|p| p.unit).collect();
     let unit_bytes: Vec<&str> = units.iter().map(|u| u.bytes.as_str()).collect();
@@ -316,15 +312,8 @@ fn units(
     units
 }
 
-/// Tool units by (format, encoding, tool address). Each entry holds its `Arc<Tool>`, so an address
-/// cannot be reused by another tool while its entry lives.
-pub(crate) type ToolUnits = HashMap<(Format, Encoding, usize), (Arc<Tool>, Arc<ToolUnit>)>;
-
-/// Beyond this many entries the tool-unit memo starts over.
-const TOOL_UNITS_CAPACITY: usize = 4096;
-
 /// The tools as request units of a format, memoised per tool (tool lists repeat on every request
-/// of a thread). The lock is not held while a definition is serialised or counted.
+/// of a thread). No lock is held while a definition is serialised or counted.
 fn tool_units(
     agent: &AgentParts<'_>,
     wire: &dyn Wire,
@@ -332,15 +321,7 @@ fn tool_units(
     tools: &[Arc<Tool>],
 ) -> Vec<Arc<ToolUnit>> {
     let key = |tool: &Arc<Tool>| (wire.format(), counting.encoding, Arc::as_ptr(tool) as usize);
-    // The memo holds only complete entries, so a poisoned lock is still consistent.
-    let lock = || agent.tool_units.lock().unwrap_or_else(|e| e.into_inner());
-    let mut units: Vec<Option<Arc<ToolUnit>>> = {
-        let memo = lock();
-        tools
-            .iter()
-            .map(|tool| memo.get(&key(tool)).map(|(_, unit)| unit.clone()))
-            .collect()
-    };
+    let mut units = agent.tool_units.get_all(tools.iter().map(key));
     let mut built = Vec::new();
     for (tool, unit) in tools.iter().zip(&mut units) {
         if unit.is_none() {
@@ -357,13 +338,7 @@ fn tool_units(
             *unit = Some(fresh);
         }
     }
-    if !built.is_empty() {
-        let mut memo = lock();
-        if memo.len() + built.len() > TOOL_UNITS_CAPACITY {
-            memo.clear();
-        }
-        memo.extend(built);
-    }
+    agent.tool_units.remember(built);
     units.into_iter().flatten().collect()
 }
 

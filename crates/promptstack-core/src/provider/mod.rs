@@ -32,12 +32,11 @@ use serde_json::Value;
 
 use crate::agent::Agent;
 use crate::assemble::Assembly;
-use crate::context::SendContext;
 use crate::diagnostic::Diagnostic;
 use crate::error::Error;
 
-pub(crate) use build::{AgentParts, Layout, RequestConfig, ToolUnits, build_layout};
-pub(crate) use wire::Chunk;
+pub(crate) use build::{AgentParts, Layout, RequestConfig, build_layout};
+pub(crate) use wire::{Chunk, ToolUnit};
 
 pub use conversation::{Conversation, ConversationLimits, Message, ToolCall};
 pub use plan::{Boundary, Breakpoint, CachePlan, CacheState, Cost, Region, Unit};
@@ -179,8 +178,9 @@ impl Agent {
     /// Builds the request body of one send for a provider, with its cache plan.
     ///
     /// The system text is the target's composition, split at its stability boundaries; the user
-    /// slot's notes are placed around the send's `user_message`, which becomes the last message.
-    /// Without a `user_message` the request continues the conversation as it is (a tool-call turn).
+    /// slot's notes are placed around the assembly's user message (the send's `user_message`),
+    /// which becomes the last message. Without one the request continues the conversation as it
+    /// is (a tool-call turn). Everything the request needs from the send is in the assembly.
     ///
     /// # Errors
     ///
@@ -191,14 +191,12 @@ impl Agent {
     /// name.
     pub fn request(
         &self,
-        ctx: &SendContext,
         assembly: &Assembly,
         conversation: &Conversation,
         rules: &Rules,
         options: &RequestOptions,
     ) -> Result<Request, Error> {
         let config = RequestConfig {
-            send: ctx,
             assembly,
             conversation,
             rules,
@@ -211,8 +209,8 @@ impl Agent {
     pub(crate) fn request_parts(&self) -> AgentParts<'_> {
         AgentParts {
             name: self.name(),
-            counter: &self.counter,
-            tool_units: &self.tool_units,
+            counter: &self.caches.counter,
+            tool_units: &self.caches.tool_units,
         }
     }
 }

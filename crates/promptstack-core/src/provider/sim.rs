@@ -414,7 +414,7 @@ impl Agent {
             for step in 0..steps {
                 let at = now + 2 * step;
                 let assembly = self.assemble(&ctx)?;
-                let request = self.request(&ctx, &assembly, &conversation, rules, &options)?;
+                let request = self.request(&assembly, &conversation, rules, &options)?;
                 let composition = assembly.compose(&options.target)?;
                 let system = naive_system(&composition);
                 let chunks = if system.is_empty() {
@@ -430,7 +430,6 @@ impl Agent {
                 let baseline = build_layout(
                     &self.request_parts(),
                     &RequestConfig {
-                        send: &ctx,
                         assembly: &assembly,
                         conversation: &conversation,
                         rules,

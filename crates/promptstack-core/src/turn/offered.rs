@@ -53,7 +53,7 @@ impl Agent {
     }
 
     /// Starts building the Turn for one send of this agent: the spec's `[turn]` configuration,
-    /// the message's `/slug` intent, and every tool the assembly offers with the executor
+    /// the `/slug` intent of the assembly's user message, and every tool the assembly offers with the executor
     /// `executor_for` gives it. Untrusted results go through `wrapper` (a [`Fence`] in
     /// production). Seed the conversation's sources with [`TurnBuilder::sources`], then build.
     ///
@@ -63,12 +63,11 @@ impl Agent {
     pub fn turn_builder(
         &self,
         assembly: &Assembly,
-        user_message: Option<&str>,
         wrapper: Arc<dyn ResultWrapper>,
         executor_for: impl FnMut(&Tool) -> Option<Arc<dyn ToolExecutor>>,
     ) -> Result<TurnBuilder<'_>, TurnError> {
         let mut builder = super::Turn::builder(&self.spec.turn, wrapper);
-        if let Some(message) = user_message {
+        if let Some(message) = assembly.user_message() {
             builder = builder.user_message(message);
         }
         builder.toolset(assembly.toolset(), executor_for)

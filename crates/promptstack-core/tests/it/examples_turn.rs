@@ -55,12 +55,7 @@ fn check_example(example: &str) -> usize {
             Nonce::parse("0123456789abcdef").unwrap(),
         )));
         let turn = agent
-            .turn_builder(
-                &assembly,
-                ctx.user_message.as_deref(),
-                fence,
-                hostile_executor,
-            )
+            .turn_builder(&assembly, fence, hostile_executor)
             .unwrap()
             .build()
             .unwrap();

@@ -130,32 +130,21 @@ prop_compose! {
             Some(slug) => format!("/{slug} {text}"),
             None => text,
         });
-        SendContext {
-            now,
-            model,
-            settings,
-            integrations,
-            user: UserProfile {
+        let mut ctx = SendContext::new(now, model)
+            .with_settings(settings)
+            .with_integrations(integrations)
+            .with_user(UserProfile {
                 name,
                 location: location.map(|(name, latitude, longitude)| UserLocation { name, latitude, longitude }),
                 units,
                 language,
                 app_language,
-            },
-            project: project.map(|(name, instructions, has_sibling_threads)| Project { name, instructions, has_sibling_threads }),
-            skills,
-            user_message,
-            variables,
-            cwd: None,
-            context_files: vec![],
-            messages_path: None,
-            harness_state: None,
-            tabs: Default::default(),
-            mcp_servers: Vec::new(),
-            topic: None,
-            tenant_instructions: None,
-            auto_injections: None,
-        }
+            })
+            .with_skills(skills)
+            .with_variables(variables);
+        ctx.project = project.map(|(name, instructions, has_sibling_threads)| Project { name, instructions, has_sibling_threads });
+        ctx.user_message = user_message;
+        ctx
     }
 }
 

@@ -41,7 +41,6 @@ fn equal_inputs_give_equal_bytes_and_notes_go_to_the_user_message() {
             let assembly = agent.assemble(&ctx).unwrap();
             agent
                 .request(
-                    &ctx,
                     &assembly,
                     &Conversation::default(),
                     Rules::bundled(),
@@ -113,7 +112,6 @@ fn bad_requests_are_errors() {
     let options = RequestOptions::new(Format::Anthropic, "legacy");
     let error = agent
         .request(
-            &ctx,
             &assembly,
             &Conversation::default(),
             Rules::bundled(),
@@ -127,7 +125,7 @@ fn bad_requests_are_errors() {
     )
     .unwrap();
     let error = agent
-        .request(&ctx, &assembly, &open, Rules::bundled(), &options)
+        .request(&assembly, &open, Rules::bundled(), &options)
         .unwrap_err();
     assert!(error.to_string().contains("needs a result"), "{error}");
     let error = Conversation::from_json(
@@ -153,7 +151,6 @@ fn gemini_cached_content_omits_system_and_tools() {
     options.cached_content = Some("cachedContents/abc123".into());
     let request = agent
         .request(
-            &ctx,
             &assembly,
             &Conversation::default(),
             Rules::bundled(),
@@ -169,7 +166,6 @@ fn gemini_cached_content_omits_system_and_tools() {
     assert!(
         agent
             .request(
-                &ctx,
                 &assembly,
                 &Conversation::default(),
                 Rules::bundled(),
@@ -281,7 +277,7 @@ fn unit_pointers_name_their_place_in_the_body() {
                 continue;
             }
             let request = agent
-                .request(&ctx, &assembly, &conversation, Rules::bundled(), &options)
+                .request(&assembly, &conversation, Rules::bundled(), &options)
                 .unwrap();
             check_units(&request);
         }
@@ -302,7 +298,7 @@ fn a_150k_message_conversation_builds_in_every_format() {
         let mut options = RequestOptions::new(format, "legacy");
         options.model = Some(model_of(format).into());
         let request = agent
-            .request(&ctx, &assembly, &conversation, Rules::bundled(), &options)
+            .request(&assembly, &conversation, Rules::bundled(), &options)
             .unwrap();
         check_units(&request);
         let tail = request.units.last().unwrap();

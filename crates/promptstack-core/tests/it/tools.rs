@@ -142,32 +142,17 @@ fn registered_tools_compile_with_the_spec_and_may_not_shadow_it() {
 }
 
 fn send(integrations: BTreeMap<String, Integration>) -> SendContext {
-    SendContext {
-        now: "2026-11-30T09:15:00Z".parse().unwrap(),
-        model: ModelDescriptor {
+    SendContext::new(
+        "2026-11-30T09:15:00Z".parse().unwrap(),
+        ModelDescriptor {
             id: "gpt-4o".into(),
             name: "GPT-4o".into(),
             provider: "openai".into(),
             tool_usage: ToolUsage::Native,
             context_window: None,
         },
-        settings: BTreeMap::new(),
-        integrations,
-        user: Default::default(),
-        project: None,
-        skills: Vec::new(),
-        user_message: None,
-        variables: BTreeMap::new(),
-        cwd: None,
-        context_files: Vec::new(),
-        messages_path: None,
-        harness_state: None,
-        tabs: Default::default(),
-        mcp_servers: Vec::new(),
-        topic: None,
-        tenant_instructions: None,
-        auto_injections: None,
-    }
+    )
+    .with_integrations(integrations)
 }
 
 /// A spec declaring `tools` (name, requirement TOML) in the given order.
@@ -585,12 +570,7 @@ fn a_turn_built_from_an_assembly_fences_budgets_and_numbers() {
             )))
         };
     let turn = agent
-        .turn_builder(
-            &assembly,
-            ctx.user_message.as_deref(),
-            fixed_fence(),
-            executor,
-        )
+        .turn_builder(&assembly, fixed_fence(), executor)
         .unwrap()
         .build()
         .unwrap();
@@ -620,7 +600,7 @@ fn a_turn_built_from_an_assembly_fences_budgets_and_numbers() {
         "[Source 1] (cite as [1])\nresults for {\"html\":\"<p>\",\"title\":\"t\"}"
     );
 
-    let missing = agent.turn_builder(&assembly, None, fixed_fence(), |tool| {
+    let missing = agent.turn_builder(&assembly, fixed_fence(), |tool| {
         (tool.name != "search").then(|| executor(tool)).flatten()
     });
     let Err(missing) = missing else {
@@ -661,7 +641,6 @@ system = ["@stable"]
 "#;
     let agent = Agent::from_source(spec.as_bytes(), "budgets.toml", SpecFormat::Toml).unwrap();
     assert_eq!(agent.turn_config().source_cap, 3);
-    let assembly = agent.assemble(&send(BTreeMap::new())).unwrap();
     let executor = std::sync::Arc::new(FnExecutor::new(|_input: serde_json::Value| async move {
         Ok(ToolOutput::new().text("ok"))
     }));
@@ -670,10 +649,11 @@ system = ["@stable"]
         ("/deep question", 4),
         ("/research it", 2),
     ] {
+        let assembly = agent
+            .assemble(&send(BTreeMap::new()).with_user_message(message))
+            .unwrap();
         let turn = agent
-            .turn_builder(&assembly, Some(message), fixed_fence(), |_| {
-                Some(executor.clone())
-            })
+            .turn_builder(&assembly, fixed_fence(), |_| Some(executor.clone()))
             .unwrap()
             .build()
             .unwrap();

@@ -985,7 +985,7 @@ system = ["@body"]
         Nonce::parse("0123456789abcdef").unwrap(),
     )));
     let turn = agent
-        .turn_builder(&assembly, None, fence, |tool| {
+        .turn_builder(&assembly, fence, |tool| {
             let executor: Arc<dyn ToolExecutor> = match tool.name.as_str() {
                 "read_page" => Arc::new(FnExecutor::new(|_: Value| async {
                     Ok(ToolOutput::new()

@@ -6,5 +6,6 @@ mod limits;
 mod limits_doc;
 #[cfg(feature = "mcp")]
 mod mcp;
+mod public_api;
 #[cfg(feature = "tenant")]
 mod tenant;

@@ -1,0 +1,348 @@
+//! Every cache of an agent, in one owner: the stable parts, the volatile-unit memo, the resolved
+//! MCP listings, the tool units of requests and the token-count memo.
+//!
+//! [`Caches::clear`] forgets all of them and [`Caches::stats`] reports all of them. Each cache is
+//! bounded by a number of entries (the constants below, listed in ARCHITECTURE.md, "Caches"); an
+//! entry's own size is bounded by the limits on what produced it (`docs/limits.md`).
+//!
+//! No lock is held while anything is rendered, serialised or tokenised: a lock guards only a
+//! lookup or an insertion. Concurrent cold sends with the same stable key build the stable part
+//! once (single flight): the first builds without holding a lock, the others wait for its result.
+
+use std::collections::{HashMap, VecDeque};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Condvar, Mutex, MutexGuard};
+
+use serde::Serialize;
+
+use crate::assemble::{McpResolved, StablePart};
+use crate::block::Block;
+use crate::diagnostic::Diagnostic;
+use crate::error::Error;
+use crate::hash::Key;
+use crate::provider::{Format, ToolUnit};
+use crate::tokens::{Encoding, TokenCounter};
+use crate::toolset::Tool;
+
+/// How many distinct stable parts an agent keeps (one per live thread configuration, roughly);
+/// the oldest is dropped first.
+pub(crate) const STABLE_CAPACITY: usize = 64;
+
+/// Beyond this many rendered volatile units the memo starts over.
+pub(crate) const VOLATILE_CAPACITY: usize = 4096;
+
+/// How many distinct sets of MCP listings an agent keeps resolved; the oldest is dropped first.
+pub(crate) const MCP_CAPACITY: usize = 8;
+
+/// Beyond this many tool units (format × encoding × tool) the memo starts over.
+pub(crate) const TOOL_UNITS_CAPACITY: usize = 4096;
+
+/// Counters that show how much work the caches saved, since the agent was compiled (clearing the
+/// caches does not reset them).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize)]
+#[non_exhaustive]
+pub struct CacheStats {
+    /// Assemblies that reused a stable part (including those that waited for a concurrent build).
+    pub stable_hits: u64,
+    /// Assemblies that rendered the stable part.
+    pub stable_misses: u64,
+    /// Volatile units reused from an earlier send.
+    pub volatile_hits: u64,
+    /// Volatile units rendered.
+    pub volatile_misses: u64,
+    /// Sends whose MCP listings were already resolved.
+    pub mcp_hits: u64,
+    /// Sends whose MCP listings were resolved.
+    pub mcp_misses: u64,
+    /// Tool definitions of requests reused.
+    pub tool_unit_hits: u64,
+    /// Tool definitions of requests serialised and counted.
+    pub tool_unit_misses: u64,
+    /// Token counts served from the memo.
+    pub token_hits: u64,
+    /// Texts actually tokenised (token-count memo misses).
+    pub tokenized: u64,
+}
+
+/// A hit and a miss counter.
+#[derive(Debug, Default)]
+struct Counters {
+    hits: AtomicU64,
+    misses: AtomicU64,
+}
+
+impl Counters {
+    fn hit(&self) {
+        self.hits.fetch_add(1, Ordering::Relaxed);
+    }
+
+    fn miss(&self) {
+        self.misses.fetch_add(1, Ordering::Relaxed);
+    }
+
+    fn read(&self) -> (u64, u64) {
+        (
+            self.hits.load(Ordering::Relaxed),
+            self.misses.load(Ordering::Relaxed),
+        )
+    }
+}
+
+/// Locks a cache. Every cache holds only complete entries, so a poisoned lock is still consistent.
+fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
+    mutex.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+/// The caches of one agent.
+#[derive(Default)]
+pub(crate) struct Caches {
+    stable: Mutex<StableParts>,
+    stable_counters: Counters,
+    volatile: Mutex<HashMap<Key, (Block, Vec<Diagnostic>)>>,
+    volatile_counters: Counters,
+    mcp: Mutex<VecDeque<(Key, Arc<McpResolved>)>>,
+    mcp_counters: Counters,
+    /// Tool definitions as request units.
+    pub tool_units: ToolUnits,
+    /// Token counts by text.
+    pub counter: Arc<TokenCounter>,
+}
+
+/// The stable parts by key, and the builds in flight.
+#[derive(Default)]
+struct StableParts {
+    entries: VecDeque<(Key, Arc<StablePart>)>,
+    in_flight: HashMap<Key, Arc<Flight>>,
+}
+
+/// One stable part being built; waiters block on `done` until the builder reports.
+#[derive(Default)]
+struct Flight {
+    state: Mutex<FlightState>,
+    done: Condvar,
+}
+
+/// Where a build in flight is.
+#[derive(Default, Clone)]
+enum FlightState {
+    #[default]
+    Building,
+    Built(Arc<StablePart>),
+    /// The build failed; each waiter then builds for itself, to get its own located error.
+    Failed,
+}
+
+impl Flight {
+    fn finish(&self, state: FlightState) {
+        *lock(&self.state) = state;
+        self.done.notify_all();
+    }
+
+    /// Blocks until the build ends; the part, or `None` when it failed.
+    fn wait(&self) -> Option<Arc<StablePart>> {
+        let mut state = lock(&self.state);
+        loop {
+            match &*state {
+                FlightState::Building => {
+                    state = self.done.wait(state).unwrap_or_else(|e| e.into_inner());
+                }
+                FlightState::Built(part) => return Some(part.clone()),
+                FlightState::Failed => return None,
+            }
+        }
+    }
+}
+
+/// Ends a flight however its build ends (a part, an error, or an unwinding panic), so that
+/// waiters never wait forever.
+struct FlightGuard<'a> {
+    caches: &'a Caches,
+    key: Key,
+    flight: Arc<Flight>,
+    part: Option<Arc<StablePart>>,
+}
+
+impl Drop for FlightGuard<'_> {
+    fn drop(&mut self) {
+        let mut stable = lock(&self.caches.stable);
+        stable.in_flight.remove(&self.key);
+        if let Some(part) = &self.part {
+            if stable.entries.len() >= STABLE_CAPACITY {
+                stable.entries.pop_front();
+            }
+            stable.entries.push_back((self.key, part.clone()));
+        }
+        drop(stable);
+        self.flight.finish(match &self.part {
+            Some(part) => FlightState::Built(part.clone()),
+            None => FlightState::Failed,
+        });
+    }
+}
+
+/// What a thread asking for a stable part does.
+enum Role {
+    /// Another thread is building it.
+    Wait(Arc<Flight>),
+    /// This thread builds it.
+    Build(Arc<Flight>),
+}
+
+impl Caches {
+    /// The stable part for `key`: cached, or built by `build` — once, however many threads ask
+    /// for the same key at the same time.
+    pub fn stable_part(
+        &self,
+        key: Key,
+        build: impl Fn() -> Result<StablePart, Error>,
+    ) -> Result<Arc<StablePart>, Error> {
+        loop {
+            let role = {
+                let mut stable = lock(&self.stable);
+                if let Some((_, part)) = stable.entries.iter().find(|(k, _)| *k == key) {
+                    self.stable_counters.hit();
+                    return Ok(part.clone());
+                }
+                match stable.in_flight.get(&key) {
+                    Some(flight) => Role::Wait(flight.clone()),
+                    None => {
+                        let flight = Arc::new(Flight::default());
+                        stable.in_flight.insert(key, flight.clone());
+                        Role::Build(flight)
+                    }
+                }
+            };
+            match role {
+                Role::Wait(flight) => {
+                    if let Some(part) = flight.wait() {
+                        self.stable_counters.hit();
+                        return Ok(part);
+                    }
+                    // The build failed: ask again, building if nobody else is.
+                }
+                Role::Build(flight) => {
+                    self.stable_counters.miss();
+                    let mut guard = FlightGuard {
+                        caches: self,
+                        key,
+                        flight,
+                        part: None,
+                    };
+                    // No lock is held while the part is rendered.
+                    let part = Arc::new(build()?);
+                    guard.part = Some(part.clone());
+                    return Ok(part);
+                }
+            }
+        }
+    }
+
+    /// A volatile unit rendered by an earlier send, with the diagnostics it raised.
+    pub fn volatile_unit(&self, key: Key) -> Option<(Block, Vec<Diagnostic>)> {
+        let found = lock(&self.volatile).get(&key).cloned();
+        match found {
+            Some(_) => self.volatile_counters.hit(),
+            None => self.volatile_counters.miss(),
+        }
+        found
+    }
+
+    /// Remembers a rendered volatile unit.
+    pub fn remember_volatile_unit(&self, key: Key, unit: (Block, Vec<Diagnostic>)) {
+        let mut memo = lock(&self.volatile);
+        if memo.len() >= VOLATILE_CAPACITY {
+            memo.clear();
+        }
+        memo.insert(key, unit);
+    }
+
+    /// The resolved MCP listings for `key`: cached, or made by `resolve` (without a lock held).
+    pub fn mcp(&self, key: Key, resolve: impl FnOnce() -> McpResolved) -> Arc<McpResolved> {
+        if let Some((_, found)) = lock(&self.mcp).iter().find(|(k, _)| *k == key) {
+            self.mcp_counters.hit();
+            return found.clone();
+        }
+        self.mcp_counters.miss();
+        let resolved = Arc::new(resolve());
+        let mut memo = lock(&self.mcp);
+        if !memo.iter().any(|(k, _)| *k == key) {
+            if memo.len() >= MCP_CAPACITY {
+                memo.pop_front();
+            }
+            memo.push_back((key, resolved.clone()));
+        }
+        resolved
+    }
+
+    /// Forgets every reusable result: stable parts, volatile units, MCP listings, tool units and
+    /// token counts. Builds in flight finish, and their parts are kept.
+    pub fn clear(&self) {
+        lock(&self.stable).entries.clear();
+        lock(&self.volatile).clear();
+        lock(&self.mcp).clear();
+        lock(&self.tool_units.memo).clear();
+        self.counter.clear();
+    }
+
+    /// Counters of every cache.
+    pub fn stats(&self) -> CacheStats {
+        let (stable_hits, stable_misses) = self.stable_counters.read();
+        let (volatile_hits, volatile_misses) = self.volatile_counters.read();
+        let (mcp_hits, mcp_misses) = self.mcp_counters.read();
+        let (tool_unit_hits, tool_unit_misses) = self.tool_units.counters.read();
+        CacheStats {
+            stable_hits,
+            stable_misses,
+            volatile_hits,
+            volatile_misses,
+            mcp_hits,
+            mcp_misses,
+            tool_unit_hits,
+            tool_unit_misses,
+            token_hits: self.counter.memo_hits(),
+            tokenized: self.counter.tokenized(),
+        }
+    }
+}
+
+/// The key of a tool unit: format, encoding and the tool's address.
+pub(crate) type ToolUnitKey = (Format, Encoding, usize);
+
+/// A tool unit with the tool it was built from (holding the tool keeps its address unique).
+pub(crate) type ToolUnitEntry = (Arc<Tool>, Arc<ToolUnit>);
+
+/// Tool units by (format, encoding, tool address). Each entry holds its `Arc<Tool>`, so an address
+/// cannot be reused by another tool while its entry lives.
+#[derive(Debug, Default)]
+pub(crate) struct ToolUnits {
+    memo: Mutex<HashMap<ToolUnitKey, ToolUnitEntry>>,
+    counters: Counters,
+}
+
+impl ToolUnits {
+    /// The memoised units of `keys`, in order (`None` for the ones not built yet).
+    pub fn get_all(&self, keys: impl Iterator<Item = ToolUnitKey>) -> Vec<Option<Arc<ToolUnit>>> {
+        let memo = lock(&self.memo);
+        keys.map(|key| {
+            let found = memo.get(&key).map(|(_, unit)| unit.clone());
+            match found {
+                Some(_) => self.counters.hit(),
+                None => self.counters.miss(),
+            }
+            found
+        })
+        .collect()
+    }
+
+    /// Remembers freshly built units.
+    pub fn remember(&self, built: Vec<(ToolUnitKey, ToolUnitEntry)>) {
+        if built.is_empty() {
+            return;
+        }
+        let mut memo = lock(&self.memo);
+        if memo.len() + built.len() > TOOL_UNITS_CAPACITY {
+            memo.clear();
+        }
+        memo.extend(built);
+    }
+}

@@ -1,0 +1,375 @@
+//! The template roots: one table that says, for every top-level name a template can read, its
+//! stability, its trust, how its value is built from the send, and how it enters the cache keys.
+//!
+//! Everything that must agree about the roots is derived from [`Root`] with exhaustive matches:
+//! the compiler's variable classification, the volatile inputs a unit reads, the stable key, the
+//! volatile key, the roots the assembler builds, and the table in `docs/spec.md` (checked by a
+//! test). A new root that does not say how it is keyed does not compile.
+
+use minijinja::value::Value;
+
+use crate::context::SendContext;
+use crate::hash::{Key, KeyBuilder};
+use crate::spec::{Stability, Trust};
+use crate::template;
+use crate::toolset::Toolset;
+
+/// The name of the root that holds the spec's variables, whose stability and trust the spec
+/// declares per variable (so it is not a [`Root`]).
+pub const VARIABLES: &str = "variables";
+
+/// One template root: a top-level name templates can read, with its fixed stability and trust.
+///
+/// `variables.<name>` is the one root not listed here: the spec declares each variable's
+/// stability and trust.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+#[non_exhaustive]
+pub enum Root {
+    /// The moment of the send.
+    Now,
+    /// The model this send goes to.
+    Model,
+    /// The resolved toolset's spec tools.
+    Tools,
+    /// The application's integrations.
+    Integrations,
+    /// The application settings.
+    Settings,
+    /// The user's profile.
+    User,
+    /// The reply and application languages.
+    Language,
+    /// The thread's project.
+    Project,
+    /// The enabled skills.
+    Skills,
+    /// This send's message.
+    UserMessage,
+    /// The harness's working directory.
+    Cwd,
+    /// The context files.
+    ContextFiles,
+    /// Where the thread is persisted.
+    MessagesPath,
+    /// The browser tabs of this send.
+    Tabs,
+    /// The harness's state.
+    HarnessState,
+    /// This send's MCP servers.
+    Mcp,
+}
+
+impl Root {
+    /// Every root, in the order templates enumerate them (stable roots keep their relative order,
+    /// and so do volatile ones).
+    pub const ALL: [Root; 16] = [
+        Root::Now,
+        Root::Model,
+        Root::Tools,
+        Root::Integrations,
+        Root::Settings,
+        Root::User,
+        Root::Language,
+        Root::Project,
+        Root::Skills,
+        Root::UserMessage,
+        Root::Cwd,
+        Root::ContextFiles,
+        Root::MessagesPath,
+        Root::Tabs,
+        Root::HarnessState,
+        Root::Mcp,
+    ];
+
+    /// The name templates use.
+    pub const fn name(self) -> &'static str {
+        match self {
+            Root::Now => "now",
+            Root::Model => "model",
+            Root::Tools => "tools",
+            Root::Integrations => "integrations",
+            Root::Settings => "settings",
+            Root::User => "user",
+            Root::Language => "language",
+            Root::Project => "project",
+            Root::Skills => "skills",
+            Root::UserMessage => "user_message",
+            Root::Cwd => "cwd",
+            Root::ContextFiles => "context_files",
+            Root::MessagesPath => "messages_path",
+            Root::Tabs => "tabs",
+            Root::HarnessState => "harness_state",
+            Root::Mcp => "mcp",
+        }
+    }
+
+    /// Whether its value may change between the sends of a thread.
+    pub const fn stability(self) -> Stability {
+        match self {
+            Root::Model
+            | Root::Tools
+            | Root::Integrations
+            | Root::Settings
+            | Root::User
+            | Root::Language
+            | Root::Project
+            | Root::Skills
+            | Root::Cwd
+            | Root::ContextFiles
+            | Root::MessagesPath => Stability::Stable,
+            Root::Now | Root::UserMessage | Root::Tabs | Root::HarnessState | Root::Mcp => {
+                Stability::Volatile
+            }
+        }
+    }
+
+    /// Who controls its value.
+    pub const fn trust(self) -> Trust {
+        match self {
+            Root::Now
+            | Root::Model
+            | Root::Tools
+            | Root::Integrations
+            | Root::Cwd
+            | Root::MessagesPath => Trust::Platform,
+            Root::Settings
+            | Root::User
+            | Root::Language
+            | Root::Project
+            | Root::Skills
+            | Root::UserMessage
+            | Root::HarnessState => Trust::User,
+            Root::ContextFiles | Root::Tabs | Root::Mcp => Trust::Untrusted,
+        }
+    }
+
+    /// What it holds (Markdown, as in the roots table of `docs/spec.md`).
+    pub const fn description(self) -> &'static str {
+        match self {
+            Root::Now => {
+                "`rfc3339`, `date`, `time`, `minute`, `weekday`, `month`, `year`, `offset`, and `utc.*`"
+            }
+            Root::Model => {
+                "`id`, `name`, `provider`, `tool_usage`, `can_use_tools`, `context_window`"
+            }
+            Root::Tools => {
+                "the resolved toolset's spec tools by name: `'search' in tools`, `tools.search.description` (MCP tools are in `mcp`)"
+            }
+            Root::Integrations => {
+                "by name: `connected`, `enabled`, `status` (`enabled`, `disabled`, `not_connected`); unknown names read as `not_connected`"
+            }
+            Root::Settings => "application settings by name",
+            Root::User => {
+                "`name`, `location.{name, latitude, longitude, coordinates}`, `units`, `language`, `app_language`"
+            }
+            Root::Language => "`reply` (the user's language, else the app's), `app`",
+            Root::Project => {
+                "`name`, `instructions`, `has_sibling_threads`; `none` outside a project"
+            }
+            Root::Skills => {
+                "enabled skills visible to the model: `name`, `slug`, `description`, `instructions`, `tags`, `location`, `sites` (hidden skills never appear)"
+            }
+            Root::UserMessage => "`text`, `slugs` (the `/slug` tokens); `none` when absent",
+            Root::Cwd => "the working directory the harness reports; `none` when absent",
+            Root::ContextFiles => {
+                "`[{path, content}]`, raw (the `context_files` filter caps, relativises them)"
+            }
+            Root::MessagesPath => "where the thread is persisted; `none` when it is not",
+            Root::Tabs => {
+                "`active` and `referenced` tabs (`id`, `url`, `title`, `host`), `urls` (active first)"
+            }
+            Root::HarnessState => "any JSON from the harness; `none` when absent",
+            Root::Mcp => {
+                "this send's MCP servers: `servers` (`name`, `ready`, `tools`, `reason`) and `tools` (offered MCP tool names)"
+            }
+        }
+    }
+
+    /// Looks a root up by the name templates use.
+    pub fn from_name(name: &str) -> Option<Self> {
+        Self::ALL.into_iter().find(|root| root.name() == name)
+    }
+
+    /// The roots of one stability, in template order.
+    pub(crate) fn of(stability: Stability) -> impl Iterator<Item = Self> {
+        Self::ALL
+            .into_iter()
+            .filter(move |root| root.stability() == stability)
+    }
+
+    /// Builds the root's template value for a send.
+    pub(crate) fn value(self, sources: &RootSources<'_>) -> Value {
+        let ctx = sources.ctx;
+        match self {
+            Root::Now => template::now_value(&ctx.now),
+            Root::Model => template::model_value(&ctx.model),
+            Root::Tools => sources.toolset.template_value(),
+            Root::Integrations => template::integrations_value(&ctx.integrations),
+            Root::Settings => template::to_value(&ctx.settings),
+            Root::User => template::user_value(&ctx.user),
+            Root::Language => template::language_value(&ctx.user),
+            Root::Project => template::project_value(ctx.project.as_ref()),
+            Root::Skills => template::skills_value(&ctx.skills),
+            Root::UserMessage => template::user_message_value(ctx.user_message.as_deref()),
+            Root::Cwd => template::to_value(ctx.cwd.as_deref()),
+            Root::ContextFiles => template::to_value(&ctx.context_files),
+            Root::MessagesPath => template::to_value(ctx.messages_path.as_deref()),
+            Root::Tabs => template::tabs_value(&ctx.tabs),
+            Root::HarnessState => template::to_value(ctx.harness_state.as_ref()),
+            Root::Mcp => match &sources.mcp {
+                Some((_, value)) => value.clone(),
+                None => template::mcp_value(&ctx.mcp_servers, sources.toolset),
+            },
+        }
+    }
+
+    /// Adds the send facts the root's value is built from to a cache key.
+    ///
+    /// A root derived only from other roots adds nothing of its own: `tools` (the tool gates and
+    /// requirements read the model, integrations, settings, skills, project and stable variables)
+    /// and `language` (the user's profile).
+    pub(crate) fn add_to_key(self, sources: &RootSources<'_>, key: &mut KeyBuilder) {
+        let ctx = sources.ctx;
+        match self {
+            Root::Now => {
+                key.add(&ctx.now.timestamp().as_nanosecond())
+                    .add(&ctx.now.offset().seconds());
+            }
+            Root::Model => {
+                key.add(&ctx.model);
+            }
+            Root::Tools | Root::Language => {}
+            Root::Integrations => {
+                key.add(&ctx.integrations);
+            }
+            Root::Settings => {
+                key.add(&ctx.settings);
+            }
+            Root::User => {
+                key.add(&ctx.user);
+            }
+            Root::Project => {
+                key.add(&ctx.project);
+            }
+            Root::Skills => {
+                key.add(&ctx.skills);
+            }
+            Root::UserMessage => {
+                key.add(&ctx.user_message);
+            }
+            Root::Cwd => {
+                key.add(&ctx.cwd);
+            }
+            Root::ContextFiles => {
+                key.add(&ctx.context_files);
+            }
+            Root::MessagesPath => {
+                key.add(&ctx.messages_path);
+            }
+            Root::Tabs => {
+                key.add(&ctx.tabs);
+            }
+            Root::HarnessState => {
+                key.add(&ctx.harness_state);
+            }
+            Root::Mcp => {
+                // The listings' key stands for the servers (and the tool capability) they hold.
+                key.add(&sources.mcp.as_ref().map(|(listings, _)| *listings));
+            }
+        }
+    }
+}
+
+/// What the roots of one send are built from.
+pub(crate) struct RootSources<'a> {
+    /// The send.
+    pub ctx: &'a SendContext,
+    /// The toolset `tools` shows: the spec's tools that are offered (MCP tools are in `mcp`).
+    pub toolset: &'a Toolset,
+    /// This send's resolved MCP listings, when it has servers: their key and the `mcp` value.
+    pub mcp: Option<(Key, Value)>,
+}
+
+/// A volatile input a unit reads: a volatile root, one spec variable, or all of them.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
+pub(crate) enum VolatileInput {
+    /// A volatile root.
+    Root(Root),
+    /// One spec variable, by name.
+    Variable(String),
+    /// `variables` as a whole (e.g. `variables[name]`).
+    AllVariables,
+}
+
+impl VolatileInput {
+    /// The volatile input a variable path reads, or `None` when the path is stable or unknown.
+    pub(crate) fn of(path: &str) -> Option<Self> {
+        let mut parts = path.split('.');
+        let root = parts.next()?;
+        if root == VARIABLES {
+            return Some(match parts.next() {
+                Some(name) => VolatileInput::Variable(name.to_owned()),
+                None => VolatileInput::AllVariables,
+            });
+        }
+        let root = Root::from_name(root)?;
+        match root.stability() {
+            Stability::Volatile => Some(VolatileInput::Root(root)),
+            Stability::Stable => None,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The roots table of `docs/spec.md`, generated from [`Root`] plus the declared
+    /// `variables.<name>` row.
+    fn roots_table() -> String {
+        let mut table = String::from("| root | stability | trust | holds |\n|---|---|---|---|\n");
+        for root in Root::ALL {
+            table.push_str(&format!(
+                "| `{}` | {} | {} | {} |\n",
+                root.name(),
+                root.stability().as_str(),
+                root.trust().as_str(),
+                root.description()
+            ));
+        }
+        table.push_str("| `variables.<name>` | declared | declared | spec variables (below) |\n");
+        table
+    }
+
+    #[test]
+    fn the_spec_document_lists_every_root() {
+        let document = include_str!("../../../docs/spec.md");
+        let table = roots_table();
+        assert!(
+            document.contains(&table),
+            "the roots table in docs/spec.md differs from `Root`; replace it with:\n{table}"
+        );
+    }
+
+    #[test]
+    fn names_round_trip_and_volatile_inputs_are_volatile_roots() {
+        for root in Root::ALL {
+            assert_eq!(Root::from_name(root.name()), Some(root));
+            let input = VolatileInput::of(&format!("{}.x", root.name()));
+            match root.stability() {
+                Stability::Volatile => assert_eq!(input, Some(VolatileInput::Root(root))),
+                Stability::Stable => assert_eq!(input, None),
+            }
+        }
+        assert_eq!(Root::from_name(VARIABLES), None);
+        assert_eq!(
+            VolatileInput::of("variables.mode"),
+            Some(VolatileInput::Variable("mode".into()))
+        );
+        assert_eq!(
+            VolatileInput::of("variables"),
+            Some(VolatileInput::AllVariables)
+        );
+        assert_eq!(VolatileInput::of("nothing.here"), None);
+    }
+}
