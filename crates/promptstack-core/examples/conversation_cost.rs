@@ -62,8 +62,8 @@ fn main() -> ExitCode {
     // Warm-up on one round of the turn: fills the token memo with the texts every round repeats,
     // as the earlier requests of a thread do.
     let warm = repeated(&turn, size.min(turn.messages.len()));
-    build_once(&agent, &ctx, &assembly, &warm, &options);
-    let bytes = build_once(&agent, &ctx, &assembly, &conversation, &options);
+    build_once(&agent, &assembly, &warm, &options);
+    let bytes = build_once(&agent, &assembly, &conversation, &options);
     println!("{} {size} {bytes}", format.as_str());
     ExitCode::SUCCESS
 }
@@ -72,13 +72,12 @@ fn main() -> ExitCode {
 #[inline(never)]
 fn build_once(
     agent: &Agent,
-    ctx: &SendContext,
     assembly: &Assembly,
     conversation: &Conversation,
     options: &RequestOptions,
 ) -> usize {
     let request = agent
-        .request(ctx, assembly, conversation, Rules::bundled(), options)
+        .request(assembly, conversation, Rules::bundled(), options)
         .expect("the request builds");
     request.body.len()
 }
