@@ -27,9 +27,17 @@ use crate::template::{GATE_PREFIX, TemplateSet};
 
 /// A compiled agent: a validated spec with its templates, ready to [`assemble`](Agent::assemble).
 ///
-/// An `Agent` is immutable apart from its caches (the stable half by input key, token counts by
-/// text), is `Send + Sync`, and is meant to be built once and shared.
+/// An `Agent` is a handle: cloning it is cheap (one reference count) and every clone shares the
+/// same compiled program and the same caches, so an assembly through one clone reuses the stable
+/// half another clone built. It is immutable apart from its caches (the stable half by input key,
+/// token counts by text), is `Send + Sync`, and is meant to be built once and shared.
+#[derive(Clone)]
 pub struct Agent {
+    pub(crate) inner: Arc<AgentInner>,
+}
+
+/// What an [`Agent`] handle shares: the compiled program and its caches.
+pub(crate) struct AgentInner {
     pub(crate) spec: Arc<AgentSpec>,
     pub(crate) source: SourceMap,
     pub(crate) templates: TemplateSet,
@@ -43,11 +51,28 @@ pub struct Agent {
     pub(crate) stage: Option<crate::inject::CompiledStage>,
 }
 
+impl AgentInner {
+    /// The same compiled program with empty caches of its own.
+    fn without_caches(&self) -> Self {
+        Self {
+            spec: Arc::clone(&self.spec),
+            source: self.source.clone(),
+            templates: self.templates.clone(),
+            units: self.units.clone(),
+            tools: self.tools.clone(),
+            targets: Arc::clone(&self.targets),
+            lint: self.lint.clone(),
+            caches: Caches::default(),
+            stage: self.stage.clone(),
+        }
+    }
+}
+
 impl std::fmt::Debug for Agent {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Agent")
-            .field("name", &self.spec.name)
-            .field("source", &self.source.name())
+            .field("name", &self.inner.spec.name)
+            .field("source", &self.inner.source.name())
             .finish()
     }
 }
@@ -306,15 +331,17 @@ impl Agent {
         }
 
         Ok(Self {
-            spec: Arc::new(spec),
-            source,
-            templates,
-            units,
-            tools,
-            targets: Arc::new(targets),
-            lint,
-            caches: Caches::default(),
-            stage,
+            inner: Arc::new(AgentInner {
+                spec: Arc::new(spec),
+                source,
+                templates,
+                units,
+                tools,
+                targets: Arc::new(targets),
+                lint,
+                caches: Caches::default(),
+                stage,
+            }),
         })
     }
 
@@ -332,45 +359,57 @@ impl Agent {
     /// memory. A failing render is an [`ErrorKind::Render`](crate::ErrorKind::Render) naming
     /// the block.
     #[must_use]
+    ///
+    /// The agent this returns has caches of its own: when other clones of this agent exist, the
+    /// compiled program is copied and they keep their memory limit and their caches.
     pub fn with_template_memory(mut self, bytes: u64) -> Self {
-        self.templates.set_memory(bytes);
-        self.clear_caches();
+        match Arc::get_mut(&mut self.inner) {
+            Some(inner) => {
+                inner.templates.set_memory(bytes);
+                inner.caches.clear();
+            }
+            None => {
+                let mut inner = self.inner.without_caches();
+                inner.templates.set_memory(bytes);
+                self.inner = Arc::new(inner);
+            }
+        }
         self
     }
 
     /// The memory the templates of one assembly may use, in bytes.
     pub fn template_memory(&self) -> u64 {
-        self.templates.memory()
+        self.inner.templates.memory()
     }
 
     /// The agent's name.
     pub fn name(&self) -> &str {
-        &self.spec.name
+        &self.inner.spec.name
     }
 
     /// The spec the agent was compiled from.
     pub fn spec(&self) -> &AgentSpec {
-        &self.spec
+        &self.inner.spec
     }
 
     /// The ids of the targets, in order.
     pub fn target_ids(&self) -> impl Iterator<Item = &str> {
-        self.targets.iter().map(|t| t.id.as_str())
+        self.inner.targets.iter().map(|t| t.id.as_str())
     }
 
     /// Findings about the spec itself (independent of any send), such as notes a target forgets.
     pub fn lint(&self) -> &[Diagnostic] {
-        &self.lint
+        &self.inner.lint
     }
 
     /// How many texts were tokenised so far (memo misses), for observing cache behaviour.
     pub fn tokenized_texts(&self) -> u64 {
-        self.caches.counter.tokenized()
+        self.inner.caches.counter.tokenized()
     }
 
     /// The source the agent was compiled from.
     pub fn source(&self) -> &SourceMap {
-        &self.source
+        &self.inner.source
     }
 }
 

@@ -254,7 +254,7 @@ impl Serialize for Assembly {
 impl Agent {
     /// Counts the tokens of any text the way this agent's assemblies do (memoised).
     pub fn count_tokens(&self, counting: Counting, text: &str) -> TokenCount {
-        self.caches.counter.count(counting, text)
+        self.inner.caches.counter.count(counting, text)
     }
 
     /// Assembles the prompt for one send, reusing the stable part when the stable inputs are
@@ -267,7 +267,10 @@ impl Agent {
     pub fn assemble(&self, ctx: &SendContext) -> Result<Assembly, Error> {
         self.check_shapes(ctx)?;
         let key = self.stable_key(ctx);
-        let stable = self.caches.stable_part(key, || self.build_stable(ctx))?;
+        let stable = self
+            .inner
+            .caches
+            .stable_part(key, || self.build_stable(ctx))?;
         self.finish(ctx, stable, Some(key))
     }
 
@@ -288,12 +291,12 @@ impl Agent {
     /// does (only the compiled templates remain). For measuring cold assembly; applications never
     /// need it.
     pub fn clear_caches(&self) {
-        self.caches.clear();
+        self.inner.caches.clear();
     }
 
     /// Counters of every cache since the agent was compiled.
     pub fn cache_stats(&self) -> CacheStats {
-        self.caches.stats()
+        self.inner.caches.stats()
     }
 
     /// A key over a volatile unit's identity, the stable inputs, and the volatile inputs it reads.
@@ -315,7 +318,8 @@ impl Agent {
                 }
                 VolatileInput::Variable(name) => {
                     let value = ctx.variables.get(name).or_else(|| {
-                        self.spec
+                        self.inner
+                            .spec
                             .variables
                             .get(name)
                             .and_then(|v| v.default.as_ref())
@@ -339,10 +343,10 @@ impl Agent {
             .add(&ctx.mcp_servers)
             .add(&can_use_tools)
             .finish();
-        let resolved = self.caches.mcp(key, || {
+        let resolved = self.inner.caches.mcp(key, || {
             let mcp = crate::toolset::ResolvedMcp::new(
                 &ctx.mcp_servers,
-                self.tools.iter().map(|t| t.spec.name.as_str()),
+                self.inner.tools.iter().map(|t| t.spec.name.as_str()),
                 can_use_tools,
             );
             // The servers table sees the listings as the merge does: a repeated name is refused.
@@ -388,12 +392,12 @@ impl Agent {
             key.add(root.name());
             root.add_to_key(&sources, &mut key);
         }
-        for (name, spec) in &self.spec.variables {
+        for (name, spec) in &self.inner.spec.variables {
             if spec.stability == Stability::Stable {
                 key.add(name.as_str()).add(&variables.get(name));
             }
         }
-        if self.stage.is_some() {
+        if self.inner.stage.is_some() {
             key.add(topic).add(tenant_instructions).add(auto_injections);
         }
         key.finish()
@@ -404,7 +408,7 @@ impl Agent {
         let mut excluded = Vec::new();
         if !ctx.model.can_use_tools() {
             // A model without tool use gets no tools at all, whatever the gates say.
-            for tool in &self.tools {
+            for tool in &self.inner.tools {
                 excluded.push(ExcludedTool {
                     name: tool.spec.name.clone(),
                     reason: "the model cannot call tools".into(),
@@ -413,7 +417,7 @@ impl Agent {
             return Ok(Toolset::new(included, excluded));
         }
         let open = self.decide_tools(ctx, roots)?;
-        for (tool, open) in self.tools.iter().zip(open) {
+        for (tool, open) in self.inner.tools.iter().zip(open) {
             match open {
                 Err(reason) => excluded.push(ExcludedTool {
                     name: tool.spec.name.clone(),
@@ -447,8 +451,8 @@ impl Agent {
         context: &Value,
     ) -> Result<Vec<Result<bool, String>>, Error> {
         let mut decided: Vec<(&str, bool)> = Vec::new();
-        let mut open = Vec::with_capacity(self.tools.len());
-        for tool in &self.tools {
+        let mut open = Vec::with_capacity(self.inner.tools.len());
+        for tool in &self.inner.tools {
             if let Some(reason) = crate::toolset::unmet_requirement(&tool.spec.requires, ctx) {
                 open.push(Err(reason));
                 continue;
@@ -461,18 +465,22 @@ impl Agent {
                 open.push(Ok(known));
                 continue;
             }
-            let value = self.templates.gate(&gate.template, context).map_err(|e| {
-                Error::new(
-                    ErrorKind::Gate,
-                    format!(
-                        "the gate of tool `{}` failed: {}",
-                        tool.spec.name,
-                        detail(&e)
-                    ),
-                )
-                .with_block(tool.spec.name.clone())
-                .with_source(e)
-            })?;
+            let value = self
+                .inner
+                .templates
+                .gate(&gate.template, context)
+                .map_err(|e| {
+                    Error::new(
+                        ErrorKind::Gate,
+                        format!(
+                            "the gate of tool `{}` failed: {}",
+                            tool.spec.name,
+                            detail(&e)
+                        ),
+                    )
+                    .with_block(tool.spec.name.clone())
+                    .with_source(e)
+                })?;
             decided.push((&gate.expression, value));
             open.push(Ok(value));
         }
@@ -495,14 +503,18 @@ impl Agent {
         let (text, empty_emissions) = match body {
             Body::Text(text) => (text.clone(), 0),
             Body::Template(name) => {
-                let rendered = self.templates.render(name, context, budget).map_err(|e| {
-                    Error::new(
-                        ErrorKind::Render,
-                        format!("template failed to render: {}", detail(&e)),
-                    )
-                    .with_block(&*unit.id)
-                    .with_source(e)
-                })?;
+                let rendered = self
+                    .inner
+                    .templates
+                    .render(name, context, budget)
+                    .map_err(|e| {
+                        Error::new(
+                            ErrorKind::Render,
+                            format!("template failed to render: {}", detail(&e)),
+                        )
+                        .with_block(&*unit.id)
+                        .with_source(e)
+                    })?;
                 (rendered.text, rendered.empty_emissions)
             }
         };
@@ -516,20 +528,25 @@ impl Agent {
     /// Evaluates one unit's gate and variant gates, in order, stopping at the first true variant.
     fn decide_unit(&self, unit: &Unit, context: &Value) -> Result<Decision, Error> {
         if let Some(gate) = &unit.gate {
-            let open = self.templates.gate(&gate.template, context).map_err(|e| {
-                Error::new(
-                    ErrorKind::Gate,
-                    format!("gate `{}` failed: {}", gate.expression, detail(&e)),
-                )
-                .with_block(&*unit.id)
-                .with_source(e)
-            })?;
+            let open = self
+                .inner
+                .templates
+                .gate(&gate.template, context)
+                .map_err(|e| {
+                    Error::new(
+                        ErrorKind::Gate,
+                        format!("gate `{}` failed: {}", gate.expression, detail(&e)),
+                    )
+                    .with_block(&*unit.id)
+                    .with_source(e)
+                })?;
             if !open {
                 return Ok(Decision::Excluded);
             }
         }
         for (i, variant) in unit.variants.iter().enumerate() {
             let chosen = self
+                .inner
                 .templates
                 .gate(&variant.gate.template, context)
                 .map_err(|e| {
@@ -551,7 +568,7 @@ impl Agent {
     /// with [`SendContext::from_json_for`] was refused earlier, with the value's location).
     fn check_shapes(&self, ctx: &SendContext) -> Result<(), Error> {
         for (name, value) in &ctx.variables {
-            let Some(shape) = self.spec.variables.get(name).and_then(|v| v.shape) else {
+            let Some(shape) = self.inner.spec.variables.get(name).and_then(|v| v.shape) else {
                 continue;
             };
             if let Some(inner) = shape.mismatch(value) {
@@ -572,7 +589,7 @@ impl Agent {
     }
 
     fn variables_value(&self, ctx: &SendContext, only_stable: bool) -> Value {
-        Value::from_pairs(self.spec.variables.iter().filter_map(|(name, spec)| {
+        Value::from_pairs(self.inner.spec.variables.iter().filter_map(|(name, spec)| {
             if only_stable && spec.stability != Stability::Stable {
                 return None;
             }
@@ -604,11 +621,12 @@ impl Agent {
             }
         }
         let context = template::context_value(roots.iter().cloned());
-        let mut diagnostics = self.lint.clone();
+        let mut diagnostics = self.inner.lint.clone();
         let mut blocks = Vec::new();
         let prompt = self.active_prompt(ctx)?;
-        let budget = self.templates.budget(0);
+        let budget = self.inner.templates.budget(0);
         for unit in self
+            .inner
             .units
             .iter()
             .filter(|u| u.stability == Stability::Stable)
@@ -626,8 +644,8 @@ impl Agent {
                 &mut diagnostics,
             ));
         }
-        if let Some(stage) = &self.stage {
-            let overrides = inject::overrides_for(self.spec.auto_injections.as_ref(), ctx);
+        if let Some(stage) = &self.inner.stage {
+            let overrides = inject::overrides_for(self.inner.spec.auto_injections.as_ref(), ctx);
             // Findings about the spec's own overrides are lint, located, reported at compile time;
             // a send's stored overrides are checked here, once per stable part.
             if ctx.auto_injections.is_some() {
@@ -641,7 +659,7 @@ impl Agent {
                 }
             }
         }
-        let (text, _) = join_body(&mut blocks, &self.spec.render.separator, 0);
+        let (text, _) = join_body(&mut blocks, &self.inner.spec.render.separator, 0);
         if let Some(last) = blocks
             .iter()
             .rev()
@@ -664,7 +682,7 @@ impl Agent {
             blocks,
             text,
             tokens: OnceLock::new(),
-            counter: self.caches.counter.clone(),
+            counter: self.inner.caches.counter.clone(),
             fingerprint,
             counting,
             diagnostics,
@@ -746,7 +764,7 @@ impl Agent {
             }
         }
         for name in ctx.variables.keys() {
-            if !self.spec.variables.contains_key(name) {
+            if !self.inner.spec.variables.contains_key(name) {
                 diagnostics.push(
                     Diagnostic::warning(
                         "undeclared-variable",
@@ -760,8 +778,9 @@ impl Agent {
         }
         let mut volatile_blocks = Vec::new();
         let prompt = self.active_prompt(ctx)?;
-        let budget = self.templates.budget(stable.rendered);
+        let budget = self.inner.templates.budget(stable.rendered);
         for (i, unit) in self
+            .inner
             .units
             .iter()
             .enumerate()
@@ -772,7 +791,7 @@ impl Agent {
                 continue;
             }
             let key = memo.map(|stable_key| self.volatile_key(stable_key, i, unit, &sources));
-            if let Some((block, found)) = key.and_then(|k| self.caches.volatile_unit(k)) {
+            if let Some((block, found)) = key.and_then(|k| self.inner.caches.volatile_unit(k)) {
                 diagnostics.extend(found);
                 volatile_blocks.push(block);
                 continue;
@@ -787,14 +806,15 @@ impl Agent {
                 &mut found,
             );
             if let Some(key) = key {
-                self.caches
+                self.inner
+                    .caches
                     .remember_volatile_unit(key, (block.clone(), found.clone()));
             }
             diagnostics.extend(found);
             volatile_blocks.push(block);
         }
-        if let Some(stage) = &self.stage {
-            let overrides = inject::overrides_for(self.spec.auto_injections.as_ref(), ctx);
+        if let Some(stage) = &self.inner.stage {
+            let overrides = inject::overrides_for(self.inner.spec.auto_injections.as_ref(), ctx);
             if self.authored_volatile(stage, prompt) {
                 for injection in
                     inject::stage_injections(stage, ctx, prompt, &overrides, Stability::Volatile)
@@ -812,10 +832,13 @@ impl Agent {
         let offset = if stable.text.is_empty() {
             0
         } else {
-            stable.text.len() + self.spec.render.separator.len()
+            stable.text.len() + self.inner.spec.render.separator.len()
         };
-        let (volatile_text, _) =
-            join_body(&mut volatile_blocks, &self.spec.render.separator, offset);
+        let (volatile_text, _) = join_body(
+            &mut volatile_blocks,
+            &self.inner.spec.render.separator,
+            offset,
+        );
         Ok(Assembly {
             stable,
             toolset,
@@ -824,8 +847,8 @@ impl Agent {
             volatile_tokens: OnceLock::new(),
             full: OnceLock::new(),
             diagnostics,
-            targets: self.targets.clone(),
-            separator: self.spec.render.separator.clone(),
+            targets: self.inner.targets.clone(),
+            separator: self.inner.spec.render.separator.clone(),
             user_message: ctx.user_message.clone(),
         })
     }
@@ -904,7 +927,7 @@ impl Agent {
                     .hint("guard it with `{% if … %}` or give the send a value"),
             );
         }
-        let text = if self.spec.render.trim {
+        let text = if self.inner.spec.render.trim {
             trim_block(text)
         } else {
             text
@@ -912,7 +935,7 @@ impl Agent {
         let text = match inject::tokens::expand(
             &text,
             |name| toolset.contains(name),
-            &self.spec.components,
+            &self.inner.spec.components,
         ) {
             None => text,
             Some((expanded, unresolved)) => {
@@ -953,7 +976,7 @@ impl Agent {
             };
             return block;
         }
-        block.tokens = self.caches.counter.count(counting, &text);
+        block.tokens = self.inner.caches.counter.count(counting, &text);
         if let Some(limit) = unit.max_tokens
             && block.tokens.count > limit
         {
@@ -982,7 +1005,7 @@ impl Agent {
         let Some(topic) = ctx.topic.as_deref() else {
             return Ok(Prompt::Main);
         };
-        let known = self.stage.as_ref().map(|s| &s.subagents);
+        let known = self.inner.stage.as_ref().map(|s| &s.subagents);
         if known.is_some_and(|k| k.contains_key(topic)) {
             return Ok(Prompt::Subagent(topic));
         }
@@ -1011,7 +1034,7 @@ impl Agent {
             Prompt::Subagent(topic) => stage
                 .subagents
                 .get(topic)
-                .is_some_and(|&i| self.units[i].stability == Stability::Volatile),
+                .is_some_and(|&i| self.inner.units[i].stability == Stability::Volatile),
         }
     }
 
@@ -1027,7 +1050,7 @@ impl Agent {
         let preview = injection.preview;
         let (state, text, tokens) = match injection.exclusion {
             None => {
-                let tokens = self.caches.counter.count(counting, &preview.text);
+                let tokens = self.inner.caches.counter.count(counting, &preview.text);
                 (BlockState::Included, preview.text, tokens)
             }
             Some(reason) => (

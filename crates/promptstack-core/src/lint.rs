@@ -230,7 +230,7 @@ impl crate::Agent {
     /// checks against sends, where the composition reports the same error.
     pub fn pinned_over_budget(&self, counting: crate::tokens::Counting) -> Vec<Diagnostic> {
         let mut out = Vec::new();
-        for target in self.targets.iter() {
+        for target in self.inner.targets.iter() {
             let Some(budget) = target.budget else {
                 continue;
             };
@@ -240,7 +240,7 @@ impl crate::Agent {
                 if !is_pinned {
                     continue;
                 }
-                let Some(unit) = self.units.iter().find(|u| u.id == *id) else {
+                let Some(unit) = self.inner.units.iter().find(|u| u.id == *id) else {
                     continue;
                 };
                 let crate::agent::Body::Text(text) = &unit.body else {
@@ -249,12 +249,12 @@ impl crate::Agent {
                 if unit.gate.is_some() || !unit.variants.is_empty() {
                     continue;
                 }
-                let text = if self.spec.render.trim {
+                let text = if self.inner.spec.render.trim {
                     text.trim_matches([' ', '\t', '\r', '\n'])
                 } else {
                     text.as_str()
                 };
-                total += u64::from(self.caches.counter.count(counting, text).count);
+                total += u64::from(self.inner.caches.counter.count(counting, text).count);
                 pinned.push(id);
             }
             if total > u64::from(budget) {
@@ -283,7 +283,7 @@ impl crate::Agent {
     /// Templated texts depend on the send; [`crate::Agent::assemble`] checks them per send.
     pub fn literal_token_limits(&self, counting: crate::tokens::Counting) -> Vec<Diagnostic> {
         let mut out = Vec::new();
-        for unit in &self.units {
+        for unit in &self.inner.units {
             let Some(limit) = unit.max_tokens else {
                 continue;
             };
@@ -293,12 +293,12 @@ impl crate::Agent {
                 let crate::agent::Body::Text(text) = body else {
                     continue;
                 };
-                let text = if self.spec.render.trim {
+                let text = if self.inner.spec.render.trim {
                     text.trim_matches([' ', '\t', '\r', '\n'])
                 } else {
                     text.as_str()
                 };
-                let tokens = self.caches.counter.count(counting, text);
+                let tokens = self.inner.caches.counter.count(counting, text);
                 if tokens.count > limit {
                     let what = match variant {
                         Some(v) => format!("variant `{v}` of `{}`", unit.id),

@@ -30,6 +30,7 @@ pub(crate) const MAX_FUEL: u64 = 5_000_000;
 const BYTES_PER_FUEL: u64 = 64;
 
 /// The compiled templates and gates of one agent.
+#[derive(Clone)]
 pub(crate) struct TemplateSet {
     env: Environment<'static>,
     /// The memory the templates of one assembly may use; see [`TemplateSet::set_memory`].

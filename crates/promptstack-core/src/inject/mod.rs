@@ -438,11 +438,11 @@ impl crate::Agent {
         &self,
         ctx: &SendContext,
     ) -> Result<Vec<InjectionPreview>, crate::Error> {
-        let Some(stage) = &self.stage else {
+        let Some(stage) = &self.inner.stage else {
             return Ok(Vec::new());
         };
         let prompt = self.active_prompt(ctx)?;
-        let overrides = overrides_for(self.spec.auto_injections.as_ref(), ctx);
+        let overrides = overrides_for(self.inner.spec.auto_injections.as_ref(), ctx);
         let stability = if self.authored_volatile(stage, prompt) {
             Stability::Volatile
         } else {

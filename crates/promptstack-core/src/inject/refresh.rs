@@ -59,13 +59,13 @@ impl<'a> Refresher<'a> {
     /// As [`Agent::assemble`] and [`Assembly::compose`]; [`ErrorKind::NotFound`] for an agent
     /// without a stage.
     pub fn new(agent: &'a Agent, ctx: SendContext, target: &str) -> Result<Self, Error> {
-        let Some(stage) = &agent.stage else {
+        let Some(stage) = &agent.inner.stage else {
             return Err(Error::new(
                 ErrorKind::NotFound,
                 "the refresher needs a spec with a [stage]",
             ));
         };
-        let overrides = super::overrides_for(agent.spec.auto_injections.as_ref(), &ctx);
+        let overrides = super::overrides_for(agent.inner.spec.auto_injections.as_ref(), &ctx);
         let segments = super::capability_segments(stage, &overrides);
         let assembly = agent.assemble(&ctx)?;
         let composition = assembly.compose(target)?;

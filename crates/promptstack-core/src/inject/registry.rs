@@ -273,7 +273,7 @@ impl crate::Agent {
         target: &str,
         registry: &Registry,
     ) -> Result<Published, Error> {
-        let Some(stage) = &self.spec.stage else {
+        let Some(stage) = &self.inner.spec.stage else {
             return Err(Error::new(
                 ErrorKind::NotFound,
                 "publishing needs a spec with a [stage]",
@@ -286,7 +286,7 @@ impl crate::Agent {
         let overrides = ctx
             .auto_injections
             .as_ref()
-            .or(self.spec.auto_injections.as_ref());
+            .or(self.inner.spec.auto_injections.as_ref());
         publish(
             authored,
             &stage.capabilities,

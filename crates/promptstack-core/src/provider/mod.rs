@@ -209,8 +209,8 @@ impl Agent {
     pub(crate) fn request_parts(&self) -> AgentParts<'_> {
         AgentParts {
             name: self.name(),
-            counter: &self.caches.counter,
-            tool_units: &self.caches.tool_units,
+            counter: &self.inner.caches.counter,
+            tool_units: &self.inner.caches.tool_units,
         }
     }
 }

@@ -379,6 +379,7 @@ impl Agent {
         let mut failures = 0;
         let start = first.now.timestamp().as_second().max(0) as u64;
         let volatile: Vec<&String> = self
+            .inner
             .spec
             .variables
             .iter()

@@ -49,7 +49,7 @@ impl TurnBuilder<'_> {
 impl Agent {
     /// The spec's `[turn]` configuration (budgets per class and intent, the source cap).
     pub fn turn_config(&self) -> &super::TurnConfig {
-        &self.spec.turn
+        &self.inner.spec.turn
     }
 
     /// Starts building the Turn for one send of this agent: the spec's `[turn]` configuration,
@@ -66,7 +66,7 @@ impl Agent {
         wrapper: Arc<dyn ResultWrapper>,
         executor_for: impl FnMut(&Tool) -> Option<Arc<dyn ToolExecutor>>,
     ) -> Result<TurnBuilder<'_>, TurnError> {
-        let mut builder = super::Turn::builder(&self.spec.turn, wrapper);
+        let mut builder = super::Turn::builder(&self.inner.spec.turn, wrapper);
         if let Some(message) = assembly.user_message() {
             builder = builder.user_message(message);
         }

@@ -152,3 +152,34 @@ fn clear_forgets_every_cache_and_stats_cover_them_all() {
     assert_eq!(cleared.tool_unit_misses, 2 * cold.tool_unit_misses);
     assert_eq!(cleared.tokenized, 2 * cold.tokenized);
 }
+
+#[test]
+fn clones_of_an_agent_share_its_program_and_caches() {
+    let original = chat_agent();
+    let ctx = chat_send("mcp");
+    let cold = original.assemble(&ctx).unwrap();
+    assert_eq!(original.cache_stats().stable_misses, 1);
+
+    let clone = original.clone();
+    let warm = std::thread::spawn(move || clone.assemble(&ctx).unwrap().stable().to_owned())
+        .join()
+        .unwrap();
+    assert_eq!(warm, cold.stable());
+    let stats = original.cache_stats();
+    assert_eq!(stats.stable_misses, 1, "{stats:?}");
+    assert_eq!(stats.stable_hits, 1, "{stats:?}");
+}
+
+#[test]
+fn a_clone_with_its_own_template_memory_gets_caches_of_its_own() {
+    let original = chat_agent();
+    let ctx = chat_send("mcp");
+    original.assemble(&ctx).unwrap();
+    let resized = original.clone().with_template_memory(1 << 20);
+    assert_eq!(resized.template_memory(), 1 << 20);
+    assert_eq!(original.template_memory(), Agent::DEFAULT_TEMPLATE_MEMORY);
+    assert_eq!(resized.cache_stats().stable_misses, 0);
+    resized.assemble(&ctx).unwrap();
+    assert_eq!(resized.cache_stats().stable_misses, 1);
+    assert_eq!(original.cache_stats().stable_hits, 0);
+}
