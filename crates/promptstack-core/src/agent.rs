@@ -13,6 +13,9 @@ use std::sync::Arc;
 use crate::block::Origin;
 use crate::caches::Caches;
 use crate::diagnostic::Diagnostic;
+use crate::ir::{
+    Body, CompiledTarget, CompiledTool, Gate, MAX_VARIANTS, TargetItem, Unit, Variant,
+};
 use crate::lint;
 use crate::root::{Root, VolatileInput};
 use crate::spec::load::{
@@ -20,8 +23,7 @@ use crate::spec::load::{
 };
 use crate::spec::span::push_pointer;
 use crate::spec::{
-    AgentSpec, BlockKind, Placement, SourceMap, SpecFormat, Stability, Trust, UserPosition,
-    VariableSpec, load,
+    AgentSpec, BlockKind, Placement, SourceMap, SpecFormat, Stability, Trust, VariableSpec, load,
 };
 use crate::template::{GATE_PREFIX, TemplateSet};
 
@@ -75,84 +77,6 @@ impl std::fmt::Debug for Agent {
             .field("source", &self.inner.source.name())
             .finish()
     }
-}
-
-/// Which text a block or note has: literal, or a template by name.
-#[derive(Debug, Clone)]
-pub(crate) enum Body {
-    Text(String),
-    Template(String),
-}
-
-/// A compiled gate: the template that evaluates it and its source expression.
-#[derive(Debug, Clone)]
-pub(crate) struct Gate {
-    pub template: String,
-    pub expression: String,
-}
-
-#[derive(Debug, Clone)]
-pub(crate) struct Variant {
-    pub id: String,
-    pub gate: Gate,
-    pub body: Body,
-}
-
-/// A compiled block or note.
-#[derive(Debug, Clone)]
-pub(crate) struct Unit {
-    pub id: Arc<str>,
-    pub kind: BlockKind,
-    pub trust: Trust,
-    pub stability: Stability,
-    pub placement: Placement,
-    pub origin: Arc<Origin>,
-    pub body: Body,
-    pub gate: Option<Gate>,
-    pub variants: Vec<Variant>,
-    pub max_tokens: Option<u32>,
-    /// Variable paths the unit's templates emit or test, for naming empty variables.
-    pub reads: Vec<String>,
-    /// The volatile inputs the unit's templates and gates read (volatile units only); a volatile
-    /// unit whose inputs did not change since an earlier send is not rendered again.
-    pub volatile_inputs: Vec<VolatileInput>,
-    /// Whether the unit is always present (no gate; literal or template text).
-    pub unconditional: bool,
-    /// The subagent topic whose prompt this unit is; `None` for the main prompt (and notes).
-    pub scope: Option<Arc<str>>,
-}
-
-/// The most variants one block may have (they are numbered `a` to `z` in gate programs).
-pub(crate) const MAX_VARIANTS: usize = 26;
-
-#[derive(Debug, Clone)]
-pub(crate) struct CompiledTool {
-    pub spec: crate::spec::ToolSpec,
-    /// The tool as offered, built once and shared by every toolset that includes it.
-    pub tool: Arc<crate::toolset::Tool>,
-    pub gate: Option<Gate>,
-}
-
-/// One item of a target's system list.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) enum TargetItem {
-    Stable,
-    Volatile,
-    /// A unit (note or target-placed block): its index among the units, and its id.
-    Unit(usize, Arc<str>),
-}
-
-#[derive(Debug, Clone)]
-pub(crate) struct CompiledTarget {
-    pub id: String,
-    pub system: Vec<TargetItem>,
-    pub user: Vec<(usize, Arc<str>)>,
-    pub user_position: UserPosition,
-    pub separator: String,
-    /// The token budget, if the target has one.
-    pub budget: Option<u32>,
-    /// Shedding priority and pinning of every block and note, by id (only with a budget).
-    pub shedding: Vec<(Arc<str>, i32, bool)>,
 }
 
 /// Per-unit facts collected while validating, used by several checks.

@@ -15,7 +15,7 @@ use std::sync::{Arc, OnceLock};
 use minijinja::value::Value;
 use serde::Serialize;
 
-use crate::agent::{Agent, Body, CompiledTarget, Unit};
+use crate::agent::Agent;
 use crate::block::{Block, BlockState, Exclusion, OverrideState};
 use crate::caches::CacheStats;
 use crate::context::SendContext;
@@ -24,6 +24,7 @@ use crate::error::{Error, ErrorKind};
 use crate::fingerprint::Fingerprint;
 use crate::hash::{Key, KeyBuilder};
 use crate::inject::{self, Prompt};
+use crate::ir::{Body, CompiledTarget, Unit};
 use crate::root::{Root, RootSources, VARIABLES, VolatileInput};
 use crate::spec::{BlockKind, Placement, Stability};
 use crate::template::{self, path_is_empty};

@@ -12,10 +12,10 @@ use std::ops::Range;
 
 use serde::Serialize;
 
-use crate::agent::CompiledTarget;
 use crate::assemble::Assembly;
 use crate::compose::{Composition, Part, Slot};
 use crate::diagnostic::Diagnostic;
+use crate::ir::CompiledTarget;
 use crate::spec::Stability;
 
 /// A block as the shedding order sees it.

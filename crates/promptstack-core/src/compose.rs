@@ -10,10 +10,10 @@ use std::ops::Range;
 
 use serde::Serialize;
 
-use crate::agent::TargetItem;
 use crate::assemble::Assembly;
 use crate::block::Block;
 use crate::error::{Error, ErrorKind};
+use crate::ir::TargetItem;
 use crate::spec::{Stability, Trust, UserPosition};
 
 /// Which text of a composition a part lives in.

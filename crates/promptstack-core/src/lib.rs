@@ -79,6 +79,7 @@ pub mod error;
 pub mod fingerprint;
 mod hash;
 pub mod inject;
+mod ir;
 pub mod layers;
 mod lint;
 pub mod provider;

@@ -12,8 +12,9 @@
 
 use std::collections::HashSet;
 
-use crate::agent::{CompiledTool, Unit, root_of};
+use crate::agent::root_of;
 use crate::diagnostic::Diagnostic;
+use crate::ir::{CompiledTool, Unit};
 use crate::spec::{AgentSpec, BlockKind, Placement};
 use crate::template::TemplateSet;
 
@@ -243,7 +244,7 @@ impl crate::Agent {
                 let Some(unit) = self.inner.units.iter().find(|u| u.id == *id) else {
                     continue;
                 };
-                let crate::agent::Body::Text(text) = &unit.body else {
+                let crate::ir::Body::Text(text) = &unit.body else {
                     continue;
                 };
                 if unit.gate.is_some() || !unit.variants.is_empty() {
@@ -290,7 +291,7 @@ impl crate::Agent {
             let own = std::iter::once((None, &unit.body));
             let variants = unit.variants.iter().map(|v| (Some(v.id.as_str()), &v.body));
             for (variant, body) in own.chain(variants) {
-                let crate::agent::Body::Text(text) = body else {
+                let crate::ir::Body::Text(text) = body else {
                     continue;
                 };
                 let text = if self.inner.spec.render.trim {
