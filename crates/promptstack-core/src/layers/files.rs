@@ -1,6 +1,6 @@
 //! Context files (the AGENTS.md / CLAUDE.md chain) as the model should see them.
 //!
-//! The core receives the files as data (path and content; the CLI or the application reads them
+//! The core receives the files as data ([`ContextFile`]: path and content; the CLI or the application reads them
 //! from disk). [`prepare`] turns them into what a template places inside a container:
 //!
 //! - the **path** relative to a base directory (usually the working directory), lexically and with
@@ -15,14 +15,7 @@
 
 use serde::Serialize;
 
-/// One context file as received.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct ContextFile {
-    /// Where the file is (any separator style).
-    pub path: String,
-    /// Its text.
-    pub content: String,
-}
+use crate::context::ContextFile;
 
 /// Size caps, in bytes of UTF-8.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -146,7 +146,7 @@ fn context_files_filter(state: &State, values: Value, kwargs: Kwargs) -> Result<
             (Some(p), Some(c)) => {
                 bytes = bytes.saturating_add(p.len()).saturating_add(c.len());
                 ensure_room(state, bytes)?;
-                inputs.push(files::ContextFile {
+                inputs.push(crate::context::ContextFile {
                     path: p.to_owned(),
                     content: c.to_owned(),
                 });
