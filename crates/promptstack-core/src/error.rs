@@ -24,6 +24,8 @@ pub enum ErrorKind {
     NotFound,
     /// The send context does not fit the spec (e.g. a variable of the wrong shape).
     Context,
+    /// A capability manifest is malformed (not valid TOML, a missing field, an empty fragment).
+    Manifest,
     /// A provider rules table is malformed, or has no row for a model.
     Rules,
     /// A provider request cannot be built from these inputs (e.g. an inconsistent conversation).

@@ -73,17 +73,17 @@ impl Manifest {
     ///
     /// # Errors
     ///
-    /// [`ErrorKind::Context`] with the parser's located message.
+    /// [`ErrorKind::Manifest`] with the parser's located message.
     pub fn from_toml(text: &str, name: &str) -> Result<Self, Error> {
         let manifest: Manifest = toml::from_str(text).map_err(|e| {
             Error::new(
-                ErrorKind::Context,
+                ErrorKind::Manifest,
                 format!("capability manifest {name}: {}", e.to_string().trim_end()),
             )
         })?;
         if manifest.prompt.fragment.trim().is_empty() {
             return Err(Error::new(
-                ErrorKind::Context,
+                ErrorKind::Manifest,
                 format!("capability manifest {name}: `prompt.fragment` is empty"),
             ));
         }

@@ -180,8 +180,17 @@ fn publishing_fails_loudly_rather_than_publishing_a_different_text() {
     let err = publish(AUTHORED, &refs(), &registry(), &BTreeMap::new(), None).unwrap_err();
     assert_eq!(err.kind(), promptstack_core::ErrorKind::Render);
     assert!(err.to_string().contains("capability_config.shop"), "{err}");
-    assert!(Manifest::from_toml("slug = \"x\"\n[prompt]\nfragment = \"  \"\n", "x.toml").is_err());
-    assert!(Manifest::from_toml("slug = \"x\"\nprompt = 3\n", "x.toml").is_err());
+    for bad in [
+        "slug = \"x\"\n[prompt]\nfragment = \"  \"\n",
+        "slug = \"x\"\nprompt = 3\n",
+    ] {
+        let error = Manifest::from_toml(bad, "x.toml").unwrap_err();
+        assert_eq!(
+            error.kind(),
+            promptstack_core::ErrorKind::Manifest,
+            "{error}"
+        );
+    }
 }
 
 /// The preview chip, the publish step and the live assembly render a fragment with the same
