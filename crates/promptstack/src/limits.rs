@@ -76,7 +76,7 @@ pub enum Limit {
 /// What a limit counts.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 #[non_exhaustive]
-pub enum Unit {
+pub enum LimitUnit {
     /// Bytes; values may be written with a `KiB`, `MiB` or `GiB` suffix.
     Bytes,
     /// A plain count.
@@ -146,15 +146,15 @@ impl Limit {
     }
 
     /// What the limit counts.
-    pub fn unit(self) -> Unit {
+    pub fn unit(self) -> LimitUnit {
         match self {
             Limit::McpPages
             | Limit::McpTools
             | Limit::SimTurns
             | Limit::SimSends
             | Limit::CiteRuns
-            | Limit::ConversationMessages => Unit::Count,
-            _ => Unit::Bytes,
+            | Limit::ConversationMessages => LimitUnit::Count,
+            _ => LimitUnit::Bytes,
         }
     }
 
@@ -270,17 +270,17 @@ impl Limit {
     /// `value` written for people: `4 MiB`, `64 KiB`, `1000`.
     pub fn format_value(self, value: u64) -> String {
         match self.unit() {
-            Unit::Bytes if value >= GIB && value.is_multiple_of(GIB) => {
+            LimitUnit::Bytes if value >= GIB && value.is_multiple_of(GIB) => {
                 format!("{} GiB", value / GIB)
             }
-            Unit::Bytes if value >= MIB && value.is_multiple_of(MIB) => {
+            LimitUnit::Bytes if value >= MIB && value.is_multiple_of(MIB) => {
                 format!("{} MiB", value / MIB)
             }
-            Unit::Bytes if value >= KIB && value.is_multiple_of(KIB) => {
+            LimitUnit::Bytes if value >= KIB && value.is_multiple_of(KIB) => {
                 format!("{} KiB", value / KIB)
             }
-            Unit::Bytes => format!("{value} bytes"),
-            Unit::Count => value.to_string(),
+            LimitUnit::Bytes => format!("{value} bytes"),
+            LimitUnit::Count => value.to_string(),
         }
     }
 }
@@ -366,8 +366,8 @@ impl Limits {
             LimitError::Invalid(format!(
                 "`{quoted}`: the value must be a whole number{}",
                 match limit.unit() {
-                    Unit::Bytes => ", optionally with KiB, MiB or GiB",
-                    Unit::Count => "",
+                    LimitUnit::Bytes => ", optionally with KiB, MiB or GiB",
+                    LimitUnit::Count => "",
                 }
             ))
         })?;
@@ -380,14 +380,14 @@ impl Limits {
     }
 }
 
-fn parse_value(text: &str, unit: Unit) -> Option<u64> {
+fn parse_value(text: &str, unit: LimitUnit) -> Option<u64> {
     let digits = text.trim_end_matches(|c: char| c.is_ascii_alphabetic());
     let suffix = text[digits.len()..].to_ascii_lowercase();
     let scale = match (unit, suffix.as_str()) {
         (_, "") => 1,
-        (Unit::Bytes, "kib") => KIB,
-        (Unit::Bytes, "mib") => MIB,
-        (Unit::Bytes, "gib") => GIB,
+        (LimitUnit::Bytes, "kib") => KIB,
+        (LimitUnit::Bytes, "mib") => MIB,
+        (LimitUnit::Bytes, "gib") => GIB,
         _ => return None,
     };
     let digits = digits.trim();

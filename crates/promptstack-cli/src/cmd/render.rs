@@ -199,7 +199,7 @@ fn render_request(
             target: &'a str,
             body: serde_json::Value,
             plan: &'a promptstack::provider::CachePlan,
-            units: &'a [promptstack::provider::Unit],
+            units: &'a [promptstack::provider::PlanUnit],
         }
         let planned = Planned {
             format: format.as_str(),

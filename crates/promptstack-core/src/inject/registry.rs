@@ -173,7 +173,7 @@ impl Segment {
 
 /// Which bytes of a published text a slug appended.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-pub struct Provenance {
+pub struct FragmentRange {
     /// The capability's slug.
     pub slug: String,
     /// The byte range of the appended text, separator included.
@@ -189,7 +189,7 @@ pub struct Published {
     /// The exact rendered fragment of each slug (the segments sidecar), shipped or not.
     pub segments: BTreeMap<String, Segment>,
     /// The appended ranges of `text`, in order.
-    pub provenance: Vec<Provenance>,
+    pub provenance: Vec<FragmentRange>,
     /// Tools contributed by the capabilities, in reference order.
     pub tools: Vec<ToolSpec>,
     /// Variables declared by the capabilities.
@@ -371,7 +371,7 @@ pub fn publish(
                 published.text.push_str(SEPARATOR);
             }
             published.text.push_str(&segment.text);
-            published.provenance.push(Provenance {
+            published.provenance.push(FragmentRange {
                 slug: slug.to_owned(),
                 range: start..published.text.len(),
             });

@@ -9,7 +9,7 @@
 
 use std::sync::Arc;
 
-use super::plan::{self, Boundary, Breakpoint, CachePlan, CacheState, Region, Unit};
+use super::plan::{self, Boundary, Breakpoint, CachePlan, CacheState, PlanUnit, Region};
 use super::wire::{self, BodyConfig, Chunk, Inputs, Place, ToolUnit, Wire};
 use super::{Conversation, Format, Message, Request, RequestOptions, Rules, canonical};
 use crate::assemble::Assembly;
@@ -259,7 +259,7 @@ fn units(
     pieces: &mut [wire::Piece<'_>],
     counting: Counting,
     explicit: bool,
-) -> Vec<Unit> {
+) -> Vec<PlanUnit> {
     let mut units = Vec::with_capacity(pieces.len());
     let mut prefix = 0u128;
     let mut in_region = [0usize; 3];
@@ -298,7 +298,7 @@ fn units(
             explicit,
         };
         in_region[region] += 1;
-        units.push(Unit {
+        units.push(PlanUnit {
             at: wire.pointer(&place),
             label: std::mem::take(&mut piece.label),
             region: piece.region,

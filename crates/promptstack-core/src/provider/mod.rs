@@ -2,7 +2,7 @@
 //!
 //! The pipeline, per request: compose the target (the system text and the notes for the last user
 //! message) → split the system text at its stability boundaries → lay the request out as units in
-//! the provider's prefix order (tools, system text, messages; see [`plan::Unit`]) → count tokens →
+//! the provider's prefix order (tools, system text, messages; see [`plan::PlanUnit`]) → count tokens →
 //! place cache breakpoints from the [`rules::Rules`] row of the model ([`plan`]) → write the body as
 //! canonical JSON (sorted keys), so equal inputs give equal bytes.
 //!
@@ -39,7 +39,7 @@ pub(crate) use build::{AgentParts, Layout, RequestConfig, build_layout};
 pub(crate) use wire::{Chunk, ToolUnit};
 
 pub use conversation::{Conversation, ConversationLimits, Message, ToolCall};
-pub use plan::{Boundary, Breakpoint, CachePlan, CacheState, Cost, Region, Unit};
+pub use plan::{Boundary, Breakpoint, CachePlan, CacheState, Cost, PlanUnit, Region};
 pub use rules::{Family, Rule, Rules};
 
 /// A request format.
@@ -151,7 +151,7 @@ pub struct Request {
     /// Where the breakpoints are and what the request costs.
     pub plan: CachePlan,
     /// The request's units in prefix order.
-    pub units: Vec<Unit>,
+    pub units: Vec<PlanUnit>,
     /// Findings (e.g. notes that had no user message to go into).
     pub diagnostics: Vec<Diagnostic>,
     #[serde(skip)]

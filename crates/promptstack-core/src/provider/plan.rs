@@ -1,6 +1,6 @@
 //! The cache planner: where a request's cache breakpoints go, and what the request will cost.
 //!
-//! A request is a sequence of [`Unit`]s in the provider's prefix order (for Anthropic: tools, then
+//! A request is a sequence of [`PlanUnit`]s in the provider's prefix order (for Anthropic: tools, then
 //! system text blocks, then message content blocks). Some units close a stability boundary
 //! ([`Boundary`]): the end of the tools, of the agent-wide system text, of the tenant-wide text, of
 //! the stable half, of the previous request (the history), and the request's tail. The planner
@@ -71,7 +71,7 @@ pub enum Region {
 
 /// One cacheable piece of a request, in prefix order.
 #[derive(Debug, Clone, Serialize)]
-pub struct Unit {
+pub struct PlanUnit {
     /// Where it is in the request body (a JSON pointer).
     pub at: String,
     /// What it holds: a tool name, the ids of the system blocks in it, or a message label.
@@ -197,7 +197,7 @@ pub(crate) struct Placed {
 /// 0.25× more than sending uncached while reading saves 0.9×, so it pays off once more than
 /// about one turn in five calls a tool.
 pub(crate) fn place(
-    units: &[Unit],
+    units: &[PlanUnit],
     rule: &Rule,
     gap_seconds: Option<u32>,
     tool_turn: bool,
@@ -328,7 +328,7 @@ pub(crate) fn place(
 }
 
 /// The tokens of the prefix ending at each unit.
-pub(crate) fn prefix_tokens(units: &[Unit]) -> Vec<u32> {
+pub(crate) fn prefix_tokens(units: &[PlanUnit]) -> Vec<u32> {
     let mut total = 0u32;
     units
         .iter()
@@ -392,7 +392,7 @@ impl CacheState {
     /// entries it leaves behind.
     pub(crate) fn apply(
         &mut self,
-        units: &[Unit],
+        units: &[PlanUnit],
         placed: &[Placed],
         rule: &Rule,
         retention: Option<u32>,
@@ -536,12 +536,12 @@ mod tests {
         ]
     }
 
-    fn units() -> impl Strategy<Value = Vec<Unit>> {
+    fn units() -> impl Strategy<Value = Vec<PlanUnit>> {
         prop::collection::vec((0u32..800, boundary(), any::<bool>()), 1..80).prop_map(|raw| {
             let count = raw.len();
             raw.into_iter()
                 .enumerate()
-                .map(|(i, (tokens, boundary, markable))| Unit {
+                .map(|(i, (tokens, boundary, markable))| PlanUnit {
                     at: format!("/u/{i}"),
                     label: String::new(),
                     region: Region::Messages,
@@ -594,7 +594,7 @@ mod tests {
             history_at in 0usize..25,
         ) {
             let count = tokens.len();
-            let units: Vec<Unit> = tokens.iter().enumerate().map(|(i, &t)| Unit {
+            let units: Vec<PlanUnit> = tokens.iter().enumerate().map(|(i, &t)| PlanUnit {
                 at: String::new(),
                 label: String::new(),
                 region: Region::Messages,
@@ -638,8 +638,8 @@ mod tests {
 
     #[test]
     fn repeat_reads_what_the_first_request_wrote() {
-        let units: Vec<Unit> = (0..5)
-            .map(|i| Unit {
+        let units: Vec<PlanUnit> = (0..5)
+            .map(|i| PlanUnit {
                 at: String::new(),
                 label: String::new(),
                 region: Region::System,

@@ -274,7 +274,7 @@ where
 
 /// Where an untrusted piece of a result comes from, for the fence's attributes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Provenance<'a> {
+pub struct ResultOrigin<'a> {
     /// The tool that returned it.
     pub tool: &'a str,
     /// The page (or file) it comes from, if it is a source.
@@ -290,7 +290,7 @@ pub struct Provenance<'a> {
 /// results are untrusted, and never for the text it adds itself (labels, budget lines).
 pub trait ResultWrapper: Send + Sync {
     /// Returns `content` made safe to place in front of the model.
-    fn wrap(&self, content: &str, provenance: &Provenance<'_>) -> String;
+    fn wrap(&self, content: &str, provenance: &ResultOrigin<'_>) -> String;
 }
 
 /// A [`ResultWrapper`] that returns content unchanged. **For tests only**: with it, untrusted
@@ -299,7 +299,7 @@ pub trait ResultWrapper: Send + Sync {
 pub struct UnfencedForTests;
 
 impl ResultWrapper for UnfencedForTests {
-    fn wrap(&self, content: &str, _provenance: &Provenance<'_>) -> String {
+    fn wrap(&self, content: &str, _provenance: &ResultOrigin<'_>) -> String {
         content.to_owned()
     }
 }
@@ -728,7 +728,7 @@ impl Turn {
                         text.push_str("\n\n");
                     }
                     if tool.untrusted_results {
-                        let provenance = Provenance {
+                        let provenance = ResultOrigin {
                             tool: name,
                             url,
                             fence: tool.fence,

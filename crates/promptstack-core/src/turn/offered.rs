@@ -4,9 +4,9 @@
 use std::sync::Arc;
 
 use super::{
-    Provenance, ResultWrapper, ToolExecutor, TurnBuilder, TurnError, TurnErrorKind, TurnTool,
+    ResultOrigin, ResultWrapper, ToolExecutor, TurnBuilder, TurnError, TurnErrorKind, TurnTool,
 };
-use crate::fence::{ContentKind, Fence, Provenance as FenceProvenance};
+use crate::fence::{ContentKind, Fence, Provenance};
 use crate::spec::{ResultFence, ResultTrust};
 use crate::toolset::{Tool, Toolset};
 use crate::{Agent, Assembly};
@@ -78,7 +78,7 @@ impl Agent {
 /// the kind its tool declares (`web_content`, `file_content`, else `tool_result`), carrying the
 /// tool's name and, for a page or file, its origin.
 impl ResultWrapper for Fence {
-    fn wrap(&self, content: &str, provenance: &Provenance<'_>) -> String {
+    fn wrap(&self, content: &str, provenance: &ResultOrigin<'_>) -> String {
         let declared = match provenance.fence {
             ResultFence::ToolResult => ContentKind::ToolResult,
             ResultFence::WebContent => ContentKind::Page,
@@ -90,9 +90,9 @@ impl ResultWrapper for Fence {
         } else {
             ContentKind::ToolResult
         };
-        let fenced = FenceProvenance::new(kind, provenance.url, Some(provenance.tool))
+        let fenced = Provenance::new(kind, provenance.url, Some(provenance.tool))
             // An origin the fence cannot reduce is left out; the content is still fenced.
-            .or_else(|_| FenceProvenance::tool_result(provenance.tool))
+            .or_else(|_| Provenance::tool_result(provenance.tool))
             .and_then(|p| Fence::wrap(self, content, &p));
         match fenced {
             Ok(wrapped) => wrapped.text,

@@ -8,7 +8,7 @@ use futures::future::join_all;
 use promptstack_core::canonical_url::url_key;
 use promptstack_core::stream::{Source, SourceSnapshot};
 use promptstack_core::turn::{
-    CallStatus, ClassBudgetConfig, ExecuteFuture, Provenance, Registration, ResultWrapper,
+    CallStatus, ClassBudgetConfig, ExecuteFuture, Registration, ResultOrigin, ResultWrapper,
     SourceRegistry, ToolCall, ToolExecutor, ToolFailure, ToolOutput, Turn, TurnConfig,
     TurnErrorKind, TurnTool, UnfencedForTests,
 };
@@ -470,7 +470,7 @@ fn a_cancelled_driver_hands_the_execution_to_a_waiting_call() {
 struct Marking;
 
 impl ResultWrapper for Marking {
-    fn wrap(&self, content: &str, provenance: &Provenance<'_>) -> String {
+    fn wrap(&self, content: &str, provenance: &ResultOrigin<'_>) -> String {
         format!(
             "<<{} {}>>{content}<<end>>",
             provenance.tool,
