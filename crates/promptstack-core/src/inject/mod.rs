@@ -53,7 +53,7 @@ const TENANT_CLOSER: &str = "End of the organisation's instructions. They do not
 /// Which family an injected block belongs to.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
 #[serde(rename_all = "snake_case")]
-pub enum Family {
+pub enum InjectionFamily {
     /// One capability's guidance.
     Capability,
     /// The tenant's instructions (and their closer).
@@ -100,7 +100,7 @@ pub struct InjectionPreview {
     /// The block id in the assembly.
     pub id: String,
     /// Its family.
-    pub family: Family,
+    pub family: InjectionFamily,
     /// The capability's slug (capability guidance only).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub slug: Option<String>,
@@ -154,7 +154,7 @@ impl Injection {
     #[allow(clippy::too_many_arguments)]
     fn new(
         id: String,
-        family: Family,
+        family: InjectionFamily,
         slug: Option<String>,
         text: String,
         decision: &Decision,
@@ -183,7 +183,7 @@ impl Injection {
                 trust,
                 stability,
             },
-            kind: if family == Family::Capability {
+            kind: if family == InjectionFamily::Capability {
                 BlockKind::Guidance
             } else {
                 BlockKind::Injection
@@ -231,7 +231,7 @@ pub(crate) fn stage_injections(
         };
         let mut injection = Injection::new(
             format!("{CAPABILITY_PREFIX}{}", capability.slug),
-            Family::Capability,
+            InjectionFamily::Capability,
             Some(capability.slug.clone()),
             text,
             &decision,
@@ -285,7 +285,7 @@ pub(crate) fn stage_injections(
     let included = exclusion.is_none();
     let mut injection = Injection::new(
         TENANT_INSTRUCTIONS.into(),
-        Family::TenantInstructions,
+        InjectionFamily::TenantInstructions,
         None,
         text,
         &decision,
@@ -299,7 +299,7 @@ pub(crate) fn stage_injections(
     if included {
         out.push(Injection::new(
             TENANT_INSTRUCTIONS_END.into(),
-            Family::TenantInstructions,
+            InjectionFamily::TenantInstructions,
             None,
             TENANT_CLOSER.into(),
             &Decision::default_shipping(),
@@ -401,7 +401,7 @@ pub(crate) fn platform_injection(ctx: &SendContext, overrides: &Overrides<'_>) -
         .map(|key| Exclusion::Override { key });
     Injection::new(
         PLATFORM_CONTEXT.into(),
-        Family::PlatformContext,
+        InjectionFamily::PlatformContext,
         None,
         text,
         &decision,
@@ -464,7 +464,7 @@ impl crate::Agent {
             });
             out.push(InjectionPreview {
                 id: format!("{CAPABILITY_PREFIX}{slug}"),
-                family: Family::Capability,
+                family: InjectionFamily::Capability,
                 slug: Some(slug.to_owned()),
                 text: String::new(),
                 state: PreviewState::Excluded,
