@@ -7,8 +7,8 @@ use std::time::Duration;
 use criterion::{BenchmarkId, Criterion, criterion_group, criterion_main};
 use futures::executor::block_on;
 use promptstack_core::turn::{
-    BudgetsConfig, ClassBudgetConfig, ExecuteFuture, ToolCall, ToolExecutor, ToolOutput, Turn,
-    TurnConfig, TurnTool, UnfencedForTests,
+    BudgetsConfig, ClassBudgetConfig, ExecuteFuture, ToolExecutor, ToolInvocation, ToolOutput,
+    Turn, TurnConfig, TurnTool, UnfencedForTests,
 };
 use serde_json::json;
 
@@ -18,7 +18,7 @@ struct Instant {
 }
 
 impl ToolExecutor for Instant {
-    fn execute<'a>(&'a self, call: ToolCall<'a>) -> ExecuteFuture<'a> {
+    fn execute<'a>(&'a self, call: ToolInvocation<'a>) -> ExecuteFuture<'a> {
         let base = call.input["query"].as_str().unwrap_or("q").to_owned();
         let sources = self.sources;
         Box::pin(async move {
@@ -78,7 +78,7 @@ fn bench(c: &mut Criterion) {
             |b, _| {
                 let input = json!({"query": "rust"});
                 b.iter(|| {
-                    block_on(executor.execute(ToolCall {
+                    block_on(executor.execute(ToolInvocation {
                         name: "note",
                         input: black_box(&input),
                     }))

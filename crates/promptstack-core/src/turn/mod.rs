@@ -148,7 +148,7 @@ impl TurnTool {
 
 /// One call as an executor receives it.
 #[derive(Debug, Clone, Copy)]
-pub struct ToolCall<'a> {
+pub struct ToolInvocation<'a> {
     /// The tool's provider-facing name.
     pub name: &'a str,
     /// The call's input, as the model wrote it.
@@ -249,7 +249,7 @@ pub type ExecuteFuture<'a> =
 /// Runs a tool. The application implements it; the Turn wraps it.
 pub trait ToolExecutor: Send + Sync {
     /// Executes one call.
-    fn execute<'a>(&'a self, call: ToolCall<'a>) -> ExecuteFuture<'a>;
+    fn execute<'a>(&'a self, call: ToolInvocation<'a>) -> ExecuteFuture<'a>;
 }
 
 /// A [`ToolExecutor`] from an async closure over the (cloned) call input.
@@ -267,7 +267,7 @@ where
     F: Fn(Value) -> Fut + Send + Sync,
     Fut: Future<Output = Result<ToolOutput, ToolFailure>> + Send + 'static,
 {
-    fn execute<'a>(&'a self, call: ToolCall<'a>) -> ExecuteFuture<'a> {
+    fn execute<'a>(&'a self, call: ToolInvocation<'a>) -> ExecuteFuture<'a> {
         Box::pin((self.0)(call.input.clone()))
     }
 }
@@ -644,7 +644,7 @@ impl Turn {
             }
             Charge::Refused => false,
         };
-        let call = ToolCall { name, input };
+        let call = ToolInvocation { name, input };
         let outcome = if tool.cacheable {
             self.dedupe
                 .run(key, &mut admit, || registered.executor.execute(call))

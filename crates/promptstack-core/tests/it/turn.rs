@@ -9,7 +9,7 @@ use promptstack_core::canonical_url::url_key;
 use promptstack_core::stream::{Source, SourceSnapshot};
 use promptstack_core::turn::{
     CallStatus, ClassBudgetConfig, ExecuteFuture, Registration, ResultOrigin, ResultWrapper,
-    SourceRegistry, ToolCall, ToolExecutor, ToolFailure, ToolOutput, Turn, TurnConfig,
+    SourceRegistry, ToolExecutor, ToolFailure, ToolInvocation, ToolOutput, Turn, TurnConfig,
     TurnErrorKind, TurnTool, UnfencedForTests,
 };
 use proptest::prelude::*;
@@ -33,7 +33,7 @@ impl Scripted {
 }
 
 impl ToolExecutor for Scripted {
-    fn execute<'a>(&'a self, call: ToolCall<'a>) -> ExecuteFuture<'a> {
+    fn execute<'a>(&'a self, call: ToolInvocation<'a>) -> ExecuteFuture<'a> {
         Box::pin(async move {
             self.runs.lock().unwrap().push(call.input.clone());
             let delay = call.input["delay"].as_u64().unwrap_or(0);
@@ -429,7 +429,7 @@ struct Gated {
 }
 
 impl ToolExecutor for Gated {
-    fn execute<'a>(&'a self, _call: ToolCall<'a>) -> ExecuteFuture<'a> {
+    fn execute<'a>(&'a self, _call: ToolInvocation<'a>) -> ExecuteFuture<'a> {
         Box::pin(async move {
             *self.runs.lock().unwrap() += 1;
             self.gate.acquire().await.unwrap().forget();
