@@ -58,19 +58,11 @@ pub(crate) fn parse(s: &[u8], line_start: bool, eof: bool) -> Parse<Math> {
             }
             b'\n' => {
                 // A blank line ends the paragraph, and the formula with it.
-                let mut j = i + 1;
-                loop {
-                    match s.get(j) {
-                        None => return need(eof),
-                        Some(b' ' | b'\t' | b'\r') => j += 1,
-                        Some(b'\n') => return Parse::No,
-                        Some(_) => break,
-                    }
-                    if j >= MATH_MAX {
-                        return Parse::No;
-                    }
+                match next_line(s, i + 1, eof) {
+                    Parse::Yes(()) => i += 1,
+                    Parse::Incomplete => return Parse::Incomplete,
+                    Parse::No => return Parse::No,
                 }
-                i += 1;
             }
             _ => i += 1,
         }
@@ -118,19 +110,12 @@ pub(crate) fn parse_dollars(s: &[u8], eof: bool) -> Parse<Math> {
                 Some(_) => i += 1,
             },
             b'\n' => {
-                let mut j = i + 1;
-                loop {
-                    match s.get(j) {
-                        None => return need(eof),
-                        Some(b' ' | b'\t' | b'\r') => j += 1,
-                        Some(b'\n') => return Parse::No,
-                        Some(_) => break,
-                    }
-                    if j >= MATH_MAX {
-                        return Parse::No;
-                    }
+                // A blank line ends the paragraph, and the formula with it.
+                match next_line(s, i + 1, eof) {
+                    Parse::Yes(()) => i += 1,
+                    Parse::Incomplete => return Parse::Incomplete,
+                    Parse::No => return Parse::No,
                 }
-                i += 1;
             }
             _ => i += 1,
         }
@@ -206,6 +191,25 @@ pub(crate) fn dollar(s: &[u8], eof: bool) -> Parse<Dollar> {
                 };
             }
             _ => i += 1,
+        }
+    }
+}
+
+/// Whether the line starting at `s[from]` goes on with text (`Yes`), or is blank (`No`: the
+/// paragraph ends there, and any formula with it); `Incomplete` until that is known, `No` at the
+/// end of the text or past [`MATH_MAX`].
+fn next_line(s: &[u8], from: usize, eof: bool) -> Parse<()> {
+    let mut j = from;
+    loop {
+        match s.get(j) {
+            None if eof => return Parse::No,
+            None => return Parse::Incomplete,
+            Some(b' ' | b'\t' | b'\r') => j += 1,
+            Some(b'\n') => return Parse::No,
+            Some(_) => return Parse::Yes(()),
+        }
+        if j >= MATH_MAX {
+            return Parse::No;
         }
     }
 }

@@ -401,10 +401,15 @@ proptest! {
 
     #[test]
     fn links_output_is_stable_when_processed_again(text in text_from(PROSE, 40)) {
-        // A removed native shape next to a `$` (the spaces before the shape go with it) changes
-        // its neighbours after the decision was made on the input (a documented approximation).
-        let squeezed: String = text.chars().filter(|c| *c != ' ').collect();
-        prop_assume!(!squeezed.contains("$【") && !squeezed.contains("】$"));
+        // Dollar signs are decided on the input: a native shape removed from a line that holds a
+        // `$` can change what a second pass decides there (next to the `$`, or before a `$$` that
+        // then starts its line; a documented approximation).
+        // So such lines lose their `$` signs here.
+        let text = text
+            .split('\n')
+            .map(|line| if line.contains('【') { line.replace('$', "") } else { line.to_string() })
+            .collect::<Vec<_>>()
+            .join("\n");
         let sources = sources_1_2_3_10();
         let links = StreamConfig::new(OutputMode::Links);
         let (once, _) = stream::process(&text, &sources, links.clone());
