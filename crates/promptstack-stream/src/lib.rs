@@ -102,12 +102,12 @@ mod widget;
 #[doc(hidden)]
 pub mod fuzzing;
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 
 pub use output::{Citation, CitationMap, OutputMode};
 pub use score::{
     CitationCounts, CitationScore, ClassCallScore, MinCitations, ToolCallScore, min_citations,
-    score, score_tool_calls,
+    score, score_tool_calls, score_with,
 };
 pub use source::{Source, SourceSnapshot};
 pub use widget::{WIDGET_MAX, Widget, WidgetNameError, WidgetSet};
@@ -332,6 +332,8 @@ pub(crate) struct Tally {
     pub native: CitationCounts,
     pub runs: u32,
     pub unresolved: BTreeSet<u32>,
+    /// Widget tags removed from the text, by declared name.
+    pub widgets: BTreeMap<String, u32>,
 }
 
 impl Processor {

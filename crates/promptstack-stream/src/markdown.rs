@@ -875,6 +875,11 @@ impl Processor {
                 if self.state.content_start {
                     match math::parse_dollars(&c.bytes[at..], c.eof) {
                         Parse::Incomplete => return Err(Held),
+                        Parse::Yes(m) if !m.block => {
+                            // A formula that goes on into text: left as written, closer too.
+                            c.pos = at + m.len;
+                            return Ok(());
+                        }
                         Parse::Yes(m) => {
                             c.copy(at, out);
                             math::write(&c.text[at..at + m.len], &m, &self.state.prefix, out);
@@ -926,6 +931,7 @@ impl Processor {
                 c.copied = c.pos;
                 if self.overflow.is_none() {
                     let offset = self.output_bytes + (out.len() - self.push_start) as u64;
+                    *self.tally.widgets.entry(tag.name.clone()).or_default() += 1;
                     self.found.push(Widget {
                         name: tag.name,
                         attributes: tag.attributes,

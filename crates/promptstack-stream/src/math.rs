@@ -58,19 +58,11 @@ pub(crate) fn parse(s: &[u8], line_start: bool, eof: bool) -> Parse<Math> {
             }
             b'\n' => {
                 // A blank line ends the paragraph, and the formula with it.
-                let mut j = i + 1;
-                loop {
-                    match s.get(j) {
-                        None => return need(eof),
-                        Some(b' ' | b'\t' | b'\r') => j += 1,
-                        Some(b'\n') => return Parse::No,
-                        Some(_) => break,
-                    }
-                    if j >= MATH_MAX {
-                        return Parse::No;
-                    }
+                match next_line(s, i + 1, eof) {
+                    Parse::Yes(()) => i += 1,
+                    Parse::Incomplete => return Parse::Incomplete,
+                    Parse::No => return Parse::No,
                 }
-                i += 1;
             }
             _ => i += 1,
         }
@@ -97,8 +89,9 @@ pub(crate) fn parse(s: &[u8], line_start: bool, eof: bool) -> Parse<Math> {
 
 /// Parses a display formula `$$…$$` at the start of `s` that starts its line (after the line's
 /// indentation and container markers): a block exactly when the closing `$$` ends its line too,
-/// like `\[…\]`. Anything else is [`Parse::No`]: a `$$` formula inside a sentence is left as
-/// written. The same limits hold as for [`parse`]: [`MATH_MAX`] bytes, no blank line, not empty.
+/// like `\[…\]`. A formula whose closing `$$` is followed by text is found with `block: false`
+/// and is left as written, whole. Anything else is [`Parse::No`]. The same limits hold as for
+/// [`parse`]: [`MATH_MAX`] bytes, no blank line, not empty.
 pub(crate) fn parse_dollars(s: &[u8], eof: bool) -> Parse<Math> {
     debug_assert!(s.starts_with(b"$$"));
     let need = |eof: bool| if eof { Parse::No } else { Parse::Incomplete };
@@ -117,19 +110,12 @@ pub(crate) fn parse_dollars(s: &[u8], eof: bool) -> Parse<Math> {
                 Some(_) => i += 1,
             },
             b'\n' => {
-                let mut j = i + 1;
-                loop {
-                    match s.get(j) {
-                        None => return need(eof),
-                        Some(b' ' | b'\t' | b'\r') => j += 1,
-                        Some(b'\n') => return Parse::No,
-                        Some(_) => break,
-                    }
-                    if j >= MATH_MAX {
-                        return Parse::No;
-                    }
+                // A blank line ends the paragraph, and the formula with it.
+                match next_line(s, i + 1, eof) {
+                    Parse::Yes(()) => i += 1,
+                    Parse::Incomplete => return Parse::Incomplete,
+                    Parse::No => return Parse::No,
                 }
-                i += 1;
             }
             _ => i += 1,
         }
@@ -138,19 +124,18 @@ pub(crate) fn parse_dollars(s: &[u8], eof: bool) -> Parse<Math> {
         return Parse::No;
     }
     let mut j = end;
-    loop {
+    let block = loop {
         match s.get(j) {
-            None if eof => break,
+            None if eof => break true,
             None => return Parse::Incomplete,
             Some(b' ' | b'\t' | b'\r') if j - end < TRAIL_MAX => j += 1,
-            Some(b'\n') => break,
-            Some(_) => return Parse::No,
+            Some(b'\n') => break true,
+            // Text follows the closing `$$`: the formula stays as written, closer included, so
+            // that closer is never read again as the opener of another block.
+            Some(_) => break false,
         }
-    }
-    Parse::Yes(Math {
-        len: end,
-        block: true,
-    })
+    };
+    Parse::Yes(Math { len: end, block })
 }
 
 /// How far past a `$` before a digit the processor looks for a `$` that closes a formula.
@@ -210,6 +195,25 @@ pub(crate) fn dollar(s: &[u8], eof: bool) -> Parse<Dollar> {
     }
 }
 
+/// Whether the line starting at `s[from]` goes on with text (`Yes`), or is blank (`No`: the
+/// paragraph ends there, and any formula with it); `Incomplete` until that is known, `No` at the
+/// end of the text or past [`MATH_MAX`].
+fn next_line(s: &[u8], from: usize, eof: bool) -> Parse<()> {
+    let mut j = from;
+    loop {
+        match s.get(j) {
+            None if eof => return Parse::No,
+            None => return Parse::Incomplete,
+            Some(b' ' | b'\t' | b'\r') => j += 1,
+            Some(b'\n') => return Parse::No,
+            Some(_) => return Parse::Yes(()),
+        }
+        if j >= MATH_MAX {
+            return Parse::No;
+        }
+    }
+}
+
 /// The formula between the delimiters.
 fn content(s: &[u8], end: usize) -> &[u8] {
     &s[2..end - 2]
@@ -233,7 +237,16 @@ pub(crate) fn write(source: &str, math: &Math, prefix: &str, out: &mut String) {
         out.push('\n');
         out.push_str(prefix);
     }
-    let body = start.trim_end_matches([' ', '\t', '\r']);
+    let mut body = start.trim_end_matches([' ', '\t', '\r']);
+    // A closing delimiter on its own line inside a quote leaves that line's container prefix
+    // (`> `) at the end of the body; the closing `$$` line writes the prefix again, so drop it
+    // here rather than leave an empty quoted line (and so a second pass changes nothing).
+    if let Some(nl) = body.rfind('\n')
+        && !prefix.trim().is_empty()
+        && body[nl + 1..] == *prefix.trim_end()
+    {
+        body = &body[..=nl];
+    }
     out.push_str(body);
     if !body.ends_with('\n') {
         out.push('\n');
@@ -323,7 +336,14 @@ mod tests {
                 block: true
             })
         );
-        assert_eq!(parse("$$x$$ mid"), Parse::No);
+        // Text after the closer: found, but not a block (left as written, closer included).
+        assert_eq!(
+            parse("$$x$$ mid"),
+            Parse::Yes(Math {
+                len: 5,
+                block: false
+            })
+        );
         assert_eq!(parse("$$ $$"), Parse::No);
         assert_eq!(parse("$$x\n\ny$$"), Parse::No);
         assert_eq!(parse_dollars(b"$$x$", false), Parse::Incomplete);

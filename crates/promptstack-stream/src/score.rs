@@ -5,6 +5,8 @@
 //! text, link targets and definitions never count, and a marker is resolved exactly when the
 //! runtime rendered it.
 
+use std::collections::BTreeMap;
+
 use serde::Serialize;
 
 use crate::SourceSnapshot;
@@ -34,6 +36,10 @@ pub struct CitationScore {
     pub sources: Vec<u32>,
     /// The distinct numbers cited that the registry does not hold, ascending.
     pub unresolved_sources: Vec<u32>,
+    /// Widget tags removed from the text, by declared name (only with a declared
+    /// [`WidgetSet`](crate::WidgetSet); omitted from JSON when none was found).
+    #[serde(skip_serializing_if = "BTreeMap::is_empty")]
+    pub widgets: BTreeMap<String, u32>,
 }
 
 impl CitationScore {
@@ -50,7 +56,13 @@ impl CitationScore {
 
 /// Scores `text` against `sources`.
 pub fn score(text: &str, sources: &SourceSnapshot) -> CitationScore {
-    let mut processor = Processor::new(sources, StreamConfig::default());
+    score_with(text, sources, StreamConfig::default())
+}
+
+/// Scores `text` against `sources` as a processor with `config` reads it: with a declared
+/// [`WidgetSet`](crate::WidgetSet), the score also counts the widget tags used, by name.
+pub fn score_with(text: &str, sources: &SourceSnapshot, config: StreamConfig) -> CitationScore {
+    let mut processor = Processor::new(sources, config);
     let mut sink = String::with_capacity(text.len());
     processor.push_into(text, &mut sink);
     processor.finish_into(&mut sink);
@@ -67,6 +79,7 @@ impl Processor {
             runs: tally.runs,
             sources: self.cited(),
             unresolved_sources: tally.unresolved.iter().copied().collect(),
+            widgets: tally.widgets.clone(),
         }
     }
 }
@@ -115,9 +128,9 @@ pub struct ToolCallScore {
     /// Every call.
     pub calls: u32,
     /// Calls per tool name.
-    pub per_tool: std::collections::BTreeMap<String, u32>,
+    pub per_tool: BTreeMap<String, u32>,
     /// Calls per budget class (budgeted tools only).
-    pub per_class: std::collections::BTreeMap<String, ClassCallScore>,
+    pub per_class: BTreeMap<String, ClassCallScore>,
     /// Calls identical (same tool, same canonical input) to an earlier call of the turn.
     pub duplicates: u32,
     /// Calls whose tool failed.
