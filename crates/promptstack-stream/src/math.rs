@@ -70,20 +70,13 @@ pub(crate) fn parse(s: &[u8], line_start: bool, eof: bool) -> Parse<Math> {
     if content(s, end).trim_ascii().is_empty() {
         return Parse::No;
     }
-    let mut block = false;
-    if close == b']' && line_start {
-        // A block only if the closing delimiter also ends its line.
-        let mut j = end;
-        block = loop {
-            match s.get(j) {
-                None if eof => break true,
-                None => return Parse::Incomplete,
-                Some(b' ' | b'\t' | b'\r') if j - end < TRAIL_MAX => j += 1,
-                Some(b'\n') => break true,
-                Some(_) => break false,
-            }
+    // A block only if the closing delimiter also ends its line.
+    let block = close == b']' && line_start && {
+        let Some(ends) = ends_line(s, end, eof) else {
+            return Parse::Incomplete;
         };
-    }
+        ends
+    };
     Parse::Yes(Math { len: end, block })
 }
 
@@ -123,17 +116,10 @@ pub(crate) fn parse_dollars(s: &[u8], eof: bool) -> Parse<Math> {
     if content(s, end).trim_ascii().is_empty() {
         return Parse::No;
     }
-    let mut j = end;
-    let block = loop {
-        match s.get(j) {
-            None if eof => break true,
-            None => return Parse::Incomplete,
-            Some(b' ' | b'\t' | b'\r') if j - end < TRAIL_MAX => j += 1,
-            Some(b'\n') => break true,
-            // Text follows the closing `$$`: the formula stays as written, closer included, so
-            // that closer is never read again as the opener of another block.
-            Some(_) => break false,
-        }
+    // When text follows the closing `$$` the formula stays as written, closer included, so that
+    // closer is never read again as the opener of another block.
+    let Some(block) = ends_line(s, end, eof) else {
+        return Parse::Incomplete;
     };
     Parse::Yes(Math { len: end, block })
 }
@@ -191,6 +177,21 @@ pub(crate) fn dollar(s: &[u8], eof: bool) -> Parse<Dollar> {
                 };
             }
             _ => i += 1,
+        }
+    }
+}
+
+/// Whether only whitespace (at most [`TRAIL_MAX`] bytes) stands between `s[end]` and the end of
+/// its line or of the text; `None` until that is known.
+fn ends_line(s: &[u8], end: usize, eof: bool) -> Option<bool> {
+    let mut j = end;
+    loop {
+        match s.get(j) {
+            None if eof => return Some(true),
+            None => return None,
+            Some(b' ' | b'\t' | b'\r') if j - end < TRAIL_MAX => j += 1,
+            Some(b'\n') => return Some(true),
+            Some(_) => return Some(false),
         }
     }
 }
