@@ -15,8 +15,12 @@
 use std::path::Path;
 
 use criterion::{BenchmarkId, Criterion, criterion_group, criterion_main};
-use promptstack_core::provider::{Conversation, Format, Message, RequestOptions, Rules};
+use promptstack_core::provider::{Conversation, Format, RequestOptions, Rules};
 use promptstack_core::{Agent, SendContext, SpecFormat};
+
+#[path = "support/repeated.rs"]
+mod repeated;
+use repeated::repeated;
 
 fn model(format: Format) -> &'static str {
     match format {
@@ -76,30 +80,6 @@ fn bench(c: &mut Criterion) {
 
 /// Conversation sizes, in messages.
 const SIZES: [usize; 3] = [1_000, 10_000, 100_000];
-
-/// `turn` repeated until the conversation has `size` messages, each repetition's call ids made
-/// unique (the texts repeat, so token counts come from the memo at every size alike).
-fn repeated(turn: &Conversation, size: usize) -> Conversation {
-    let mut messages = Vec::with_capacity(size);
-    let mut round = 0;
-    while messages.len() < size {
-        for message in turn.messages.iter().take(size - messages.len()) {
-            let mut message = message.clone();
-            match &mut message {
-                Message::Assistant { tool_calls, .. } => {
-                    for call in tool_calls {
-                        call.id = format!("{}_{round}", call.id);
-                    }
-                }
-                Message::Tool { call_id, .. } => *call_id = format!("{call_id}_{round}"),
-                Message::User { .. } => {}
-            }
-            messages.push(message);
-        }
-        round += 1;
-    }
-    Conversation { messages }
-}
 
 fn conversations(c: &mut Criterion, agent: &Agent, root: &Path, turn: &Conversation) {
     let ctx = SendContext::from_json(

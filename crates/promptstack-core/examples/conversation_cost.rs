@@ -15,8 +15,12 @@
 use std::path::Path;
 use std::process::ExitCode;
 
-use promptstack_core::provider::{Conversation, Format, Message, RequestOptions, Rules};
+use promptstack_core::provider::{Conversation, Format, RequestOptions, Rules};
 use promptstack_core::{Agent, Assembly, SendContext, SpecFormat};
+
+#[path = "../benches/support/repeated.rs"]
+mod repeated;
+use repeated::repeated;
 
 fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().skip(1).collect();
@@ -88,28 +92,4 @@ fn model(format: Format) -> &'static str {
         Format::OpenaiChat | Format::OpenaiResponses => "gpt-5.6",
         Format::Gemini => "gemini-2.5-flash",
     }
-}
-
-/// `turn` repeated until the conversation has `size` messages, each repetition's call ids made
-/// unique.
-fn repeated(turn: &Conversation, size: usize) -> Conversation {
-    let mut messages = Vec::with_capacity(size);
-    let mut round = 0;
-    while messages.len() < size {
-        for message in turn.messages.iter().take(size - messages.len()) {
-            let mut message = message.clone();
-            match &mut message {
-                Message::Assistant { tool_calls, .. } => {
-                    for call in tool_calls {
-                        call.id = format!("{}_{round}", call.id);
-                    }
-                }
-                Message::Tool { call_id, .. } => *call_id = format!("{call_id}_{round}"),
-                Message::User { .. } => {}
-            }
-            messages.push(message);
-        }
-        round += 1;
-    }
-    Conversation { messages }
 }
