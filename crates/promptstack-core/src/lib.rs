@@ -69,7 +69,6 @@
 mod agent;
 mod assemble;
 pub mod block;
-pub mod budget;
 mod caches;
 pub mod canonical_url;
 pub mod compose;
@@ -81,7 +80,6 @@ mod hash;
 pub mod inject;
 mod ir;
 pub mod layers;
-mod lint;
 pub mod provider;
 mod root;
 pub mod spec;
@@ -107,6 +105,7 @@ pub use context::SendContext;
 pub use diagnostic::{Diagnostic, Severity};
 pub use error::{Error, ErrorKind};
 pub use fingerprint::Fingerprint;
+pub use root::Root;
 pub use spec::{AgentSpec, SpecError, SpecFormat};
 pub use toolset::Toolset;
 

@@ -10,343 +10,157 @@
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::sync::Arc;
 
+use super::lint;
 use crate::block::Origin;
 use crate::caches::Caches;
 use crate::diagnostic::Diagnostic;
+use crate::ir::AgentInner;
 use crate::ir::{
     Body, CompiledTarget, CompiledTool, Gate, MAX_VARIANTS, TargetItem, Unit, Variant,
 };
-use crate::lint;
-use crate::root::{Root, VolatileInput};
+use crate::root::root_of;
 use crate::spec::load::{
     Locator, SpecDiagnostic, SpecError, display_path, lowercase_first, suggest,
 };
 use crate::spec::span::push_pointer;
-use crate::spec::{
-    AgentSpec, BlockKind, Placement, SourceMap, SpecFormat, Stability, Trust, VariableSpec, load,
-};
+use crate::spec::{AgentSpec, BlockKind, Placement, Stability, Trust, load};
 use crate::template::{GATE_PREFIX, TemplateSet};
 
-/// A compiled agent: a validated spec with its templates, ready to [`assemble`](Agent::assemble).
-///
-/// An `Agent` is a handle: cloning it is cheap (one reference count) and every clone shares the
-/// same compiled program and the same caches, so an assembly through one clone reuses the stable
-/// half another clone built. It is immutable apart from its caches (the stable half by input key,
-/// token counts by text), is `Send + Sync`, and is meant to be built once and shared.
-#[derive(Clone)]
-pub struct Agent {
-    pub(crate) inner: Arc<AgentInner>,
-}
-
-/// What an [`Agent`] handle shares: the compiled program and its caches.
-pub(crate) struct AgentInner {
-    pub(crate) spec: Arc<AgentSpec>,
-    pub(crate) source: SourceMap,
-    pub(crate) templates: TemplateSet,
-    pub(crate) units: Vec<Unit>,
-    pub(crate) tools: Vec<CompiledTool>,
-    pub(crate) targets: Arc<Vec<CompiledTarget>>,
-    pub(crate) lint: Vec<Diagnostic>,
-    /// Every cache: stable parts, volatile units, MCP listings, tool units, token counts.
-    pub(crate) caches: Caches,
-    /// The stage, when the spec declares one: capabilities, subagents, injected blocks.
-    pub(crate) stage: Option<crate::inject::CompiledStage>,
-}
-
-impl AgentInner {
-    /// The same compiled program with empty caches of its own.
-    fn without_caches(&self) -> Self {
-        Self {
-            spec: Arc::clone(&self.spec),
-            source: self.source.clone(),
-            templates: self.templates.clone(),
-            units: self.units.clone(),
-            tools: self.tools.clone(),
-            targets: Arc::clone(&self.targets),
-            lint: self.lint.clone(),
-            caches: Caches::default(),
-            stage: self.stage.clone(),
-        }
-    }
-}
-
-impl std::fmt::Debug for Agent {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Agent")
-            .field("name", &self.inner.spec.name)
-            .field("source", &self.inner.source.name())
-            .finish()
-    }
-}
-
 /// Per-unit facts collected while validating, used by several checks.
-struct UnitFacts {
-    pointer: String,
+pub(super) struct UnitFacts {
+    pub(super) pointer: String,
 }
 
-impl Agent {
-    /// Parses, validates and compiles a spec from its source bytes.
-    ///
-    /// `name` is used in locations (usually the file path); `format` is the syntax.
-    ///
-    /// # Errors
-    ///
-    /// A [`SpecError`] with every problem found, each with its location and a hint.
-    ///
-    /// # Example
-    ///
-    /// ```
-    /// use promptstack_core::{Agent, SpecFormat};
-    ///
-    /// let spec = r#"
-    /// spec_version = 1
-    /// name = "hello"
-    ///
-    /// [[blocks]]
-    /// id = "intro"
-    /// trust = "author"
-    /// stability = "stable"
-    /// text = "You are a helpful assistant."
-    ///
-    /// [targets.system]
-    /// system = ["@stable"]
-    /// "#;
-    /// let agent = Agent::from_source(spec.as_bytes(), "hello.toml", SpecFormat::Toml).unwrap();
-    /// assert_eq!(agent.name(), "hello");
-    /// ```
-    pub fn from_source(bytes: &[u8], name: &str, format: SpecFormat) -> Result<Self, SpecError> {
-        let parsed = load::parse(bytes, name, format)?;
-        Self::compile(parsed)
+/// Compiles a parsed spec, resolving registry capabilities against `registry`: the program an
+/// [`Agent`](crate::Agent) handle shares, or every semantic problem found.
+pub(super) fn compile(
+    parsed: load::ParsedSpec,
+    registry: &crate::inject::registry::Registry,
+) -> Result<AgentInner, SpecError> {
+    let load::ParsedSpec {
+        mut spec,
+        source,
+        spans,
+        mut recovered,
+    } = parsed;
+    let mut capabilities = Vec::new();
+    if spec.stage.is_some() {
+        let locator = Locator {
+            source: &source,
+            spans: &spans,
+        };
+        capabilities =
+            crate::inject::compile_capabilities(&mut spec, registry, &locator, &mut recovered);
     }
-
-    /// Compiles an already parsed spec.
-    ///
-    /// # Errors
-    ///
-    /// A [`SpecError`] with every semantic problem found.
-    pub fn compile(parsed: load::ParsedSpec) -> Result<Self, SpecError> {
-        Self::compile_with_registry(parsed, &crate::inject::registry::Registry::new())
+    let mut compiler = Compiler {
+        spec: &spec,
+        locator: Locator {
+            source: &source,
+            spans: &spans,
+        },
+        templates: TemplateSet::new(&spec.render),
+        errors: recovered,
+        lint: Vec::new(),
+    };
+    let (mut units, mut facts) = compiler.units();
+    let subagents = compiler.subagents(&mut units, &mut facts);
+    let tools = compiler.tools();
+    compiler.check_ids(&units, &facts);
+    compiler.check_variables_and_trust(&mut units, &facts);
+    compiler.check_order(&units, &facts);
+    let targets = compiler.targets(&units);
+    lint::static_checks(
+        &spec,
+        &units,
+        &tools,
+        &compiler.templates,
+        &mut compiler.lint,
+    );
+    let Compiler {
+        templates,
+        errors,
+        lint,
+        ..
+    } = compiler;
+    if !errors.is_empty() {
+        return Err(SpecError::new(errors));
     }
-
-    /// Parses, validates and compiles a spec whose stage references registry capabilities
-    /// (`capability:<slug>`), resolving them against `registry`.
-    ///
-    /// # Errors
-    ///
-    /// As [`Agent::from_source`], plus `unknown-capability` for a reference the registry lacks.
-    pub fn from_source_with_registry(
-        bytes: &[u8],
-        name: &str,
-        format: SpecFormat,
-        registry: &crate::inject::registry::Registry,
-    ) -> Result<Self, SpecError> {
-        let parsed = load::parse(bytes, name, format)?;
-        Self::compile_with_registry(parsed, registry)
-    }
-
-    /// Compiles an already parsed spec, resolving registry capabilities against `registry`.
-    ///
-    /// # Errors
-    ///
-    /// A [`SpecError`] with every semantic problem found.
-    pub fn compile_with_registry(
-        parsed: load::ParsedSpec,
-        registry: &crate::inject::registry::Registry,
-    ) -> Result<Self, SpecError> {
-        let load::ParsedSpec {
-            mut spec,
-            source,
-            spans,
-            mut recovered,
-        } = parsed;
-        let mut capabilities = Vec::new();
-        if spec.stage.is_some() {
+    let stage = spec.stage.as_ref().map(|_| crate::inject::CompiledStage {
+        capabilities,
+        main_volatile: units.iter().any(|u| {
+            u.scope.is_none()
+                && u.placement == Placement::Body
+                && u.kind != BlockKind::Note
+                && u.stability == Stability::Volatile
+        }),
+        subagents,
+    });
+    let mut lint = lint;
+    match (&stage, &spec.auto_injections) {
+        (Some(stage), Some(config)) => {
+            let overrides = crate::inject::Overrides::read(Some(config));
             let locator = Locator {
                 source: &source,
                 spans: &spans,
             };
-            capabilities =
-                crate::inject::compile_capabilities(&mut spec, registry, &locator, &mut recovered);
-        }
-        let mut compiler = Compiler {
-            spec: &spec,
-            locator: Locator {
-                source: &source,
-                spans: &spans,
-            },
-            templates: TemplateSet::new(&spec.render),
-            errors: recovered,
-            lint: Vec::new(),
-        };
-        let (mut units, mut facts) = compiler.units();
-        let subagents = compiler.subagents(&mut units, &mut facts);
-        let tools = compiler.tools();
-        compiler.check_ids(&units, &facts);
-        compiler.check_variables_and_trust(&mut units, &facts);
-        compiler.check_order(&units, &facts);
-        let targets = compiler.targets(&units);
-        lint::static_checks(
-            &spec,
-            &units,
-            &tools,
-            &compiler.templates,
-            &mut compiler.lint,
-        );
-        let Compiler {
-            templates,
-            errors,
-            lint,
-            ..
-        } = compiler;
-        if !errors.is_empty() {
-            return Err(SpecError::new(errors));
-        }
-        let stage = spec.stage.as_ref().map(|_| crate::inject::CompiledStage {
-            capabilities,
-            main_volatile: units.iter().any(|u| {
-                u.scope.is_none()
-                    && u.placement == Placement::Body
-                    && u.kind != BlockKind::Note
-                    && u.stability == Stability::Volatile
-            }),
-            subagents,
-        });
-        let mut lint = lint;
-        match (&stage, &spec.auto_injections) {
-            (Some(stage), Some(config)) => {
-                let overrides = crate::inject::Overrides::read(Some(config));
-                let locator = Locator {
-                    source: &source,
-                    spans: &spans,
+            for finding in crate::inject::override_findings(stage, &overrides) {
+                // The finding's key path, or the nearest enclosing key the file has.
+                let mut pointer = finding
+                    .subject
+                    .as_deref()
+                    .map(|path| format!("/{}", path.replace('.', "/")))
+                    .unwrap_or_default();
+                let location = loop {
+                    if let Some(span) = locator.spans.find(&pointer) {
+                        break Some(source.location(span.value.start));
+                    }
+                    match pointer.rfind('/') {
+                        Some(i) if i > 0 => pointer.truncate(i),
+                        _ => break None,
+                    }
                 };
-                for finding in crate::inject::override_findings(stage, &overrides) {
-                    // The finding's key path, or the nearest enclosing key the file has.
-                    let mut pointer = finding
-                        .subject
-                        .as_deref()
-                        .map(|path| format!("/{}", path.replace('.', "/")))
-                        .unwrap_or_default();
-                    let location = loop {
-                        if let Some(span) = locator.spans.find(&pointer) {
-                            break Some(source.location(span.value.start));
-                        }
-                        match pointer.rfind('/') {
-                            Some(i) if i > 0 => pointer.truncate(i),
-                            _ => break None,
-                        }
-                    };
-                    lint.push(finding.at(location));
-                }
-            }
-            (None, Some(_)) => {
-                let location = spans
-                    .find("/auto_injections")
-                    .map(|span| source.location(span.value.start));
-                lint.push(
-                    Diagnostic::warning(
-                        "overrides-without-stage",
-                        "`[auto_injections]` has no effect: the spec declares no `[stage]`",
-                    )
-                    .at(location)
-                    .hint("add a [stage], or remove [auto_injections]"),
-                );
-            }
-            _ => {}
-        }
-
-        Ok(Self {
-            inner: Arc::new(AgentInner {
-                spec: Arc::new(spec),
-                source,
-                templates,
-                units,
-                tools,
-                targets: Arc::new(targets),
-                lint,
-                caches: Caches::default(),
-                stage,
-            }),
-        })
-    }
-
-    /// The memory the templates of one assembly may use unless [`Agent::with_template_memory`]
-    /// says otherwise: 64 MiB.
-    pub const DEFAULT_TEMPLATE_MEMORY: u64 = 64 * 1024 * 1024;
-
-    /// Sets the memory the templates of one assembly may use, in bytes.
-    ///
-    /// Half of it bounds the data any one render creates: strings, lists, joins and filter
-    /// results are checked against it *before* they are allocated, and the render fails with an
-    /// out-of-fuel error when it runs out. The other half bounds the rendered texts the renders
-    /// of one assembly keep, across every template. The same budget bounds the work of a render:
-    /// an instruction costs as much as 64 bytes, with at most 5,000,000 instructions whatever the
-    /// memory. A failing render is an [`ErrorKind::Render`](crate::ErrorKind::Render) naming
-    /// the block.
-    #[must_use]
-    ///
-    /// The agent this returns has caches of its own: when other clones of this agent exist, the
-    /// compiled program is copied and they keep their memory limit and their caches.
-    pub fn with_template_memory(mut self, bytes: u64) -> Self {
-        match Arc::get_mut(&mut self.inner) {
-            Some(inner) => {
-                inner.templates.set_memory(bytes);
-                inner.caches.clear();
-            }
-            None => {
-                let mut inner = self.inner.without_caches();
-                inner.templates.set_memory(bytes);
-                self.inner = Arc::new(inner);
+                lint.push(finding.at(location));
             }
         }
-        self
+        (None, Some(_)) => {
+            let location = spans
+                .find("/auto_injections")
+                .map(|span| source.location(span.value.start));
+            lint.push(
+                Diagnostic::warning(
+                    "overrides-without-stage",
+                    "`[auto_injections]` has no effect: the spec declares no `[stage]`",
+                )
+                .at(location)
+                .hint("add a [stage], or remove [auto_injections]"),
+            );
+        }
+        _ => {}
     }
 
-    /// The memory the templates of one assembly may use, in bytes.
-    pub fn template_memory(&self) -> u64 {
-        self.inner.templates.memory()
-    }
-
-    /// The agent's name.
-    pub fn name(&self) -> &str {
-        &self.inner.spec.name
-    }
-
-    /// The spec the agent was compiled from.
-    pub fn spec(&self) -> &AgentSpec {
-        &self.inner.spec
-    }
-
-    /// The ids of the targets, in order.
-    pub fn target_ids(&self) -> impl Iterator<Item = &str> {
-        self.inner.targets.iter().map(|t| t.id.as_str())
-    }
-
-    /// Findings about the spec itself (independent of any send), such as notes a target forgets.
-    pub fn lint(&self) -> &[Diagnostic] {
-        &self.inner.lint
-    }
-
-    /// How many texts were tokenised so far (memo misses), for observing cache behaviour.
-    pub fn tokenized_texts(&self) -> u64 {
-        self.inner.caches.counter.tokenized()
-    }
-
-    /// The source the agent was compiled from.
-    pub fn source(&self) -> &SourceMap {
-        &self.inner.source
-    }
+    Ok(AgentInner {
+        spec: Arc::new(spec),
+        source,
+        templates,
+        units,
+        tools,
+        targets: Arc::new(targets),
+        lint,
+        caches: Caches::default(),
+        stage,
+    })
 }
 
-struct Compiler<'a> {
-    spec: &'a AgentSpec,
-    locator: Locator<'a>,
-    templates: TemplateSet,
-    errors: Vec<SpecDiagnostic>,
-    lint: Vec<Diagnostic>,
+pub(super) struct Compiler<'a> {
+    pub(super) spec: &'a AgentSpec,
+    pub(super) locator: Locator<'a>,
+    pub(super) templates: TemplateSet,
+    pub(super) errors: Vec<SpecDiagnostic>,
+    pub(super) lint: Vec<Diagnostic>,
 }
 
 impl Compiler<'_> {
-    fn error(
+    pub(super) fn error(
         &mut self,
         code: &'static str,
         pointer: &str,
@@ -758,196 +572,6 @@ impl Compiler<'_> {
         out
     }
 
-    fn check_ids(&mut self, units: &[Unit], facts: &[UnitFacts]) {
-        let mut seen: HashMap<&str, &str> = HashMap::new();
-        for (unit, fact) in units.iter().zip(facts) {
-            let id_pointer = push_pointer(&fact.pointer, "id");
-            if unit.id.is_empty()
-                || !unit
-                    .id
-                    .bytes()
-                    .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'_' | b'-' | b'.'))
-            {
-                self.error(
-                    "bad-id",
-                    &id_pointer,
-                    false,
-                    format!(
-                        "id `{}` must be non-empty and use only letters, digits, `_`, `-` and `.`",
-                        unit.id
-                    ),
-                    None,
-                );
-            }
-            if let Some(first) = seen.insert(&unit.id, &fact.pointer) {
-                self.error(
-                    "duplicate-id",
-                    &id_pointer,
-                    false,
-                    format!(
-                        "id `{}` is already used by `{}`",
-                        unit.id,
-                        display_path(first)
-                    ),
-                    Some("block and note ids share one namespace and must be unique".into()),
-                );
-            }
-        }
-    }
-
-    /// Every template may read only known variables; stable units only stable ones; a unit must
-    /// declare at least the trust of what it renders.
-    fn check_variables_and_trust(&mut self, units: &mut [Unit], facts: &[UnitFacts]) {
-        let declared = &self.spec.variables;
-        // A default must fit the variable's own shape.
-        for (name, variable) in declared {
-            if let Some(default) = &variable.default {
-                let base = push_pointer(&push_pointer("/variables", name), "default");
-                if let Some(shape) = variable.shape
-                    && let Some(inner) = shape.mismatch(default)
-                {
-                    let found = default.pointer(&inner).unwrap_or(default);
-                    self.error(
-                        "bad-shape",
-                        &format!("{base}{inner}"),
-                        false,
-                        format!(
-                            "the default of `variables.{}` is {}; its shape is {}",
-                            crate::diagnostic::quote(name),
-                            crate::spec::shape::describe(found),
-                            shape.expected_at(&inner)
-                        ),
-                        Some(format!("give a default of shape `{shape}`")),
-                    );
-                }
-            }
-        }
-        for (unit, fact) in units.iter_mut().zip(facts) {
-            let mut templates: Vec<(String, String, bool)> = Vec::new(); // (template, pointer, renders text)
-            if let Body::Template(name) = &unit.body {
-                templates.push((name.clone(), push_pointer(&fact.pointer, "template"), true));
-            }
-            if let Some(gate) = &unit.gate {
-                templates.push((
-                    gate.template.clone(),
-                    push_pointer(&fact.pointer, "when"),
-                    false,
-                ));
-            }
-            for (j, variant) in unit.variants.iter().enumerate() {
-                let vp = format!("{}/variants/{j}", fact.pointer);
-                if let Body::Template(name) = &variant.body {
-                    templates.push((name.clone(), push_pointer(&vp, "template"), true));
-                }
-                templates.push((
-                    variant.gate.template.clone(),
-                    push_pointer(&vp, "when"),
-                    false,
-                ));
-            }
-            let mut reads = Vec::new();
-            let mut inputs = Vec::new();
-            for (template, pointer, renders) in templates {
-                let mut paths: Vec<String> =
-                    self.templates.variables(&template).into_iter().collect();
-                paths.sort();
-                for path in paths {
-                    let Some(var) = classify(&path, declared) else {
-                        let (message, hint) = unknown_variable(&path, declared);
-                        self.error("unknown-variable", &pointer, false, message, hint);
-                        continue;
-                    };
-                    if unit.stability == Stability::Stable && var.stability == Stability::Volatile {
-                        let what = if renders { "renders" } else { "is gated on" };
-                        self.error(
-                            "volatile-in-stable",
-                            &pointer,
-                            false,
-                            format!(
-                                "stable {} `{}` {what} `{path}`, which changes on every send; the cacheable prefix would change with it",
-                                unit_noun(unit), unit.id
-                            ),
-                            Some("declare the block `stability = \"volatile\"` (and place it after the stable blocks), or move that text into a per-send note".into()),
-                        );
-                    }
-                    if renders && var.trust > unit.trust {
-                        self.error(
-                            "trust-too-low",
-                            &push_pointer(&fact.pointer, "trust"),
-                            false,
-                            format!(
-                                "{} `{}` renders `{path}`, which is {}-controlled, but declares trust = \"{}\"",
-                                unit_noun(unit), unit.id, var.trust.as_str(), unit.trust.as_str()
-                            ),
-                            Some(format!("declare trust = \"{}\"; the trust of a block is the least trusted text it can contain", var.trust.as_str())),
-                        );
-                    }
-                    if renders {
-                        reads.push(path.clone());
-                    }
-                    if var.stability == Stability::Volatile
-                        && let Some(input) = VolatileInput::of(&path)
-                    {
-                        inputs.push(input);
-                    }
-                }
-            }
-            reads.sort();
-            reads.dedup();
-            unit.reads = reads;
-            inputs.sort();
-            inputs.dedup();
-            unit.volatile_inputs = inputs;
-        }
-    }
-
-    /// Stable body blocks first; no user-controlled text ends the stable half.
-    fn check_order(&mut self, units: &[Unit], facts: &[UnitFacts]) {
-        let body: Vec<(usize, &Unit)> = units
-            .iter()
-            .enumerate()
-            .filter(|(_, u)| {
-                u.placement == Placement::Body && u.kind != BlockKind::Note && u.scope.is_none()
-            })
-            .collect();
-        let mut first_volatile: Option<&Unit> = None;
-        for &(i, unit) in &body {
-            match unit.stability {
-                Stability::Volatile => {
-                    first_volatile.get_or_insert(unit);
-                }
-                Stability::Stable => {
-                    if let Some(volatile) = first_volatile {
-                        self.error(
-                            "stable-after-volatile",
-                            &push_pointer(&facts[i].pointer, "stability"),
-                            false,
-                            format!("stable block `{}` comes after volatile block `{}`", unit.id, volatile.id),
-                            Some("the stable blocks form the cacheable prefix: move volatile blocks after every stable one".into()),
-                        );
-                    }
-                }
-            }
-        }
-        let stable: Vec<(usize, &Unit)> = body
-            .iter()
-            .copied()
-            .filter(|(_, u)| u.stability == Stability::Stable)
-            .collect();
-        if let Some((i, unit)) = trailing_user_controlled(&stable) {
-            self.error(
-                "trailing-user-text",
-                &push_pointer(&facts[i].pointer, "trust"),
-                false,
-                format!(
-                    "{}-controlled block `{}` can end the stable half; text there reads to the model as the most recent instruction",
-                    unit.trust.as_str(), unit.id
-                ),
-                Some("add an ungated block of trust \"author\" or \"platform\" after it (e.g. the conversation style)".into()),
-            );
-        }
-    }
-
     fn targets(&mut self, units: &[Unit]) -> Vec<CompiledTarget> {
         let spec = self.spec;
         let by_id: HashMap<&str, usize> =
@@ -1124,171 +748,6 @@ impl Compiler<'_> {
         }
         out
     }
-
-    /// No user-controlled item may end a target's system text: after the last one that can be
-    /// present there must be an unconditional trusted item.
-    fn check_target_trailing(&mut self, target: &CompiledTarget, units: &[Unit], pointer: &str) {
-        let body_volatile: Vec<&Unit> = units
-            .iter()
-            .filter(|u| {
-                u.placement == Placement::Body
-                    && u.kind != BlockKind::Note
-                    && u.stability == Stability::Volatile
-                    && u.scope.is_none()
-            })
-            .collect();
-        let body_stable_present = units.iter().any(|u| {
-            u.placement == Placement::Body
-                && u.scope.is_none()
-                && u.stability == Stability::Stable
-                && u.unconditional
-                && !u.trust.is_user_controlled()
-        });
-        // (user-controlled?, always present and trusted at its end?, name, index in list)
-        let mut last_risky: Option<(usize, String, Trust)> = None;
-        for (i, item) in target.system.iter().enumerate() {
-            match item {
-                TargetItem::Stable => {
-                    // The stable half is checked on its own; it always ends trusted when present.
-                    if body_stable_present {
-                        last_risky = None;
-                    }
-                }
-                TargetItem::Volatile => {
-                    let flat: Vec<(usize, &Unit)> =
-                        body_volatile.iter().copied().enumerate().collect();
-                    if let Some((_, unit)) = trailing_user_controlled(&flat) {
-                        last_risky = Some((i, unit.id.to_string(), unit.trust));
-                    } else if body_volatile
-                        .iter()
-                        .any(|u| u.unconditional && !u.trust.is_user_controlled())
-                    {
-                        last_risky = None;
-                    }
-                }
-                TargetItem::Unit(u, _) => {
-                    let unit = &units[*u];
-                    if unit.trust.is_user_controlled() {
-                        last_risky = Some((i, unit.id.to_string(), unit.trust));
-                    } else if unit.unconditional {
-                        last_risky = None;
-                    }
-                }
-            }
-        }
-        if let Some((i, name, trust)) = last_risky {
-            let item_pointer = format!("{}/{i}", push_pointer(pointer, "system"));
-            let is_note = units
-                .iter()
-                .any(|u| *u.id == *name && u.kind == BlockKind::Note);
-            let hint = if is_note {
-                format!(
-                    "place `{name}` in `user` (the last user message), or follow it with an ungated trusted note"
-                )
-            } else {
-                format!(
-                    "follow `{name}` with an ungated block or note of trust \"author\" or \"platform\""
-                )
-            };
-            self.error(
-                "trailing-user-text",
-                &item_pointer,
-                false,
-                format!(
-                    "{}-controlled `{name}` can end the system text of target `{}`",
-                    trust.as_str(),
-                    target.id
-                ),
-                Some(hint),
-            );
-        }
-    }
-}
-
-/// The last user-controlled unit of a list that is not followed by an unconditional trusted unit.
-fn trailing_user_controlled<'u>(units: &[(usize, &'u Unit)]) -> Option<(usize, &'u Unit)> {
-    let mut risky = None;
-    for &(i, unit) in units {
-        if unit.trust.is_user_controlled() {
-            risky = Some((i, unit));
-        } else if unit.unconditional {
-            risky = None;
-        }
-    }
-    risky
-}
-
-fn unit_noun(unit: &Unit) -> &'static str {
-    if unit.kind == BlockKind::Note {
-        "note"
-    } else {
-        "block"
-    }
-}
-
-pub(crate) fn root_of(path: &str) -> &str {
-    path.split('.').next().unwrap_or(path)
-}
-
-/// The stability and trust of a variable path, or `None` if it names nothing known.
-pub(crate) fn classify(
-    path: &str,
-    declared: &BTreeMap<String, VariableSpec>,
-) -> Option<VariableSpec> {
-    let mut parts = path.split('.');
-    let root = parts.next()?;
-    if root == crate::root::VARIABLES {
-        return match parts.next() {
-            Some(name) => declared.get(name).cloned(),
-            // `variables` as a whole (e.g. `variables[name]`): as volatile and untrusted as any.
-            None => Some(VariableSpec {
-                stability: if declared
-                    .values()
-                    .any(|v| v.stability == Stability::Volatile)
-                {
-                    Stability::Volatile
-                } else {
-                    Stability::Stable
-                },
-                trust: declared
-                    .values()
-                    .map(|v| v.trust)
-                    .max()
-                    .unwrap_or(Trust::Platform),
-                shape: None,
-                default: None,
-                description: None,
-            }),
-        };
-    }
-    Root::from_name(root).map(|r| VariableSpec {
-        stability: r.stability(),
-        trust: r.trust(),
-        shape: None,
-        default: None,
-        description: None,
-    })
-}
-
-fn unknown_variable(
-    path: &str,
-    declared: &BTreeMap<String, VariableSpec>,
-) -> (String, Option<String>) {
-    let mut parts = path.split('.');
-    let root = parts.next().unwrap_or(path);
-    if root == crate::root::VARIABLES {
-        let name = parts.next().unwrap_or_default();
-        let names: Vec<String> = declared.keys().cloned().collect();
-        let hint = suggest(name, &names).or_else(|| {
-            Some(format!(
-                "declare it under [variables.{name}] with its stability and trust"
-            ))
-        });
-        return (format!("unknown variable `variables.{name}`"), hint);
-    }
-    let mut roots: Vec<String> = Root::ALL.iter().map(|r| r.name().to_owned()).collect();
-    roots.push(crate::root::VARIABLES.into());
-    (format!("unknown variable `{root}`"), suggest(root, &roots))
 }
 
 /// A lowercase message and the byte offset within the template source of a minijinja error.
