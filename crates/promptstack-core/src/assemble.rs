@@ -858,7 +858,7 @@ impl AgentInner {
         } else {
             text
         };
-        let text = match inject::tokens::expand(
+        let text = match crate::placeholders::expand(
             &text,
             |name| toolset.contains(name),
             &self.spec.components,

@@ -9,7 +9,7 @@
 
 use std::path::{Path, PathBuf};
 
-use promptstack_core::inject::registry::{Manifest, Published, REFERENCE_PREFIX, Registry};
+use promptstack_core::inject::manifests::{Manifest, Published, REFERENCE_PREFIX, Registry};
 use promptstack_core::spec;
 use promptstack_core::{Agent, AgentSpec, SendContext, SpecError, SpecFormat};
 

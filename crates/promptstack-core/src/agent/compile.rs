@@ -35,7 +35,7 @@ pub(super) struct UnitFacts {
 /// [`Agent`](crate::Agent) handle shares, or every semantic problem found.
 pub(super) fn compile(
     parsed: load::ParsedSpec,
-    registry: &crate::inject::registry::Registry,
+    registry: &crate::inject::manifests::Registry,
 ) -> Result<AgentInner, SpecError> {
     let load::ParsedSpec {
         mut spec,
@@ -199,7 +199,7 @@ impl Compiler<'_> {
                     self.too_many_operators(push_pointer(pointer, "template"), offset);
                 } else if let Err(error) = self.templates.add(
                     name.clone(),
-                    crate::inject::tokens::protect(source).into_owned(),
+                    crate::placeholders::protect(source).into_owned(),
                 ) {
                     let child = push_pointer(pointer, "template");
                     let (message, offset) = template_error(&error, source);
@@ -491,7 +491,7 @@ impl Compiler<'_> {
         let mut out = Vec::new();
         for (i, tool) in spec.tools.iter().enumerate() {
             let pointer = format!("/tools/{i}");
-            for problem in crate::tools::registry::descriptor_problems(tool) {
+            for problem in crate::tools::registration::descriptor_problems(tool) {
                 self.error(
                     problem.code,
                     &push_pointer(&pointer, problem.field),

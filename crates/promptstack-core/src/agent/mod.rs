@@ -18,7 +18,7 @@ use crate::context::SendContext;
 use crate::diagnostic::Diagnostic;
 use crate::error::Error;
 use crate::inject::full::{self, FullPrompt};
-use crate::inject::registry::{self, Published, Registry};
+use crate::inject::manifests::{self, Published, Registry};
 use crate::inject::{self, InjectionPreview};
 use crate::ir::AgentInner;
 use crate::provider::sim::{SimConfig, SimReport};
@@ -345,7 +345,7 @@ impl Agent {
     ) -> Result<Published, Error> {
         let mut main = ctx.clone();
         main.topic = None;
-        registry::publish_stage(&self.inner.spec, ctx, registry, || {
+        manifests::publish_stage(&self.inner.spec, ctx, registry, || {
             self.assemble(&main)?.compose(target)
         })
     }

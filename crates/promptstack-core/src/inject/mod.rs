@@ -20,11 +20,10 @@
 pub mod builtin;
 mod compile;
 pub mod full;
-pub mod overrides;
+pub mod manifests;
+mod overrides;
 pub mod refresh;
-pub mod registry;
 pub mod substitute;
-pub(crate) mod tokens;
 
 use std::collections::BTreeMap;
 
@@ -352,7 +351,7 @@ fn capability_decision(
         compliance: capability.compliance,
     });
     // The default text was substituted successfully at compile time, so this cannot fail.
-    let text = registry::decided_text(
+    let text = manifests::decided_text(
         &capability.slug,
         capability.default_source(),
         &capability.config,
@@ -367,13 +366,13 @@ fn capability_decision(
 pub(crate) fn capability_segments(
     stage: &CompiledStage,
     overrides: &Overrides<'_>,
-) -> Vec<(String, registry::Segment)> {
+) -> Vec<(String, manifests::CapabilitySegment)> {
     stage
         .capabilities
         .iter()
         .map(|capability| {
             let (decision, text) = capability_decision(capability, overrides);
-            let segment = registry::Segment {
+            let segment = manifests::CapabilitySegment {
                 text,
                 override_state: decision.state,
                 ships: decision.ships(),

@@ -15,7 +15,7 @@
 use std::collections::BTreeMap;
 
 use super::CAPABILITY_PREFIX;
-use super::registry::{Segment, authored, is_ambient};
+use super::manifests::{CapabilitySegment, authored, is_ambient};
 use crate::compose::Composition;
 use crate::context::{Now, SendContext};
 use crate::error::{Error, ErrorKind};
@@ -37,7 +37,7 @@ pub struct Refresher<'a> {
     target: String,
     ctx: SendContext,
     separator: String,
-    segments: Vec<(String, Segment)>,
+    segments: Vec<(String, CapabilitySegment)>,
     tail: String,
     text: String,
     refreshes: u64,
@@ -100,7 +100,7 @@ impl<'a> Refresher<'a> {
     }
 
     /// The recorded segments sidecar: each capability's exact text and visibility, by block id.
-    pub fn segments(&self) -> &[(String, Segment)] {
+    pub fn segments(&self) -> &[(String, CapabilitySegment)] {
         &self.segments
     }
 

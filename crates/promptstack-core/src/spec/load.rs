@@ -367,7 +367,7 @@ impl ParsedSpec {
     ///
     /// The registry has already checked each descriptor; compiling still refuses a registered
     /// tool whose name the spec's `[[tools]]` already uses (`duplicate-tool`).
-    pub fn with_tools(mut self, registry: crate::tools::registry::ToolRegistry) -> Self {
+    pub fn with_tools(mut self, registry: crate::tools::registration::ToolRegistry) -> Self {
         self.spec.tools.extend(registry.into_tools());
         self
     }

@@ -307,7 +307,7 @@ impl std::error::Error for RegistrationError {}
 ///
 /// ```
 /// use promptstack_core::spec::ToolSpec;
-/// use promptstack_core::tools::registry::{RegistrationErrorKind, ToolRegistry};
+/// use promptstack_core::tools::registration::{RegistrationErrorKind, ToolRegistry};
 /// use serde_json::json;
 ///
 /// let tool: ToolSpec = serde_json::from_value(json!({

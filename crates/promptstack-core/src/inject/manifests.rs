@@ -147,7 +147,7 @@ pub const REFERENCE_PREFIX: &str = "capability:";
 
 /// One slug's rendered fragment, as recorded at publish.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-pub struct Segment {
+pub struct CapabilitySegment {
     /// The exact text appended (or that would be appended) for this slug.
     pub text: String,
     /// The override state the text reflects.
@@ -161,7 +161,7 @@ pub struct Segment {
     pub subagents: BTreeMap<String, bool>,
 }
 
-impl Segment {
+impl CapabilitySegment {
     /// Whether the segment belongs in this prompt.
     pub fn visible_in(&self, prompt: super::Prompt<'_>) -> bool {
         self.ships
@@ -190,7 +190,7 @@ pub struct Published {
     /// prompt.
     pub text: String,
     /// The exact rendered fragment of each slug (the segments sidecar), shipped or not.
-    pub segments: BTreeMap<String, Segment>,
+    pub segments: BTreeMap<String, CapabilitySegment>,
     /// The appended ranges of `text`, in order.
     pub provenance: Vec<FragmentRange>,
     /// Tools contributed by the capabilities, in reference order.
@@ -370,7 +370,7 @@ pub fn publish(
                 .subject(format!("auto_injections.capabilities.{slug}")),
             );
         }
-        let segment = Segment {
+        let segment = CapabilitySegment {
             text,
             override_state: decision.state,
             ships: decision.ships(),
