@@ -101,7 +101,7 @@ pub fn compile_in_memory(
     files: &std::collections::BTreeMap<String, String>,
     limits: &Limits,
 ) -> Result<Agent, LoadError> {
-    let parsed = load::parse(bytes, name, format)?;
+    let parsed = spec::parse(bytes, name, format)?;
     let mut registry = Registry::new();
     if let Some(stage) = &parsed.spec.stage {
         for reference in &stage.capabilities {
