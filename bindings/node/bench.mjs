@@ -87,10 +87,37 @@ for (let b = 0; b < batches; b++) {
 }
 const overall = { peer_ns: median(overallPeer), ours_ns: median(overallOurs) };
 
+// The general API on two example sends: assemble (the send as an object, so its JSON encoding
+// is included) and compose one target, as an application calls it per send.
+const { Agent } = require("./index.js");
+const { join } = await import("node:path");
+const { fileURLToPath } = await import("node:url");
+const ROOT = fileURLToPath(new URL("../../", import.meta.url));
+const api = [];
+for (const [example, send, target] of [
+  ["chat-assistant", "research.json", "cached"],
+  ["coding-agent", null, null],
+  ["pi-compat", "default-minimal.json", "system"],
+]) {
+  const agent = Agent.fromPath(join(ROOT, "examples", example, "agent.toml"));
+  const sendFile = send ?? (await import("node:fs")).readdirSync(join(ROOT, "examples", example, "sends")).sort()[0];
+  const sendObject = JSON.parse(readFileSync(join(ROOT, "examples", example, "sends", sendFile), "utf8"));
+  const targetId = target ?? agent.targets[0];
+  const once = () => agent.assemble(sendObject).compose(targetId).system;
+  for (let i = 0; i < warmup; i++) sink += once().length;
+  const samples = [];
+  for (let b = 0; b < batches; b++) {
+    const t0 = process.hrtime.bigint();
+    for (let i = 0; i < calls; i++) sink += once().length;
+    samples.push(Number(process.hrtime.bigint() - t0) / calls);
+  }
+  api.push({ send: `${example}/${sendFile}`, target: targetId, ns: median(samples) });
+}
+
 const fmt = (n) => Math.round(n).toLocaleString("en-US");
 const ratio = (peerNs, oursNs) => `${(peerNs / oursNs).toFixed(2)}×`;
 if (process.argv.includes("--json")) {
-  console.log(JSON.stringify({ peer: `@mariozechner/pi-coding-agent@${PEER_VERSION}`, node: process.version, settings: { warmup, batches, calls }, cases: rows, overall, sink }, null, 2));
+  console.log(JSON.stringify({ peer: `@mariozechner/pi-coding-agent@${PEER_VERSION}`, node: process.version, settings: { warmup, batches, calls }, cases: rows, overall, api, sink }, null, 2));
 } else {
   console.log(`peer @mariozechner/pi-coding-agent@${PEER_VERSION} vs @promptstack/node, node ${process.version}, ${cpus()[0]?.model ?? "unknown cpu"}, load ${loadavg().map((l) => l.toFixed(2)).join(" ")}`);
   console.log(`ns per call, median of ${batches} batches of ${calls} calls after ${warmup} warm-up calls per case; peer ÷ ours above 1× means the drop-in is faster`);
@@ -99,5 +126,9 @@ if (process.argv.includes("--json")) {
   console.log("|---|---:|---:|---:|---:|");
   for (const r of rows) console.log(`| ${r.case} | ${r.bytes} | ${fmt(r.peer_ns)} | ${fmt(r.ours_ns)} | ${ratio(r.peer_ns, r.ours_ns)} |`);
   console.log(`| **all cases in turn** | | **${fmt(overall.peer_ns)}** | **${fmt(overall.ours_ns)}** | **${ratio(overall.peer_ns, overall.ours_ns)}** |`);
+  console.log("");
+  console.log("| `agent.assemble(send).compose(target).system` | target | ns per call |");
+  console.log("|---|---|---:|");
+  for (const r of api) console.log(`| ${r.send} | ${r.target} | ${fmt(r.ns)} |`);
   console.error(`(sink ${sink})`);
 }

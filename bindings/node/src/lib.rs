@@ -179,12 +179,27 @@ impl Agent {
         self.assemble_context(&ctx)
     }
 
-    /// Assembles one send and composes one target's system text: the fast path of a drop-in
-    /// that needs nothing else.
+    /// Assembles one send given as JSON that `index.js` wrote with `JSON.stringify` (a send
+    /// object, or the `buildSystemPrompt` drop-in's send).
+    ///
+    /// Such JSON has no duplicate keys, so it is read straight into a send context, without
+    /// the located parse that [`Agent::assemble`] does for JSON text from a caller (most of a
+    /// warm send's time). The outcome is the located path's: a send that does not
+    /// deserialise, or whose variables do not fit the spec, is read again through that path
+    /// for its located diagnostics.
+    #[napi]
+    pub fn assemble_stringified(&self, send: String) -> Result<Assembly> {
+        let assembly = self.assemble_stringified_inner(send)?;
+        Ok(Assembly {
+            agent: self.inner.clone(),
+            inner: Arc::new(assembly),
+        })
+    }
+
+    /// [`Agent::assemble_stringified`], then one target's system text: the drop-in's path.
     #[napi]
     pub fn system_text(&self, send: String, target: String) -> Result<String> {
-        let ctx = self.send(&Either::A(send))?;
-        let assembly = self.inner.assemble(&ctx).map_err(|e| engine_failure(&e))?;
+        let assembly = self.assemble_stringified_inner(send)?;
         let composition = assembly.compose(&target).map_err(|e| engine_failure(&e))?;
         Ok(composition.system)
     }
@@ -231,6 +246,26 @@ impl Agent {
 }
 
 impl Agent {
+    fn assemble_stringified_inner(&self, send: String) -> Result<promptstack::Assembly> {
+        let fast = (send.len() <= promptstack::context::MAX_SEND_BYTES)
+            .then(|| serde_json::from_str::<SendContext>(&send).ok())
+            .flatten();
+        match fast {
+            Some(ctx) => match self.inner.assemble(&ctx) {
+                Err(e) if e.kind() == ErrorKind::Context => {
+                    let ctx = self.send(&Either::A(send))?;
+                    self.inner.assemble(&ctx)
+                }
+                other => other,
+            },
+            None => {
+                let ctx = self.send(&Either::A(send))?;
+                self.inner.assemble(&ctx)
+            }
+        }
+        .map_err(|e| engine_failure(&e))
+    }
+
     /// Parses a send context for this agent (its variables must have the declared shapes).
     fn send(&self, send: &Either<String, Buffer>) -> Result<SendContext> {
         SendContext::from_json_for(bytes_of(send), "send", self.inner.spec())
