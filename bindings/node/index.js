@@ -226,10 +226,10 @@ class Assembly {
     return this.#native.diagnostics;
   }
 
-  /** The texts one target sends: `{ target, system, user, userPosition, stablePrefix, parts, diagnostics }`. */
+  /** The texts one target sends: `{ target, system, user, userPosition, stablePrefix, parts, diagnostics, shed }`. */
   compose(target) {
     if (typeof target !== "string") throw new TypeError("target must be a string");
-    return call(() => this.#native.compose(target));
+    return new Composition(this.#native, call(() => this.#native.compose(target)));
   }
 
   /**
@@ -256,6 +256,51 @@ class Assembly {
   /** The assembly JSON (`promptstack.assembly/v1`), so `JSON.stringify(assembly)` gives it. */
   toJSON() {
     return JSON.parse(call(() => this.#native.toJson()));
+  }
+}
+
+/**
+ * One target's texts. `parts`, `diagnostics` and `shed` are computed when first read: most
+ * sends need only the texts.
+ */
+class Composition {
+  #assembly;
+  #details = null;
+
+  /** @internal Returned by `assembly.compose`. */
+  constructor(assembly, texts) {
+    this.#assembly = assembly;
+    /** The target. */
+    this.target = texts.target;
+    /** The system text. */
+    this.system = texts.system;
+    /** The user-slot text (the notes placed with the last user message). */
+    this.user = texts.user;
+    /** Where the user-slot text goes relative to the user's message. */
+    this.userPosition = texts.userPosition;
+    /** The byte length of the system text's cacheable prefix. */
+    this.stablePrefix = texts.stablePrefix;
+  }
+
+  #read() {
+    if (this.#details === null) this.#details = call(() => this.#assembly.composeDetails(this.target));
+    return this.#details;
+  }
+  /** The parts of both texts, each naming its block. */
+  get parts() {
+    return this.#read().parts;
+  }
+  /** The findings of composing (blocks shed by a token budget, …). */
+  get diagnostics() {
+    return this.#read().diagnostics;
+  }
+  /** The blocks the target's token budget shed, with the reason. */
+  get shed() {
+    return this.#read().shed;
+  }
+  toJSON() {
+    const { target, system, user, userPosition, stablePrefix } = this;
+    return { target, system, user, userPosition, stablePrefix, parts: this.parts, diagnostics: this.diagnostics, shed: this.shed };
   }
 }
 
@@ -492,6 +537,7 @@ function buildSystemPrompt(options, settings) {
 
 exports.Agent = Agent;
 exports.Assembly = Assembly;
+exports.Composition = Composition;
 exports.CiteStream = CiteStream;
 exports.fence = fence;
 exports.checkFence = checkFence;

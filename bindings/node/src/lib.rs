@@ -305,7 +305,7 @@ pub struct Assembly {
 
 /// The texts one target sends.
 #[napi(object)]
-pub struct Composition {
+pub struct ComposedText {
     /// The target.
     pub target: String,
     /// The system text.
@@ -316,10 +316,18 @@ pub struct Composition {
     pub user_position: String,
     /// The byte length of the system text's cacheable prefix.
     pub stable_prefix: u32,
+}
+
+/// How one target's texts were made: asked for separately, because most sends need only the
+/// texts and converting every part to JavaScript costs more than composing.
+#[napi(object)]
+pub struct CompositionDetails {
     /// The parts of both texts, each naming its block.
     pub parts: Value,
     /// The findings of composing (blocks shed by a token budget, …).
     pub diagnostics: Value,
+    /// The blocks the target's token budget shed, with the reason.
+    pub shed: Value,
 }
 
 /// Options of a provider request.
@@ -360,6 +368,12 @@ pub struct RequestOutput {
     pub units: Value,
     /// Findings of building the request.
     pub diagnostics: Value,
+}
+
+impl Assembly {
+    fn composition(&self, target: &str) -> Result<promptstack::Composition> {
+        self.inner.compose(target).map_err(|e| engine_failure(&e))
+    }
 }
 
 #[napi]
@@ -414,23 +428,29 @@ impl Assembly {
 
     /// The texts `target` sends.
     #[napi]
-    pub fn compose(&self, target: String) -> Result<Composition> {
-        let composition = self
-            .inner
-            .compose(&target)
-            .map_err(|e| engine_failure(&e))?;
+    pub fn compose(&self, target: String) -> Result<ComposedText> {
+        let composition = self.composition(&target)?;
         let user_position = to_value(&composition.user_position)?
             .as_str()
             .unwrap_or_default()
             .to_owned();
-        Ok(Composition {
-            parts: to_value(&composition.parts)?,
-            diagnostics: to_value(&composition.diagnostics)?,
+        Ok(ComposedText {
             stable_prefix: u32::try_from(composition.stable_prefix).unwrap_or(u32::MAX),
             user_position,
             target: composition.target,
             system: composition.system,
             user: composition.user,
+        })
+    }
+
+    /// The parts, findings and shed blocks of composing `target`.
+    #[napi]
+    pub fn compose_details(&self, target: String) -> Result<CompositionDetails> {
+        let composition = self.composition(&target)?;
+        Ok(CompositionDetails {
+            parts: to_value(&composition.parts)?,
+            diagnostics: to_value(&composition.diagnostics)?,
+            shed: to_value(&composition.shed)?,
         })
     }
 
