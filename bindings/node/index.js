@@ -443,7 +443,8 @@ function piPackageDir(settings) {
  * returning different text: snippets that are not strings, a listed tool named like an
  * `Object.prototype` member without its own snippet, a custom prompt or appended text that is
  * not a string (the peer would print `true` where a template prints `True`), guidelines and skill
- * fields that are not strings (where the peer throws a TypeError of its own).
+ * fields that are not strings (where the peer throws a TypeError of its own). Returns whether
+ * the original reads the skills at all.
  */
 function checkPiDomain(options) {
   for (const key of ["customPrompt", "appendSystemPrompt"]) {
@@ -478,7 +479,9 @@ function checkPiDomain(options) {
     }
   }
   const skills = options.skills;
-  if (skills != null) {
+  // The original reads the skills only when the read tool is available (PEER.md §5).
+  const skillsRead = customPath ? tools == null || tools.includes("read") : (tools ?? ["read"]).includes("read");
+  if (skills != null && skillsRead) {
     if (!Array.isArray(skills)) throw new TypeError("buildSystemPrompt: options.skills must be an array");
     for (const skill of skills) {
       if (skill === null || typeof skill !== "object") throw new TypeError("buildSystemPrompt: every skill must be an object");
@@ -489,6 +492,7 @@ function checkPiDomain(options) {
   }
   const files = options.contextFiles;
   if (files != null && !Array.isArray(files)) throw new TypeError("buildSystemPrompt: options.contextFiles must be an array");
+  return skillsRead;
 }
 
 /**
@@ -503,7 +507,7 @@ function buildSystemPrompt(options, settings) {
   }
   const cwd = options.cwd;
   if (typeof cwd !== "string") throw new TypeError("buildSystemPrompt: options.cwd must be a string");
-  checkPiDomain(options);
+  const skillsRead = checkPiDomain(options);
   const variables = { package_dir: piPackageDir(settings) };
   if (options.customPrompt != null) variables.custom_prompt = options.customPrompt;
   if (options.selectedTools != null) variables.selected_tools = options.selectedTools;
@@ -516,8 +520,9 @@ function buildSystemPrompt(options, settings) {
     send.context_files = files.map((file) => ({ path: file.path, content: file.content }));
   }
   const skills = options.skills;
-  if (skills != null) {
-    // A hidden skill (truthy `disableModelInvocation`, as the peer tests it) never reaches the
+  if (skills != null && skillsRead) {
+    // Skills are sent only when the original would read them (the spec gates them the same
+    // way). A hidden skill (truthy `disableModelInvocation`, as the peer tests it) never reaches the
     // prompt; leaving it out of the send is the same and spares checking its fields.
     send.skills = [];
     for (const skill of skills) {
