@@ -45,10 +45,16 @@ const median = (xs) => {
 
 // The sink keeps every result observable so no call can be optimised away.
 let sink = 0;
+// Wall time per call, and CPU time per call (user + system of the whole process, from
+// process.cpuUsage): on a loaded machine the process gets a fraction of a core, which inflates
+// wall time but not CPU time.
 function batch(fn, c) {
+  const cpu0 = process.cpuUsage();
   const t0 = process.hrtime.bigint();
   for (let i = 0; i < calls; i++) sink += fn(c.options).length;
-  return Number(process.hrtime.bigint() - t0) / calls;
+  const wall = Number(process.hrtime.bigint() - t0) / calls;
+  const cpu = process.cpuUsage(cpu0);
+  return [wall, ((cpu.user + cpu.system) * 1000) / calls];
 }
 
 const rows = [];
@@ -57,11 +63,24 @@ for (const c of cases) {
   for (let i = 0; i < warmup; i++) sink += peer(c.options).length + buildSystemPrompt(c.options).length;
   const peerNs = [];
   const oursNs = [];
+  const peerCpu = [];
+  const oursCpu = [];
   for (let b = 0; b < batches; b++) {
-    peerNs.push(batch(peer, c));
-    oursNs.push(batch(buildSystemPrompt, c));
+    const [pw, pc] = batch(peer, c);
+    const [ow, oc] = batch(buildSystemPrompt, c);
+    peerNs.push(pw);
+    peerCpu.push(pc);
+    oursNs.push(ow);
+    oursCpu.push(oc);
   }
-  rows.push({ case: c.name, bytes: Buffer.byteLength(peer(c.options)), peer_ns: median(peerNs), ours_ns: median(oursNs) });
+  rows.push({
+    case: c.name,
+    bytes: Buffer.byteLength(peer(c.options)),
+    peer_ns: median(peerNs),
+    ours_ns: median(oursNs),
+    peer_cpu_ns: median(peerCpu),
+    ours_cpu_ns: median(oursCpu),
+  });
 }
 
 // All cases in turn: one round renders every case once, switching the clock and the package
@@ -75,29 +94,72 @@ function round(fn) {
 const rounds = Math.max(1, Math.round(calls / cases.length));
 const overallPeer = [];
 const overallOurs = [];
+const overallPeerCpu = [];
+const overallOursCpu = [];
 for (let b = 0; b < batches; b++) {
-  for (const [fn, out] of [
-    [peer, overallPeer],
-    [buildSystemPrompt, overallOurs],
+  for (const [fn, out, outCpu] of [
+    [peer, overallPeer, overallPeerCpu],
+    [buildSystemPrompt, overallOurs, overallOursCpu],
   ]) {
+    const cpu0 = process.cpuUsage();
     const t0 = process.hrtime.bigint();
     for (let r = 0; r < rounds; r++) round(fn);
     out.push(Number(process.hrtime.bigint() - t0) / (rounds * cases.length));
+    const cpu = process.cpuUsage(cpu0);
+    outCpu.push(((cpu.user + cpu.system) * 1000) / (rounds * cases.length));
   }
 }
-const overall = { peer_ns: median(overallPeer), ours_ns: median(overallOurs) };
+const overall = {
+  peer_ns: median(overallPeer),
+  ours_ns: median(overallOurs),
+  peer_cpu_ns: median(overallPeerCpu),
+  ours_cpu_ns: median(overallOursCpu),
+};
+
+// The general API on two example sends: assemble (the send as an object, so its JSON encoding
+// is included) and compose one target, as an application calls it per send.
+const { Agent } = require("./index.js");
+const { join } = await import("node:path");
+const { fileURLToPath } = await import("node:url");
+const ROOT = fileURLToPath(new URL("../../", import.meta.url));
+const api = [];
+for (const [example, send, target] of [
+  ["chat-assistant", "research.json", "cached"],
+  ["coding-agent", null, null],
+  ["pi-compat", "default-minimal.json", "system"],
+]) {
+  const agent = Agent.fromPath(join(ROOT, "examples", example, "agent.toml"));
+  const sendFile = send ?? (await import("node:fs")).readdirSync(join(ROOT, "examples", example, "sends")).sort()[0];
+  const sendObject = JSON.parse(readFileSync(join(ROOT, "examples", example, "sends", sendFile), "utf8"));
+  const targetId = target ?? agent.targets[0];
+  const once = () => agent.assemble(sendObject).compose(targetId).system;
+  for (let i = 0; i < warmup; i++) sink += once().length;
+  const samples = [];
+  for (let b = 0; b < batches; b++) {
+    const t0 = process.hrtime.bigint();
+    for (let i = 0; i < calls; i++) sink += once().length;
+    samples.push(Number(process.hrtime.bigint() - t0) / calls);
+  }
+  api.push({ send: `${example}/${sendFile}`, target: targetId, ns: median(samples) });
+}
 
 const fmt = (n) => Math.round(n).toLocaleString("en-US");
 const ratio = (peerNs, oursNs) => `${(peerNs / oursNs).toFixed(2)}×`;
 if (process.argv.includes("--json")) {
-  console.log(JSON.stringify({ peer: `@mariozechner/pi-coding-agent@${PEER_VERSION}`, node: process.version, settings: { warmup, batches, calls }, cases: rows, overall, sink }, null, 2));
+  console.log(JSON.stringify({ peer: `@mariozechner/pi-coding-agent@${PEER_VERSION}`, node: process.version, settings: { warmup, batches, calls }, cases: rows, overall, api, sink }, null, 2));
 } else {
   console.log(`peer @mariozechner/pi-coding-agent@${PEER_VERSION} vs @promptstack/node, node ${process.version}, ${cpus()[0]?.model ?? "unknown cpu"}, load ${loadavg().map((l) => l.toFixed(2)).join(" ")}`);
-  console.log(`ns per call, median of ${batches} batches of ${calls} calls after ${warmup} warm-up calls per case; peer ÷ ours above 1× means the drop-in is faster`);
+  console.log(`ns per call (wall, then CPU of the process), median of ${batches} batches of ${calls} calls after ${warmup} warm-up calls per case; peer ÷ ours above 1× means the drop-in is faster`);
   console.log("");
-  console.log("| case | bytes | peer | @promptstack/node | peer ÷ ours |");
-  console.log("|---|---:|---:|---:|---:|");
-  for (const r of rows) console.log(`| ${r.case} | ${r.bytes} | ${fmt(r.peer_ns)} | ${fmt(r.ours_ns)} | ${ratio(r.peer_ns, r.ours_ns)} |`);
-  console.log(`| **all cases in turn** | | **${fmt(overall.peer_ns)}** | **${fmt(overall.ours_ns)}** | **${ratio(overall.peer_ns, overall.ours_ns)}** |`);
+  console.log("| case | bytes | peer | @promptstack/node | peer ÷ ours | peer CPU | ours CPU | CPU peer ÷ ours |");
+  console.log("|---|---:|---:|---:|---:|---:|---:|---:|");
+  const line = (name, bytes, r) =>
+    `| ${name} | ${bytes} | ${fmt(r.peer_ns)} | ${fmt(r.ours_ns)} | ${ratio(r.peer_ns, r.ours_ns)} | ${fmt(r.peer_cpu_ns)} | ${fmt(r.ours_cpu_ns)} | ${ratio(r.peer_cpu_ns, r.ours_cpu_ns)} |`;
+  for (const r of rows) console.log(line(r.case, r.bytes, r));
+  console.log(line("**all cases in turn**", "", overall));
+  console.log("");
+  console.log("| `agent.assemble(send).compose(target).system` | target | ns per call |");
+  console.log("|---|---|---:|");
+  for (const r of api) console.log(`| ${r.send} | ${r.target} | ${fmt(r.ns)} |`);
   console.error(`(sink ${sink})`);
 }

@@ -11,7 +11,7 @@
 // directory), copies the shared library to `promptstack.node`, and writes `native.d.ts` from the
 // declarations `napi-derive` records while it expands the `#[napi]` items.
 import { spawnSync } from "node:child_process";
-import { copyFileSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
+import { copyFileSync, existsSync, mkdirSync, readFileSync, utimesSync, writeFileSync } from "node:fs";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
 
@@ -28,12 +28,23 @@ if (workspace && release) throw new Error("--workspace builds the debug profile 
 const args = workspace
   ? ["build", "--workspace", "--lib", "--bins", "--tests"]
   : ["build", "-p", "promptstack-node", ...(release ? ["--release"] : [])];
-const cargo = spawnSync("cargo", args, {
-  cwd: root,
-  stdio: "inherit",
-  env: { ...process.env, NAPI_TYPE_DEF_TMP_FOLDER: typeDefDir },
-});
-if (cargo.status !== 0) process.exit(cargo.status ?? 1);
+const typeDefFile = join(typeDefDir, "promptstack-node");
+function cargoBuild() {
+  const cargo = spawnSync("cargo", args, {
+    cwd: root,
+    stdio: "inherit",
+    env: { ...process.env, NAPI_TYPE_DEF_TMP_FOLDER: typeDefDir },
+  });
+  if (cargo.status !== 0) process.exit(cargo.status ?? 1);
+}
+cargoBuild();
+if (!existsSync(typeDefFile)) {
+  // The declarations are recorded only while the crate compiles; an up-to-date build whose
+  // record is gone (a copied target directory) is compiled once more.
+  const now = new Date();
+  utimesSync(join(here, "src", "lib.rs"), now, now);
+  cargoBuild();
+}
 
 const library = { linux: "libpromptstack_node.so", darwin: "libpromptstack_node.dylib", win32: "promptstack_node.dll" }[process.platform];
 if (!library) throw new Error(`unsupported platform ${process.platform}`);
@@ -41,7 +52,7 @@ copyFileSync(join(targetDir, profile, library), join(here, "promptstack.node"));
 
 // One JSON object per line: a class (`struct`, then its `impl` blocks), an `interface` (a
 // `#[napi(object)]` struct), or a `fn`.
-const records = readFileSync(join(typeDefDir, "promptstack-node"), "utf8")
+const records = readFileSync(typeDefFile, "utf8")
   .split("\n")
   .filter((line) => line.trim())
   .map((line) => JSON.parse(line));

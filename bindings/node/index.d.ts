@@ -1,8 +1,8 @@
 // The public API of @promptstack/node. The native addon's own declarations (`native.d.ts`) are
 // generated from src/lib.rs by build.mjs; the shapes shared with it are imported from there.
-import type { Composition, Fenced, RequestOutput } from "./native";
+import type { ComposedText, Fenced, RequestOutput } from "./native";
 
-export type { Composition, Fenced, RequestOutput };
+export type { ComposedText, Fenced, RequestOutput };
 
 /** A send context: an object, its JSON text, or UTF-8 bytes (see docs/spec.md, "send context"). */
 export type SendInput = Record<string, unknown> | string | Uint8Array;
@@ -52,6 +52,25 @@ export interface Block {
   range?: { start: number; end: number };
   tokens: unknown;
   [key: string]: unknown;
+}
+
+/** One part of a composed text, naming the block it came from. */
+export interface Part {
+  [key: string]: unknown;
+}
+
+/** The texts one target sends; `parts`, `diagnostics` and `shed` are computed when first read. */
+export declare class Composition implements ComposedText {
+  private constructor();
+  readonly target: string;
+  readonly system: string;
+  readonly user: string;
+  readonly userPosition: string;
+  readonly stablePrefix: number;
+  readonly parts: Part[];
+  readonly diagnostics: Diagnostic[];
+  readonly shed: Record<string, unknown>[];
+  toJSON(): Record<string, unknown>;
 }
 
 /** Options of a provider request. */

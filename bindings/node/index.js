@@ -136,6 +136,12 @@ class Agent {
 
   /** Assembles one send: `send` is a send-context object, its JSON text, or UTF-8 bytes. */
   assemble(send) {
+    if (send !== null && typeof send === "object" && !(send instanceof Uint8Array)) {
+      // JSON.stringify writes no duplicate keys, so the addon may skip the located parse
+      // (it falls back to it for any send it cannot read, so errors keep their locations).
+      const json = JSON.stringify(send);
+      return new Assembly(call(() => this.#native.assembleStringified(json)));
+    }
     const input = jsonInput(send, "send");
     return new Assembly(call(() => this.#native.assemble(input)));
   }
@@ -220,10 +226,10 @@ class Assembly {
     return this.#native.diagnostics;
   }
 
-  /** The texts one target sends: `{ target, system, user, userPosition, stablePrefix, parts, diagnostics }`. */
+  /** The texts one target sends: `{ target, system, user, userPosition, stablePrefix, parts, diagnostics, shed }`. */
   compose(target) {
     if (typeof target !== "string") throw new TypeError("target must be a string");
-    return call(() => this.#native.compose(target));
+    return new Composition(this.#native, call(() => this.#native.compose(target)));
   }
 
   /**
@@ -250,6 +256,51 @@ class Assembly {
   /** The assembly JSON (`promptstack.assembly/v1`), so `JSON.stringify(assembly)` gives it. */
   toJSON() {
     return JSON.parse(call(() => this.#native.toJson()));
+  }
+}
+
+/**
+ * One target's texts. `parts`, `diagnostics` and `shed` are computed when first read: most
+ * sends need only the texts.
+ */
+class Composition {
+  #assembly;
+  #details = null;
+
+  /** @internal Returned by `assembly.compose`. */
+  constructor(assembly, texts) {
+    this.#assembly = assembly;
+    /** The target. */
+    this.target = texts.target;
+    /** The system text. */
+    this.system = texts.system;
+    /** The user-slot text (the notes placed with the last user message). */
+    this.user = texts.user;
+    /** Where the user-slot text goes relative to the user's message. */
+    this.userPosition = texts.userPosition;
+    /** The byte length of the system text's cacheable prefix. */
+    this.stablePrefix = texts.stablePrefix;
+  }
+
+  #read() {
+    if (this.#details === null) this.#details = call(() => this.#assembly.composeDetails(this.target));
+    return this.#details;
+  }
+  /** The parts of both texts, each naming its block. */
+  get parts() {
+    return this.#read().parts;
+  }
+  /** The findings of composing (blocks shed by a token budget, …). */
+  get diagnostics() {
+    return this.#read().diagnostics;
+  }
+  /** The blocks the target's token budget shed, with the reason. */
+  get shed() {
+    return this.#read().shed;
+  }
+  toJSON() {
+    const { target, system, user, userPosition, stablePrefix } = this;
+    return { target, system, user, userPosition, stablePrefix, parts: this.parts, diagnostics: this.diagnostics, shed: this.shed };
   }
 }
 
@@ -392,7 +443,8 @@ function piPackageDir(settings) {
  * returning different text: snippets that are not strings, a listed tool named like an
  * `Object.prototype` member without its own snippet, a custom prompt or appended text that is
  * not a string (the peer would print `true` where a template prints `True`), guidelines and skill
- * fields that are not strings (where the peer throws a TypeError of its own).
+ * fields that are not strings (where the peer throws a TypeError of its own). Returns whether
+ * the original reads the skills at all.
  */
 function checkPiDomain(options) {
   for (const key of ["customPrompt", "appendSystemPrompt"]) {
@@ -427,7 +479,9 @@ function checkPiDomain(options) {
     }
   }
   const skills = options.skills;
-  if (skills != null) {
+  // The original reads the skills only when the read tool is available (PEER.md §5).
+  const skillsRead = customPath ? tools == null || tools.includes("read") : (tools ?? ["read"]).includes("read");
+  if (skills != null && skillsRead) {
     if (!Array.isArray(skills)) throw new TypeError("buildSystemPrompt: options.skills must be an array");
     for (const skill of skills) {
       if (skill === null || typeof skill !== "object") throw new TypeError("buildSystemPrompt: every skill must be an object");
@@ -438,6 +492,7 @@ function checkPiDomain(options) {
   }
   const files = options.contextFiles;
   if (files != null && !Array.isArray(files)) throw new TypeError("buildSystemPrompt: options.contextFiles must be an array");
+  return skillsRead;
 }
 
 /**
@@ -452,7 +507,7 @@ function buildSystemPrompt(options, settings) {
   }
   const cwd = options.cwd;
   if (typeof cwd !== "string") throw new TypeError("buildSystemPrompt: options.cwd must be a string");
-  checkPiDomain(options);
+  const skillsRead = checkPiDomain(options);
   const variables = { package_dir: piPackageDir(settings) };
   if (options.customPrompt != null) variables.custom_prompt = options.customPrompt;
   if (options.selectedTools != null) variables.selected_tools = options.selectedTools;
@@ -465,8 +520,9 @@ function buildSystemPrompt(options, settings) {
     send.context_files = files.map((file) => ({ path: file.path, content: file.content }));
   }
   const skills = options.skills;
-  if (skills != null) {
-    // A hidden skill (truthy `disableModelInvocation`, as the peer tests it) never reaches the
+  if (skills != null && skillsRead) {
+    // Skills are sent only when the original would read them (the spec gates them the same
+    // way). A hidden skill (truthy `disableModelInvocation`, as the peer tests it) never reaches the
     // prompt; leaving it out of the send is the same and spares checking its fields.
     send.skills = [];
     for (const skill of skills) {
@@ -486,6 +542,7 @@ function buildSystemPrompt(options, settings) {
 
 exports.Agent = Agent;
 exports.Assembly = Assembly;
+exports.Composition = Composition;
 exports.CiteStream = CiteStream;
 exports.fence = fence;
 exports.checkFence = checkFence;

@@ -179,12 +179,27 @@ impl Agent {
         self.assemble_context(&ctx)
     }
 
-    /// Assembles one send and composes one target's system text: the fast path of a drop-in
-    /// that needs nothing else.
+    /// Assembles one send given as JSON that `index.js` wrote with `JSON.stringify` (a send
+    /// object, or the `buildSystemPrompt` drop-in's send).
+    ///
+    /// Such JSON has no duplicate keys, so it is read straight into a send context, without
+    /// the located parse that [`Agent::assemble`] does for JSON text from a caller (most of a
+    /// warm send's time). The outcome is the located path's: a send that does not
+    /// deserialise, or whose variables do not fit the spec, is read again through that path
+    /// for its located diagnostics.
+    #[napi]
+    pub fn assemble_stringified(&self, send: String) -> Result<Assembly> {
+        let assembly = self.assemble_stringified_inner(send)?;
+        Ok(Assembly {
+            agent: self.inner.clone(),
+            inner: Arc::new(assembly),
+        })
+    }
+
+    /// [`Agent::assemble_stringified`], then one target's system text: the drop-in's path.
     #[napi]
     pub fn system_text(&self, send: String, target: String) -> Result<String> {
-        let ctx = self.send(&Either::A(send))?;
-        let assembly = self.inner.assemble(&ctx).map_err(|e| engine_failure(&e))?;
+        let assembly = self.assemble_stringified_inner(send)?;
         let composition = assembly.compose(&target).map_err(|e| engine_failure(&e))?;
         Ok(composition.system)
     }
@@ -231,6 +246,26 @@ impl Agent {
 }
 
 impl Agent {
+    fn assemble_stringified_inner(&self, send: String) -> Result<promptstack::Assembly> {
+        let fast = (send.len() <= promptstack::context::MAX_SEND_BYTES)
+            .then(|| serde_json::from_str::<SendContext>(&send).ok())
+            .flatten();
+        match fast {
+            Some(ctx) => match self.inner.assemble(&ctx) {
+                Err(e) if e.kind() == ErrorKind::Context => {
+                    let ctx = self.send(&Either::A(send))?;
+                    self.inner.assemble(&ctx)
+                }
+                other => other,
+            },
+            None => {
+                let ctx = self.send(&Either::A(send))?;
+                self.inner.assemble(&ctx)
+            }
+        }
+        .map_err(|e| engine_failure(&e))
+    }
+
     /// Parses a send context for this agent (its variables must have the declared shapes).
     fn send(&self, send: &Either<String, Buffer>) -> Result<SendContext> {
         SendContext::from_json_for(bytes_of(send), "send", self.inner.spec())
@@ -270,7 +305,7 @@ pub struct Assembly {
 
 /// The texts one target sends.
 #[napi(object)]
-pub struct Composition {
+pub struct ComposedText {
     /// The target.
     pub target: String,
     /// The system text.
@@ -281,10 +316,18 @@ pub struct Composition {
     pub user_position: String,
     /// The byte length of the system text's cacheable prefix.
     pub stable_prefix: u32,
+}
+
+/// How one target's texts were made: asked for separately, because most sends need only the
+/// texts and converting every part to JavaScript costs more than composing.
+#[napi(object)]
+pub struct CompositionDetails {
     /// The parts of both texts, each naming its block.
     pub parts: Value,
     /// The findings of composing (blocks shed by a token budget, …).
     pub diagnostics: Value,
+    /// The blocks the target's token budget shed, with the reason.
+    pub shed: Value,
 }
 
 /// Options of a provider request.
@@ -325,6 +368,12 @@ pub struct RequestOutput {
     pub units: Value,
     /// Findings of building the request.
     pub diagnostics: Value,
+}
+
+impl Assembly {
+    fn composition(&self, target: &str) -> Result<promptstack::Composition> {
+        self.inner.compose(target).map_err(|e| engine_failure(&e))
+    }
 }
 
 #[napi]
@@ -379,23 +428,29 @@ impl Assembly {
 
     /// The texts `target` sends.
     #[napi]
-    pub fn compose(&self, target: String) -> Result<Composition> {
-        let composition = self
-            .inner
-            .compose(&target)
-            .map_err(|e| engine_failure(&e))?;
+    pub fn compose(&self, target: String) -> Result<ComposedText> {
+        let composition = self.composition(&target)?;
         let user_position = to_value(&composition.user_position)?
             .as_str()
             .unwrap_or_default()
             .to_owned();
-        Ok(Composition {
-            parts: to_value(&composition.parts)?,
-            diagnostics: to_value(&composition.diagnostics)?,
+        Ok(ComposedText {
             stable_prefix: u32::try_from(composition.stable_prefix).unwrap_or(u32::MAX),
             user_position,
             target: composition.target,
             system: composition.system,
             user: composition.user,
+        })
+    }
+
+    /// The parts, findings and shed blocks of composing `target`.
+    #[napi]
+    pub fn compose_details(&self, target: String) -> Result<CompositionDetails> {
+        let composition = self.composition(&target)?;
+        Ok(CompositionDetails {
+            parts: to_value(&composition.parts)?,
+            diagnostics: to_value(&composition.diagnostics)?,
+            shed: to_value(&composition.shed)?,
         })
     }
 

@@ -68,6 +68,12 @@ test("an agent from source assembles and composes; send as object, JSON text or 
   const notes = assembly.compose("notes");
   assert.equal(notes.system, "You are Claude, the support assistant.");
   assert.equal(notes.user, "Current date: 2026-11-30");
+  // The parts and findings are read on demand, and the JSON form holds them.
+  assert.ok(notes.parts.length >= 2, JSON.stringify(notes.parts));
+  assert.ok(Array.isArray(notes.diagnostics));
+  const asJson = JSON.parse(JSON.stringify(notes));
+  assert.equal(asJson.system, notes.system);
+  assert.deepEqual(asJson.parts, notes.parts);
   assert.equal(assembly.stable, "You are Claude, the support assistant.");
   assert.equal(assembly.full, assembly.stable + assembly.volatile);
   assert.match(assembly.fingerprint, /^[0-9a-f]{16,}$/);

@@ -103,10 +103,15 @@ for (const example of examples()) {
         targets,
         `${send}: the targets`,
       );
+      // The same send as an object takes the addon's path for JSON it wrote itself.
+      const viaObject = agent.assemble(JSON.parse(sendText));
+      assert.equal(viaObject.fingerprint, rendered.fingerprint, `${send}: fingerprint of the send as an object`);
       for (const expected of rendered.targets) {
         const composition = assembly.value.compose(expected.target);
         assert.ok(composition.system === expected.system, `${send} ${expected.target}: system text`);
         assert.ok(composition.user === expected.user, `${send} ${expected.target}: user slot`);
+        const fromObject = viaObject.compose(expected.target);
+        assert.ok(fromObject.system === expected.system && fromObject.user === expected.user, `${send} ${expected.target}: texts of the send as an object`);
         compared += 2;
       }
       formats.forEach((format, i) => {

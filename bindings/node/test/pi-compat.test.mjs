@@ -170,6 +170,9 @@ test("inputs outside the parity domain fail with an error instead of imitating J
   assert.equal(buildSystemPrompt(hidden), peer(hidden));
   assert.throws(() => buildSystemPrompt({ cwd: "/w", skills: [{ name: 1, description: "d", filePath: "f" }] }), TypeError);
   assert.throws(() => peer({ cwd: "/w", skills: [{ name: 1, description: "d", filePath: "f" }] }), TypeError);
+  // Without the read tool the skills are never read, on either side.
+  const unread = { cwd: "/w", selectedTools: ["bash"], skills: [{ name: 1, description: "d", filePath: "f" }] };
+  assert.equal(buildSystemPrompt(unread), peer(unread));
   // A custom prompt or appended text that is not a string: JavaScript would print `true` where a
   // template prints `True`, so the drop-in refuses it.
   for (const options of [
