@@ -92,6 +92,20 @@ class StreamError(PromptstackError):
     ``finish()``."""
 
 
+for _error in (
+    PromptstackError,
+    SpecError,
+    SendError,
+    InputError,
+    AssemblyError,
+    NotFoundError,
+    RequestError,
+    FenceError,
+    StreamError,
+):
+    # Shown as `promptstack.SpecError`, where applications import them from.
+    _error.__module__ = "promptstack"
+
 __all__ = [
     "AssemblyError",
     "FenceError",

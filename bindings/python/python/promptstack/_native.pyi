@@ -1,46 +1,35 @@
 """Type stubs of the native module (``promptstack._native``); see ``promptstack`` for the API."""
 
 import os
-import sys
-from typing import Any, Dict, Iterable, List, Mapping, Optional, Tuple, Union
+from typing import Any, Dict, Iterable, List, Mapping, Optional, Tuple, Union, final
 
-if sys.version_info >= (3, 11):
-    from typing import NotRequired, TypedDict
-else:  # pragma: no cover
-    from typing_extensions import NotRequired, TypedDict
+from ._types import (
+    Citation,
+    Diagnostic,
+    FenceProblem,
+    Finding,
+    JsonDocument,
+    Part,
+    Sources,
+    Widget,
+)
+
+__all__ = [
+    "Agent",
+    "Assembly",
+    "Block",
+    "Composition",
+    "Fenced",
+    "FenceCheck",
+    "CiteStream",
+    "fence",
+    "check_fence",
+    "ENGINE_VERSION",
+]
 
 ENGINE_VERSION: str
 
-JsonDocument = Union[Dict[str, Any], str, bytes, bytearray, "os.PathLike[str]"]
-"""A send or conversation: a dict, JSON text (``str`` or ``bytes``) or a path to a JSON file."""
-
-class Location(TypedDict):
-    file: str
-    line: int
-    column: int
-
-class Diagnostic(TypedDict):
-    """A finding of an assembly, a composition or lint."""
-
-    severity: str
-    code: str
-    message: str
-    subject: NotRequired[str]
-    location: NotRequired[Location]
-    hint: NotRequired[str]
-
-class Finding(Diagnostic):
-    """A lint finding: a diagnostic and the send it is about (absent for the spec's own)."""
-
-    send: NotRequired[str]
-
-class Part(TypedDict):
-    id: str
-    slot: str
-    range: Dict[str, int]
-    stability: str
-    trust: str
-
+@final
 class Agent:
     """A compiled agent spec: load it once, then assemble every send with it.
 
@@ -70,6 +59,7 @@ class Agent:
     ) -> Dict[str, Any]: ...
     def cache_stats(self) -> Dict[str, int]: ...
 
+@final
 class Assembly:
     """What an agent sends for one send."""
 
@@ -141,6 +131,7 @@ class Assembly:
         self, target: Optional[str] = None, format: Optional[str] = None
     ) -> Dict[str, Any]: ...
 
+@final
 class Block:
     """One block of an assembly, with its provenance."""
 
@@ -169,6 +160,7 @@ class Block:
     @property
     def origin(self) -> str: ...
 
+@final
 class Composition:
     """The texts one target sends."""
 
@@ -190,6 +182,7 @@ class Composition:
     def diagnostics(self) -> List[Diagnostic]: ...
     def user_message(self, message: str) -> str: ...
 
+@final
 class Fenced:
     """Untrusted content wrapped in a fresh nonce fence."""
 
@@ -204,11 +197,7 @@ class Fenced:
     @property
     def truncated(self) -> Optional[Tuple[int, int]]: ...
 
-class FenceProblem(TypedDict):
-    kind: str
-    offset: Optional[int]
-    message: str
-
+@final
 class FenceCheck:
     """Whether a text is exactly one valid fence, and what it holds."""
 
@@ -237,24 +226,13 @@ def fence(
 ) -> Fenced: ...
 def check_fence(text: str) -> FenceCheck: ...
 
-class Citation(TypedDict):
-    key: int
-    placeholder: str
-    sources: List[int]
-
-class Widget(TypedDict):
-    name: str
-    attributes: Dict[str, str]
-    offset: int
-
-Sources = Union[Dict[str, Any], List[Dict[str, Any]], str, bytes, "os.PathLike[str]"]
-
+@final
 class CiteStream:
     """Streams model output through the citation and math processor."""
 
-    def __init__(
-        self, sources: Sources, mode: str = "placeholders", widgets: Optional[List[str]] = None
-    ) -> None: ...
+    def __new__(
+        cls, sources: Sources, mode: str = "placeholders", widgets: Optional[List[str]] = None
+    ) -> "CiteStream": ...
     def feed(self, delta: str) -> str: ...
     def finish(self) -> str: ...
     @property
