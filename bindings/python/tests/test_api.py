@@ -120,3 +120,11 @@ def test_lint_without_sends_and_agent_properties() -> None:
     assert assembly.stable_tokens > 0 and assembly.tokens_exact
     assert all({"severity", "code", "message"} <= set(d) for d in assembly.diagnostics)
     assert repr(agent) == '<promptstack.Agent "chat-assistant">'
+
+
+def test_from_source_reads_str_and_bytes_like_from_path() -> None:
+    text = Path(SPEC).read_text()
+    from_path = promptstack.Agent.from_path(SPEC).assemble(Path(SEND)).compose("legacy").system
+    for source in (text, text.encode()):
+        agent = promptstack.Agent.from_source(source, name=SPEC)
+        assert agent.assemble(Path(SEND)).compose("legacy").system == from_path
