@@ -1,0 +1,172 @@
+//! `CiteStream`: the streaming citation and math processor, fed one model delta at a time.
+
+use promptstack::limits::{InputKind, Limit};
+use promptstack::stream::{
+    CitationMap, OutputMode, Overflow, OverflowKind, Processor, SourceSnapshot, StreamConfig,
+    Widget, WidgetSet,
+};
+use pyo3::exceptions::PyValueError;
+use pyo3::prelude::*;
+use pyo3::types::{PyDict, PyList};
+
+use crate::convert::{JsonInput, to_python};
+use crate::errors::exception;
+
+/// The citation map serialised as the list `promptstack cite --json` prints.
+struct Runs<'a>(&'a CitationMap);
+
+impl serde::Serialize for Runs<'_> {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.collect_seq(self.0.iter())
+    }
+}
+
+/// Streams model output through the citation and math processor.
+///
+/// `feed(delta)` returns the text that is decided so far (possibly empty: a citation or math run
+/// may still be open); `finish()` returns the rest. The concatenated output does not depend on
+/// how the input was cut into deltas.
+#[pyclass(module = "promptstack")]
+pub struct CiteStream {
+    processor: Processor,
+    widgets: Vec<Widget>,
+    finished: bool,
+}
+
+/// The sources snapshot: `{"sources": [...]}`, a list of sources, JSON text, or a path.
+fn read_sources(value: &Bound<'_, PyAny>) -> PyResult<SourceSnapshot> {
+    let value = if value.cast::<PyList>().is_ok() {
+        let wrapped = PyDict::new(value.py());
+        wrapped.set_item("sources", value)?;
+        wrapped.into_any()
+    } else {
+        value.clone()
+    };
+    let input = JsonInput::extract(&value, "sources", "<sources>")?;
+    let (bytes, name) = input
+        .read(InputKind::Sources, &promptstack::limits::Limits::default())
+        .map_err(|f| f.into_py(value.py()))?;
+    serde_json::from_slice(&bytes).map_err(|e| {
+        exception(
+            value.py(),
+            "StreamError",
+            &format!("invalid sources {name}: {e}"),
+            "sources",
+            PyList::empty(value.py()),
+        )
+    })
+}
+
+fn overflow_error(py: Python<'_>, overflow: Overflow) -> PyErr {
+    let kind = match overflow.kind {
+        OverflowKind::LinkBytes => "link-bytes",
+        _ => "citation-runs",
+    };
+    exception(
+        py,
+        "StreamError",
+        &format!("{overflow}; output stopped before that citation"),
+        kind,
+        PyList::empty(py),
+    )
+}
+
+impl CiteStream {
+    fn check(&self, py: Python<'_>) -> PyResult<()> {
+        match self.processor.overflow() {
+            Some(overflow) => Err(overflow_error(py, overflow)),
+            None => Ok(()),
+        }
+    }
+
+    fn finished_error(py: Python<'_>) -> PyErr {
+        exception(
+            py,
+            "StreamError",
+            "the stream is finished; start a new CiteStream",
+            "finished",
+            PyList::empty(py),
+        )
+    }
+}
+
+#[pymethods]
+impl CiteStream {
+    /// A stream resolving citations against `sources` (`{"sources": [{"index": 1, "url": ...,
+    /// "title": ...}]}`, a list of such sources, JSON text or a path). `mode` is
+    /// `placeholders` (one `{{cite:K}}` per run, listed in `citations`) or `links` (Markdown
+    /// links); `widgets` names the widget tags to parse out of the text.
+    #[new]
+    #[pyo3(signature = (sources, mode = "placeholders", widgets = None))]
+    fn new(sources: &Bound<'_, PyAny>, mode: &str, widgets: Option<Vec<String>>) -> PyResult<Self> {
+        let snapshot = read_sources(sources)?;
+        let mode = match mode {
+            "placeholders" => OutputMode::Placeholders,
+            "links" => OutputMode::Links,
+            other => {
+                return Err(PyValueError::new_err(format!(
+                    "mode must be \"placeholders\" or \"links\", not {other:?}"
+                )));
+            }
+        };
+        let widgets = WidgetSet::new(widgets.unwrap_or_default().iter().map(String::as_str))
+            .map_err(|e| PyValueError::new_err(format!("invalid widgets: {e}")))?;
+        let limits = promptstack::limits::Limits::default();
+        let config = StreamConfig::new(mode)
+            .with_widgets(widgets)
+            .with_max_link_bytes(limits.get(Limit::CiteLinkBytes))
+            .with_max_citation_runs(
+                usize::try_from(limits.get(Limit::CiteRuns)).unwrap_or(usize::MAX),
+            );
+        Ok(CiteStream {
+            processor: Processor::new(&snapshot, config),
+            widgets: Vec::new(),
+            finished: false,
+        })
+    }
+
+    /// Feeds one delta of model output; returns the text decided so far.
+    fn feed(&mut self, py: Python<'_>, delta: &str) -> PyResult<String> {
+        if self.finished {
+            return Err(Self::finished_error(py));
+        }
+        let mut out = String::new();
+        self.processor.push_into(delta, &mut out);
+        self.widgets.extend(self.processor.take_widgets());
+        self.check(py)?;
+        Ok(out)
+    }
+
+    /// Ends the stream; returns the text still held.
+    fn finish(&mut self, py: Python<'_>) -> PyResult<String> {
+        if self.finished {
+            return Err(Self::finished_error(py));
+        }
+        self.finished = true;
+        let mut out = String::new();
+        self.processor.finish_into(&mut out);
+        self.widgets.extend(self.processor.take_widgets());
+        self.check(py)?;
+        Ok(out)
+    }
+
+    /// The citation map so far: dicts with `key`, `placeholder` and `sources` (the list
+    /// `promptstack cite --json` ends with).
+    #[getter]
+    fn citations<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+        to_python(py, &Runs(self.processor.citations()))
+    }
+
+    /// The widget tags removed from the text so far: dicts with `name`, `attributes` and
+    /// `offset` (the byte offset in the whole output where the tag stood).
+    #[getter]
+    fn widgets<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+        to_python(py, &self.widgets)
+    }
+
+    /// The citation score of the output so far, as `promptstack cite --json` reports it.
+    #[getter]
+    fn score<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+        to_python(py, &self.processor.score())
+    }
+}
