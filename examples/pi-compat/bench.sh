@@ -3,8 +3,9 @@
 # parity cases. Both sides first check that they produce exactly each case's expected.txt, then
 # time per-call cost after a warm-up (median of batches). promptstack is measured twice:
 #   full   — clear_caches + assemble + compose: a full assembly reusing nothing from earlier calls
-#            (every block rendered, every token counted, the stable half fingerprinted);
-#   render — the same with token counts memoised (what it costs without tokenising);
+#            (every block rendered; token counts and the fingerprint are made only when asked
+#            for, and nothing here asks);
+#   render — assemble_fresh + compose: every block rendered on a warm agent (a new thread);
 #   reuse  — assemble + compose for a thread's later sends: the stable half reused by its key.
 # Usage: examples/pi-compat/bench.sh [--batches N] [--calls N] [--warmup N]
 set -euo pipefail

@@ -2,9 +2,10 @@
 //!
 //! The pipeline, in order: resolve the toolset (tool gates over the context, canonical order) →
 //! build the stable template roots → render the stable blocks (gate, variant, template, trim) →
-//! join the stable half, check that it ends trusted, fingerprint → render the volatile blocks and
-//! notes against the stable roots plus the clock and the message → join the volatile half. Every
-//! block's tokens are counted as it is finished; each half's total is counted on first request.
+//! join the stable half, check that it ends trusted → render the volatile blocks and notes against
+//! the stable roots plus the clock and the message → join the volatile half. Nothing is tokenised
+//! or fingerprinted on the way: a block's tokens (unless its `max_tokens` needs checking), each
+//! half's total and the fingerprint are made on first request and kept.
 //!
 //! The stable part is a pure function of the stable inputs, so it is memoised by a key over exactly
 //! those inputs: a send that changes only the clock, the message or volatile variables re-renders
@@ -15,7 +16,7 @@ use std::sync::{Arc, OnceLock};
 use minijinja::value::Value;
 use serde::Serialize;
 
-use crate::block::{Block, BlockState, Exclusion, OverrideState};
+use crate::block::{Block, BlockState, Exclusion, LazyTokens, OverrideState};
 use crate::caches::{McpResolved, StablePart};
 use crate::context::SendContext;
 use crate::diagnostic::Diagnostic;
@@ -77,7 +78,7 @@ pub struct Assembly {
 impl std::fmt::Debug for Assembly {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Assembly")
-            .field("fingerprint", &self.stable.fingerprint)
+            .field("fingerprint", &self.fingerprint())
             .field("blocks", &self.blocks().count())
             .finish()
     }
@@ -136,9 +137,13 @@ impl Assembly {
             .chain(self.diagnostics.iter())
     }
 
-    /// SHA-256 over the stable half and the model descriptor.
+    /// SHA-256 over the stable half and the model descriptor, computed on first request and kept
+    /// with the stable part, so every assembly that reuses it shares the one computation.
     pub fn fingerprint(&self) -> Fingerprint {
-        self.stable.fingerprint
+        *self
+            .stable
+            .fingerprint
+            .get_or_init(|| Fingerprint::of_stable(&self.stable.model, &self.stable.text))
     }
 
     /// Tokens of the stable half (counted on the joined text, so separators are included).
@@ -607,14 +612,13 @@ impl AgentInner {
                 )
                 .with_block(&*last.id));
         }
-        let fingerprint = Fingerprint::of_stable(&ctx.model, &text);
         Ok(StablePart {
             toolset,
             blocks,
             text,
             tokens: OnceLock::new(),
             counter: self.caches.counter.clone(),
-            fingerprint,
+            fingerprint: OnceLock::new(),
             counting,
             diagnostics,
             roots,
@@ -800,10 +804,10 @@ impl AgentInner {
             variant: None,
             text: String::new(),
             range: None,
-            tokens: TokenCount {
+            tokens: LazyTokens::known(TokenCount {
                 count: 0,
                 exact: counting.exact,
-            },
+            }),
         };
         let (decision, text, empty_emissions) = match outcome {
             Outcome::Excluded => {
@@ -902,9 +906,13 @@ impl AgentInner {
             };
             return block;
         }
-        block.tokens = self.caches.counter.count(counting, &text);
+        // Counted now only when a limit needs checking; otherwise when someone asks.
+        block.tokens = match unit.max_tokens {
+            Some(_) => LazyTokens::known(self.caches.counter.count(counting, &text)),
+            None => LazyTokens::counted_by(self.caches.counter.clone(), counting),
+        };
         if let Some(limit) = unit.max_tokens
-            && block.tokens.count > limit
+            && block.tokens().count > limit
         {
             diagnostics.push(
                 Diagnostic::error(
@@ -912,7 +920,7 @@ impl AgentInner {
                     format!(
                         "`{}` is {} tokens; its limit is {limit}",
                         unit.id,
-                        block.tokens.display()
+                        block.tokens().display()
                     ),
                 )
                 .subject(&*unit.id)
@@ -975,17 +983,18 @@ impl AgentInner {
         diagnostics.extend(injection.diagnostics);
         let preview = injection.preview;
         let (state, text, tokens) = match injection.exclusion {
-            None => {
-                let tokens = self.caches.counter.count(counting, &preview.text);
-                (BlockState::Included, preview.text, tokens)
-            }
+            None => (
+                BlockState::Included,
+                preview.text,
+                LazyTokens::counted_by(self.caches.counter.clone(), counting),
+            ),
             Some(reason) => (
                 BlockState::Excluded { reason },
                 String::new(),
-                TokenCount {
+                LazyTokens::known(TokenCount {
                     count: 0,
                     exact: counting.exact,
-                },
+                }),
             ),
         };
         Block {
@@ -1034,10 +1043,10 @@ fn other_prompt_block(unit: &Unit, prompt: Prompt<'_>, counting: Counting) -> Bl
         variant: None,
         text: String::new(),
         range: None,
-        tokens: TokenCount {
+        tokens: LazyTokens::known(TokenCount {
             count: 0,
             exact: counting.exact,
-        },
+        }),
     }
 }
 

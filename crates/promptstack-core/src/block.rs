@@ -4,17 +4,23 @@
 //! [`Block`]s, so what is reported is always what was sent.
 
 use std::ops::Range;
+use std::sync::{Arc, OnceLock};
 
-use serde::Serialize;
+use serde::ser::SerializeStruct;
+use serde::{Serialize, Serializer};
 
 use crate::spec::{BlockKind, Location, Placement, Stability, Trust};
-use crate::tokens::TokenCount;
+use crate::tokens::{Counting, TokenCount, TokenCounter};
 
 /// One block of an assembly.
-#[derive(Debug, Clone, Serialize)]
+///
+/// Its token count is made when first asked for ([`Block::tokens`], or serialising the block),
+/// through the agent's memoised counter: an assembly that nobody asks about tokens tokenises
+/// nothing.
+#[derive(Debug, Clone)]
 pub struct Block {
     /// The id from the spec.
-    pub id: std::sync::Arc<str>,
+    pub id: Arc<str>,
     /// What the block is.
     pub kind: BlockKind,
     /// Who controls its text.
@@ -24,28 +30,97 @@ pub struct Block {
     /// Whether it is part of the body or placed by targets (notes and target-only blocks).
     pub placement: Placement,
     /// Where its text came from.
-    pub origin: std::sync::Arc<Origin>,
+    pub origin: Arc<Origin>,
     /// Included, or excluded with the reason.
     pub state: BlockState,
     /// Whether its text is the default, replaced, or switched off.
-    #[serde(rename = "override")]
     pub override_state: OverrideState,
     /// The variant whose text was used, if a variant's gate matched.
-    #[serde(skip_serializing_if = "Option::is_none")]
     pub variant: Option<String>,
     /// The rendered text (empty when excluded).
     pub text: String,
     /// The byte range of the text in the assembly's `full` body text (body blocks only).
-    #[serde(skip_serializing_if = "Option::is_none")]
     pub range: Option<Range<usize>>,
-    /// The token count of the text.
-    pub tokens: TokenCount,
+    /// The token count of the text, made on first request.
+    pub(crate) tokens: LazyTokens,
 }
 
 impl Block {
     /// Whether the block's text is part of the output.
     pub fn is_included(&self) -> bool {
         matches!(self.state, BlockState::Included)
+    }
+
+    /// The token count of the text (zero when excluded), counted on first request and memoised
+    /// by text in the agent's counter.
+    pub fn tokens(&self) -> TokenCount {
+        self.tokens.get(&self.text)
+    }
+}
+
+impl Serialize for Block {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        let mut out = serializer.serialize_struct("Block", 12)?;
+        out.serialize_field("id", &self.id)?;
+        out.serialize_field("kind", &self.kind)?;
+        out.serialize_field("trust", &self.trust)?;
+        out.serialize_field("stability", &self.stability)?;
+        out.serialize_field("placement", &self.placement)?;
+        out.serialize_field("origin", &self.origin)?;
+        out.serialize_field("state", &self.state)?;
+        out.serialize_field("override", &self.override_state)?;
+        match &self.variant {
+            Some(variant) => out.serialize_field("variant", variant)?,
+            None => out.skip_field("variant")?,
+        }
+        out.serialize_field("text", &self.text)?;
+        match &self.range {
+            Some(range) => out.serialize_field("range", range)?,
+            None => out.skip_field("range")?,
+        }
+        out.serialize_field("tokens", &self.tokens())?;
+        out.end()
+    }
+}
+
+/// A block's token count: known, or made from its text on first request.
+#[derive(Clone)]
+pub(crate) struct LazyTokens {
+    value: OnceLock<TokenCount>,
+    counter: Option<(Arc<TokenCounter>, Counting)>,
+}
+
+impl LazyTokens {
+    /// A count already known (an excluded block's zero).
+    pub(crate) fn known(count: TokenCount) -> Self {
+        Self {
+            value: OnceLock::from(count),
+            counter: None,
+        }
+    }
+
+    /// A count `counter` makes from the block's text when first asked for.
+    pub(crate) fn counted_by(counter: Arc<TokenCounter>, counting: Counting) -> Self {
+        Self {
+            value: OnceLock::new(),
+            counter: Some((counter, counting)),
+        }
+    }
+
+    fn get(&self, text: &str) -> TokenCount {
+        *self.value.get_or_init(|| match &self.counter {
+            Some((counter, counting)) => counter.count(*counting, text),
+            None => TokenCount::ZERO,
+        })
+    }
+}
+
+impl std::fmt::Debug for LazyTokens {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self.value.get() {
+            Some(count) => count.fmt(f),
+            None => f.write_str("(not counted yet)"),
+        }
     }
 }
 

@@ -55,7 +55,9 @@ pub(crate) struct StablePart {
     pub tokens: OnceLock<TokenCount>,
     /// The agent's memoised counter, for counting the halves on request.
     pub counter: Arc<TokenCounter>,
-    pub fingerprint: Fingerprint,
+    /// The stable half's fingerprint, computed when first asked for (nothing on the render path
+    /// needs it).
+    pub fingerprint: OnceLock<Fingerprint>,
     pub counting: Counting,
     pub diagnostics: Vec<Diagnostic>,
     /// The stable template roots, reused to render the volatile blocks.

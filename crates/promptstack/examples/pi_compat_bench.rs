@@ -5,9 +5,10 @@
 //!
 //! - `full_ns`: `clear_caches` + `assemble` + `compose`: a full assembly that reuses nothing from
 //!   earlier calls (no stable part, no memoised volatile unit, no memoised token count; the
-//!   compiled spec stays, as the peer's loaded module does);
+//!   compiled spec stays, as the peer's loaded module does). Nothing asks for token counts or the
+//!   fingerprint, so none are made (they are made on first request);
 //! - `render_ns`: `assemble_fresh` + `compose`: every block rendered and the stable half joined
-//!   and fingerprinted again, but token counts memoised by text (the cost without tokenising);
+//!   again (a new thread's first send on a warm agent);
 //! - `reuse_ns`: `assemble` + `compose` on a warm agent for the later sends of one thread: the
 //!   clock moves a minute per send (512 distinct instants in turn), so the stable half is reused
 //!   by its input key and the volatile date-and-cwd block is rendered again.
@@ -24,7 +25,7 @@ use promptstack::{Agent, SendContext, SpecFormat};
 enum Mode {
     /// `clear_caches`, then assemble: nothing reused from earlier calls.
     Full,
-    /// `assemble_fresh`: every block rendered again, token counts memoised.
+    /// `assemble_fresh`: every block rendered again.
     Render,
     /// `assemble` for a thread's later sends: the stable half reused.
     Reuse,

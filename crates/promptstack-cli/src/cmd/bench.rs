@@ -1,4 +1,5 @@
-//! `promptstack bench`: time the assembly of one send, warm and volatile-only, and composition.
+//! `promptstack bench`: time the assembly of one send, warm and volatile-only, and composition;
+//! with `--cold`, also with every cache of the agent empty.
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -13,9 +14,14 @@ use crate::input;
 /// Time the assembly of one send in this process, after a warm-up.
 ///
 /// Three figures: "warm" assembles with every block rendered (nothing reused from earlier sends;
-/// compiled templates and token counts are warm); "volatile-only" is the next send of the same
-/// thread, where only the clock moved, so the stable half is reused; "compose" composes every
-/// target of one assembly.
+/// compiled templates and token counts are warm; the first send of a new thread); "volatile-only"
+/// is the next send of the same thread, where only the clock moved, so the stable half is reused;
+/// "compose" composes every target of one assembly.
+///
+/// With `--cold`, two more, each after emptying every cache of the agent (stable parts, volatile
+/// units, MCP listings, tool units, token counts; the compiled templates and the loaded
+/// vocabulary stay): "cold" assembles and takes the fingerprint, as a send that asks for no token
+/// counts does; "cold-counted" also counts every block's tokens.
 #[derive(Debug, clap::Args)]
 pub struct Args {
     /// The agent spec (TOML, or JSON if the name ends in .json).
@@ -26,6 +32,9 @@ pub struct Args {
     /// Timed iterations per figure.
     #[arg(long, default_value_t = 2000, value_parser = clap::value_parser!(u32).range(1..=i64::from(promptstack::limits::BENCH_ITERATIONS_MAX)))]
     iterations: u32,
+    /// Also time assemblies with every cache of the agent empty ("cold", "cold-counted").
+    #[arg(long)]
+    cold: bool,
     /// Print the figures as JSON.
     #[arg(long)]
     json: bool,
@@ -78,11 +87,28 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         Ok(())
     })?;
     let compose = time(args.iterations, |_| compose_all(&assembly))?;
-    let figures = [
+    let mut figures = vec![
         figure("warm", args.iterations, warm),
         figure("volatile-only", args.iterations, volatile),
         figure("compose", args.iterations, compose),
     ];
+    if args.cold {
+        let cold = |count: bool| {
+            time(args.iterations, |_| {
+                agent.clear_caches();
+                let assembly = agent.assemble(&send)?;
+                std::hint::black_box(assembly.fingerprint());
+                if count {
+                    for block in assembly.blocks() {
+                        std::hint::black_box(block.tokens());
+                    }
+                }
+                Ok(())
+            })
+        };
+        figures.push(figure("cold", args.iterations, cold(false)?));
+        figures.push(figure("cold-counted", args.iterations, cold(true)?));
+    }
     if args.json {
         println!("{}", serde_json::to_string_pretty(&figures)?);
     } else {

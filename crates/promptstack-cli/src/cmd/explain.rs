@@ -234,7 +234,7 @@ fn table(
                 BlockState::Excluded { reason } => ("excluded".to_owned(), reason.to_string()),
             };
             let tokens = if block.is_included() {
-                block.tokens.display()
+                block.tokens().display()
             } else {
                 "-".into()
             };

@@ -136,6 +136,39 @@ fn bench_reports_three_figures() {
 }
 
 #[test]
+fn bench_cold_adds_the_cold_figures() {
+    let output = promptstack()
+        .args([
+            "bench",
+            SPEC,
+            "--send",
+            SEND,
+            "--iterations",
+            "3",
+            "--cold",
+            "--json",
+        ])
+        .output()
+        .unwrap();
+    assert!(
+        output.status.success(),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let figures: serde_json::Value = serde_json::from_slice(&output.stdout).unwrap();
+    let names: Vec<&str> = figures
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|f| f["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        names,
+        ["warm", "volatile-only", "compose", "cold", "cold-counted"]
+    );
+}
+
+#[test]
 fn bench_rejects_zero_iterations() {
     let output = promptstack()
         .args(["bench", SPEC, "--send", SEND, "--iterations", "0"])

@@ -76,7 +76,7 @@ pub(crate) fn fit(
     let Some(budget) = plan.budget else {
         return composition;
     };
-    let tokens = |part: &Part| assembly.block(&part.id).map_or(0, |b| b.tokens.count);
+    let tokens = |part: &Part| assembly.block(&part.id).map_or(0, |b| b.tokens().count);
     let shedding = |part: &Part| {
         plan.shedding
             .iter()

@@ -399,20 +399,24 @@ proptest! {
     }
 }
 
-/// Token counts are memoised by text: a warm re-assembly tokenises only the texts that changed.
+/// Token counts are made only when asked for, and memoised by text: a warm re-assembly whose
+/// counts are all asked for tokenises only the texts that changed, and one nobody asks about
+/// tokenises nothing.
 #[test]
 fn warm_reassembly_recounts_only_changed_blocks() {
     let agent = chat_agent();
     let path = Path::new(env!("CARGO_MANIFEST_DIR"))
         .join("../../examples/chat-assistant/sends/research.json");
     let ctx = SendContext::from_json(&std::fs::read(path).unwrap(), "research.json").unwrap();
-    // Each half's total is counted on request; asking for both counts them like the blocks.
+    // Every block's count and each half's total, asked for.
     let assemble = |ctx: &SendContext| {
         let assembly = agent.assemble_fresh(ctx).unwrap();
-        (assembly.stable_tokens(), assembly.volatile_tokens())
+        let blocks: Vec<_> = assembly.blocks().map(|b| b.tokens()).collect();
+        (blocks, assembly.stable_tokens(), assembly.volatile_tokens())
     };
     let first = assemble(&ctx);
     let counted = agent.tokenized_texts();
+    assert!(counted > 0);
     // Everything rendered afresh, nothing changed: nothing is tokenised again.
     assert_eq!(assemble(&ctx), first);
     assert_eq!(agent.tokenized_texts(), counted);
@@ -429,13 +433,31 @@ fn warm_reassembly_recounts_only_changed_blocks() {
     renamed.user.name = Some("Robin".into());
     assemble(&renamed);
     assert_eq!(agent.tokenized_texts(), counted + 3);
-    // A half's total is not counted until it is asked for.
+    // Assembling counts nothing; a half's total and a block's count are made when asked for,
+    // once.
     let mut again = renamed.clone();
     again.user.name = Some("Sam".into());
     let assembly = agent.assemble_fresh(&again).unwrap();
-    assert_eq!(agent.tokenized_texts(), counted + 4);
+    assert_eq!(agent.tokenized_texts(), counted + 3);
     assert!(assembly.stable_tokens().count > 0);
+    assert_eq!(agent.tokenized_texts(), counted + 4);
+    let blocks: Vec<_> = assembly.blocks().map(|b| b.tokens()).collect();
     assert_eq!(agent.tokenized_texts(), counted + 5);
+    assert_eq!(
+        assembly.blocks().map(|b| b.tokens()).collect::<Vec<_>>(),
+        blocks
+    );
+    assert_eq!(agent.tokenized_texts(), counted + 5);
+    // With every cache empty, an assembly nobody asks about tokens tokenises nothing.
+    agent.clear_caches();
+    let cold = agent.assemble(&again).unwrap();
+    assert_eq!(agent.tokenized_texts(), counted + 5);
+    assert_eq!(cold.fingerprint(), assembly.fingerprint());
+    assert_eq!(
+        cold.blocks().map(|b| b.tokens()).collect::<Vec<_>>(),
+        blocks
+    );
+    assert!(agent.tokenized_texts() > counted + 5);
 }
 
 /// The stable part is reused by its input key; the volatile units by theirs.
