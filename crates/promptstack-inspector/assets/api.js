@@ -36,16 +36,18 @@ export const api = {
   agents: () => call('GET', '/v1/agents'),
   versions: (agent) => call('GET', `${agentPath(agent)}/versions`),
   version: (agent, version) => call('GET', `${agentPath(agent)}/versions/${encodeURIComponent(version)}`),
+  labels: (agent) => call('GET', `${agentPath(agent)}/labels`),
   op: (agent, name, body, options) => call('POST', `${agentPath(agent)}/${name}`, body, options),
   cacheSim: (agent, body) => call('POST', `${agentPath(agent)}/cache-sim`, body),
   settings: (agent) => call('GET', `${agentPath(agent)}/settings`),
-  saveSettings: (agent, document) => call('PUT', `${agentPath(agent)}/settings`, document),
+  saveSettings: (agent, document) => call('PUT', `${agentPath(agent)}/settings`, { document }),
   fence: (body) => call('POST', '/v1/fence', body),
-  cite: async (body) => {
+  /** The cite endpoint's body is one JSON line (the sources and options), then the text. */
+  cite: async (header, text) => {
     const response = await fetch('/v1/cite', {
       method: 'POST',
-      headers: { Authorization: `Bearer ${key.get()}`, 'Content-Type': 'application/json' },
-      body: JSON.stringify(body),
+      headers: { Authorization: `Bearer ${key.get()}`, 'Content-Type': 'application/x-ndjson' },
+      body: `${JSON.stringify(header)}\n${text}`,
     });
     const text = await response.text();
     if (!response.ok) {

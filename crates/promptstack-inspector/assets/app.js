@@ -53,28 +53,27 @@ async function pickAgent() {
   state.agent = $('agent').value;
   state.selected = null;
   state.overrides = {};
-  const versions = listOf(await api.versions(state.agent), 'versions', 'items');
-  const labels = new Map();
-  for (const v of versions) for (const l of v.labels ?? []) labels.set(l, v.version ?? v.id);
-  const refs = [...labels.keys()].map((l) => [l, `label ${l}`]);
-  for (const v of versions) refs.push([v.version ?? v.id, `version ${(v.version ?? v.id).slice(0, 12)}…`]);
+  const [versions, labels] = await Promise.all([
+    api.versions(state.agent).then((a) => listOf(a, 'versions', 'items')),
+    api.labels(state.agent).then((a) => listOf(a, 'labels', 'items')).catch(() => []),
+  ]);
+  state.labels = new Map(labels.map((l) => [l.name, l.version]));
+  const refs = labels.map((l) => [l.name, `label ${l.name} (${String(l.version).slice(0, 12)}…)`]);
+  for (const v of versions) refs.push([v.id, `version ${v.id.slice(0, 12)}… (${v.created_at ?? ''})`]);
   if (!refs.length) refs.push(['production', 'label production']);
-  state.refs = refs;
-  options($('ref'), refs, labels.has('production') ? 'production' : refs[0][0]);
-  options($('ref-b'), refs, refs[0][0]);
+  options($('ref'), refs, state.labels.has('production') ? 'production' : refs[0][0]);
+  options($('ref-b'), refs, refs[refs.length - 1][0]);
   await pickRef();
 }
 
 async function pickRef() {
   const ref = $('ref').value;
-  const versionId = /^[0-9a-f]{64}$/.test(ref) ? ref
-    : (await api.versions(state.agent).then((a) => listOf(a, 'versions', 'items').find((v) => (v.labels ?? []).includes(ref)))
-      .catch(() => null))?.version;
-  const stored = versionId ? await api.version(state.agent, versionId).catch(() => null) : null;
-  state.bundle = stored?.bundle ?? stored ?? null;
+  const versionId = state.labels?.get(ref) ?? ref;
+  const stored = await api.version(state.agent, versionId).catch(() => null);
+  state.bundle = stored?.bundle ?? null;
   state.sends = state.bundle?.sends ?? {};
   const names = Object.keys(state.sends);
-  const preferred = names.includes('research') ? 'research' : names[0];
+  const preferred = names.includes('research') ? 'research' : names.includes('default') ? 'default' : names[0];
   options($('send-name'), names.map((n) => [n]), preferred);
   options($('send-b'), names.map((n) => [n]), names.find((n) => n !== preferred) ?? preferred);
   loadSend();
@@ -271,16 +270,17 @@ async function runCacheSim() {
 
 async function runFence() {
   try {
-    const answer = await api.fence({ text: $('fence-in').value });
-    $('fence-out').textContent = answer.text ?? answer.fenced ?? JSON.stringify(answer, null, 2);
+    const answer = await api.fence({ text: $('fence-in').value, kind: $('fence-kind').value, origin: $('fence-origin').value || undefined });
+    $('fence-out').textContent = answer.text;
+    fill('fence-note', `${answer.defanged} markers or control tokens defanged${answer.truncated ? `; truncated to ${answer.truncated[0]} of ${answer.truncated[1]} bytes` : ''}.`);
   } catch (e) { $('fence-out').textContent = problemLines(e).join('\n'); }
 }
 
 async function runCite() {
   try {
-    let sources = [];
-    try { sources = JSON.parse($('cite-sources').value || '[]'); } catch { throw Object.assign(new Error('the sources are not valid JSON'), {}); }
-    $('cite-out').textContent = await api.cite({ text: $('cite-in').value, sources });
+    let sources;
+    try { sources = JSON.parse($('cite-sources').value || '{"sources": []}'); } catch (e) { throw new Error(`the sources are not valid JSON: ${e.message}`); }
+    $('cite-out').textContent = await api.cite({ sources, mode: $('cite-mode').value }, $('cite-in').value);
   } catch (e) { $('cite-out').textContent = problemLines(e).join('\n'); }
 }
 
