@@ -37,6 +37,7 @@ enum Command {
     CacheSim(cmd::cache_sim::Args),
     Diff(cmd::diff::Args),
     Keys(cmd::keys::Args),
+    Serve(cmd::serve::Args),
     Capabilities(cmd::capabilities::Args),
 }
 
@@ -71,6 +72,7 @@ fn main() -> ExitCode {
         Command::CacheSim(args) => cmd::cache_sim::run(args),
         Command::Diff(args) => cmd::diff::run(args),
         Command::Keys(args) => cmd::keys::run(args),
+        Command::Serve(args) => cmd::serve::run(args),
         Command::Capabilities(args) => cmd::capabilities::run(args),
     };
     exit::report(result)

@@ -86,6 +86,47 @@ pub fn manifests_for(
     Ok(registry)
 }
 
+/// Parses and compiles a spec held in memory, resolving its registry capabilities from `files`: a
+/// map of paths relative to the spec's folder to their contents, in which the manifest of
+/// `capability:<slug>` is `capabilities/<slug>.toml` (as [`compile`] reads them from disk). `name`
+/// names the spec in diagnostics. A reference without a file is left to the compiler.
+///
+/// # Errors
+///
+/// An invalid spec, or a manifest that is too large or invalid.
+pub fn compile_in_memory(
+    bytes: &[u8],
+    name: &str,
+    format: SpecFormat,
+    files: &std::collections::BTreeMap<String, String>,
+    limits: &Limits,
+) -> Result<Agent, LoadError> {
+    let parsed = load::parse(bytes, name, format)?;
+    let mut registry = Registry::new();
+    if let Some(stage) = &parsed.spec.stage {
+        for reference in &stage.capabilities {
+            let Some(slug) = reference.strip_prefix(REFERENCE_PREFIX) else {
+                continue;
+            };
+            let path = format!("capabilities/{slug}.toml");
+            let Some(text) = files.get(&path) else {
+                continue;
+            };
+            let limit = limits.get(crate::limits::Limit::ManifestBytes);
+            if text.len() as u64 > limit {
+                return Err(LoadError::Input(InputError::TooLarge {
+                    kind: InputKind::Manifest,
+                    path: PathBuf::from(&path),
+                    max: limit,
+                }));
+            }
+            registry.insert(Manifest::from_toml(text, &path)?);
+        }
+    }
+    let agent = Agent::compile_with_registry(parsed, &registry)?;
+    Ok(agent.with_template_memory(limits.get(crate::limits::Limit::TemplateMemory)))
+}
+
 /// Publishes the stage of the agent compiled from the spec at `spec_path` for `send`: the
 /// authored text of `target`'s main prompt with every registry capability's fragment appended,
 /// the segments sidecar and the provenance (see [`Agent::publish_stage`]). The manifests are read

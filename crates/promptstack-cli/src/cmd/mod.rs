@@ -13,6 +13,7 @@ pub mod mcp_args;
 pub mod render;
 pub mod request;
 pub mod schema;
+pub mod serve;
 pub mod tools;
 
 /// The model line of the human-readable reports: `Name (provider/id, tools: native|none)`.

@@ -12,5 +12,6 @@ mod hostile;
 mod keys;
 mod pi_compat;
 mod requests;
+mod serve;
 mod support;
 mod tools;

@@ -1,0 +1,150 @@
+//! `promptstack serve`: the HTTP API over the store.
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::time::Duration;
+
+use anyhow::Context as _;
+use promptstack_server::{AppState, Bundle, ServerConfig};
+use promptstack_store::{AgentName, Tenant};
+
+use crate::cmd::keys::StoreArgs;
+use crate::exit::bad_input;
+
+/// Serve the HTTP API: versioned agents, labels, tenant settings and every engine operation.
+///
+/// The store is an SQLite file under `--data` (default `promptstack-data/`), or the PostgreSQL
+/// database given with `--database` (several instances may share one). Requests authenticate
+/// with `Authorization: Bearer KEY`; make keys with `promptstack keys create`. SIGTERM or
+/// SIGINT stops accepting connections and lets requests in flight finish. See docs/server.md.
+#[derive(Debug, clap::Args)]
+pub struct Args {
+    /// The address to listen on.
+    #[arg(long, value_name = "ADDR", default_value = "127.0.0.1:7411")]
+    listen: String,
+    #[command(flatten)]
+    store: StoreArgs,
+    /// Publish every agent folder under DIR (default: ./examples) into tenant `default` and
+    /// point its `production` label at it.
+    #[arg(long, value_name = "DIR", num_args = 0..=1, default_missing_value = "examples")]
+    examples: Option<PathBuf>,
+    /// The largest request body, in bytes (larger bodies get 413).
+    #[arg(long, value_name = "BYTES", default_value_t = 1024 * 1024)]
+    max_body_bytes: usize,
+    /// How long a request may take, in milliseconds, before it is answered with 503.
+    #[arg(long, value_name = "MS", default_value_t = 10_000)]
+    request_timeout_ms: u64,
+    /// Requests per second each key may make (429 with Retry-After above); 0 turns it off.
+    #[arg(long, value_name = "N", default_value_t = 100)]
+    rate_limit: u32,
+    /// Requests a key may make in a burst above the rate.
+    #[arg(long, value_name = "N", default_value_t = 200)]
+    rate_burst: u32,
+    /// How long labels, settings and keys are reused without reading the store, in seconds
+    /// (change notifications drop them sooner).
+    #[arg(long, value_name = "SECONDS", default_value_t = 60)]
+    ttl_seconds: u64,
+}
+
+pub fn run(args: Args) -> anyhow::Result<ExitCode> {
+    let location = args.store.location()?;
+    let listen: std::net::SocketAddr = args
+        .listen
+        .parse()
+        .map_err(|e| bad_input(anyhow::anyhow!("invalid --listen: {e}")))?;
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .context("cannot start the runtime")?;
+    runtime.block_on(async move {
+        let store = StoreArgs::open(location).await?;
+        let mut config = ServerConfig::default()
+            .max_body_bytes(args.max_body_bytes)
+            .request_timeout(Duration::from_millis(args.request_timeout_ms.max(1)))
+            .rate_limit(args.rate_limit, args.rate_burst)
+            .ttl(Duration::from_secs(args.ttl_seconds));
+        config.limits = crate::input::limits().clone();
+        let state = AppState::new(store.clone(), config);
+        if let Err(error) = state.watch().await {
+            eprintln!(
+                "warning: change notifications are off ({error}); cached entries live for their TTL"
+            );
+        }
+        if let Some(dir) = &args.examples {
+            publish_examples(&state, dir).await?;
+        }
+        let listener = tokio::net::TcpListener::bind(listen)
+            .await
+            .with_context(|| format!("cannot listen on {listen}"))?;
+        let bound = listener
+            .local_addr()
+            .context("cannot read the bound address")?;
+        eprintln!("listening on http://{bound}");
+        promptstack_server::serve(listener, state, shutdown_signal())
+            .await
+            .context("the server failed")?;
+        store.close().await;
+        eprintln!("stopped");
+        Ok(ExitCode::SUCCESS)
+    })
+}
+
+async fn publish_examples(state: &AppState, dir: &std::path::Path) -> anyhow::Result<()> {
+    let tenant = Tenant::parse("default").map_err(anyhow::Error::new)?;
+    let mut folders: Vec<PathBuf> = std::fs::read_dir(dir)
+        .with_context(|| format!("cannot read the examples folder {}", dir.display()))
+        .map_err(bad_input)?
+        .filter_map(Result::ok)
+        .map(|e| e.path())
+        .filter(|p| p.join("agent.toml").is_file())
+        .collect();
+    folders.sort();
+    for folder in folders {
+        let name = folder
+            .file_name()
+            .and_then(|n| n.to_str())
+            .unwrap_or_default()
+            .to_owned();
+        let agent = AgentName::parse(&name)
+            .map_err(|e| bad_input(anyhow::anyhow!("example folder `{name}`: {e}")))?;
+        let bundle = Bundle::from_dir(&folder, crate::input::limits())
+            .map_err(|e| bad_input(anyhow::anyhow!("example `{name}`: {e}")))?;
+        let id = promptstack_server::publish_to_production(state, &tenant, &agent, &bundle)
+            .await
+            .map_err(|problem| {
+                anyhow::anyhow!(
+                    "example `{name}` was not published: {}{}",
+                    problem.detail,
+                    problem
+                        .diagnostics
+                        .iter()
+                        .map(|d| format!("\n  {d}"))
+                        .collect::<String>()
+                )
+            })?;
+        eprintln!("published {name} {id} as production of tenant default");
+    }
+    Ok(())
+}
+
+async fn shutdown_signal() {
+    let interrupt = async {
+        let _ = tokio::signal::ctrl_c().await;
+    };
+    #[cfg(unix)]
+    let terminate = async {
+        match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+            Ok(mut signal) => {
+                signal.recv().await;
+            }
+            Err(_) => std::future::pending::<()>().await,
+        }
+    };
+    #[cfg(not(unix))]
+    let terminate = std::future::pending::<()>();
+    tokio::select! {
+        () = interrupt => {},
+        () = terminate => {},
+    }
+    eprintln!("shutting down: finishing requests in flight");
+}

@@ -1,0 +1,346 @@
+//! `promptstack serve` through a real socket: preview = wire on every example send, graceful
+//! shutdown, and two instances on one PostgreSQL database.
+
+use std::io::{BufRead as _, BufReader, Read as _, Write as _};
+use std::net::TcpStream;
+use std::path::Path;
+use std::process::{Child, Stdio};
+use std::time::{Duration, Instant};
+
+use serde_json::{Value, json};
+
+use crate::support::{promptstack, root};
+
+/// A running `promptstack serve`, killed when dropped.
+struct Server {
+    child: Child,
+    addr: String,
+}
+
+impl Server {
+    fn start(args: &[&str]) -> Server {
+        let mut child = promptstack()
+            .arg("serve")
+            .args(["--listen", "127.0.0.1:0", "--rate-limit", "0"])
+            .args(args)
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let mut stderr = BufReader::new(child.stderr.take().unwrap());
+        let mut seen = String::new();
+        let addr = loop {
+            let mut line = String::new();
+            if stderr.read_line(&mut line).unwrap() == 0 {
+                panic!("serve ended before listening: {seen}");
+            }
+            seen.push_str(&line);
+            if let Some(addr) = line.trim().strip_prefix("listening on http://") {
+                break addr.to_owned();
+            }
+        };
+        // Keep draining stderr so the server never blocks on a full pipe.
+        std::thread::spawn(move || {
+            let mut rest = String::new();
+            let _ = stderr.read_to_string(&mut rest);
+        });
+        Server { child, addr }
+    }
+
+    fn call(
+        &self,
+        method: &str,
+        path: &str,
+        key: Option<&str>,
+        body: Option<&Value>,
+    ) -> (u16, String, Vec<u8>) {
+        http(&self.addr, method, path, key, body)
+    }
+
+    fn json(&self, method: &str, path: &str, key: &str, body: Value) -> (u16, Value) {
+        let (status, _, bytes) = self.call(method, path, Some(key), Some(&body));
+        let value = serde_json::from_slice(&bytes).unwrap_or_else(|e| {
+            panic!(
+                "{method} {path}: not JSON ({e}): {}",
+                String::from_utf8_lossy(&bytes)
+            )
+        });
+        (status, value)
+    }
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// One HTTP/1.1 request over a fresh connection; returns the status, the raw head and the body.
+fn http(
+    addr: &str,
+    method: &str,
+    path: &str,
+    key: Option<&str>,
+    body: Option<&Value>,
+) -> (u16, String, Vec<u8>) {
+    let mut stream = TcpStream::connect(addr).unwrap();
+    stream
+        .set_read_timeout(Some(Duration::from_secs(60)))
+        .unwrap();
+    let body = body
+        .map(|b| serde_json::to_vec(b).unwrap())
+        .unwrap_or_default();
+    let mut head = format!(
+        "{method} {path} HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\nContent-Length: {}\r\n",
+        body.len()
+    );
+    if let Some(key) = key {
+        head.push_str(&format!("Authorization: Bearer {key}\r\n"));
+    }
+    if !body.is_empty() {
+        head.push_str("Content-Type: application/json\r\n");
+    }
+    head.push_str("\r\n");
+    stream.write_all(head.as_bytes()).unwrap();
+    stream.write_all(&body).unwrap();
+    let mut raw = Vec::new();
+    stream.read_to_end(&mut raw).unwrap();
+    let split = raw
+        .windows(4)
+        .position(|w| w == b"\r\n\r\n")
+        .expect("a complete head");
+    let head = String::from_utf8_lossy(&raw[..split]).into_owned();
+    let mut body = raw[split + 4..].to_vec();
+    let status: u16 = head.split(' ').nth(1).unwrap().parse().unwrap();
+    if head
+        .to_ascii_lowercase()
+        .contains("transfer-encoding: chunked")
+    {
+        body = dechunk(&body);
+    }
+    (status, head, body)
+}
+
+fn dechunk(mut raw: &[u8]) -> Vec<u8> {
+    let mut out = Vec::new();
+    loop {
+        let end = raw.windows(2).position(|w| w == b"\r\n").unwrap();
+        let size =
+            usize::from_str_radix(std::str::from_utf8(&raw[..end]).unwrap().trim(), 16).unwrap();
+        raw = &raw[end + 2..];
+        if size == 0 {
+            return out;
+        }
+        out.extend_from_slice(&raw[..size]);
+        raw = &raw[size + 2..];
+    }
+}
+
+fn key(store: &[&str], tenant: &str, role: &str) -> String {
+    let output = promptstack()
+        .args(["keys", "create", "--tenant", tenant, "--role", role])
+        .args(store)
+        .output()
+        .unwrap();
+    assert!(
+        output.status.success(),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    String::from_utf8(output.stdout).unwrap().trim().to_owned()
+}
+
+/// Every target of the example agent in `dir`.
+fn targets(dir: &Path) -> Vec<String> {
+    let spec = dir.join("agent.toml");
+    let bytes = std::fs::read(&spec).unwrap();
+    let agent = promptstack::registry::compile(
+        &bytes,
+        &spec,
+        promptstack::SpecFormat::Toml,
+        &promptstack::limits::Limits::default(),
+    )
+    .unwrap();
+    agent.target_ids().map(str::to_owned).collect()
+}
+
+#[test]
+fn every_example_send_renders_byte_identical_to_the_cli() {
+    let data = tempfile::tempdir().unwrap();
+    let data_dir = data.path().to_str().unwrap();
+    let server = Server::start(&["--data", data_dir, "--examples", "examples"]);
+    let key = key(&["--data", data_dir], "default", "viewer");
+    let mut compared = 0;
+    let mut examples: Vec<_> = std::fs::read_dir(root().join("examples"))
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.join("agent.toml").is_file())
+        .collect();
+    examples.sort();
+    for dir in examples {
+        let agent = dir.file_name().unwrap().to_str().unwrap().to_owned();
+        let mut sends: Vec<_> = std::fs::read_dir(dir.join("sends"))
+            .unwrap()
+            .map(|e| e.unwrap().path())
+            .filter(|p| p.extension().is_some_and(|e| e == "json"))
+            .collect();
+        sends.sort();
+        for send_path in sends {
+            let send: Value = serde_json::from_slice(&std::fs::read(&send_path).unwrap()).unwrap();
+            let relative_spec = format!("examples/{agent}/agent.toml");
+            let relative_send = send_path
+                .strip_prefix(root())
+                .unwrap()
+                .to_str()
+                .unwrap()
+                .to_owned();
+            for target in targets(&dir) {
+                for format in ["text", "anthropic"] {
+                    let cli = promptstack()
+                        .args([
+                            "render",
+                            &relative_spec,
+                            "--send",
+                            &relative_send,
+                            "--target",
+                            &target,
+                            "--format",
+                            format,
+                        ])
+                        .output()
+                        .unwrap();
+                    let (status, answer) = server.json(
+                        "POST",
+                        &format!("/v1/agents/{agent}/render"),
+                        &key,
+                        json!({"send": send, "target": target, "format": format}),
+                    );
+                    let what = format!("{relative_send} --target {target} --format {format}");
+                    if !cli.status.success() {
+                        assert!(
+                            (400..500).contains(&status),
+                            "{what}: the CLI refused, the server answered {status}: {answer}"
+                        );
+                        continue;
+                    }
+                    assert_eq!(status, 200, "{what}: {answer}");
+                    let field = if format == "text" { "text" } else { "body" };
+                    let served = answer[field].as_str().unwrap();
+                    assert!(
+                        served.as_bytes() == cli.stdout.as_slice(),
+                        "{what}: the server's bytes differ from the CLI's"
+                    );
+                    compared += 1;
+                }
+            }
+        }
+    }
+    assert!(compared > 50, "only {compared} renders compared");
+}
+
+#[cfg(unix)]
+#[test]
+fn sigterm_stops_the_server_gracefully() {
+    let data = tempfile::tempdir().unwrap();
+    let mut server = Server::start(&["--data", data.path().to_str().unwrap()]);
+    let (status, _, _) = server.call("GET", "/healthz", None, None);
+    assert_eq!(status, 200);
+    let killed = std::process::Command::new("kill")
+        .args(["-TERM", &server.child.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(killed.success());
+    let exit = server.child.wait().unwrap();
+    assert!(exit.success(), "{exit:?}");
+}
+
+/// Polls `check` until it holds, for at most `limit`; returns how long it took.
+fn eventually(limit: Duration, mut check: impl FnMut() -> bool) -> Option<Duration> {
+    let started = Instant::now();
+    while started.elapsed() < limit {
+        if check() {
+            return Some(started.elapsed());
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    None
+}
+
+#[test]
+fn two_instances_on_one_postgres_database_stay_consistent() {
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    let database = runtime
+        .block_on(promptstack_store::testing::TempDatabase::create())
+        .expect("PostgreSQL at 127.0.0.1:5432 (or PROMPTSTACK_TEST_POSTGRES)");
+    let url = database.url().to_owned();
+    // A TTL far longer than the test: only change notifications can make the second instance
+    // see the first one's writes.
+    let args = ["--database", url.as_str(), "--ttl-seconds", "3600"];
+    let first = Server::start(&[&args[..], &["--examples", "examples"]].concat());
+    let second = Server::start(&args);
+    let admin = key(&["--database", &url], "default", "admin");
+    let mut send: Value = serde_json::from_slice(
+        &std::fs::read(root().join("examples/voice-platform/sends/default.json")).unwrap(),
+    )
+    .unwrap();
+    // The tenant's instructions come from the settings, not the send.
+    send.as_object_mut().unwrap().remove("tenant_instructions");
+    let render = |server: &Server| {
+        let (status, answer) = server.json(
+            "POST",
+            "/v1/agents/voice-platform/render",
+            &admin,
+            json!({"send": send, "target": "llm_context"}),
+        );
+        assert_eq!(status, 200, "{answer}");
+        answer
+    };
+    let before = render(&second);
+    let original = before["version"].as_str().unwrap().to_owned();
+
+    // Publish a changed version on the first instance and move production there.
+    let (_, detail) = first.json(
+        "GET",
+        &format!("/v1/agents/voice-platform/versions/{original}"),
+        &admin,
+        Value::Null,
+    );
+    let mut bundle = detail["bundle"].clone();
+    let spec = bundle["spec"].as_str().unwrap().to_owned() + "\n# a second version\n";
+    bundle["spec"] = Value::String(spec);
+    let (status, published) =
+        first.json("POST", "/v1/agents/voice-platform/versions", &admin, bundle);
+    assert_eq!(status, 201, "{published}");
+    let changed = published["version"]["id"].as_str().unwrap().to_owned();
+    let (status, moved) = first.json(
+        "PUT",
+        "/v1/agents/voice-platform/labels/production",
+        &admin,
+        json!({"version": changed}),
+    );
+    assert_eq!(status, 200, "{moved}");
+    let took = eventually(Duration::from_secs(10), || {
+        render(&second)["version"] == changed.as_str()
+    })
+    .expect("the label move reaches the second instance");
+    eprintln!("label move seen by the other instance after {took:?}");
+
+    // A settings write on the second instance reaches renders on the first.
+    let (status, written) = second.json("PUT", "/v1/settings", &admin,
+        json!({"document": {"instructions": {"enabled": true, "text": "Mention the outage map first."}}}));
+    assert_eq!(status, 200, "{written}");
+    let took = eventually(Duration::from_secs(10), || {
+        render(&first)["text"]
+            .as_str()
+            .is_some_and(|t| t.contains("Mention the outage map first."))
+    })
+    .expect("the settings write reaches the first instance");
+    eprintln!("settings write seen by the other instance after {took:?}");
+    drop(first);
+    drop(second);
+    runtime.block_on(async move { drop(database) });
+}

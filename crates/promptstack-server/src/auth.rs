@@ -1,0 +1,92 @@
+//! `Authorization: Bearer KEY`: who a request is, what its role allows, how fast it may go.
+
+use axum::extract::FromRequestParts;
+use axum::http::header;
+use axum::http::request::Parts;
+use promptstack_store::{Principal, Role};
+use sha2::{Digest as _, Sha256};
+
+use crate::problem::Problem;
+use crate::state::AppState;
+
+/// The longest `Authorization` header read; a key is far shorter.
+const MAX_HEADER: usize = 512;
+
+/// An authenticated request: the key's tenant, role and id.
+pub struct Auth(pub Principal);
+
+impl Auth {
+    /// Refuses unless the key's role is at least `role`.
+    pub fn require(&self, role: Role, what: &str) -> Result<(), Problem> {
+        // Roles are ordered most powerful first.
+        if self.0.role <= role {
+            Ok(())
+        } else {
+            Err(Problem::forbidden(format!(
+                "{what} needs an {} key; this key is a {} key",
+                role.as_str(),
+                self.0.role.as_str()
+            )))
+        }
+    }
+}
+
+impl FromRequestParts<AppState> for Auth {
+    type Rejection = Problem;
+
+    async fn from_request_parts(parts: &mut Parts, state: &AppState) -> Result<Self, Problem> {
+        let header = parts
+            .headers
+            .get(header::AUTHORIZATION)
+            .ok_or_else(Problem::unauthorized)?;
+        if header.len() > MAX_HEADER {
+            return Err(Problem::unauthorized());
+        }
+        let text = header.to_str().map_err(|_| Problem::unauthorized())?;
+        let key = text
+            .strip_prefix("Bearer ")
+            .or_else(|| text.strip_prefix("bearer "))
+            .ok_or_else(Problem::unauthorized)?
+            .trim();
+        let inner = &state.inner;
+        let digest: [u8; 32] = Sha256::digest(key.as_bytes()).into();
+        let found = inner
+            .keys
+            .get(&digest, async {
+                match inner.store.authenticate(key).await? {
+                    Some(principal) => Ok(principal),
+                    None => Err(promptstack_store::Error::new(
+                        promptstack_store::ErrorKind::NotFound,
+                        "no such key",
+                    )),
+                }
+            })
+            .await;
+        let principal = match found {
+            Ok(cached) => cached.value,
+            Err(error) if error.kind() == promptstack_store::ErrorKind::NotFound => {
+                return Err(Problem::unauthorized());
+            }
+            Err(error) => {
+                inner
+                    .metrics
+                    .store_errors
+                    .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                return Err(error.into());
+            }
+        };
+        if let Err(seconds) = inner.rate.check(principal.key_id.as_str()) {
+            let mut problem = Problem::new(
+                axum::http::StatusCode::TOO_MANY_REQUESTS,
+                "rate-limited",
+                format!(
+                    "this key made more than {} requests a second",
+                    inner.config.rate_per_second
+                ),
+            );
+            problem.retry_after = Some(seconds);
+            return Err(problem);
+        }
+        Ok(Auth(principal))
+    }
+}

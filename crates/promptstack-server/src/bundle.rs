@@ -1,0 +1,156 @@
+//! The published unit: a spec with the manifests and files it reads, and optional example sends.
+//!
+//! A bundle travels as JSON:
+//!
+//! ```json
+//! {"spec": "<agent.toml text>", "format": "toml",
+//!  "files": {"capabilities/payments.toml": "<manifest text>"},
+//!  "sends": {"research": {"model": {...}, ...}}}
+//! ```
+//!
+//! Its canonical form is the same document with every object's keys sorted, no insignificant
+//! whitespace and the default `format` written out; the version id is the SHA-256 of those bytes,
+//! so publishing the same bundle twice yields the same version.
+
+use std::collections::BTreeMap;
+
+use promptstack::limits::Limits;
+use promptstack::{Agent, SpecFormat};
+use serde::{Deserialize, Serialize};
+use sha2::{Digest as _, Sha256};
+use utoipa::ToSchema;
+
+use crate::problem::Problem;
+
+/// The media type bundles are stored under.
+pub const BUNDLE_MEDIA_TYPE: &str = "application/vnd.promptstack.bundle+json";
+
+/// How many files and example sends a bundle may hold.
+pub const MAX_ENTRIES: usize = 256;
+
+/// The name the spec goes by in diagnostics.
+pub const SPEC_NAME: &str = "agent.toml";
+
+/// An agent bundle.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct Bundle {
+    /// The agent spec's text.
+    pub spec: String,
+    /// The spec's syntax: `toml` (default) or `json`.
+    #[serde(default)]
+    pub format: BundleFormat,
+    /// Files the spec reads, by path relative to the spec's folder: the registry capability
+    /// manifests as `capabilities/<slug>.toml`.
+    #[serde(default)]
+    pub files: BTreeMap<String, String>,
+    /// Example send contexts by name; publishing reports the cache impact on each.
+    #[serde(default)]
+    #[schema(value_type = Object)]
+    pub sends: BTreeMap<String, serde_json::Value>,
+}
+
+/// The spec's syntax.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize, ToSchema)]
+#[serde(rename_all = "lowercase")]
+pub enum BundleFormat {
+    /// TOML.
+    #[default]
+    Toml,
+    /// JSON.
+    Json,
+}
+
+impl Bundle {
+    /// The canonical bytes: keys sorted (every map here is ordered, and `serde_json::Value`
+    /// objects are sorted maps), compact.
+    pub fn canonical(&self) -> Vec<u8> {
+        // Sorted explicitly: another crate in the build may turn on serde_json's
+        // `preserve_order`, under which objects keep their insertion order.
+        let value = serde_json::to_value(self).unwrap_or_default();
+        serde_json::to_vec(&sorted(value)).unwrap_or_default()
+    }
+
+    /// The version id: lowercase hex SHA-256 of the canonical bytes.
+    pub fn id(&self) -> String {
+        let digest = Sha256::digest(self.canonical());
+        digest.iter().map(|b| format!("{b:02x}")).collect()
+    }
+
+    /// Reads a stored bundle.
+    pub fn from_stored(bytes: &[u8]) -> Result<Bundle, Problem> {
+        serde_json::from_slice(bytes).map_err(|e| {
+            Problem::new(
+                axum::http::StatusCode::INTERNAL_SERVER_ERROR,
+                "unreadable-bundle",
+                format!("a stored bundle cannot be read: {e}"),
+            )
+        })
+    }
+
+    /// Checks the entry counts.
+    pub fn check_shape(&self) -> Result<(), Problem> {
+        if self.files.len() > MAX_ENTRIES || self.sends.len() > MAX_ENTRIES {
+            return Err(Problem::unprocessable(
+                "invalid-bundle",
+                format!("a bundle holds at most {MAX_ENTRIES} files and {MAX_ENTRIES} sends"),
+            ));
+        }
+        Ok(())
+    }
+
+    /// Compiles the spec with its manifests; a spec error is a 422 with every located
+    /// diagnostic.
+    pub fn compile(&self, limits: &Limits) -> Result<Agent, Problem> {
+        let format = match self.format {
+            BundleFormat::Toml => SpecFormat::Toml,
+            BundleFormat::Json => SpecFormat::Json,
+        };
+        let name = match self.format {
+            BundleFormat::Toml => SPEC_NAME,
+            BundleFormat::Json => "agent.json",
+        };
+        promptstack::registry::compile_in_memory(
+            self.spec.as_bytes(),
+            name,
+            format,
+            &self.files,
+            limits,
+        )
+        .map_err(load_problem)
+    }
+}
+
+/// A load error as a 422 with its located diagnostics.
+pub fn load_problem(error: promptstack::registry::LoadError) -> Problem {
+    use promptstack::registry::LoadError;
+    match error {
+        LoadError::Spec(e) => spec_problem("invalid-spec", &e),
+        other => Problem::unprocessable("invalid-spec", other.to_string()),
+    }
+}
+
+/// A spec (or send) error as a 422 with its located diagnostics.
+pub fn spec_problem(code: &str, error: &promptstack::SpecError) -> Problem {
+    let diagnostics = error
+        .diagnostics
+        .iter()
+        .filter_map(|d| serde_json::to_value(d).ok())
+        .collect();
+    Problem::unprocessable(code, error.to_string()).with_diagnostics(diagnostics)
+}
+
+/// `value` with every object's keys in sorted order.
+fn sorted(value: serde_json::Value) -> serde_json::Value {
+    match value {
+        serde_json::Value::Object(map) => {
+            let mut entries: Vec<_> = map.into_iter().collect();
+            entries.sort_by(|a, b| a.0.cmp(&b.0));
+            serde_json::Value::Object(entries.into_iter().map(|(k, v)| (k, sorted(v))).collect())
+        }
+        serde_json::Value::Array(items) => {
+            serde_json::Value::Array(items.into_iter().map(sorted).collect())
+        }
+        other => other,
+    }
+}

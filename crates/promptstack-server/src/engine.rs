@@ -1,0 +1,308 @@
+//! Resolving a reference to a compiled version, and preparing a send for it: the steps every
+//! render-like endpoint shares.
+
+use std::sync::Arc;
+use std::sync::atomic::Ordering;
+
+use axum::http::{HeaderMap, HeaderName, HeaderValue};
+use promptstack::{Agent, SendContext};
+use promptstack_store::{AgentName, LabelName, PageRequest, SettingsScope, Tenant, VersionId};
+use serde::Serialize;
+use utoipa::ToSchema;
+
+use crate::bundle::{Bundle, spec_problem};
+use crate::problem::Problem;
+use crate::state::AppState;
+
+/// The label a reference defaults to.
+pub const DEFAULT_LABEL: &str = "production";
+
+/// Which agent version produced an answer, in the body and in `promptstack-*` headers.
+#[derive(Debug, Clone, Serialize, ToSchema)]
+pub struct Attribution {
+    /// The agent's name.
+    pub agent: String,
+    /// The version id (SHA-256 of the canonical bundle).
+    pub version: String,
+    /// The label the reference resolved through, when it was a label.
+    pub label: Option<String>,
+    /// The assembly's fingerprint.
+    pub fingerprint: String,
+    /// The version of the provider rules table used.
+    pub rules_version: String,
+}
+
+impl Attribution {
+    /// The same fields as response headers.
+    pub fn headers(&self) -> HeaderMap {
+        let mut headers = HeaderMap::new();
+        let mut put = |name: &'static str, value: &str| {
+            if let Ok(value) = HeaderValue::from_str(value) {
+                headers.insert(HeaderName::from_static(name), value);
+            }
+        };
+        put("promptstack-agent", &self.agent);
+        put("promptstack-version", &self.version);
+        if let Some(label) = &self.label {
+            put("promptstack-label", label);
+        }
+        put("promptstack-fingerprint", &self.fingerprint);
+        put("promptstack-rules-version", &self.rules_version);
+        headers
+    }
+}
+
+/// A reference resolved to a compiled version.
+pub struct Resolved {
+    /// The agent's name.
+    pub name: AgentName,
+    /// The compiled version.
+    pub agent: Arc<Agent>,
+    /// Its id.
+    pub version: VersionId,
+    /// The label it was reached through.
+    pub label: Option<LabelName>,
+    /// Why parts of the answer come from the last good value (the store could not be read).
+    pub stale: Vec<String>,
+}
+
+impl Resolved {
+    /// The attribution of an answer with this fingerprint.
+    pub fn attribution(&self, fingerprint: String) -> Attribution {
+        Attribution {
+            agent: self.name.to_string(),
+            version: self.version.to_string(),
+            label: self.label.as_ref().map(ToString::to_string),
+            fingerprint,
+            rules_version: promptstack::provider::Rules::bundled().version.clone(),
+        }
+    }
+}
+
+/// Parses an agent name from a path; an impossible name cannot exist, so it is a 404.
+pub fn agent_name(name: &str) -> Result<AgentName, Problem> {
+    AgentName::parse(name)
+        .map_err(|_| Problem::not_found(format!("no agent `{}`", printable(name))))
+}
+
+/// `text` cut short and stripped of control characters, for error messages.
+pub fn printable(text: &str) -> String {
+    text.chars()
+        .take(80)
+        .map(|c| if c.is_control() { '?' } else { c })
+        .collect()
+}
+
+fn store_error(state: &AppState, error: promptstack_store::Error) -> Problem {
+    if error.kind() == promptstack_store::ErrorKind::Unavailable {
+        state
+            .inner
+            .metrics
+            .store_errors
+            .fetch_add(1, Ordering::Relaxed);
+    }
+    error.into()
+}
+
+/// 404 unless the tenant has an agent of this name (with at least one version).
+pub async fn require_agent(
+    state: &AppState,
+    tenant: &Tenant,
+    agent: &AgentName,
+) -> Result<(), Problem> {
+    let page = state
+        .inner
+        .store
+        .versions(tenant, agent, &PageRequest::first().limit(1))
+        .await
+        .map_err(|e| store_error(state, e))?;
+    if page.items.is_empty() {
+        return Err(Problem::not_found(format!("no agent `{agent}`")));
+    }
+    Ok(())
+}
+
+/// Resolves `reference` (a version id or a label; default `production`) of `name` to a
+/// compiled version.
+pub async fn resolve(
+    state: &AppState,
+    tenant: &Tenant,
+    name: &str,
+    reference: Option<&str>,
+) -> Result<Resolved, Problem> {
+    let name = agent_name(name)?;
+    let reference = reference.unwrap_or(DEFAULT_LABEL);
+    let mut stale = Vec::new();
+    let (version, label) = if let Ok(version) = VersionId::parse(reference) {
+        (version, None)
+    } else {
+        let label = LabelName::parse(reference).map_err(|_| {
+            Problem::unprocessable(
+                "invalid-ref",
+                format!(
+                    "`{}` is neither a version id (64 hex digits) nor a label name",
+                    printable(reference)
+                ),
+            )
+        })?;
+        let key = (tenant.clone(), name.clone(), label.clone());
+        let store = &state.inner.store;
+        let cached = state
+            .inner
+            .labels
+            .get(&key, async {
+                Ok(store.label(tenant, &name, &label).await?.version)
+            })
+            .await
+            .map_err(|e| match e.kind() {
+                promptstack_store::ErrorKind::NotFound => {
+                    Problem::not_found(format!("agent `{name}` has no label `{label}`"))
+                }
+                _ => store_error(state, e),
+            })?;
+        if let Some(why) = cached.stale {
+            state
+                .inner
+                .metrics
+                .stale_answers
+                .fetch_add(1, Ordering::Relaxed);
+            stale.push(format!("label `{label}`: {why}"));
+        }
+        (cached.value, Some(label))
+    };
+    let agent = compiled(state, tenant, &name, &version).await?;
+    Ok(Resolved {
+        name,
+        agent,
+        version,
+        label,
+        stale,
+    })
+}
+
+/// The compiled version, from memory or from the store.
+pub async fn compiled(
+    state: &AppState,
+    tenant: &Tenant,
+    name: &AgentName,
+    version: &VersionId,
+) -> Result<Arc<Agent>, Problem> {
+    let key = (tenant.clone(), name.clone(), version.clone());
+    if let Some(agent) = state.inner.compiled.get(&key) {
+        return Ok(agent);
+    }
+    let stored = state
+        .inner
+        .store
+        .version(tenant, name, version)
+        .await
+        .map_err(|e| match e.kind() {
+            promptstack_store::ErrorKind::NotFound => {
+                Problem::not_found(format!("agent `{name}` has no such version"))
+            }
+            _ => store_error(state, e),
+        })?;
+    let bundle = Bundle::from_stored(&stored.bundle)?;
+    let agent = Arc::new(bundle.compile(&state.inner.config.limits)?);
+    state.inner.compiled.insert(key, Arc::clone(&agent));
+    Ok(agent)
+}
+
+/// Reads a send context for `agent` and applies the tenant's settings to it (stage agents only):
+/// the tenant's instructions and the agent's `[auto_injections]` overrides replace the send's
+/// when they are set. A tenant without settings leaves the send as given. `warnings` receives
+/// why a setting came from the last good value or could not be read.
+pub async fn send_for(
+    state: &AppState,
+    tenant: &Tenant,
+    resolved: &Resolved,
+    send: &serde_json::Value,
+    what: &str,
+    warnings: &mut Vec<String>,
+) -> Result<SendContext, Problem> {
+    let bytes = serde_json::to_vec(send).unwrap_or_default();
+    let mut ctx = SendContext::from_json_for(&bytes, what, resolved.agent.spec())
+        .map_err(|e| spec_problem("invalid-send", &e))?;
+    if resolved.agent.spec().stage.is_none() {
+        return Ok(ctx);
+    }
+    let tenant_doc = settings(state, tenant, None, warnings).await;
+    if let Some(instructions) = tenant_doc.as_ref().and_then(|d| d.get("instructions")) {
+        match serde_json::from_value::<promptstack::context::TenantInstructions>(
+            instructions.clone(),
+        ) {
+            Ok(mut value) => {
+                value.unavailable = None;
+                ctx.tenant_instructions = Some(value);
+            }
+            Err(e) => warnings.push(format!(
+                "the tenant's stored instructions are unreadable: {e}"
+            )),
+        }
+    }
+    let agent_doc = settings(state, tenant, Some(&resolved.name), warnings).await;
+    if let Some(overrides) = agent_doc.as_ref().and_then(|d| d.get("auto_injections")) {
+        ctx.auto_injections = Some(overrides.clone());
+    }
+    Ok(ctx)
+}
+
+/// A settings document through the TTL cache; fails open to "no settings" with a warning.
+async fn settings(
+    state: &AppState,
+    tenant: &Tenant,
+    agent: Option<&AgentName>,
+    warnings: &mut Vec<String>,
+) -> Option<serde_json::Value> {
+    let key = (tenant.clone(), agent.cloned());
+    let scope = match agent {
+        Some(agent) => SettingsScope::Agent(agent.clone()),
+        None => SettingsScope::Tenant,
+    };
+    let store = &state.inner.store;
+    let whose = match agent {
+        Some(agent) => format!("agent `{agent}`'s settings"),
+        None => "the tenant's settings".to_owned(),
+    };
+    match state
+        .inner
+        .settings
+        .get(&key, async {
+            Ok(store.settings(tenant, &scope).await?.map(|s| s.document))
+        })
+        .await
+    {
+        Ok(cached) => {
+            if let Some(why) = cached.stale {
+                state
+                    .inner
+                    .metrics
+                    .stale_answers
+                    .fetch_add(1, Ordering::Relaxed);
+                warnings.push(format!("{whose}: {why}"));
+            }
+            cached.value
+        }
+        Err(error) => {
+            state
+                .inner
+                .metrics
+                .store_errors
+                .fetch_add(1, Ordering::Relaxed);
+            warnings.push(format!(
+                "{whose} could not be read ({error}); the defaults are used"
+            ));
+            None
+        }
+    }
+}
+
+/// An engine error as a problem: unknown targets and bad request options are 422.
+pub fn engine_problem(error: promptstack::Error) -> Problem {
+    use promptstack::ErrorKind as K;
+    match error.kind() {
+        K::NotFound => Problem::unprocessable("unknown-target", error.to_string()),
+        K::Request | K::Rules => Problem::unprocessable("invalid-request", error.to_string()),
+        _ => Problem::unprocessable("render-failed", error.to_string()),
+    }
+}

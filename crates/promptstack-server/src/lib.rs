@@ -1,0 +1,171 @@
+//! promptstack over HTTP: versioned agents, labels, tenant settings and every engine operation,
+//! on the promptstack store.
+//!
+//! ```text
+//! router(AppState) ─► /v1/agents/{name}/versions   publish (compile + lint + cache impact), list, get
+//!                    /v1/agents/{name}/labels      list, move (production: admins; audited)
+//!                    /v1/settings, …/settings      tenant instructions, agent overrides (admins write)
+//!                    /v1/audit                     who moved what, when (admins)
+//!                    /v1/agents/{name}/render|request|explain|tools|diff|lint
+//!                    /v1/fence, /v1/cite (streamed)
+//!                    /healthz /readyz /metrics /openapi.json
+//! ```
+//!
+//! Every answer of a render-like endpoint names the agent, version, label, fingerprint and
+//! provider rules version, in its body and in `promptstack-*` headers. Errors are
+//! `application/problem+json`. See `docs/server.md`.
+
+mod api;
+mod auth;
+pub mod bundle;
+mod engine;
+mod examples;
+mod metrics;
+mod ops;
+mod problem;
+mod render;
+mod state;
+
+use std::time::Instant;
+
+use axum::Router;
+use axum::extract::{DefaultBodyLimit, MatchedPath, Request, State};
+use axum::middleware::{self, Next};
+use axum::response::{IntoResponse, Response};
+use axum::routing::{get, post, put};
+use utoipa::OpenApi as _;
+
+pub use bundle::{BUNDLE_MEDIA_TYPE, Bundle, BundleFormat};
+pub use examples::{FolderError, publish_to_production};
+pub use problem::{PROBLEM_JSON, Problem};
+pub use state::{AppState, ServerConfig};
+
+/// The OpenAPI document of every route [`router`] serves.
+#[derive(utoipa::OpenApi)]
+#[openapi(
+    info(title = "promptstack", description = "Versioned agents, tenant settings and every engine operation over HTTP."),
+    paths(
+        api::list_agents, api::publish, api::list_versions, api::get_version,
+        api::list_labels, api::move_label,
+        api::get_tenant_settings, api::put_tenant_settings,
+        api::get_agent_settings, api::put_agent_settings, api::audit,
+        render::render, render::request, render::explain, render::tools, render::diff, render::lint,
+        ops::fence, ops::cite, ops::healthz, ops::readyz, ops::metrics, ops::openapi,
+    ),
+    modifiers(&Security),
+)]
+struct ApiDoc;
+
+struct Security;
+
+impl utoipa::Modify for Security {
+    fn modify(&self, openapi: &mut utoipa::openapi::OpenApi) {
+        use utoipa::openapi::security::{HttpAuthScheme, HttpBuilder, SecurityScheme};
+        let components = openapi.components.get_or_insert_with(Default::default);
+        components.add_security_scheme(
+            "bearer",
+            SecurityScheme::Http(HttpBuilder::new().scheme(HttpAuthScheme::Bearer).build()),
+        );
+    }
+}
+
+/// The OpenAPI document.
+pub fn openapi() -> utoipa::openapi::OpenApi {
+    ApiDoc::openapi()
+}
+
+/// The server's routes over `state`, with the body limit, the request timeout and the metrics
+/// around every one. Serve it with [`serve`] or any axum server.
+pub fn router(state: AppState) -> Router {
+    let max_body = state.inner.config.max_body_bytes;
+    Router::new()
+        .route("/v1/agents", get(api::list_agents))
+        .route(
+            "/v1/agents/{name}/versions",
+            post(api::publish).get(api::list_versions),
+        )
+        .route(
+            "/v1/agents/{name}/versions/{version}",
+            get(api::get_version),
+        )
+        .route("/v1/agents/{name}/labels", get(api::list_labels))
+        .route("/v1/agents/{name}/labels/{label}", put(api::move_label))
+        .route(
+            "/v1/settings",
+            get(api::get_tenant_settings).put(api::put_tenant_settings),
+        )
+        .route(
+            "/v1/agents/{name}/settings",
+            get(api::get_agent_settings).put(api::put_agent_settings),
+        )
+        .route("/v1/audit", get(api::audit))
+        .route("/v1/agents/{name}/render", post(render::render))
+        .route("/v1/agents/{name}/request", post(render::request))
+        .route("/v1/agents/{name}/explain", post(render::explain))
+        .route("/v1/agents/{name}/tools", post(render::tools))
+        .route("/v1/agents/{name}/diff", post(render::diff))
+        .route("/v1/agents/{name}/lint", post(render::lint))
+        .route("/v1/fence", post(ops::fence))
+        .route("/v1/cite", post(ops::cite))
+        .route("/healthz", get(ops::healthz))
+        .route("/readyz", get(ops::readyz))
+        .route("/metrics", get(ops::metrics))
+        .route("/openapi.json", get(ops::openapi))
+        .fallback(not_found)
+        .method_not_allowed_fallback(method_not_allowed)
+        .layer(DefaultBodyLimit::max(max_body))
+        .layer(middleware::from_fn_with_state(state.clone(), around))
+        .with_state(state)
+}
+
+async fn not_found() -> Problem {
+    Problem::not_found("no such route")
+}
+
+async fn method_not_allowed() -> Problem {
+    Problem::new(
+        axum::http::StatusCode::METHOD_NOT_ALLOWED,
+        "method-not-allowed",
+        "this route does not take this method",
+    )
+}
+
+/// Times every request out, and counts it under its route template.
+async fn around(State(state): State<AppState>, request: Request, next: Next) -> Response {
+    let started = Instant::now();
+    let route = request
+        .extensions()
+        .get::<MatchedPath>()
+        .map_or_else(|| "unmatched".to_owned(), |p| p.as_str().to_owned());
+    let timeout = state.inner.config.request_timeout;
+    let response = match tokio::time::timeout(timeout, next.run(request)).await {
+        Ok(response) => response,
+        Err(_) => Problem::new(
+            axum::http::StatusCode::SERVICE_UNAVAILABLE,
+            "timeout",
+            format!("the request took longer than {} ms", timeout.as_millis()),
+        )
+        .into_response(),
+    };
+    state
+        .inner
+        .metrics
+        .record(&route, response.status().as_u16(), started.elapsed());
+    response
+}
+
+/// Serves `router(state)` on `listener` until `shutdown` completes; requests in flight then
+/// finish before this returns.
+///
+/// # Errors
+///
+/// The listener failed.
+pub async fn serve(
+    listener: tokio::net::TcpListener,
+    state: AppState,
+    shutdown: impl Future<Output = ()> + Send + 'static,
+) -> std::io::Result<()> {
+    axum::serve(listener, router(state))
+        .with_graceful_shutdown(shutdown)
+        .await
+}

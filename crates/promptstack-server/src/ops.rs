@@ -1,0 +1,313 @@
+//! The endpoints that need no version: health, readiness, metrics, the OpenAPI document, the
+//! fence and the citation stream.
+
+use std::sync::atomic::Ordering;
+
+use axum::Json;
+use axum::body::{Body, Bytes};
+use axum::extract::State;
+use axum::extract::rejection::JsonRejection;
+use axum::http::{HeaderValue, StatusCode, header};
+use axum::response::{IntoResponse, Response};
+use futures::StreamExt as _;
+use promptstack::fence::{ContentKind, Fence, MaxBytes, Provenance};
+use promptstack::limits::Limit;
+use promptstack::nonce::OsNonces;
+use promptstack::stream::{OutputMode, Processor, SourceSnapshot, StreamConfig, WidgetSet};
+use serde::{Deserialize, Serialize};
+use utoipa::ToSchema;
+
+use crate::auth::Auth;
+use crate::problem::{Problem, json_rejection};
+use crate::state::AppState;
+
+/// `GET /healthz`: the process answers.
+#[utoipa::path(get, path = "/healthz", tag = "operations",
+    responses((status = 200, description = "Alive", body = String, content_type = "text/plain")))]
+pub async fn healthz() -> &'static str {
+    "ok\n"
+}
+
+/// `GET /readyz`: the store answers.
+#[utoipa::path(get, path = "/readyz", tag = "operations",
+    responses((status = 200, description = "Ready", body = String, content_type = "text/plain"),
+        (status = 503, body = Problem, content_type = "application/problem+json")))]
+pub async fn readyz(State(state): State<AppState>) -> Result<&'static str, Problem> {
+    match state.inner.store.ping().await {
+        Ok(()) => Ok("ready\n"),
+        Err(error) => {
+            state
+                .inner
+                .metrics
+                .store_errors
+                .fetch_add(1, Ordering::Relaxed);
+            Err(Problem::unavailable(format!(
+                "the store cannot be reached: {error}"
+            )))
+        }
+    }
+}
+
+/// `GET /metrics`: Prometheus text.
+#[utoipa::path(get, path = "/metrics", tag = "operations",
+    responses((status = 200, description = "Prometheus text exposition", body = String, content_type = "text/plain")))]
+pub async fn metrics(State(state): State<AppState>) -> Response {
+    let inner = &state.inner;
+    let (hits, misses) = inner.compiled.fold((0, 0), |(h, m), agent| {
+        let stats = agent.cache_stats();
+        (h + stats.stable_hits, m + stats.stable_misses)
+    });
+    let text = inner.metrics.render(hits, misses, inner.compiled.len());
+    (
+        [(
+            header::CONTENT_TYPE,
+            HeaderValue::from_static("text/plain; version=0.0.4; charset=utf-8"),
+        )],
+        text,
+    )
+        .into_response()
+}
+
+/// `GET /openapi.json`: this API's OpenAPI document, generated from the handlers' types.
+#[utoipa::path(get, path = "/openapi.json", tag = "operations",
+    responses((status = 200, description = "The OpenAPI 3.1 document", body = Object)))]
+pub async fn openapi() -> Response {
+    let document = crate::openapi();
+    Json(document).into_response()
+}
+
+/// What kind of content a fence holds.
+#[derive(Debug, Clone, Copy, Deserialize, ToSchema)]
+#[serde(rename_all = "kebab-case")]
+pub enum FenceKind {
+    /// A web page.
+    Page,
+    /// A selection of a page.
+    Selection,
+    /// A file.
+    File,
+    /// An MCP resource.
+    McpResource,
+    /// A tool's result.
+    ToolResult,
+}
+
+impl From<FenceKind> for ContentKind {
+    fn from(kind: FenceKind) -> Self {
+        match kind {
+            FenceKind::Page => ContentKind::Page,
+            FenceKind::Selection => ContentKind::Selection,
+            FenceKind::File => ContentKind::File,
+            FenceKind::McpResource => ContentKind::McpResource,
+            FenceKind::ToolResult => ContentKind::ToolResult,
+        }
+    }
+}
+
+/// The body of `fence`: wrap untrusted text, or check a fenced text.
+#[derive(Debug, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct FenceRequest {
+    /// The text.
+    pub text: String,
+    /// Check `text` as a fence instead of wrapping it.
+    #[serde(default)]
+    pub check: bool,
+    /// What the text is (required to wrap).
+    pub kind: Option<FenceKind>,
+    /// Where it came from (a URL or path).
+    pub origin: Option<String>,
+    /// The tool that produced it.
+    pub tool: Option<String>,
+    /// Truncate the body to this many bytes.
+    pub max_bytes: Option<usize>,
+}
+
+/// The answer of `fence`.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct FenceResponse {
+    /// The fenced text (wrapping).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub text: Option<String>,
+    /// Markers and control tokens defanged (wrapping).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub defanged: Option<usize>,
+    /// The bytes kept and the bytes given, when the body was truncated.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub truncated: Option<[usize; 2]>,
+    /// Whether the text is one valid fence (checking).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub valid: Option<bool>,
+    /// The problems found (checking).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub problems: Option<Vec<String>>,
+}
+
+/// `POST /v1/fence`: wrap untrusted text in a fence (as `promptstack fence`), or check one.
+#[utoipa::path(post, path = "/v1/fence", tag = "render", request_body = FenceRequest,
+    responses((status = 200, body = FenceResponse), (status = "4XX", body = Problem, content_type = "application/problem+json")),
+    security(("bearer" = [])))]
+pub async fn fence(
+    _auth: Auth,
+    body: Result<Json<FenceRequest>, JsonRejection>,
+) -> Result<Json<FenceResponse>, Problem> {
+    let Json(body) = body.map_err(json_rejection)?;
+    if body.check {
+        let report = promptstack::fence::check(&body.text);
+        return Ok(Json(FenceResponse {
+            text: None,
+            defanged: None,
+            truncated: None,
+            valid: Some(report.is_valid()),
+            problems: Some(report.problems.iter().map(ToString::to_string).collect()),
+        }));
+    }
+    let kind = body
+        .kind
+        .ok_or_else(|| Problem::unprocessable("invalid-body", "`kind` is required to wrap"))?;
+    let provenance = Provenance::new(kind.into(), body.origin.as_deref(), body.tool.as_deref())
+        .map_err(|e| Problem::unprocessable("invalid-body", e.to_string()))?;
+    let mut fence = Fence::new(OsNonces);
+    if let Some(max) = body.max_bytes {
+        fence = fence.with_limit(MaxBytes(max));
+    }
+    let wrapped = fence
+        .wrap(&body.text, &provenance)
+        .map_err(|e| Problem::unprocessable("fence-failed", e.to_string()))?;
+    Ok(Json(FenceResponse {
+        text: Some(wrapped.text),
+        defanged: Some(wrapped.defanged),
+        truncated: wrapped.truncated.map(|t| [t.kept_bytes, t.total_bytes]),
+        valid: None,
+        problems: None,
+    }))
+}
+
+/// The first line of a `cite` body.
+#[derive(Debug, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct CiteHeader {
+    /// The sources the model may cite: `{"sources": [{"index", "url", "title"}]}`.
+    #[schema(value_type = Object)]
+    pub sources: SourceSnapshot,
+    /// `placeholders` (default) or `links`.
+    #[serde(default)]
+    pub mode: CiteMode,
+    /// Widget names to recognise.
+    #[serde(default)]
+    pub widgets: Vec<String>,
+}
+
+/// How citations are written.
+#[derive(Debug, Clone, Copy, Default, Deserialize, ToSchema)]
+#[serde(rename_all = "lowercase")]
+pub enum CiteMode {
+    /// Placeholders.
+    #[default]
+    Placeholders,
+    /// Markdown links.
+    Links,
+}
+
+/// `POST /v1/cite`: streams the model's text through the citation and math processor. The body
+/// is one line of JSON ([`CiteHeader`]) and then the model's text, chunked as it arrives; the
+/// answer is the processed text, flushed per chunk.
+#[utoipa::path(post, path = "/v1/cite", tag = "render",
+    request_body(content = String, content_type = "application/x-ndjson", description = "A CiteHeader JSON line, then the model's text"),
+    responses((status = 200, description = "The processed text, streamed", body = String, content_type = "text/plain"),
+        (status = "4XX", body = Problem, content_type = "application/problem+json")),
+    security(("bearer" = [])))]
+pub async fn cite(
+    State(state): State<AppState>,
+    _auth: Auth,
+    body: Body,
+) -> Result<Response, Problem> {
+    let max_header = state.inner.config.max_body_bytes;
+    let limits = state.inner.config.limits.clone();
+    let mut stream = body.into_data_stream();
+    let mut head = Vec::new();
+    let rest = loop {
+        let Some(chunk) = stream.next().await else {
+            return Err(Problem::bad_request(
+                "the body must start with one line of JSON (the sources) ended by a newline",
+            ));
+        };
+        let chunk =
+            chunk.map_err(|e| Problem::bad_request(format!("reading the body failed: {e}")))?;
+        match chunk.iter().position(|&b| b == b'\n') {
+            Some(at) => {
+                head.extend_from_slice(&chunk[..at]);
+                break chunk.slice(at + 1..);
+            }
+            None => head.extend_from_slice(&chunk),
+        }
+        if head.len() > max_header {
+            return Err(Problem::new(
+                StatusCode::PAYLOAD_TOO_LARGE,
+                "too-large",
+                format!("the first line (the sources) is longer than {max_header} bytes"),
+            ));
+        }
+    };
+    if head.len() > max_header {
+        return Err(Problem::new(
+            StatusCode::PAYLOAD_TOO_LARGE,
+            "too-large",
+            format!("the first line (the sources) is longer than {max_header} bytes"),
+        ));
+    }
+    let header: CiteHeader = serde_json::from_slice(&head)
+        .map_err(|e| Problem::unprocessable("invalid-body", format!("the first line: {e}")))?;
+    let widgets = WidgetSet::new(header.widgets.iter().map(String::as_str))
+        .map_err(|e| Problem::unprocessable("invalid-body", format!("invalid widgets: {e}")))?;
+    let mode = match header.mode {
+        CiteMode::Placeholders => OutputMode::Placeholders,
+        CiteMode::Links => OutputMode::Links,
+    };
+    let config = StreamConfig::new(mode)
+        .with_widgets(widgets)
+        .with_max_link_bytes(limits.get(Limit::CiteLinkBytes))
+        .with_max_citation_runs(usize::MAX);
+    let processor = Processor::new(&header.sources, config);
+    let chunks = futures::stream::once(async move { Ok::<Bytes, axum::Error>(rest) }).chain(stream);
+    let output = futures::stream::unfold(
+        (processor, Box::pin(chunks), false),
+        |(mut processor, mut chunks, done)| async move {
+            if done {
+                return None;
+            }
+            let mut out = String::new();
+            let finished = match chunks.next().await {
+                Some(Ok(chunk)) => {
+                    processor.push_bytes_into(&chunk, &mut out);
+                    false
+                }
+                Some(Err(e)) => {
+                    return Some((Err(std::io::Error::other(e)), (processor, chunks, true)));
+                }
+                None => {
+                    processor.finish_into(&mut out);
+                    true
+                }
+            };
+            processor.take_widgets();
+            processor.take_citations();
+            if let Some(overflow) = processor.overflow() {
+                let error = std::io::Error::other(format!(
+                    "at byte {}: a limit of the citation processor was passed",
+                    overflow.at
+                ));
+                return Some((Err(error), (processor, chunks, true)));
+            }
+            Some((Ok(Bytes::from(out)), (processor, chunks, finished)))
+        },
+    );
+    Ok((
+        [(
+            header::CONTENT_TYPE,
+            HeaderValue::from_static("text/plain; charset=utf-8"),
+        )],
+        Body::from_stream(output),
+    )
+        .into_response())
+}

@@ -1,0 +1,364 @@
+//! What every handler shares: the store, the caches in front of it, the limits and the metrics.
+
+use std::collections::HashMap;
+use std::hash::Hash;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use futures::StreamExt as _;
+use promptstack::Agent;
+use promptstack::limits::Limits;
+use promptstack_store::{
+    AgentName, ChangeKind, ErrorKind, LabelName, Notification, Principal, Store, Tenant, VersionId,
+};
+use tokio::time::Instant;
+
+use crate::metrics::Metrics;
+
+/// How the server behaves; every field has a default.
+#[derive(Debug, Clone)]
+#[non_exhaustive]
+pub struct ServerConfig {
+    /// The largest request body, in bytes (413 above). Default: 1 MiB.
+    pub max_body_bytes: usize,
+    /// How long a request may take before it is answered with 503. Default: 10 s.
+    pub request_timeout: Duration,
+    /// Requests per second each key may make (sustained); `0` turns the limit off. Default: 100.
+    pub rate_per_second: u32,
+    /// Requests a key may make in a burst above the sustained rate. Default: 200.
+    pub rate_burst: u32,
+    /// How long labels, settings and keys are reused without asking the store. Default: 60 s.
+    pub ttl: Duration,
+    /// How many compiled versions are kept in memory. Default: 100.
+    pub compiled_versions: usize,
+    /// The limits of the engine (template fuel and memory, manifest sizes).
+    pub limits: Limits,
+}
+
+impl Default for ServerConfig {
+    fn default() -> Self {
+        ServerConfig {
+            max_body_bytes: 1024 * 1024,
+            request_timeout: Duration::from_secs(10),
+            rate_per_second: 100,
+            rate_burst: 200,
+            ttl: Duration::from_secs(60),
+            compiled_versions: 100,
+            limits: Limits::default(),
+        }
+    }
+}
+
+impl ServerConfig {
+    /// Sets the body limit.
+    pub fn max_body_bytes(mut self, bytes: usize) -> Self {
+        self.max_body_bytes = bytes;
+        self
+    }
+    /// Sets the request timeout.
+    pub fn request_timeout(mut self, timeout: Duration) -> Self {
+        self.request_timeout = timeout;
+        self
+    }
+    /// Sets the per-key rate limit (`0` turns it off) and burst.
+    pub fn rate_limit(mut self, per_second: u32, burst: u32) -> Self {
+        self.rate_per_second = per_second;
+        self.rate_burst = burst.max(1);
+        self
+    }
+    /// Sets the TTL of cached labels, settings and keys.
+    pub fn ttl(mut self, ttl: Duration) -> Self {
+        self.ttl = ttl;
+        self
+    }
+    /// Sets how many compiled versions are kept.
+    pub fn compiled_versions(mut self, versions: usize) -> Self {
+        self.compiled_versions = versions.max(1);
+        self
+    }
+}
+
+/// The shared state of a server: cheap to clone.
+#[derive(Clone)]
+pub struct AppState {
+    pub(crate) inner: Arc<Inner>,
+}
+
+pub(crate) struct Inner {
+    pub(crate) store: Store,
+    pub(crate) config: ServerConfig,
+    pub(crate) metrics: Metrics,
+    pub(crate) compiled: Bounded<(Tenant, AgentName, VersionId), Arc<Agent>>,
+    pub(crate) labels: TtlCache<(Tenant, AgentName, LabelName), VersionId>,
+    pub(crate) settings: TtlCache<(Tenant, Option<AgentName>), Option<serde_json::Value>>,
+    pub(crate) keys: TtlCache<[u8; 32], Principal>,
+    pub(crate) rate: RateLimiter,
+}
+
+const _: () = {
+    const fn assert_send_sync<T: Send + Sync>() {}
+    assert_send_sync::<AppState>();
+};
+
+impl AppState {
+    /// A state over `store`. Call [`AppState::watch`] on a tokio runtime to drop cached entries
+    /// when the store announces changes.
+    pub fn new(store: Store, config: ServerConfig) -> AppState {
+        let ttl = config.ttl;
+        AppState {
+            inner: Arc::new(Inner {
+                store,
+                metrics: Metrics::default(),
+                compiled: Bounded::new(config.compiled_versions),
+                labels: TtlCache::new(ttl),
+                settings: TtlCache::new(ttl),
+                keys: TtlCache::new(ttl.min(Duration::from_secs(60))),
+                rate: RateLimiter::new(config.rate_per_second, config.rate_burst),
+                config,
+            }),
+        }
+    }
+
+    /// The store.
+    pub fn store(&self) -> &Store {
+        &self.inner.store
+    }
+
+    /// Subscribes to the store's changes and spawns the task that drops the cached entries they
+    /// make stale (every entry on a gap). The task ends when the store's last handle is dropped.
+    ///
+    /// # Errors
+    ///
+    /// The subscription could not be made (PostgreSQL's listener connection).
+    pub async fn watch(&self) -> promptstack_store::Result<()> {
+        let mut subscription = self.inner.store.subscribe().await?;
+        let weak = Arc::downgrade(&self.inner);
+        tokio::spawn(async move {
+            while let Some(notification) = subscription.next().await {
+                let Some(inner) = weak.upgrade() else { break };
+                inner.apply(&notification);
+            }
+        });
+        Ok(())
+    }
+}
+
+impl Inner {
+    fn apply(&self, notification: &Notification) {
+        match notification {
+            Notification::Change(change) => {
+                let tenant = &change.tenant;
+                match (&change.kind, &change.agent) {
+                    (ChangeKind::Label(label), Some(agent)) => {
+                        self.labels
+                            .remove(&(tenant.clone(), agent.clone(), label.clone()))
+                    }
+                    (ChangeKind::Settings, agent) => {
+                        self.settings.remove(&(tenant.clone(), agent.clone()))
+                    }
+                    (ChangeKind::KeyRevoked, _) => {
+                        self.keys.retain(|_, (p, _)| &p.tenant != tenant)
+                    }
+                    _ => {}
+                }
+            }
+            _ => {
+                self.labels.clear();
+                self.settings.clear();
+                self.keys.clear();
+            }
+        }
+        self.metrics.invalidations.fetch_add(1, Ordering::Relaxed);
+    }
+}
+
+/// A value from a [`TtlCache`], and why it may be stale.
+pub(crate) struct Cached<V> {
+    pub(crate) value: V,
+    /// Set when the store could not be read and the last good value was used.
+    pub(crate) stale: Option<String>,
+}
+
+/// A map whose entries are fresh for `ttl`; an expired entry is kept as the last good value for
+/// when the store cannot be read.
+pub(crate) struct TtlCache<K, V> {
+    ttl: Duration,
+    entries: Mutex<HashMap<K, (V, Instant)>>,
+}
+
+/// How many entries a [`TtlCache`] holds before the expired ones are swept.
+const SWEEP_AT: usize = 10_000;
+
+impl<K: Eq + Hash + Clone, V: Clone> TtlCache<K, V> {
+    fn new(ttl: Duration) -> Self {
+        TtlCache {
+            ttl,
+            entries: Mutex::new(HashMap::new()),
+        }
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<K, (V, Instant)>> {
+        // Entries are replaced whole, so a poisoned lock still holds consistent data.
+        self.entries.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// The fresh value, or the store's answer (cached), or — when the store is unavailable —
+    /// the last good value marked stale.
+    pub(crate) async fn get<F>(&self, key: &K, fetch: F) -> promptstack_store::Result<Cached<V>>
+    where
+        F: Future<Output = promptstack_store::Result<V>>,
+    {
+        let last = self.lock().get(key).cloned();
+        if let Some((value, fetched)) = &last
+            && fetched.elapsed() < self.ttl
+        {
+            return Ok(Cached {
+                value: value.clone(),
+                stale: None,
+            });
+        }
+        match fetch.await {
+            Ok(value) => {
+                let mut entries = self.lock();
+                if entries.len() >= SWEEP_AT {
+                    let ttl = self.ttl;
+                    entries.retain(|_, (_, at)| at.elapsed() < ttl);
+                    if entries.len() >= SWEEP_AT {
+                        entries.clear();
+                    }
+                }
+                entries.insert(key.clone(), (value.clone(), Instant::now()));
+                Ok(Cached { value, stale: None })
+            }
+            Err(error) if error.kind() == ErrorKind::Unavailable => match last {
+                Some((value, _)) => Ok(Cached {
+                    value,
+                    stale: Some(format!(
+                        "the store cannot be read ({error}); the last value read is used"
+                    )),
+                }),
+                None => Err(error),
+            },
+            Err(error) => Err(error),
+        }
+    }
+
+    pub(crate) fn remove(&self, key: &K) {
+        self.lock().remove(key);
+    }
+
+    pub(crate) fn retain(&self, keep: impl FnMut(&K, &mut (V, Instant)) -> bool) {
+        self.lock().retain(keep);
+    }
+
+    pub(crate) fn clear(&self) {
+        self.lock().clear();
+    }
+}
+
+/// A map of at most `capacity` entries; inserting into a full map evicts the least recently
+/// used entry.
+pub(crate) struct Bounded<K, V> {
+    capacity: usize,
+    entries: Mutex<LruMap<K, V>>,
+}
+
+/// The entries with the tick each was last used at, and the clock.
+type LruMap<K, V> = (HashMap<K, (V, u64)>, u64);
+
+impl<K: Eq + Hash + Clone, V: Clone> Bounded<K, V> {
+    fn new(capacity: usize) -> Self {
+        Bounded {
+            capacity: capacity.max(1),
+            entries: Mutex::new((HashMap::new(), 0)),
+        }
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, LruMap<K, V>> {
+        self.entries.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    pub(crate) fn get(&self, key: &K) -> Option<V> {
+        let mut guard = self.lock();
+        let (entries, clock) = &mut *guard;
+        *clock += 1;
+        let now = *clock;
+        entries.get_mut(key).map(|(value, used)| {
+            *used = now;
+            value.clone()
+        })
+    }
+
+    pub(crate) fn insert(&self, key: K, value: V) {
+        let mut guard = self.lock();
+        let (entries, clock) = &mut *guard;
+        *clock += 1;
+        if entries.len() >= self.capacity
+            && !entries.contains_key(&key)
+            && let Some(oldest) = entries
+                .iter()
+                .min_by_key(|(_, (_, used))| *used)
+                .map(|(k, _)| k.clone())
+        {
+            entries.remove(&oldest);
+        }
+        entries.insert(key, (value, *clock));
+    }
+
+    pub(crate) fn fold<A>(&self, init: A, mut f: impl FnMut(A, &V) -> A) -> A {
+        self.lock()
+            .0
+            .values()
+            .fold(init, |acc, (value, _)| f(acc, value))
+    }
+
+    pub(crate) fn len(&self) -> usize {
+        self.lock().0.len()
+    }
+}
+
+/// A token bucket per key: `rate` tokens a second up to `burst`.
+pub(crate) struct RateLimiter {
+    rate: f64,
+    burst: f64,
+    buckets: Mutex<HashMap<String, (f64, Instant)>>,
+    pub(crate) refused: AtomicU64,
+}
+
+impl RateLimiter {
+    fn new(rate: u32, burst: u32) -> Self {
+        RateLimiter {
+            rate: f64::from(rate),
+            burst: f64::from(burst.max(1)),
+            buckets: Mutex::new(HashMap::new()),
+            refused: AtomicU64::new(0),
+        }
+    }
+
+    /// `Ok` when `key` may make a request now; else the seconds to wait.
+    pub(crate) fn check(&self, key: &str) -> Result<(), u64> {
+        if self.rate <= 0.0 {
+            return Ok(());
+        }
+        let mut buckets = self.buckets.lock().unwrap_or_else(|e| e.into_inner());
+        let now = Instant::now();
+        if buckets.len() >= SWEEP_AT && !buckets.contains_key(key) {
+            let (rate, burst) = (self.rate, self.burst);
+            buckets.retain(|_, (tokens, at)| {
+                *tokens + now.duration_since(*at).as_secs_f64() * rate < burst
+            });
+        }
+        let (tokens, at) = buckets.entry(key.to_owned()).or_insert((self.burst, now));
+        *tokens = (*tokens + now.duration_since(*at).as_secs_f64() * self.rate).min(self.burst);
+        *at = now;
+        if *tokens >= 1.0 {
+            *tokens -= 1.0;
+            Ok(())
+        } else {
+            self.refused.fetch_add(1, Ordering::Relaxed);
+            let wait = ((1.0 - *tokens) / self.rate).ceil();
+            Err((wait as u64).max(1))
+        }
+    }
+}

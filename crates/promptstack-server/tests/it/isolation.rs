@@ -1,0 +1,141 @@
+//! Tenant isolation over the whole route table: every operation of the OpenAPI document is
+//! called with tenant `acme`'s keys on tenant `globex`'s objects.
+
+use axum::http::{Method, StatusCode};
+use serde_json::{Value, json};
+
+use crate::harness::{GLOBEX_SECRET, Harness, bundle};
+
+/// A valid body for each operation, by method and path template; an operation missing here
+/// fails the walk, so a new route cannot skip it.
+fn body_for(method: &Method, path: &str, globex_version: &str) -> Option<Option<Value>> {
+    let send = json!({"user_message": "hello"});
+    let body = match (method.as_str(), path) {
+        ("GET", _) => None,
+        ("POST", "/v1/agents/{name}/versions") => {
+            Some(serde_json::to_value(bundle("title")).unwrap())
+        }
+        ("PUT", "/v1/agents/{name}/labels/{label}") => Some(json!({"version": globex_version})),
+        ("PUT", "/v1/settings" | "/v1/agents/{name}/settings") => Some(json!({"document": {}})),
+        (
+            "POST",
+            "/v1/agents/{name}/render"
+            | "/v1/agents/{name}/request"
+            | "/v1/agents/{name}/explain"
+            | "/v1/agents/{name}/tools"
+            | "/v1/agents/{name}/diff",
+        ) => Some(json!({"ref": globex_version, "send": send})),
+        ("POST", "/v1/agents/{name}/lint") => Some(json!({"ref": globex_version})),
+        ("POST", "/v1/fence") => Some(json!({"text": "x", "kind": "page"})),
+        ("POST", "/v1/cite") => return Some(None),
+        _ => return None,
+    };
+    Some(body)
+}
+
+#[tokio::test]
+async fn no_route_lets_one_tenant_reach_another() {
+    let h = Harness::new().await;
+    let document = serde_json::to_value(promptstack_server::openapi()).unwrap();
+    let paths = document["paths"].as_object().unwrap();
+    let mut walked = 0;
+    for (template, operations) in paths {
+        for (method, _) in operations.as_object().unwrap() {
+            let method: Method = method.to_uppercase().parse().unwrap();
+            let body = body_for(&method, template, &h.globex_version).unwrap_or_else(|| {
+                panic!("{method} {template} has no body in the isolation walk: add one")
+            });
+            let path = template
+                .replace("{name}", "secret-agent")
+                .replace("{version}", &h.globex_version)
+                .replace("{label}", "production");
+            for key in [&h.acme.admin, &h.acme.editor, &h.acme.viewer] {
+                let bytes = body.as_ref().map(|b| serde_json::to_vec(b).unwrap());
+                let answer = h.call(method.clone(), &path, Some(key), bytes).await;
+                let text = answer.text();
+                assert!(!answer.status.is_server_error(), "{method} {path}: {text}");
+                assert!(
+                    !text.contains(GLOBEX_SECRET),
+                    "{method} {path} leaked: {text}"
+                );
+                assert!(
+                    !text.contains(&h.globex_version),
+                    "{method} {path} leaked: {text}"
+                );
+                let publishes = method == Method::POST && template.ends_with("/versions");
+                if template.contains("{name}") && !publishes {
+                    assert_eq!(
+                        answer.status,
+                        StatusCode::NOT_FOUND,
+                        "{method} {path}: {text}"
+                    );
+                }
+                if publishes {
+                    // Publishing under the same name makes the key's own tenant's agent.
+                    assert!(
+                        matches!(
+                            answer.status,
+                            StatusCode::CREATED | StatusCode::OK | StatusCode::FORBIDDEN
+                        ),
+                        "{method} {path}: {text}"
+                    );
+                }
+            }
+            // The default reference (the `production` label) is isolated too.
+            if let Some(mut body) = body.clone()
+                && body.get("ref").is_some()
+            {
+                body.as_object_mut().unwrap().remove("ref");
+                let answer = h
+                    .call(
+                        method.clone(),
+                        &path,
+                        Some(&h.acme.admin),
+                        Some(serde_json::to_vec(&body).unwrap()),
+                    )
+                    .await;
+                assert_eq!(
+                    answer.status,
+                    StatusCode::NOT_FOUND,
+                    "{method} {path}: {}",
+                    answer.text()
+                );
+            }
+            walked += 1;
+        }
+    }
+    assert!(walked >= 20, "only {walked} operations walked");
+    // Globex's objects are untouched.
+    let versions = h
+        .call(
+            Method::GET,
+            "/v1/agents/secret-agent/versions",
+            Some(&h.globex.viewer),
+            None,
+        )
+        .await
+        .json();
+    assert_eq!(versions["items"].as_array().unwrap().len(), 1, "{versions}");
+    let label = h
+        .call(
+            Method::GET,
+            "/v1/agents/secret-agent/labels",
+            Some(&h.globex.viewer),
+            None,
+        )
+        .await
+        .json();
+    assert_eq!(label[0]["version"], h.globex_version.as_str());
+    let audit = h
+        .call(Method::GET, "/v1/audit", Some(&h.globex.admin), None)
+        .await
+        .json();
+    assert!(
+        audit["items"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .all(|e| e["action"] != "label.move" || e["actor"].is_null()),
+        "{audit}"
+    );
+}
