@@ -49,13 +49,13 @@ export const api = {
       headers: { Authorization: `Bearer ${key.get()}`, 'Content-Type': 'application/x-ndjson' },
       body: `${JSON.stringify(header)}\n${text}`,
     });
-    const text = await response.text();
+    const answer = await response.text();
     if (!response.ok) {
       let problem = null;
-      try { problem = JSON.parse(text); } catch { problem = { detail: text }; }
+      try { problem = JSON.parse(answer); } catch { problem = { detail: answer }; }
       throw new ApiError(response.status, problem);
     }
-    return text;
+    return answer;
   },
 };
 

@@ -145,7 +145,7 @@ async function render() {
   const generation = ++state.generation;
   const started = performance.now();
   try {
-    const answer = await api.op(state.agent, 'explain', { ...common(), format: $('format').value });
+    const answer = await api.op(state.agent, 'explain', common());
     if (generation !== state.generation) return;
     state.explain = answer.detail;
     const targets = state.explain.targets.map((t) => t.target);

@@ -48,7 +48,7 @@ export function blocksView(explain, targetId, selected, onSelect) {
       h('td', { text: b.kind }),
       h('td', {}, trustBadge(b.trust)),
       h('td', { text: b.stability }),
-      h('td.tokens', {}, h('span.bar', { style: `width:${Math.round((tokens / max) * 100)}%`, 'aria-hidden': 'true' }), h('span.num', { text: String(tokens) })),
+      h('td.tokens', {}, h('span.bar', { style: `width:${Math.round((tokens / max) * 70)}%`, 'aria-hidden': 'true' }), h('span.num', { text: String(tokens) })),
       h('td.state', {}, included
         ? h('span', { text: inTarget.size && !inTarget.has(b.id) ? 'included (not in this target)' : 'included' })
         : h('span', {}, h('strong', { text: 'excluded' }), ' — ', h('span.reason', { text: reasonText(b.state.reason) }))),
