@@ -290,6 +290,20 @@ test('the fence and cite playgrounds', async () => {
   await accessible('fence and cite');
 });
 
+test('the dark scheme follows the system setting and stays accessible', async () => {
+  await page.emulateMedia({ colorScheme: 'dark' });
+  await page.click('#tab-blocks');
+  await page.waitForSelector('table.blocks tr.block');
+  const background = await page.evaluate(() => getComputedStyle(document.body).backgroundColor);
+  assert.equal(background, 'rgb(18, 18, 18)');
+  await shot('blocks-dark');
+  await accessible('blocks view, dark');
+  await page.click('#tab-cache');
+  await shot('cache-dark');
+  await accessible('cache view, dark');
+  await page.emulateMedia({ colorScheme: 'light' });
+});
+
 test('a viewer sees the override toggles but cannot save', async () => {
   await login(keys.viewer);
   const n = await renders();
