@@ -548,7 +548,7 @@ pub async fn move_label(
     state
         .inner
         .labels
-        .remove(&(tenant.clone(), name.clone(), label.clone()));
+        .expire(&(tenant.clone(), name.clone(), label.clone()));
     Ok(Json(LabelMoveResponse {
         label: LabelView::from(&moved.label),
         from: moved.from.as_ref().map(ToString::to_string),
@@ -687,7 +687,7 @@ async fn write_settings(
         SettingsScope::Agent(agent) => Some(agent.clone()),
         _ => None,
     };
-    state.inner.settings.remove(&(tenant.clone(), agent));
+    state.inner.settings.expire(&(tenant.clone(), agent));
     Ok(Json(SettingsView::of(Some(&written))))
 }
 

@@ -132,6 +132,6 @@ pub async fn publish_to_production(
     state
         .inner
         .labels
-        .remove(&(tenant.clone(), agent.clone(), production));
+        .expire(&(tenant.clone(), agent.clone(), production));
     Ok(id)
 }

@@ -213,7 +213,7 @@ pub enum CiteMode {
 /// is one line of JSON ([`CiteHeader`]) and then the model's text, chunked as it arrives; the
 /// answer is the processed text, flushed per chunk.
 #[utoipa::path(post, path = "/v1/cite", tag = "render",
-    request_body(content = String, content_type = "application/x-ndjson", description = "A CiteHeader JSON line, then the model's text"),
+    request_body(content = String, content_type = "text/plain", description = "A CiteHeader JSON line, then the model's text"),
     responses((status = 200, description = "The processed text, streamed", body = String, content_type = "text/plain"),
         (status = "4XX", body = Problem, content_type = "application/problem+json")),
     security(("bearer" = [])))]

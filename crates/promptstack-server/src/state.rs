@@ -106,14 +106,15 @@ impl AppState {
     /// when the store announces changes.
     pub fn new(store: Store, config: ServerConfig) -> AppState {
         let ttl = config.ttl;
+        let breaker = Arc::new(Breaker::default());
         AppState {
             inner: Arc::new(Inner {
                 store,
                 metrics: Metrics::default(),
                 compiled: Bounded::new(config.compiled_versions),
-                labels: TtlCache::new(ttl),
-                settings: TtlCache::new(ttl),
-                keys: TtlCache::new(ttl.min(Duration::from_secs(60))),
+                labels: TtlCache::new(ttl, Arc::clone(&breaker)),
+                settings: TtlCache::new(ttl, Arc::clone(&breaker)),
+                keys: TtlCache::new(ttl.min(Duration::from_secs(60)), breaker),
                 rate: RateLimiter::new(config.rate_per_second, config.rate_burst),
                 config,
             }),
@@ -152,21 +153,24 @@ impl Inner {
                 match (&change.kind, &change.agent) {
                     (ChangeKind::Label(label), Some(agent)) => {
                         self.labels
-                            .remove(&(tenant.clone(), agent.clone(), label.clone()))
+                            .expire(&(tenant.clone(), agent.clone(), label.clone()))
                     }
                     (ChangeKind::Settings, agent) => {
-                        self.settings.remove(&(tenant.clone(), agent.clone()))
+                        self.settings.expire(&(tenant.clone(), agent.clone()))
                     }
+                    // A revoked key must not keep working from a last good value.
                     (ChangeKind::KeyRevoked, _) => {
                         self.keys.retain(|_, (p, _)| &p.tenant != tenant)
                     }
                     _ => {}
                 }
             }
+            // Changes may have been missed: re-read everything, but keep the values as the last
+            // good ones (the gap is often the store going away).
             _ => {
-                self.labels.clear();
-                self.settings.clear();
-                self.keys.clear();
+                self.labels.expire_all();
+                self.settings.expire_all();
+                self.keys.expire_all();
             }
         }
         self.metrics.invalidations.fetch_add(1, Ordering::Relaxed);
@@ -180,25 +184,55 @@ pub(crate) struct Cached<V> {
     pub(crate) stale: Option<String>,
 }
 
+/// How long reads with a last good value skip the store after it was found unreachable, so that
+/// an outage costs one timeout, not one per cached entry.
+const BREAK_FOR: Duration = Duration::from_secs(5);
+
+/// Remembers that the store was unreachable.
+#[derive(Default)]
+pub(crate) struct Breaker {
+    down_until: Mutex<Option<Instant>>,
+}
+
+impl Breaker {
+    fn lock(&self) -> std::sync::MutexGuard<'_, Option<Instant>> {
+        self.down_until.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    fn is_open(&self) -> bool {
+        self.lock().is_some_and(|until| Instant::now() < until)
+    }
+
+    fn trip(&self) {
+        *self.lock() = Some(Instant::now() + BREAK_FOR);
+    }
+
+    fn reset(&self) {
+        *self.lock() = None;
+    }
+}
+
 /// A map whose entries are fresh for `ttl`; an expired entry is kept as the last good value for
 /// when the store cannot be read.
 pub(crate) struct TtlCache<K, V> {
     ttl: Duration,
-    entries: Mutex<HashMap<K, (V, Instant)>>,
+    breaker: Arc<Breaker>,
+    entries: Mutex<HashMap<K, (V, Option<Instant>)>>,
 }
 
 /// How many entries a [`TtlCache`] holds before the expired ones are swept.
 const SWEEP_AT: usize = 10_000;
 
 impl<K: Eq + Hash + Clone, V: Clone> TtlCache<K, V> {
-    fn new(ttl: Duration) -> Self {
+    fn new(ttl: Duration, breaker: Arc<Breaker>) -> Self {
         TtlCache {
             ttl,
+            breaker,
             entries: Mutex::new(HashMap::new()),
         }
     }
 
-    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<K, (V, Instant)>> {
+    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<K, (V, Option<Instant>)>> {
         // Entries are replaced whole, so a poisoned lock still holds consistent data.
         self.entries.lock().unwrap_or_else(|e| e.into_inner())
     }
@@ -210,7 +244,7 @@ impl<K: Eq + Hash + Clone, V: Clone> TtlCache<K, V> {
         F: Future<Output = promptstack_store::Result<V>>,
     {
         let last = self.lock().get(key).cloned();
-        if let Some((value, fetched)) = &last
+        if let Some((value, Some(fetched))) = &last
             && fetched.elapsed() < self.ttl
         {
             return Ok(Cached {
@@ -218,42 +252,58 @@ impl<K: Eq + Hash + Clone, V: Clone> TtlCache<K, V> {
                 stale: None,
             });
         }
+        let stale = |value: V, why: &dyn std::fmt::Display| Cached {
+            value,
+            stale: Some(format!(
+                "the store cannot be read ({why}); the last value read is used"
+            )),
+        };
+        if let Some((value, _)) = &last
+            && self.breaker.is_open()
+        {
+            return Ok(stale(value.clone(), &"it was unreachable moments ago"));
+        }
         match fetch.await {
             Ok(value) => {
+                self.breaker.reset();
                 let mut entries = self.lock();
                 if entries.len() >= SWEEP_AT {
                     let ttl = self.ttl;
-                    entries.retain(|_, (_, at)| at.elapsed() < ttl);
+                    entries.retain(|_, (_, at)| at.is_some_and(|at| at.elapsed() < ttl));
                     if entries.len() >= SWEEP_AT {
                         entries.clear();
                     }
                 }
-                entries.insert(key.clone(), (value.clone(), Instant::now()));
+                entries.insert(key.clone(), (value.clone(), Some(Instant::now())));
                 Ok(Cached { value, stale: None })
             }
-            Err(error) if error.kind() == ErrorKind::Unavailable => match last {
-                Some((value, _)) => Ok(Cached {
-                    value,
-                    stale: Some(format!(
-                        "the store cannot be read ({error}); the last value read is used"
-                    )),
-                }),
-                None => Err(error),
-            },
+            Err(error) if error.kind() == ErrorKind::Unavailable => {
+                self.breaker.trip();
+                match last {
+                    Some((value, _)) => Ok(stale(value, &error)),
+                    None => Err(error),
+                }
+            }
             Err(error) => Err(error),
         }
     }
 
-    pub(crate) fn remove(&self, key: &K) {
-        self.lock().remove(key);
+    /// Makes the entry re-read on its next use, keeping its value as the last good one.
+    pub(crate) fn expire(&self, key: &K) {
+        if let Some((_, at)) = self.lock().get_mut(key) {
+            *at = None;
+        }
     }
 
-    pub(crate) fn retain(&self, keep: impl FnMut(&K, &mut (V, Instant)) -> bool) {
+    /// [`TtlCache::expire`] for every entry.
+    pub(crate) fn expire_all(&self) {
+        for (_, at) in self.lock().values_mut() {
+            *at = None;
+        }
+    }
+
+    pub(crate) fn retain(&self, keep: impl FnMut(&K, &mut (V, Option<Instant>)) -> bool) {
         self.lock().retain(keep);
-    }
-
-    pub(crate) fn clear(&self) {
-        self.lock().clear();
     }
 }
 

@@ -87,7 +87,12 @@ impl StoreArgs {
 
     /// Opens the store at `location`.
     pub async fn open(location: Location) -> anyhow::Result<Store> {
-        Store::open_with(location.clone(), StoreConfig::default())
+        StoreArgs::open_with(location, StoreConfig::default()).await
+    }
+
+    /// Opens the store at `location` with `config`.
+    pub async fn open_with(location: Location, config: StoreConfig) -> anyhow::Result<Store> {
+        Store::open_with(location.clone(), config)
             .await
             .map_err(store_error)
             .with_context(|| format!("cannot open the store at {location}"))

@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use anyhow::Context as _;
 use promptstack_server::{AppState, Bundle, ServerConfig};
-use promptstack_store::{AgentName, Tenant};
+use promptstack_store::{AgentName, StoreConfig, Tenant};
 
 use crate::cmd::keys::StoreArgs;
 use crate::exit::bad_input;
@@ -57,7 +57,12 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         .build()
         .context("cannot start the runtime")?;
     runtime.block_on(async move {
-        let store = StoreArgs::open(location).await?;
+        // A request waits for the store at most a few seconds: past that, reads are answered
+        // from the last good value and writes with 503, well inside the request timeout.
+        let store_config = StoreConfig::default()
+            .acquire_timeout(Duration::from_secs(2))
+            .operation_timeout(Duration::from_secs(5));
+        let store = StoreArgs::open_with(location, store_config).await?;
         let mut config = ServerConfig::default()
             .max_body_bytes(args.max_body_bytes)
             .request_timeout(Duration::from_millis(args.request_timeout_ms.max(1)))

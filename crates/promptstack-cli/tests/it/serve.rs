@@ -344,3 +344,206 @@ fn two_instances_on_one_postgres_database_stay_consistent() {
     drop(second);
     runtime.block_on(async move { drop(database) });
 }
+
+/// A TCP proxy the test can cut: while cut, open connections are shut down and new ones are
+/// closed as soon as they are accepted.
+struct Proxy {
+    addr: String,
+    cut: std::sync::Arc<std::sync::atomic::AtomicBool>,
+    open: std::sync::Arc<std::sync::Mutex<Vec<TcpStream>>>,
+}
+
+impl Proxy {
+    fn start(upstream: String) -> Proxy {
+        use std::sync::atomic::Ordering;
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let addr = listener.local_addr().unwrap().to_string();
+        let cut = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let open = std::sync::Arc::new(std::sync::Mutex::new(Vec::<TcpStream>::new()));
+        let (flag, streams) = (cut.clone(), open.clone());
+        std::thread::spawn(move || {
+            for client in listener.incoming() {
+                let Ok(client) = client else { continue };
+                if flag.load(Ordering::SeqCst) {
+                    drop(client);
+                    continue;
+                }
+                let Ok(server) = TcpStream::connect(&upstream) else {
+                    continue;
+                };
+                let mut list = streams.lock().unwrap();
+                list.push(client.try_clone().unwrap());
+                list.push(server.try_clone().unwrap());
+                for (mut from, mut to) in [
+                    (client.try_clone().unwrap(), server.try_clone().unwrap()),
+                    (server, client),
+                ] {
+                    std::thread::spawn(move || {
+                        let _ = std::io::copy(&mut from, &mut to);
+                        let _ = to.shutdown(std::net::Shutdown::Both);
+                    });
+                }
+            }
+        });
+        Proxy { addr, cut, open }
+    }
+
+    fn set_cut(&self, cut: bool) {
+        self.cut.store(cut, std::sync::atomic::Ordering::SeqCst);
+        if cut {
+            for stream in self.open.lock().unwrap().drain(..) {
+                let _ = stream.shutdown(std::net::Shutdown::Both);
+            }
+        }
+    }
+}
+
+/// `url` with its host and port replaced by `addr`.
+fn through(url: &str, addr: &str) -> String {
+    let (scheme, rest) = url.split_once("://").unwrap();
+    let start = rest.find('@').map_or(0, |at| at + 1);
+    let end = rest[start..]
+        .find(['/', '?'])
+        .map_or(rest.len(), |i| start + i);
+    format!("{scheme}://{}{addr}{}", &rest[..start], &rest[end..])
+}
+
+#[test]
+fn a_store_outage_keeps_cached_renders_and_refuses_writes() {
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    let database = runtime
+        .block_on(promptstack_store::testing::TempDatabase::create())
+        .expect("PostgreSQL at 127.0.0.1:5432 (or PROMPTSTACK_TEST_POSTGRES)");
+    let direct = database.url().to_owned();
+    let authority = {
+        let rest = direct.split_once("://").unwrap().1;
+        let start = rest.find('@').map_or(0, |at| at + 1);
+        let end = rest[start..]
+            .find(['/', '?'])
+            .map_or(rest.len(), |i| start + i);
+        rest[start..end].to_owned()
+    };
+    let proxy = Proxy::start(authority);
+    let proxied = through(&direct, &proxy.addr);
+    let server = Server::start(&[
+        "--database",
+        &proxied,
+        "--examples",
+        "examples",
+        "--ttl-seconds",
+        "1",
+    ]);
+    let admin = key(&["--database", &direct], "default", "admin");
+    let mut send: Value = serde_json::from_slice(
+        &std::fs::read(root().join("examples/voice-platform/sends/default.json")).unwrap(),
+    )
+    .unwrap();
+    send.as_object_mut().unwrap().remove("tenant_instructions");
+    let body = json!({"send": send, "target": "llm_context"});
+    let (status, written) = server.json(
+        "PUT",
+        "/v1/settings",
+        &admin,
+        json!({"document": {"instructions": {"enabled": true, "text": "Before the outage."}}}),
+    );
+    assert_eq!(status, 200, "{written}");
+    let (status, before) = server.json(
+        "POST",
+        "/v1/agents/voice-platform/render",
+        &admin,
+        body.clone(),
+    );
+    assert_eq!(status, 200, "{before}");
+    assert!(
+        before["text"]
+            .as_str()
+            .unwrap()
+            .contains("Before the outage.")
+    );
+    let version = before["version"].as_str().unwrap().to_owned();
+
+    proxy.set_cut(true);
+    // Past the TTL: every cached entry must now be re-read, and cannot be.
+    std::thread::sleep(Duration::from_millis(1500));
+    let (status, during) = server.json(
+        "POST",
+        "/v1/agents/voice-platform/render",
+        &admin,
+        body.clone(),
+    );
+    assert_eq!(status, 200, "{during}");
+    assert_eq!(during["text"], before["text"]);
+    assert_eq!(during["version"], version.as_str());
+    assert!(
+        during["diagnostics"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|d| d["code"] == "store-unavailable"),
+        "{during}"
+    );
+    let (status, _, ready) = server.call("GET", "/readyz", None, None);
+    assert_eq!(status, 503, "{}", String::from_utf8_lossy(&ready));
+    let (status, refused) = server.json(
+        "PUT",
+        "/v1/settings",
+        &admin,
+        json!({"document": {"instructions": {"enabled": true, "text": "During the outage."}}}),
+    );
+    assert_eq!(status, 503, "{refused}");
+    assert_eq!(refused["status"], 503);
+    let (status, refused) = server.json(
+        "PUT",
+        "/v1/agents/voice-platform/labels/staging",
+        &admin,
+        json!({"version": version}),
+    );
+    assert_eq!(status, 503, "{refused}");
+
+    proxy.set_cut(false);
+    eventually(Duration::from_secs(30), || {
+        server.call("GET", "/readyz", None, None).0 == 200
+    })
+    .expect("ready again after the store is back");
+    let (status, after) = server.json(
+        "PUT",
+        "/v1/settings",
+        &admin,
+        json!({"document": {"instructions": {"enabled": true, "text": "After the outage."}}}),
+    );
+    assert_eq!(status, 200, "{after}");
+    // Every acknowledged write is there; the refused ones are not.
+    let (_, settings) = server.json("GET", "/v1/settings", &admin, Value::Null);
+    assert_eq!(settings["revision"], 2, "{settings}");
+    assert_eq!(
+        settings["document"]["instructions"]["text"],
+        "After the outage."
+    );
+    let (_, labels) = server.json(
+        "GET",
+        "/v1/agents/voice-platform/labels",
+        &admin,
+        Value::Null,
+    );
+    assert!(
+        labels
+            .as_array()
+            .unwrap()
+            .iter()
+            .all(|l| l["name"] != "staging"),
+        "{labels}"
+    );
+    let (_, audit) = server.json("GET", "/v1/audit", &admin, Value::Null);
+    let writes = audit["items"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|e| e["action"] == "settings.write")
+        .count();
+    assert_eq!(writes, 2, "{audit}");
+    drop(server);
+    runtime.block_on(async move { drop(database) });
+}
