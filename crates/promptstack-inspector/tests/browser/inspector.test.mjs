@@ -322,3 +322,23 @@ test('a viewer sees the override toggles but cannot save', async () => {
   await shot('overrides-viewer');
   await accessible('overrides view for a viewer');
 });
+
+test('an admin saves the overrides through the settings API, audited', async () => {
+  await login(keys.admin);
+  const n = await renders();
+  await page.selectOption('#agent', 'voice-platform');
+  await settled(n);
+  await page.click('#tab-overrides');
+  const m = await renders();
+  await page.check('input[name=ov-payments][value=off]');
+  await settled(m);
+  await page.click('#save-overrides');
+  await page.waitForFunction(() => /Saved/.test(document.getElementById('save-why').textContent));
+  const [settings, audit] = await page.evaluate(async (key) => {
+    const get = async (path) => (await fetch(path, { headers: { Authorization: `Bearer ${key}` } })).json();
+    return [await get('/v1/agents/voice-platform/settings'), await get('/v1/audit')];
+  }, keys.admin);
+  assert.equal(settings.document.auto_injections.capabilities.payments.mode, 'off');
+  assert.ok(audit.items.some((e) => e.object.includes('voice-platform') && /settings/.test(e.action)), JSON.stringify(audit.items));
+  await shot('overrides-saved');
+});
