@@ -9,6 +9,7 @@
 //!                    /v1/agents/{name}/render|request|explain|tools|diff|lint
 //!                    /v1/fence, /v1/cite (streamed)
 //!                    /healthz /readyz /metrics /openapi.json
+//!                    / and /inspector/*, /v1/me, …/cache-sim   the inspector's page and its needs
 //! ```
 //!
 //! Every answer of a render-like endpoint names the agent, version, label, fingerprint and
@@ -20,6 +21,7 @@ mod auth;
 pub mod bundle;
 mod engine;
 mod examples;
+mod inspector;
 mod metrics;
 mod ops;
 mod problem;
@@ -51,6 +53,7 @@ pub use state::{AppState, ServerConfig};
         api::get_agent_settings, api::put_agent_settings, api::audit,
         render::render, render::request, render::explain, render::tools, render::diff, render::lint,
         ops::fence, ops::cite, ops::healthz, ops::readyz, ops::metrics, ops::openapi,
+        inspector::me, inspector::cache_sim,
     ),
     modifiers(&Security),
 )]
@@ -111,6 +114,11 @@ pub fn router(state: AppState) -> Router {
         .route("/readyz", get(ops::readyz))
         .route("/metrics", get(ops::metrics))
         .route("/openapi.json", get(ops::openapi))
+        // The inspector: its page, who a key is, and the cache simulation it charts.
+        .route("/", get(inspector::index))
+        .route("/inspector/{*path}", get(inspector::asset))
+        .route("/v1/me", get(inspector::me))
+        .route("/v1/agents/{name}/cache-sim", post(inspector::cache_sim))
         .fallback(not_found)
         .method_not_allowed_fallback(method_not_allowed)
         .layer(DefaultBodyLimit::max(max_body))

@@ -57,9 +57,14 @@ pub struct Args {
     /// The seed of the generator that reorders and fails MCP servers.
     #[arg(long, default_value_t = 1)]
     seed: u64,
-    /// Print the report as JSON.
+    /// Print the report as JSON (with every turn's figures).
     #[arg(long)]
     json: bool,
+    /// Also write the per-turn chart (tokens read from the cache, written and uncached, ours next
+    /// to the naive baseline, with the totals) as a self-contained SVG file; the inspector draws
+    /// the same chart.
+    #[arg(long, value_name = "FILE")]
+    svg: Option<PathBuf>,
 }
 
 pub fn run(args: Args) -> anyhow::Result<ExitCode> {
@@ -116,6 +121,16 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
             promptstack::ErrorKind::Rules | promptstack::ErrorKind::Request => bad_input(e),
             _ => anyhow::Error::new(e),
         })?;
+    if let Some(path) = &args.svg {
+        std::fs::write(path, promptstack_inspector::cache_chart_svg(&report)).with_context(
+            || {
+                format!(
+                    "cannot write the chart to {}",
+                    promptstack::diagnostic::quote(&path.display().to_string())
+                )
+            },
+        )?;
+    }
     let mut out = std::io::stdout().lock();
     if args.json {
         serde_json::to_writer_pretty(&mut out, &report)?;

@@ -138,3 +138,59 @@ fn the_cache_first_target_meets_the_goal_with_failing_servers() {
         );
     }
 }
+
+/// `--svg` writes the per-turn chart: a self-contained SVG with a title and a description, every
+/// turn's bars for both sides, and the totals in text.
+#[test]
+fn svg_chart_of_a_short_thread() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("chart.svg");
+    let output = promptstack()
+        .args(ARGS)
+        .args([
+            "--turns",
+            "12",
+            "--provider",
+            "anthropic",
+            "--model",
+            "claude-sonnet-4-5",
+            "--svg",
+        ])
+        .arg(&path)
+        .output()
+        .unwrap();
+    assert!(
+        output.status.success(),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let svg = std::fs::read_to_string(&path).unwrap();
+    assert!(svg.starts_with("<svg xmlns=\"http://www.w3.org/2000/svg\""));
+    assert_eq!(svg.matches("<g><title>turn ").count(), 12);
+    insta::assert_snapshot!(svg);
+}
+
+/// The per-turn figures of `--json` add up to the totals of each side.
+#[test]
+fn per_turn_figures_add_up_to_the_totals() {
+    let report = report(&["--provider", "anthropic", "--model", "claude-sonnet-4-5"]);
+    let turns = report["per_turn"].as_array().unwrap();
+    assert_eq!(turns.len(), 100);
+    for side in ["ours", "naive"] {
+        for key in ["requests", "read", "written", "uncached"] {
+            let sum: u64 = turns.iter().map(|t| t[side][key].as_u64().unwrap()).sum();
+            assert_eq!(sum, report[side][key].as_u64().unwrap(), "{side} {key}");
+        }
+    }
+}
+
+#[test]
+fn an_unwritable_svg_path_is_reported() {
+    let output = promptstack()
+        .args(ARGS)
+        .args(["--turns", "2", "--svg", "/nonexistent-dir/chart.svg"])
+        .output()
+        .unwrap();
+    assert_eq!(output.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&output.stderr).contains("cannot write the chart to"));
+}

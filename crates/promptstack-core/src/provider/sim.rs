@@ -133,6 +133,41 @@ impl SimFigures {
     }
 }
 
+/// The tokens of one turn's requests (the user's request and any continuation after a tool call).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Default)]
+pub struct SimCounts {
+    /// Requests sent in the turn.
+    pub requests: u32,
+    /// Tokens read from the cache.
+    pub read: u64,
+    /// Tokens written to the cache.
+    pub written: u64,
+    /// Tokens billed uncached.
+    pub uncached: u64,
+}
+
+impl SimCounts {
+    fn add(&mut self, cost: Cost) {
+        self.requests += 1;
+        self.read += u64::from(cost.read);
+        self.written += u64::from(cost.written);
+        self.uncached += u64::from(cost.uncached);
+    }
+}
+
+/// One user turn of a simulation, for both sides.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub struct SimTurn {
+    /// The turn's number, from 1.
+    pub turn: u32,
+    /// Whether a synthetic MCP server failed on this turn.
+    pub mcp_failed: bool,
+    /// Our requests.
+    pub ours: SimCounts,
+    /// The naive baseline's.
+    pub naive: SimCounts,
+}
+
 fn round(x: f64) -> f64 {
     (x * 10_000.0).round() / 10_000.0
 }
@@ -158,6 +193,8 @@ pub struct SimReport {
     pub ours: SimFigures,
     /// The naive baseline's.
     pub naive: SimFigures,
+    /// Every user turn in order, for a per-turn chart.
+    pub per_turn: Vec<SimTurn>,
 }
 
 /// SplitMix64: a tiny deterministic generator, seeded by the caller.
@@ -380,6 +417,7 @@ impl AgentInner {
             .map(|(k, _)| k)
             .collect();
         let mut first_request = true;
+        let mut per_turn = Vec::with_capacity(config.turns as usize);
         for turn in 0..config.turns {
             let source = &sends[turn as usize % sends.len()];
             let now = start + u64::from(turn) * u64::from(config.gap_seconds);
@@ -405,6 +443,12 @@ impl AgentInner {
             ctx.mcp_servers = mcp.clone();
             let calls_tool = turn % 3 == 2;
             let steps = if calls_tool { 2 } else { 1 };
+            let mut this_turn = SimTurn {
+                turn: turn + 1,
+                mcp_failed: failed,
+                ours: SimCounts::default(),
+                naive: SimCounts::default(),
+            };
             for step in 0..steps {
                 let at = now + 2 * step;
                 let assembly = self.assemble(&ctx)?;
@@ -443,6 +487,7 @@ impl AgentInner {
                     at,
                 );
                 ours.add(&request, cost, first_request);
+                this_turn.ours.add(cost);
                 let cost = naive_state.apply(
                     &baseline.units,
                     &baseline.placed,
@@ -451,6 +496,7 @@ impl AgentInner {
                     at,
                 );
                 naive.add(&baseline, cost, first_request);
+                this_turn.naive.add(cost);
                 first_request = false;
                 if let Some(text) = request.user_message {
                     conversation.messages.push(Message::User { text });
@@ -485,6 +531,7 @@ impl AgentInner {
                 text: answer(turn),
                 tool_calls: Vec::new(),
             });
+            per_turn.push(this_turn);
         }
         ours.finish();
         naive.finish();
@@ -498,6 +545,7 @@ impl AgentInner {
             mcp_failures: failures,
             ours,
             naive,
+            per_turn,
         })
     }
 }

@@ -26,6 +26,7 @@ fn body_for(method: &Method, path: &str, globex_version: &str) -> Option<Option<
             | "/v1/agents/{name}/diff",
         ) => Some(json!({"ref": globex_version, "send": send})),
         ("POST", "/v1/agents/{name}/lint") => Some(json!({"ref": globex_version})),
+        ("POST", "/v1/agents/{name}/cache-sim") => Some(json!({"ref": globex_version, "turns": 2})),
         ("POST", "/v1/fence") => Some(json!({"text": "x", "kind": "page"})),
         ("POST", "/v1/cite") => return Some(None),
         _ => return None,

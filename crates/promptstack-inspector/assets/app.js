@@ -1,0 +1,335 @@
+// The inspector's state and wiring: pickers, the send editor, live re-rendering and the views.
+
+import { api, key, problemLines } from './api.js';
+import { h, fill } from './dom.js';
+import { parseWithLines, validate, lineOf, JsonError } from './jsonloc.js';
+import { blocksView, blockDetail, textView, requestView, toolsView, diffView, reasonText } from './views.js';
+import { cacheChartSvg } from './chart.js';
+
+const DEBOUNCE_MS = 120;
+const $ = (id) => document.getElementById(id);
+
+const state = {
+  role: null, agents: [], agent: null, refs: [], bundle: null, sends: {}, schema: null,
+  send: null, explain: null, selected: null, view: 'blocks', overrides: {}, generation: 0,
+};
+/** Edit-to-render round trips (ms) of the live re-render, for the browser test. */
+window.inspectorTimings = [];
+
+const status = (text, isError = false) => {
+  const el = $('status');
+  el.textContent = text;
+  el.classList.toggle('error', isError);
+};
+const showError = (e) => status(problemLines(e).join('\n'), true);
+
+function options(select, items, chosen) {
+  select.replaceChildren(...items.map(([value, label]) => h('option', { value, selected: value === chosen }, label ?? value)));
+}
+
+const listOf = (answer, ...keys) => {
+  if (Array.isArray(answer)) return answer;
+  for (const k of keys) if (Array.isArray(answer?.[k])) return answer[k];
+  return [];
+};
+
+async function connect() {
+  try {
+    const me = await api.me().catch(() => null);
+    state.role = me?.role ?? null;
+    fill('whoami', me ? `tenant ${me.tenant} · ${me.role}` : '');
+    const agents = listOf(await api.agents(), 'agents', 'items');
+    state.agents = agents.map((a) => (typeof a === 'string' ? a : a.name));
+    options($('agent'), state.agents.map((a) => [a]), state.agents.includes('chat-assistant') ? 'chat-assistant' : state.agents[0]);
+    state.schema = await fetch('/inspector/send.schema.json').then((r) => r.json());
+    document.body.classList.add('connected');
+    await pickAgent();
+  } catch (e) {
+    showError(e);
+  }
+}
+
+async function pickAgent() {
+  state.agent = $('agent').value;
+  state.selected = null;
+  state.overrides = {};
+  const [versions, labels] = await Promise.all([
+    api.versions(state.agent).then((a) => listOf(a, 'versions', 'items')),
+    api.labels(state.agent).then((a) => listOf(a, 'labels', 'items')).catch(() => []),
+  ]);
+  state.labels = new Map(labels.map((l) => [l.name, l.version]));
+  const refs = labels.map((l) => [l.name, `label ${l.name} (${String(l.version).slice(0, 12)}…)`]);
+  for (const v of versions) refs.push([v.id, `version ${v.id.slice(0, 12)}… (${v.created_at ?? ''})`]);
+  if (!refs.length) refs.push(['production', 'label production']);
+  options($('ref'), refs, state.labels.has('production') ? 'production' : refs[0][0]);
+  options($('ref-b'), refs, refs[refs.length - 1][0]);
+  await pickRef();
+}
+
+async function pickRef() {
+  const ref = $('ref').value;
+  const versionId = state.labels?.get(ref) ?? ref;
+  const stored = await api.version(state.agent, versionId).catch(() => null);
+  state.bundle = stored?.bundle ?? null;
+  state.sends = state.bundle?.sends ?? {};
+  const names = Object.keys(state.sends);
+  const preferred = names.includes('research') ? 'research' : names.includes('default') ? 'default' : names[0];
+  options($('send-name'), names.map((n) => [n]), preferred);
+  options($('send-b'), names.map((n) => [n]), names.find((n) => n !== preferred) ?? preferred);
+  loadSend();
+}
+
+function loadSend() {
+  const send = state.sends[$('send-name').value] ?? {};
+  $('send').value = JSON.stringify(send, null, 2);
+  state.explain = null;
+  onEdit(true);
+}
+
+/** Validates the editor's JSON against the send schema; shows every error at its line. */
+function checkSend() {
+  const text = $('send').value;
+  let parsed;
+  try {
+    parsed = parseWithLines(text);
+  } catch (e) {
+    if (!(e instanceof JsonError)) throw e;
+    showSendErrors([{ line: e.line, message: `${e.message} (column ${e.column})` }]);
+    return null;
+  }
+  const errors = state.schema ? validate(state.schema, parsed.value) : [];
+  showSendErrors(errors.map((err) => ({ line: lineOf(parsed.lines, err.pointer), message: `${err.pointer || '/'}: ${err.message}` })));
+  return errors.length ? null : parsed.value;
+}
+
+function showSendErrors(errors) {
+  const lines = $('send').value.split('\n').length;
+  const bad = new Set(errors.map((e) => e.line));
+  $('gutter').textContent = Array.from({ length: lines }, (_, i) => `${bad.has(i + 1) ? '▶' : ' '}${i + 1}`).join('\n');
+  $('send').setAttribute('aria-invalid', String(errors.length > 0));
+  fill('send-errors', errors.map((e) => h('li', {}, h('button.link', { type: 'button', onclick: () => gotoLine(e.line) }, `line ${e.line}`), `: ${e.message}`)));
+}
+
+function gotoLine(line) {
+  const ta = $('send');
+  const lines = ta.value.split('\n');
+  const start = lines.slice(0, line - 1).reduce((n, l) => n + l.length + 1, 0);
+  ta.focus();
+  ta.setSelectionRange(start, start + lines[line - 1].length);
+}
+
+let timer = null;
+function onEdit(now = false) {
+  clearTimeout(timer);
+  timer = setTimeout(render, now ? 0 : DEBOUNCE_MS);
+}
+
+/** The send as previewed: the editor's send with the override toggles applied. */
+function previewSend() {
+  if (!Object.keys(state.overrides).length) return state.send;
+  const base = structuredClone(state.send.auto_injections ?? {});
+  base.capabilities = { ...(base.capabilities ?? {}) };
+  for (const [slug, o] of Object.entries(state.overrides)) {
+    if (o.mode === 'default') delete base.capabilities[slug];
+    else base.capabilities[slug] = { ...(base.capabilities[slug] ?? {}), ...o };
+  }
+  return { ...state.send, auto_injections: base };
+}
+
+const common = () => ({ ref: $('ref').value, send: previewSend() });
+
+async function render() {
+  const send = checkSend();
+  if (!send || !state.agent) return;
+  state.send = send;
+  const generation = ++state.generation;
+  const started = performance.now();
+  try {
+    const answer = await api.op(state.agent, 'explain', common());
+    if (generation !== state.generation) return;
+    state.explain = answer.detail;
+    const targets = state.explain.targets.map((t) => t.target);
+    const chosen = targets.includes($('target').value) ? $('target').value : targets[0];
+    options($('target'), targets.map((t) => [t]), chosen);
+    await renderView();
+    window.inspectorTimings.push(performance.now() - started);
+    document.body.dataset.renders = String(Number(document.body.dataset.renders ?? 0) + 1);
+    const diags = answer.diagnostics ?? [];
+    status(`${answer.agent} · version ${String(answer.version).slice(0, 12)}${answer.label ? ` (${answer.label})` : ''} · fingerprint ${String(answer.fingerprint).slice(0, 16)} · rules ${answer.rules_version}${diags.length ? ` · ${diags.length} diagnostics` : ''}`);
+  } catch (e) {
+    if (generation === state.generation) showError(e);
+  }
+}
+
+async function renderView() {
+  const target = $('target').value;
+  const ex = state.explain;
+  if (!ex) return;
+  switch (state.view) {
+    case 'blocks': {
+      fill('blocks', blocksView(ex, target, state.selected, (id) => { state.selected = id; renderView(); }));
+      fill('block-detail', blockDetail(ex.assembly.blocks.find((b) => b.id === state.selected), state.bundle));
+      break;
+    }
+    case 'text': fill('text', textView(ex, target)); break;
+    case 'request': {
+      const answer = await api.op(state.agent, 'request', { ...common(), target, format: $('format').value });
+      fill('request', requestView(answer));
+      break;
+    }
+    case 'tools': fill('tools', toolsView(await api.op(state.agent, 'tools', common()))); break;
+    case 'overrides': renderOverrides(); break;
+    default: break;
+  }
+}
+
+function renderOverrides() {
+  const caps = state.explain.assembly.blocks.filter((b) => b.id.startsWith('capability.'));
+  if (!caps.length) { fill('overrides', h('p', { text: 'This agent has no stage capabilities to override.' })); return; }
+  const canSave = state.role === 'admin';
+  const why = canSave ? null : `Saving needs an admin key; this key is ${state.role ?? 'not an admin key'}. Toggles preview only.`;
+  const rows = caps.map((b) => {
+    const slug = b.id.slice('capability.'.length);
+    const mode = state.overrides[slug]?.mode ?? (b.override === 'off' || b.override === 'custom' ? b.override : 'default');
+    const name = `ov-${slug}`;
+    return h('fieldset.override', {},
+      h('legend', {}, h('code', { text: slug }), ` — now ${b.state.state}${b.state.state === 'included' ? '' : ` (${reasonText(b.state.reason)})`}, override ${b.override}`),
+      ['default', 'off', 'custom'].map((m) => h('label', {},
+        h('input', { type: 'radio', name, value: m, checked: mode === m, onchange: () => setOverride(slug, m, b.text) }), ` ${m}`)),
+      mode === 'custom' ? h('label.block', {}, 'Custom text ',
+        h('textarea', { rows: 3, oninput: (e) => { state.overrides[slug] = { mode: 'custom', text: e.target.value }; onEdit(); } },
+          state.overrides[slug]?.text ?? b.text)) : null);
+  });
+  fill('overrides',
+    h('p', { text: 'Toggles re-render the page as a preview; nothing is stored until you save.' }),
+    rows,
+    h('div.save', {},
+      h('button', { type: 'button', id: 'save-overrides', disabled: !canSave, 'aria-describedby': 'save-why', onclick: saveOverrides }, 'Save overrides for this tenant'),
+      h('span', { id: 'save-why', role: 'status', text: why ?? 'Saving writes the agent settings (audited).' })));
+}
+
+function setOverride(slug, mode, text) {
+  state.overrides[slug] = mode === 'custom' ? { mode, text } : { mode };
+  onEdit(true);
+}
+
+async function saveOverrides() {
+  try {
+    const preview = previewSend();
+    await api.saveSettings(state.agent, { auto_injections: preview.auto_injections ?? {} });
+    fill('save-why', 'Saved.');
+  } catch (e) {
+    fill('save-why', problemLines(e).join(' '));
+  }
+}
+
+async function copyFull() {
+  try {
+    const answer = await api.op(state.agent, 'render', { ...common(), target: $('target').value, full: true, format: 'text' });
+    const text = answer.text ?? '';
+    try {
+      await navigator.clipboard.writeText(text);
+    } catch {
+      const ta = h('textarea', {}, text);
+      document.body.append(ta);
+      ta.select();
+      document.execCommand('copy');
+      ta.remove();
+    }
+    $('copied').value = text;
+    fill('copy-status', `Copied the full prompt (${text.length} characters).`);
+    fill('copy-warnings', (answer.diagnostics ?? []).map((d) => h('li', { text: d.message ?? JSON.stringify(d) })));
+  } catch (e) {
+    fill('copy-status', problemLines(e).join(' '));
+  }
+}
+
+async function runDiff() {
+  try {
+    const bSend = $('diff-mode').value === 'sends' ? (state.sends[$('send-b').value] ?? state.send) : previewSend();
+    const body = { ...common(), target: $('target').value, format: $('format').value, send_b: bSend };
+    if ($('diff-mode').value === 'versions') body.ref_b = $('ref-b').value;
+    fill('diff', diffView(await api.op(state.agent, 'diff', body)));
+  } catch (e) { fill('diff', h('p.error', { text: problemLines(e).join('\n') })); }
+}
+
+let layout = null;
+async function runCacheSim() {
+  try {
+    fill('cache-status', 'Simulating…');
+    layout ??= await fetch('/inspector/cache-chart.json').then((r) => r.json());
+    const report = await api.cacheSim(state.agent, {
+      ref: $('ref').value, target: $('target').value, provider: $('sim-provider').value,
+      model: $('sim-model').value || undefined, turns: Number($('sim-turns').value),
+    });
+    const sim = report.report ?? report.detail ?? report;
+    $('cache-chart').innerHTML = cacheChartSvg(sim, layout);
+    fill('cache-status', `naive baseline costs ${(sim.naive.relative_cost / Math.max(sim.ours.relative_cost, 1e-9)).toFixed(2)}× ours`);
+  } catch (e) { fill('cache-status', problemLines(e).join(' ')); }
+}
+
+async function runFence() {
+  try {
+    const answer = await api.fence({ text: $('fence-in').value, kind: $('fence-kind').value, origin: $('fence-origin').value || undefined });
+    $('fence-out').textContent = answer.text;
+    fill('fence-note', `${answer.defanged} markers or control tokens defanged${answer.truncated ? `; truncated to ${answer.truncated[0]} of ${answer.truncated[1]} bytes` : ''}.`);
+  } catch (e) { $('fence-out').textContent = problemLines(e).join('\n'); }
+}
+
+async function runCite() {
+  try {
+    let sources;
+    try { sources = JSON.parse($('cite-sources').value || '{"sources": []}'); } catch (e) { throw new Error(`the sources are not valid JSON: ${e.message}`); }
+    $('cite-out').textContent = await api.cite({ sources, mode: $('cite-mode').value }, $('cite-in').value);
+  } catch (e) { $('cite-out').textContent = problemLines(e).join('\n'); }
+}
+
+function selectTab(name, focus = false) {
+  state.view = name;
+  for (const tab of document.querySelectorAll('[role=tab]')) {
+    const on = tab.dataset.view === name;
+    tab.setAttribute('aria-selected', String(on));
+    tab.tabIndex = on ? 0 : -1;
+    if (on && focus) tab.focus();
+    $(tab.getAttribute('aria-controls')).hidden = !on;
+  }
+  renderView().catch(showError);
+}
+
+function linkHover(event, on) {
+  const id = event.target.closest?.('[data-block]')?.dataset.block;
+  if (!id) return;
+  for (const el of document.querySelectorAll(`#text [data-block="${CSS.escape(id)}"]`)) el.classList.toggle('hl', on);
+}
+
+function init() {
+  $('key').value = key.get();
+  $('key-form').addEventListener('submit', (e) => { e.preventDefault(); key.set($('key').value); connect(); });
+  $('agent').addEventListener('change', () => pickAgent().catch(showError));
+  $('ref').addEventListener('change', () => pickRef().catch(showError));
+  $('send-name').addEventListener('change', loadSend);
+  $('target').addEventListener('change', () => renderView().catch(showError));
+  $('format').addEventListener('change', () => onEdit(true));
+  $('send').addEventListener('input', () => onEdit());
+  $('send').addEventListener('scroll', () => { $('gutter').scrollTop = $('send').scrollTop; });
+  $('copy').addEventListener('click', copyFull);
+  $('run-diff').addEventListener('click', runDiff);
+  $('run-sim').addEventListener('click', runCacheSim);
+  $('run-fence').addEventListener('click', runFence);
+  $('run-cite').addEventListener('click', runCite);
+  const tabs = [...document.querySelectorAll('[role=tab]')];
+  tabs.forEach((tab, i) => {
+    tab.addEventListener('click', () => selectTab(tab.dataset.view));
+    tab.addEventListener('keydown', (e) => {
+      const step = { ArrowRight: 1, ArrowLeft: -1 }[e.key];
+      if (step) selectTab(tabs[(i + step + tabs.length) % tabs.length].dataset.view, true);
+    });
+  });
+  for (const [type, on] of [['mouseover', true], ['mouseout', false], ['focusin', true], ['focusout', false]]) {
+    $('text').addEventListener(type, (e) => linkHover(e, on));
+  }
+  selectTab('blocks');
+  if (key.get()) connect();
+}
+
+init();

@@ -1,0 +1,344 @@
+// The inspector in a real browser: `promptstack serve --examples` on a free port with a temporary
+// data directory, keys made with `promptstack keys create`, Debian's chromium driven headless by
+// playwright-core, and axe-core's accessibility check on every view. Each test saves a
+// screenshot to target/inspector-artifacts/ (kept as CI artifacts, not compared).
+
+import { test, before, after } from 'node:test';
+import assert from 'node:assert/strict';
+import { spawn, execFileSync } from 'node:child_process';
+import { mkdtempSync, mkdirSync, rmSync, readFileSync, existsSync } from 'node:fs';
+import { createServer } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join, resolve } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { chromium } from 'playwright-core';
+
+const here = fileURLToPath(new URL('.', import.meta.url));
+const root = resolve(here, '../../../..');
+const bin = process.env.PROMPTSTACK_BIN ?? join(root, 'target/debug/promptstack');
+const browserPath = process.env.CHROMIUM ?? '/usr/bin/chromium';
+const artifacts = join(root, 'target/inspector-artifacts');
+const axeSource = join(here, 'node_modules/axe-core/axe.min.js');
+
+let data;
+let server;
+let base;
+let browser;
+let page;
+const keys = {};
+
+const freePort = () => new Promise((ok, fail) => {
+  const s = createServer();
+  s.once('error', fail);
+  s.listen(0, '127.0.0.1', () => { const { port } = s.address(); s.close(() => ok(port)); });
+});
+
+const promptstack = (...args) => execFileSync(bin, args, { cwd: root, encoding: 'utf8', timeout: 60_000 });
+
+async function waitForServer(url, deadline) {
+  for (;;) {
+    try {
+      const r = await fetch(`${url}/healthz`);
+      if (r.ok) return;
+    } catch { /* not yet listening */ }
+    if (Date.now() > deadline) throw new Error(`the server did not answer at ${url} in time`);
+    if (server.exitCode !== null) throw new Error(`the server exited with ${server.exitCode}`);
+    await new Promise((r) => setTimeout(r, 100));
+  }
+}
+
+before(async () => {
+  assert.ok(existsSync(bin), `no binary at ${bin}; build it with cargo build -p promptstack-cli`);
+  mkdirSync(artifacts, { recursive: true });
+  data = mkdtempSync(join(tmpdir(), 'promptstack-inspector-'));
+  keys.admin = promptstack('keys', 'create', '--data', data, '--tenant', 'default', '--role', 'admin').trim();
+  keys.viewer = promptstack('keys', 'create', '--data', data, '--tenant', 'default', '--role', 'viewer').trim();
+  const port = await freePort();
+  base = `http://127.0.0.1:${port}`;
+  server = spawn(bin, ['serve', '--examples', '--data', data, '--listen', `127.0.0.1:${port}`], {
+    cwd: root, stdio: ['ignore', 'inherit', 'inherit'],
+  });
+  await waitForServer(base, Date.now() + 60_000);
+  browser = await chromium.launch({ executablePath: browserPath, args: ['--no-sandbox'] });
+  // The page's Content-Security-Policy allows only its own scripts; axe-core is injected by the test.
+  const context = await browser.newContext({ viewport: { width: 1400, height: 1000 }, bypassCSP: true });
+  await context.grantPermissions(['clipboard-read', 'clipboard-write'], { origin: base });
+  page = await context.newPage();
+  page.setDefaultTimeout(15_000);
+});
+
+after(async () => {
+  await browser?.close();
+  if (server && server.exitCode === null) {
+    const exited = new Promise((r) => server.once('exit', r));
+    server.kill('SIGTERM');
+    await exited;
+  }
+  if (data) rmSync(data, { recursive: true, force: true });
+});
+
+const shot = (name) => page.screenshot({ path: join(artifacts, `${name}.png`), fullPage: true });
+
+/** axe-core on the current page: no serious or critical violations. */
+async function accessible(what) {
+  await page.addScriptTag({ path: axeSource });
+  const violations = await page.evaluate(async () => (await window.axe.run(document)).violations
+    .filter((v) => v.impact === 'serious' || v.impact === 'critical')
+    .map((v) => `${v.id} (${v.impact}): ${v.nodes.map((n) => n.target.join(' ')).slice(0, 3).join(', ')}`));
+  assert.deepEqual(violations, [], `${what}: ${violations.join('\n')}`);
+}
+
+const renders = () => page.evaluate(() => Number(document.body.dataset.renders ?? 0));
+async function settled(previous) {
+  await page.waitForFunction((n) => Number(document.body.dataset.renders ?? 0) > n, previous);
+}
+
+async function login(key) {
+  await page.goto(`${base}/`);
+  await page.fill('#key', key);
+  const n = await renders();
+  await page.click('#key-form button[type=submit]');
+  await settled(n);
+}
+
+async function choose(selector, value) {
+  const n = await renders();
+  await page.selectOption(selector, value);
+  await settled(n);
+}
+
+test('the page loads, takes a key and shows the blocks of the research send', async () => {
+  await login(keys.admin);
+  await page.selectOption('#agent', 'chat-assistant');
+  await page.waitForSelector('#send-name option[value=research]', { state: 'attached' });
+  await choose('#send-name', 'research');
+  await page.waitForSelector('table.blocks tr.block');
+  const rows = await page.locator('table.blocks tr.block').count();
+  assert.ok(rows > 5, `${rows} block rows`);
+  assert.equal(await page.locator('tr.prefix-line').count(), 1, 'the cacheable-prefix line is drawn');
+  await page.locator('tr.block button.link').first().click();
+  await page.waitForSelector('#block-detail code.origin');
+  assert.match(await page.textContent('#block-detail code.origin'), /agent\.toml:\d+/);
+  await shot('blocks');
+  await accessible('blocks view');
+});
+
+test('excluded blocks show their reasons', async () => {
+  const excluded = page.locator('table.blocks tr.block.excluded');
+  const n = await excluded.count();
+  assert.ok(n > 0, 'the research send excludes some blocks');
+  for (let i = 0; i < n; i++) {
+    const reason = (await excluded.nth(i).locator('.reason').textContent()).trim();
+    assert.ok(reason.length > 3, `row ${i} has the reason ${JSON.stringify(reason)}`);
+  }
+  const project = page.locator('tr.block.excluded[data-block=project] .reason');
+  assert.match(await project.textContent(), /gate/);
+  await shot('excluded');
+});
+
+test('switching the target changes the text view', async () => {
+  await page.click('#tab-text');
+  await page.waitForSelector('#text pre.prompt');
+  const targets = await page.$$eval('#target option', (os) => os.map((o) => o.value));
+  assert.ok(targets.length >= 2, `targets ${targets}`);
+  const before = await page.textContent('#text');
+  const other = targets.find((t) => t !== (targets.includes('cached') ? 'cached' : targets[0])) ?? targets[1];
+  await page.selectOption('#target', other);
+  await page.waitForFunction((b) => document.querySelector('#text')?.textContent !== b, before);
+  await page.locator('#text .blocklist li').first().hover();
+  assert.ok(await page.locator('#text .seg.hl').count() > 0, 'hovering a block highlights its text');
+  await shot('text');
+  await accessible('text view');
+});
+
+test('the request view marks a cache breakpoint', async () => {
+  await page.selectOption('#target', 'cached');
+  await page.click('#tab-request');
+  await page.waitForSelector('#request tr.breakpoint');
+  assert.ok(await page.locator('#request mark.bp').count() > 0, 'a breakpoint is marked in the body');
+  assert.match(await page.textContent('#request .fingerprints'), /[0-9a-f]{64}/);
+  assert.match(await page.textContent('#request .costline'), /repeat/);
+  await shot('request');
+  await accessible('request view');
+});
+
+test('the tools view lists offered and excluded tools with reasons', async () => {
+  await page.click('#tab-tools');
+  await page.waitForSelector('#tools table.excluded tbody tr');
+  assert.match(await page.textContent('#tools table.excluded'), /switched off/);
+  await shot('tools');
+});
+
+test('a diff of two sends names the first divergent block and the breakpoints', async () => {
+  await page.click('#tab-diff');
+  await page.selectOption('#diff-mode', 'sends');
+  await page.selectOption('#send-b', 'project');
+  await page.click('#run-diff');
+  await page.waitForSelector('#diff table tbody tr');
+  assert.match(await page.textContent('#diff .divergent'), /First divergent block/);
+  assert.match(await page.textContent('#diff table'), /survives|broken/);
+  await shot('diff');
+  await accessible('diff view');
+});
+
+test('the edit-to-render round trip', async () => {
+  await page.click('#tab-blocks');
+  const times = [];
+  for (let i = 0; i < 40; i++) {
+    const n = await renders();
+    const typed = await page.evaluate((k) => {
+      const ta = document.getElementById('send');
+      const send = JSON.parse(ta.value);
+      send.user_message = `Edit number ${k}: what changed in the energy market this week?`;
+      ta.value = JSON.stringify(send, null, 2);
+      ta.dispatchEvent(new Event('input'));
+      return performance.now();
+    }, i);
+    await settled(n);
+    const done = await page.evaluate(() => window.inspectorTimings.at(-1));
+    times.push({ request: done, total: await page.evaluate((t) => performance.now() - t, typed) });
+  }
+  const p95 = (xs) => xs.sort((a, b) => a - b)[Math.ceil(xs.length * 0.95) - 1];
+  console.log(`inspector round trip over 40 edits: p95 request→render ${p95(times.map((t) => t.request)).toFixed(1)} ms; ` +
+    `p95 keystroke→render ${p95(times.map((t) => t.total)).toFixed(1)} ms (including the 120 ms debounce and the test's polling)`);
+  assert.equal(times.length, 40);
+});
+
+test('a send that breaks the schema is shown at its line', async () => {
+  const n = await renders();
+  await page.evaluate(() => {
+    const ta = document.getElementById('send');
+    const send = JSON.parse(ta.value);
+    send.no_such_field = 1;
+    ta.value = JSON.stringify(send, null, 2);
+    ta.dispatchEvent(new Event('input'));
+  });
+  await page.waitForSelector('#send-errors li');
+  const text = await page.textContent('#send-errors');
+  const line = (await page.inputValue('#send')).split('\n').findIndex((l) => l.includes('no_such_field')) + 1;
+  assert.match(text, new RegExp(`line ${line}: /no_such_field: unknown field`));
+  assert.equal(await renders(), n, 'an invalid send is not rendered');
+  await shot('send-error');
+  await page.selectOption('#send-name', 'plain');
+  await page.selectOption('#send-name', 'research');
+  await page.waitForFunction(() => !document.querySelector('#send-errors li'));
+});
+
+test('an override preview on the voice platform re-renders without saving', async () => {
+  await page.click('#tab-overrides');
+  const n = await renders();
+  await page.selectOption('#agent', 'voice-platform');
+  await settled(n);
+  await page.waitForSelector('#overrides fieldset.override');
+  const m = await renders();
+  await page.check('input[name=ov-payments][value=off]');
+  await settled(m);
+  await page.click('#tab-blocks');
+  await page.waitForSelector('tr.block[data-block="capability.payments"]');
+  assert.match(await page.textContent('tr.block[data-block="capability.payments"]'), /excluded/);
+  await page.click('#tab-overrides');
+  assert.equal(await page.isDisabled('#save-overrides'), false, 'an admin can save');
+  await shot('overrides-admin');
+  await accessible('overrides view');
+});
+
+test('copy full prompt puts the render --full text on the clipboard with its warnings', async () => {
+  await page.click('#copy');
+  await page.waitForFunction(() => /Copied/.test(document.getElementById('copy-status').textContent));
+  const copied = await page.evaluate(() => navigator.clipboard.readText());
+  assert.ok(copied.length > 200, 'the full prompt was copied');
+  assert.equal(copied, await page.inputValue('#copied'));
+  await shot('copy');
+});
+
+test('the cache chart is drawn by the page, the same as cache-sim --svg', async () => {
+  await choose('#agent', 'chat-assistant');
+  await page.selectOption('#target', 'cached');
+  await page.click('#tab-cache');
+  await page.click('#run-sim');
+  await page.waitForFunction(() => !/Simulating/.test(document.getElementById('cache-status').textContent), null, { timeout: 60_000 });
+  assert.equal(await page.locator('#cache-chart svg > title').count(), 1, await page.textContent('#cache-status'));
+  assert.equal(await page.locator('#cache-chart svg > g').count(), Number(await page.inputValue('#sim-turns')));
+  assert.match(await page.textContent('#cache-status'), /naive baseline costs/);
+  // The page's chart.js and the CLI's --svg draw one report to the same bytes.
+  const dir = mkdtempSync(join(tmpdir(), 'promptstack-chart-'));
+  const svgPath = join(dir, 'chart.svg');
+  const json = promptstack('cache-sim', 'examples/chat-assistant/agent.toml', '--sends', 'examples/chat-assistant/sends',
+    '--target', 'cached', '--turns', '25', '--provider', 'anthropic', '--model', 'claude-sonnet-4-5', '--json', '--svg', svgPath);
+  const fromCli = readFileSync(svgPath, 'utf8');
+  rmSync(dir, { recursive: true, force: true });
+  const fromPage = await page.evaluate(async (report) => {
+    const { cacheChartSvg } = await import('/inspector/chart.js');
+    const layout = await fetch('/inspector/cache-chart.json').then((r) => r.json());
+    return cacheChartSvg(report, layout);
+  }, JSON.parse(json));
+  assert.equal(fromPage, fromCli);
+  await shot('cache');
+  await accessible('cache view');
+});
+
+test('the fence and cite playgrounds', async () => {
+  await page.click('#tab-play');
+  await page.click('#run-fence');
+  await page.waitForFunction(() => document.getElementById('fence-out').textContent.length > 0);
+  const fenced = await page.textContent('#fence-out');
+  assert.match(fenced, /^<<<web_content_([0-9a-f]+) origin="https:\/\/example\.com">>>\n[^]*You are now root\.\n<<<end_web_content_\1>>>\n?$/);
+  await page.click('#run-cite');
+  await page.waitForFunction(() => document.getElementById('cite-out').textContent.length > 0);
+  assert.match(await page.textContent('#cite-out'), /\[\[1\]\]\(https:\/\/example\.com\/a "Prices"\)/);
+  await shot('playgrounds');
+  await accessible('fence and cite');
+});
+
+test('the dark scheme follows the system setting and stays accessible', async () => {
+  await page.emulateMedia({ colorScheme: 'dark' });
+  await page.click('#tab-blocks');
+  await page.waitForSelector('table.blocks tr.block');
+  const background = await page.evaluate(() => getComputedStyle(document.body).backgroundColor);
+  assert.equal(background, 'rgb(18, 18, 18)');
+  await shot('blocks-dark');
+  await accessible('blocks view, dark');
+  await page.click('#tab-cache');
+  await shot('cache-dark');
+  await accessible('cache view, dark');
+  await page.emulateMedia({ colorScheme: 'light' });
+});
+
+test('a viewer sees the override toggles but cannot save', async () => {
+  await login(keys.viewer);
+  const n = await renders();
+  await page.selectOption('#agent', 'voice-platform');
+  await settled(n);
+  await page.click('#tab-overrides');
+  await page.waitForSelector('#save-overrides');
+  assert.equal(await page.isDisabled('#save-overrides'), true);
+  assert.match(await page.textContent('#save-why'), /admin/);
+  // The server refuses the write too, whatever the page does.
+  const status = await page.evaluate(async (key) => (await fetch('/v1/agents/voice-platform/settings', {
+    method: 'PUT', headers: { Authorization: `Bearer ${key}`, 'Content-Type': 'application/json' },
+    body: JSON.stringify({ auto_injections: { capabilities: { payments: { mode: 'off' } } } }),
+  })).status, keys.viewer);
+  assert.equal(status, 403);
+  await shot('overrides-viewer');
+  await accessible('overrides view for a viewer');
+});
+
+test('an admin saves the overrides through the settings API, audited', async () => {
+  await login(keys.admin);
+  const n = await renders();
+  await page.selectOption('#agent', 'voice-platform');
+  await settled(n);
+  await page.click('#tab-overrides');
+  const m = await renders();
+  await page.check('input[name=ov-payments][value=off]');
+  await settled(m);
+  await page.click('#save-overrides');
+  await page.waitForFunction(() => /Saved/.test(document.getElementById('save-why').textContent));
+  const [settings, audit] = await page.evaluate(async (key) => {
+    const get = async (path) => (await fetch(path, { headers: { Authorization: `Bearer ${key}` } })).json();
+    return [await get('/v1/agents/voice-platform/settings'), await get('/v1/audit')];
+  }, keys.admin);
+  assert.equal(settings.document.auto_injections.capabilities.payments.mode, 'off');
+  assert.ok(audit.items.some((e) => e.object.includes('voice-platform') && /settings/.test(e.action)), JSON.stringify(audit.items));
+  await shot('overrides-saved');
+});

@@ -1,0 +1,212 @@
+//! The inspector's routes: the page's embedded assets at `/` and `/inspector/*`, who the key is
+//! (`/v1/me`, so the page can show what a viewer may not do) and the cache simulation the page
+//! charts (`/v1/agents/{name}/cache-sim`).
+
+use axum::Json;
+use axum::extract::rejection::JsonRejection;
+use axum::extract::{Path, State};
+use axum::http::{StatusCode, header};
+use axum::response::{IntoResponse, Response};
+use promptstack::provider::sim::{SimConfig, SimReport};
+use promptstack::provider::{Format, RequestOptions, Rules};
+use serde::{Deserialize, Serialize};
+use utoipa::ToSchema;
+
+use crate::auth::Auth;
+use crate::bundle::Bundle;
+use crate::engine::{engine_problem, resolve, send_for};
+use crate::problem::{Problem, json_rejection};
+use crate::render::ProviderFormat;
+use crate::state::AppState;
+
+/// `GET /`: the inspector's page.
+pub async fn index() -> Response {
+    asset_response("index.html")
+}
+
+/// `GET /inspector/{path}`: one of the page's embedded files, or the send schema.
+pub async fn asset(Path(path): Path<String>) -> Response {
+    asset_response(&path)
+}
+
+fn asset_response(path: &str) -> Response {
+    match promptstack_inspector::file(path) {
+        Some((content_type, bytes)) => (
+            [
+                (header::CONTENT_TYPE, content_type),
+                (header::CACHE_CONTROL, "no-cache"),
+                (header::X_CONTENT_TYPE_OPTIONS, "nosniff"),
+                (
+                    header::CONTENT_SECURITY_POLICY,
+                    "default-src 'self'; img-src 'self' data:; style-src 'self' 'unsafe-inline'; object-src 'none'; base-uri 'none'; frame-ancestors 'none'",
+                ),
+            ],
+            bytes.into_owned(),
+        )
+            .into_response(),
+        None => Problem::not_found("no such file of the inspector").into_response(),
+    }
+}
+
+/// Who a key is.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct Me {
+    /// The key's tenant.
+    pub tenant: String,
+    /// Its role: `admin`, `editor` or `viewer`.
+    pub role: String,
+}
+
+/// `GET /v1/me`: the tenant and role of the key making the request.
+#[utoipa::path(get, path = "/v1/me", tag = "operations",
+    responses((status = 200, body = Me), (status = "4XX", body = Problem, content_type = "application/problem+json")),
+    security(("bearer" = [])))]
+pub async fn me(auth: Auth) -> Json<Me> {
+    Json(Me {
+        tenant: auth.0.tenant.to_string(),
+        role: auth.0.role.as_str().to_owned(),
+    })
+}
+
+/// The body of `cache-sim`.
+#[derive(Debug, Clone, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct CacheSimRequest {
+    /// A label or a version id (default `production`).
+    #[serde(rename = "ref")]
+    pub reference: Option<String>,
+    /// The target (default: the only one; required when there are several).
+    pub target: Option<String>,
+    /// The request format (default `anthropic`).
+    #[serde(default)]
+    pub provider: ProviderFormat,
+    /// The model id (default: the first send's).
+    pub model: Option<String>,
+    /// User turns (default 100, at most the `sim-turns` limit).
+    pub turns: Option<u32>,
+    /// Seconds between turns (default 60, at most 30 days).
+    pub gap_seconds: Option<u32>,
+    /// The chance per turn that a synthetic MCP server fails (default 0.05).
+    pub mcp_failure_rate: Option<f64>,
+    /// The generator's seed (default 1).
+    pub seed: Option<u64>,
+}
+
+/// `POST /v1/agents/{name}/cache-sim`: `promptstack cache-sim` over the version's example sends
+/// (in name order, with the tenant's settings applied): per turn and in total, the tokens read
+/// from the cache, written and uncached, ours next to the naive baseline.
+#[utoipa::path(post, path = "/v1/agents/{name}/cache-sim", tag = "render",
+    params(("name" = String, Path, description = "The agent")),
+    request_body = CacheSimRequest,
+    responses((status = 200, description = "The simulation report, as `cache-sim --json`", body = Object),
+        (status = "4XX", body = Problem, content_type = "application/problem+json")),
+    security(("bearer" = [])))]
+pub async fn cache_sim(
+    State(state): State<AppState>,
+    auth: Auth,
+    Path(name): Path<String>,
+    body: Result<Json<CacheSimRequest>, JsonRejection>,
+) -> Result<Json<SimReport>, Problem> {
+    use promptstack::limits::{Limit, SIM_GAP_MAX_SECONDS};
+    let Json(body) = body.map_err(json_rejection)?;
+    let tenant = &auth.0.tenant;
+    let turns = body.turns.unwrap_or(100);
+    let max_turns = state.inner.config.limits.get(Limit::SimTurns);
+    if turns == 0 || u64::from(turns) > max_turns {
+        return Err(Problem::unprocessable(
+            "invalid-body",
+            format!(
+                "`turns` must be between 1 and {max_turns} (the `sim-turns` limit), got {turns}"
+            ),
+        ));
+    }
+    let gap_seconds = body.gap_seconds.unwrap_or(60);
+    if gap_seconds > SIM_GAP_MAX_SECONDS {
+        return Err(Problem::unprocessable(
+            "invalid-body",
+            format!(
+                "`gap_seconds` must be at most {SIM_GAP_MAX_SECONDS} (30 days), got {gap_seconds}"
+            ),
+        ));
+    }
+    let mcp_failure_rate = body.mcp_failure_rate.unwrap_or(0.05);
+    if !(0.0..=1.0).contains(&mcp_failure_rate) {
+        return Err(Problem::unprocessable(
+            "invalid-body",
+            format!("`mcp_failure_rate` must be between 0 and 1, got {mcp_failure_rate}"),
+        ));
+    }
+    let resolved = resolve(&state, tenant, &name, body.reference.as_deref()).await?;
+    let stored = state
+        .inner
+        .store
+        .version(tenant, &resolved.name, &resolved.version)
+        .await
+        .map_err(Problem::from)?;
+    let bundle = Bundle::from_stored(&stored.bundle)?;
+    if bundle.sends.is_empty() {
+        return Err(Problem::unprocessable(
+            "no-sends",
+            "this version's bundle has no example sends to simulate a thread from",
+        ));
+    }
+    let mut warnings = Vec::new();
+    let mut sends = Vec::with_capacity(bundle.sends.len());
+    for (send_name, send) in &bundle.sends {
+        sends.push(
+            send_for(
+                &state,
+                tenant,
+                &resolved,
+                send,
+                &format!("sends.{send_name}"),
+                &mut warnings,
+            )
+            .await?,
+        );
+    }
+    let agent = resolved.agent.clone();
+    let target = match body.target.clone() {
+        Some(target) => target,
+        None => {
+            let assembly = agent.assemble(&sends[0]).map_err(engine_problem)?;
+            let ids: Vec<&str> = assembly.target_ids().collect();
+            match ids.as_slice() {
+                [one] => (*one).to_owned(),
+                _ => {
+                    return Err(Problem::unprocessable(
+                        "target-required",
+                        format!(
+                            "this spec has several targets ({}); choose one with `target`",
+                            ids.join(", ")
+                        ),
+                    ));
+                }
+            }
+        }
+    };
+    let format: Format = body.provider.into();
+    let mut request = RequestOptions::new(format, target);
+    request.model = body.model.clone();
+    let config = SimConfig {
+        turns,
+        gap_seconds,
+        request,
+        mcp_failure_rate,
+        seed: body.seed.unwrap_or(1),
+    };
+    // The simulation is pure computation; keep it off the threads that serve requests.
+    let report = tokio::task::spawn_blocking(move || {
+        agent.simulate_cache(&sends, Rules::bundled(), &config)
+    })
+    .await
+    .map_err(|_| {
+        Problem::new(
+            StatusCode::INTERNAL_SERVER_ERROR,
+            "internal",
+            "the simulation stopped",
+        )
+    })?
+    .map_err(engine_problem)?;
+    Ok(Json(report))
+}
