@@ -634,7 +634,7 @@ impl From<&promptstack::Block> for Block {
                 BlockState::Included => None,
                 BlockState::Excluded { reason } => Some(reason.to_string()),
             },
-            tokens: block.tokens.count,
+            tokens: block.tokens().count,
             text: block.text.clone(),
             override_state: block.override_state.as_str(),
             variant: block.variant.clone(),
