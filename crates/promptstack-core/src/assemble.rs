@@ -15,20 +15,20 @@ use std::sync::{Arc, OnceLock};
 use minijinja::value::Value;
 use serde::Serialize;
 
-use crate::agent::Agent;
 use crate::block::{Block, BlockState, Exclusion, OverrideState};
-use crate::caches::CacheStats;
+use crate::caches::{McpResolved, StablePart};
 use crate::context::SendContext;
 use crate::diagnostic::Diagnostic;
 use crate::error::{Error, ErrorKind};
 use crate::fingerprint::Fingerprint;
 use crate::hash::{Key, KeyBuilder};
 use crate::inject::{self, Prompt};
+use crate::ir::AgentInner;
 use crate::ir::{Body, CompiledTarget, Unit};
 use crate::root::{Root, RootSources, VARIABLES, VolatileInput};
 use crate::spec::{BlockKind, Placement, Stability};
 use crate::template::{self, path_is_empty};
-use crate::tokens::{Counting, TokenCount, TokenCounter};
+use crate::tokens::{Counting, TokenCount};
 use crate::toolset::{ExcludedTool, Tool, Toolset};
 
 /// A unit's result before trimming and counting.
@@ -51,34 +51,6 @@ enum Decision {
     Default,
     /// Included with the text of this variant.
     Variant(usize),
-}
-
-/// A send's MCP tools and its `mcp` template root.
-pub(crate) struct McpResolved {
-    mcp: crate::toolset::ResolvedMcp,
-    root: Value,
-}
-
-/// Everything about a send that depends only on its stable inputs.
-pub(crate) struct StablePart {
-    pub toolset: Arc<Toolset>,
-    /// Stable body blocks, then stable target-placed blocks, in declaration order.
-    pub blocks: Vec<Block>,
-    pub text: String,
-    /// The half's token count, counted on first request (nothing on the render path needs it).
-    pub tokens: OnceLock<TokenCount>,
-    /// The agent's memoised counter, for counting the halves on request.
-    pub counter: Arc<TokenCounter>,
-    pub fingerprint: Fingerprint,
-    pub counting: Counting,
-    pub diagnostics: Vec<Diagnostic>,
-    /// The stable template roots, reused to render the volatile blocks.
-    pub roots: Vec<(&'static str, Value)>,
-    /// The bytes of text its templates rendered, which count against the template memory of
-    /// every assembly built on it.
-    pub rendered: u64,
-    /// The model the part was built for (a stable input).
-    pub model: crate::context::ModelDescriptor,
 }
 
 /// The result of assembling: every block with provenance, the halves, the toolset, diagnostics and
@@ -252,52 +224,25 @@ impl Serialize for Assembly {
     }
 }
 
-impl Agent {
-    /// Counts the tokens of any text the way this agent's assemblies do (memoised).
-    pub fn count_tokens(&self, counting: Counting, text: &str) -> TokenCount {
-        self.inner.caches.counter.count(counting, text)
+impl AgentInner {
+    /// The implementation of [`Agent::count_tokens`](crate::Agent::count_tokens).
+    pub(crate) fn count_tokens(&self, counting: Counting, text: &str) -> TokenCount {
+        self.caches.counter.count(counting, text)
     }
 
-    /// Assembles the prompt for one send, reusing the stable part when the stable inputs are
-    /// unchanged since an earlier send.
-    ///
-    /// # Errors
-    ///
-    /// A template or gate that fails at render time ([`ErrorKind::Render`], [`ErrorKind::Gate`]),
-    /// or a user-controlled block that would end the stable half ([`ErrorKind::TrailingUserText`]).
-    pub fn assemble(&self, ctx: &SendContext) -> Result<Assembly, Error> {
+    /// The implementation of [`Agent::assemble`](crate::Agent::assemble).
+    pub(crate) fn assemble(&self, ctx: &SendContext) -> Result<Assembly, Error> {
         self.check_shapes(ctx)?;
         let key = self.stable_key(ctx);
-        let stable = self
-            .inner
-            .caches
-            .stable_part(key, || self.build_stable(ctx))?;
+        let stable = self.caches.stable_part(key, || self.build_stable(ctx))?;
         self.finish(ctx, stable, Some(key))
     }
 
-    /// Assembles without reusing (or storing) a stable part: every block is rendered. Token counts
-    /// are still memoised. Gives the same result as [`Agent::assemble`].
-    ///
-    /// # Errors
-    ///
-    /// As [`Agent::assemble`].
-    pub fn assemble_fresh(&self, ctx: &SendContext) -> Result<Assembly, Error> {
+    /// The implementation of [`Agent::assemble_fresh`](crate::Agent::assemble_fresh).
+    pub(crate) fn assemble_fresh(&self, ctx: &SendContext) -> Result<Assembly, Error> {
         self.check_shapes(ctx)?;
         let stable = Arc::new(self.build_stable(ctx)?);
         self.finish(ctx, stable, None)
-    }
-
-    /// Forgets every reusable result: stable parts, memoised volatile units, resolved MCP
-    /// listings, tool units and token counts. The next assembly does all the work a first send
-    /// does (only the compiled templates remain). For measuring cold assembly; applications never
-    /// need it.
-    pub fn clear_caches(&self) {
-        self.inner.caches.clear();
-    }
-
-    /// Counters of every cache since the agent was compiled.
-    pub fn cache_stats(&self) -> CacheStats {
-        self.inner.caches.stats()
     }
 
     /// A key over a volatile unit's identity, the stable inputs, and the volatile inputs it reads.
@@ -319,8 +264,7 @@ impl Agent {
                 }
                 VolatileInput::Variable(name) => {
                     let value = ctx.variables.get(name).or_else(|| {
-                        self.inner
-                            .spec
+                        self.spec
                             .variables
                             .get(name)
                             .and_then(|v| v.default.as_ref())
@@ -344,10 +288,10 @@ impl Agent {
             .add(&ctx.mcp_servers)
             .add(&can_use_tools)
             .finish();
-        let resolved = self.inner.caches.mcp(key, || {
+        let resolved = self.caches.mcp(key, || {
             let mcp = crate::toolset::ResolvedMcp::new(
                 &ctx.mcp_servers,
-                self.inner.tools.iter().map(|t| t.spec.name.as_str()),
+                self.tools.iter().map(|t| t.spec.name.as_str()),
                 can_use_tools,
             );
             // The servers table sees the listings as the merge does: a repeated name is refused.
@@ -393,12 +337,12 @@ impl Agent {
             key.add(root.name());
             root.add_to_key(&sources, &mut key);
         }
-        for (name, spec) in &self.inner.spec.variables {
+        for (name, spec) in &self.spec.variables {
             if spec.stability == Stability::Stable {
                 key.add(name.as_str()).add(&variables.get(name));
             }
         }
-        if self.inner.stage.is_some() {
+        if self.stage.is_some() {
             key.add(topic).add(tenant_instructions).add(auto_injections);
         }
         key.finish()
@@ -409,7 +353,7 @@ impl Agent {
         let mut excluded = Vec::new();
         if !ctx.model.can_use_tools() {
             // A model without tool use gets no tools at all, whatever the gates say.
-            for tool in &self.inner.tools {
+            for tool in &self.tools {
                 excluded.push(ExcludedTool {
                     name: tool.spec.name.clone(),
                     reason: "the model cannot call tools".into(),
@@ -418,7 +362,7 @@ impl Agent {
             return Ok(Toolset::new(included, excluded));
         }
         let open = self.decide_tools(ctx, roots)?;
-        for (tool, open) in self.inner.tools.iter().zip(open) {
+        for (tool, open) in self.tools.iter().zip(open) {
             match open {
                 Err(reason) => excluded.push(ExcludedTool {
                     name: tool.spec.name.clone(),
@@ -452,8 +396,8 @@ impl Agent {
         context: &Value,
     ) -> Result<Vec<Result<bool, String>>, Error> {
         let mut decided: Vec<(&str, bool)> = Vec::new();
-        let mut open = Vec::with_capacity(self.inner.tools.len());
-        for tool in &self.inner.tools {
+        let mut open = Vec::with_capacity(self.tools.len());
+        for tool in &self.tools {
             if let Some(reason) = crate::toolset::unmet_requirement(&tool.spec.requires, ctx) {
                 open.push(Err(reason));
                 continue;
@@ -466,22 +410,18 @@ impl Agent {
                 open.push(Ok(known));
                 continue;
             }
-            let value = self
-                .inner
-                .templates
-                .gate(&gate.template, context)
-                .map_err(|e| {
-                    Error::new(
-                        ErrorKind::Gate,
-                        format!(
-                            "the gate of tool `{}` failed: {}",
-                            tool.spec.name,
-                            detail(&e)
-                        ),
-                    )
-                    .with_block(tool.spec.name.clone())
-                    .with_source(e)
-                })?;
+            let value = self.templates.gate(&gate.template, context).map_err(|e| {
+                Error::new(
+                    ErrorKind::Gate,
+                    format!(
+                        "the gate of tool `{}` failed: {}",
+                        tool.spec.name,
+                        detail(&e)
+                    ),
+                )
+                .with_block(tool.spec.name.clone())
+                .with_source(e)
+            })?;
             decided.push((&gate.expression, value));
             open.push(Ok(value));
         }
@@ -504,18 +444,14 @@ impl Agent {
         let (text, empty_emissions) = match body {
             Body::Text(text) => (text.clone(), 0),
             Body::Template(name) => {
-                let rendered = self
-                    .inner
-                    .templates
-                    .render(name, context, budget)
-                    .map_err(|e| {
-                        Error::new(
-                            ErrorKind::Render,
-                            format!("template failed to render: {}", detail(&e)),
-                        )
-                        .with_block(&*unit.id)
-                        .with_source(e)
-                    })?;
+                let rendered = self.templates.render(name, context, budget).map_err(|e| {
+                    Error::new(
+                        ErrorKind::Render,
+                        format!("template failed to render: {}", detail(&e)),
+                    )
+                    .with_block(&*unit.id)
+                    .with_source(e)
+                })?;
                 (rendered.text, rendered.empty_emissions)
             }
         };
@@ -529,25 +465,20 @@ impl Agent {
     /// Evaluates one unit's gate and variant gates, in order, stopping at the first true variant.
     fn decide_unit(&self, unit: &Unit, context: &Value) -> Result<Decision, Error> {
         if let Some(gate) = &unit.gate {
-            let open = self
-                .inner
-                .templates
-                .gate(&gate.template, context)
-                .map_err(|e| {
-                    Error::new(
-                        ErrorKind::Gate,
-                        format!("gate `{}` failed: {}", gate.expression, detail(&e)),
-                    )
-                    .with_block(&*unit.id)
-                    .with_source(e)
-                })?;
+            let open = self.templates.gate(&gate.template, context).map_err(|e| {
+                Error::new(
+                    ErrorKind::Gate,
+                    format!("gate `{}` failed: {}", gate.expression, detail(&e)),
+                )
+                .with_block(&*unit.id)
+                .with_source(e)
+            })?;
             if !open {
                 return Ok(Decision::Excluded);
             }
         }
         for (i, variant) in unit.variants.iter().enumerate() {
             let chosen = self
-                .inner
                 .templates
                 .gate(&variant.gate.template, context)
                 .map_err(|e| {
@@ -569,7 +500,7 @@ impl Agent {
     /// with [`SendContext::from_json_for`] was refused earlier, with the value's location).
     fn check_shapes(&self, ctx: &SendContext) -> Result<(), Error> {
         for (name, value) in &ctx.variables {
-            let Some(shape) = self.inner.spec.variables.get(name).and_then(|v| v.shape) else {
+            let Some(shape) = self.spec.variables.get(name).and_then(|v| v.shape) else {
                 continue;
             };
             if let Some(inner) = shape.mismatch(value) {
@@ -590,7 +521,7 @@ impl Agent {
     }
 
     fn variables_value(&self, ctx: &SendContext, only_stable: bool) -> Value {
-        Value::from_pairs(self.inner.spec.variables.iter().filter_map(|(name, spec)| {
+        Value::from_pairs(self.spec.variables.iter().filter_map(|(name, spec)| {
             if only_stable && spec.stability != Stability::Stable {
                 return None;
             }
@@ -622,12 +553,11 @@ impl Agent {
             }
         }
         let context = template::context_value(roots.iter().cloned());
-        let mut diagnostics = self.inner.lint.clone();
+        let mut diagnostics = self.lint.clone();
         let mut blocks = Vec::new();
         let prompt = self.active_prompt(ctx)?;
-        let budget = self.inner.templates.budget(0);
+        let budget = self.templates.budget(0);
         for unit in self
-            .inner
             .units
             .iter()
             .filter(|u| u.stability == Stability::Stable)
@@ -645,8 +575,8 @@ impl Agent {
                 &mut diagnostics,
             ));
         }
-        if let Some(stage) = &self.inner.stage {
-            let overrides = inject::overrides_for(self.inner.spec.auto_injections.as_ref(), ctx);
+        if let Some(stage) = &self.stage {
+            let overrides = inject::overrides_for(self.spec.auto_injections.as_ref(), ctx);
             // Findings about the spec's own overrides are lint, located, reported at compile time;
             // a send's stored overrides are checked here, once per stable part.
             if ctx.auto_injections.is_some() {
@@ -660,7 +590,7 @@ impl Agent {
                 }
             }
         }
-        let (text, _) = join_body(&mut blocks, &self.inner.spec.render.separator, 0);
+        let (text, _) = join_body(&mut blocks, &self.spec.render.separator, 0);
         if let Some(last) = blocks
             .iter()
             .rev()
@@ -683,7 +613,7 @@ impl Agent {
             blocks,
             text,
             tokens: OnceLock::new(),
-            counter: self.inner.caches.counter.clone(),
+            counter: self.caches.counter.clone(),
             fingerprint,
             counting,
             diagnostics,
@@ -765,7 +695,7 @@ impl Agent {
             }
         }
         for name in ctx.variables.keys() {
-            if !self.inner.spec.variables.contains_key(name) {
+            if !self.spec.variables.contains_key(name) {
                 diagnostics.push(
                     Diagnostic::warning(
                         "undeclared-variable",
@@ -779,9 +709,8 @@ impl Agent {
         }
         let mut volatile_blocks = Vec::new();
         let prompt = self.active_prompt(ctx)?;
-        let budget = self.inner.templates.budget(stable.rendered);
+        let budget = self.templates.budget(stable.rendered);
         for (i, unit) in self
-            .inner
             .units
             .iter()
             .enumerate()
@@ -792,7 +721,7 @@ impl Agent {
                 continue;
             }
             let key = memo.map(|stable_key| self.volatile_key(stable_key, i, unit, &sources));
-            if let Some((block, found)) = key.and_then(|k| self.inner.caches.volatile_unit(k)) {
+            if let Some((block, found)) = key.and_then(|k| self.caches.volatile_unit(k)) {
                 diagnostics.extend(found);
                 volatile_blocks.push(block);
                 continue;
@@ -807,15 +736,14 @@ impl Agent {
                 &mut found,
             );
             if let Some(key) = key {
-                self.inner
-                    .caches
+                self.caches
                     .remember_volatile_unit(key, (block.clone(), found.clone()));
             }
             diagnostics.extend(found);
             volatile_blocks.push(block);
         }
-        if let Some(stage) = &self.inner.stage {
-            let overrides = inject::overrides_for(self.inner.spec.auto_injections.as_ref(), ctx);
+        if let Some(stage) = &self.stage {
+            let overrides = inject::overrides_for(self.spec.auto_injections.as_ref(), ctx);
             if self.authored_volatile(stage, prompt) {
                 for injection in
                     inject::stage_injections(stage, ctx, prompt, &overrides, Stability::Volatile)
@@ -833,13 +761,10 @@ impl Agent {
         let offset = if stable.text.is_empty() {
             0
         } else {
-            stable.text.len() + self.inner.spec.render.separator.len()
+            stable.text.len() + self.spec.render.separator.len()
         };
-        let (volatile_text, _) = join_body(
-            &mut volatile_blocks,
-            &self.inner.spec.render.separator,
-            offset,
-        );
+        let (volatile_text, _) =
+            join_body(&mut volatile_blocks, &self.spec.render.separator, offset);
         Ok(Assembly {
             stable,
             toolset,
@@ -848,8 +773,8 @@ impl Agent {
             volatile_tokens: OnceLock::new(),
             full: OnceLock::new(),
             diagnostics,
-            targets: self.inner.targets.clone(),
-            separator: self.inner.spec.render.separator.clone(),
+            targets: self.targets.clone(),
+            separator: self.spec.render.separator.clone(),
             user_message: ctx.user_message.clone(),
         })
     }
@@ -928,15 +853,15 @@ impl Agent {
                     .hint("guard it with `{% if … %}` or give the send a value"),
             );
         }
-        let text = if self.inner.spec.render.trim {
+        let text = if self.spec.render.trim {
             trim_block(text)
         } else {
             text
         };
-        let text = match inject::tokens::expand(
+        let text = match crate::placeholders::expand(
             &text,
             |name| toolset.contains(name),
-            &self.inner.spec.components,
+            &self.spec.components,
         ) {
             None => text,
             Some((expanded, unresolved)) => {
@@ -977,7 +902,7 @@ impl Agent {
             };
             return block;
         }
-        block.tokens = self.inner.caches.counter.count(counting, &text);
+        block.tokens = self.caches.counter.count(counting, &text);
         if let Some(limit) = unit.max_tokens
             && block.tokens.count > limit
         {
@@ -1000,13 +925,13 @@ impl Agent {
     }
 }
 
-impl Agent {
+impl AgentInner {
     /// The prompt a send builds: the main prompt, or the subagent prompt of its topic.
     pub(crate) fn active_prompt<'c>(&self, ctx: &'c SendContext) -> Result<Prompt<'c>, Error> {
         let Some(topic) = ctx.topic.as_deref() else {
             return Ok(Prompt::Main);
         };
-        let known = self.inner.stage.as_ref().map(|s| &s.subagents);
+        let known = self.stage.as_ref().map(|s| &s.subagents);
         if known.is_some_and(|k| k.contains_key(topic)) {
             return Ok(Prompt::Subagent(topic));
         }
@@ -1035,7 +960,7 @@ impl Agent {
             Prompt::Subagent(topic) => stage
                 .subagents
                 .get(topic)
-                .is_some_and(|&i| self.inner.units[i].stability == Stability::Volatile),
+                .is_some_and(|&i| self.units[i].stability == Stability::Volatile),
         }
     }
 
@@ -1051,7 +976,7 @@ impl Agent {
         let preview = injection.preview;
         let (state, text, tokens) = match injection.exclusion {
             None => {
-                let tokens = self.inner.caches.counter.count(counting, &preview.text);
+                let tokens = self.caches.counter.count(counting, &preview.text);
                 (BlockState::Included, preview.text, tokens)
             }
             Some(reason) => (
@@ -1178,5 +1103,5 @@ pub(crate) fn detail(error: &minijinja::Error) -> String {
     if let Some(line) = error.line() {
         message.push_str(&format!(" (template line {line})"));
     }
-    crate::spec::load::lowercase_first(&message)
+    crate::diagnostic::lowercase_first(&message)
 }

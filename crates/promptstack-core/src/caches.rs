@@ -11,18 +11,18 @@
 
 use std::collections::{HashMap, VecDeque};
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Condvar, Mutex, MutexGuard};
+use std::sync::{Arc, Condvar, Mutex, MutexGuard, OnceLock};
 
+use minijinja::value::Value;
 use serde::Serialize;
 
-use crate::assemble::{McpResolved, StablePart};
 use crate::block::Block;
 use crate::diagnostic::Diagnostic;
 use crate::error::Error;
+use crate::fingerprint::Fingerprint;
 use crate::hash::Key;
-use crate::provider::{Format, ToolUnit};
-use crate::tokens::{Encoding, TokenCounter};
-use crate::toolset::Tool;
+use crate::tokens::{Counting, Encoding, TokenCount, TokenCounter};
+use crate::toolset::{Tool, Toolset};
 
 /// How many distinct stable parts an agent keeps (one per live thread configuration, roughly);
 /// the oldest is dropped first.
@@ -36,6 +36,45 @@ pub(crate) const MCP_CAPACITY: usize = 8;
 
 /// Beyond this many tool units (format × encoding × tool) the memo starts over.
 pub(crate) const TOOL_UNITS_CAPACITY: usize = 4096;
+
+// What the caches hold.
+
+/// A send's MCP tools and its `mcp` template root.
+pub(crate) struct McpResolved {
+    pub mcp: crate::toolset::ResolvedMcp,
+    pub root: Value,
+}
+
+/// Everything about a send that depends only on its stable inputs.
+pub(crate) struct StablePart {
+    pub toolset: Arc<Toolset>,
+    /// Stable body blocks, then stable target-placed blocks, in declaration order.
+    pub blocks: Vec<Block>,
+    pub text: String,
+    /// The half's token count, counted on first request (nothing on the render path needs it).
+    pub tokens: OnceLock<TokenCount>,
+    /// The agent's memoised counter, for counting the halves on request.
+    pub counter: Arc<TokenCounter>,
+    pub fingerprint: Fingerprint,
+    pub counting: Counting,
+    pub diagnostics: Vec<Diagnostic>,
+    /// The stable template roots, reused to render the volatile blocks.
+    pub roots: Vec<(&'static str, Value)>,
+    /// The bytes of text its templates rendered, which count against the template memory of
+    /// every assembly built on it.
+    pub rendered: u64,
+    /// The model the part was built for (a stable input).
+    pub model: crate::context::ModelDescriptor,
+}
+
+/// A tool definition as a request unit: its JSON, canonical text and tokens.
+#[derive(Debug)]
+pub(crate) struct ToolUnit {
+    pub name: String,
+    pub value: serde_json::Value,
+    pub bytes: String,
+    pub tokens: u32,
+}
 
 /// Counters that show how much work the caches saved, since the agent was compiled (clearing the
 /// caches does not reset them).
@@ -305,8 +344,8 @@ impl Caches {
     }
 }
 
-/// The key of a tool unit: format, encoding and the tool's address.
-pub(crate) type ToolUnitKey = (Format, Encoding, usize);
+/// The key of a tool unit: the format's name, the encoding and the tool's address.
+pub(crate) type ToolUnitKey = (&'static str, Encoding, usize);
 
 /// A tool unit with the tool it was built from (holding the tool keeps its address unique).
 pub(crate) type ToolUnitEntry = (Arc<Tool>, Arc<ToolUnit>);

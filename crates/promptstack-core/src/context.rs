@@ -3,7 +3,7 @@
 //! Plain data, deserialised from JSON (or built in Rust). The core never reads a clock, a file or an
 //! environment variable: the time of the send, the user's profile and every other fact arrive here.
 //! Each top-level field is read by templates through a root with a fixed stability and trust;
-//! see [`Root`].
+//! see [`Root`](crate::Root).
 
 use std::collections::BTreeMap;
 use std::fmt;
@@ -12,9 +12,9 @@ use std::str::FromStr;
 use schemars::JsonSchema;
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
-pub use crate::root::Root;
 use crate::spec::load::{
-    Locator, SpecDiagnostic, SpecError, SpecFormat, lowercase_first, parse_tree, schema_diagnostics,
+    Locator, SpecDiagnostic, SpecError, SpecFormat, lowercase_first, parse_tree, path_to_pointer,
+    schema_diagnostics,
 };
 
 /// The largest send context accepted, in bytes.
@@ -832,22 +832,6 @@ pub(crate) fn shape_misfit(
         ),
         Some(format!("send a value of shape `{shape}` (or leave it out)")),
     ))
-}
-
-pub(crate) fn path_to_pointer(path: &serde_path_to_error::Path) -> String {
-    use serde_path_to_error::Segment;
-    let mut pointer = String::new();
-    for segment in path.iter() {
-        match segment {
-            Segment::Seq { index } => {
-                pointer = crate::spec::span_pointer(&pointer, &index.to_string())
-            }
-            Segment::Map { key } => pointer = crate::spec::span_pointer(&pointer, key),
-            Segment::Enum { variant } => pointer = crate::spec::span_pointer(&pointer, variant),
-            Segment::Unknown => {}
-        }
-    }
-    pointer
 }
 
 static SEND_SCHEMA: std::sync::LazyLock<serde_json::Value> =

@@ -203,6 +203,17 @@ pub fn terminal_safe(text: &str) -> Cow<'_, str> {
     Cow::Owned(out)
 }
 
+/// A message with its first letter lowercased (to follow a colon), unless it starts an acronym.
+pub(crate) fn lowercase_first(message: &str) -> String {
+    let mut chars = message.chars();
+    match chars.next() {
+        Some(first) if !chars.as_str().starts_with(|c: char| c.is_uppercase()) => {
+            first.to_lowercase().chain(chars).collect()
+        }
+        _ => message.to_owned(),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -1,13 +1,52 @@
-//! The compiled program of an agent: its units (blocks and notes), tools and targets.
+//! The compiled program of an agent: its units (blocks and notes), tools and targets, and
+//! [`AgentInner`], what every handle of one agent shares (the program and its caches).
 //!
-//! The compiler (`agent`) builds these types and every later step reads them; they
-//! depend only on the spec's data types, so nothing here reads assembly, composition or providers.
+//! The compiler (`agent::compile`) builds these types and every later step reads them; they
+//! depend only on the spec's data types, the compiled templates and the caches, so nothing here
+//! reads assembly, composition or providers.
 
 use std::sync::Arc;
 
 use crate::block::Origin;
+use crate::caches::Caches;
+use crate::diagnostic::Diagnostic;
+use crate::inject::CompiledStage;
 use crate::root::VolatileInput;
-use crate::spec::{BlockKind, Placement, Stability, Trust, UserPosition};
+use crate::spec::{AgentSpec, BlockKind, Placement, SourceMap, Stability, Trust, UserPosition};
+use crate::template::TemplateSet;
+
+/// What an `Agent` handle shares: the compiled program and its caches. The implementation
+/// modules (assemble, provider, inject, lint) work on it; `agent` is the public face.
+pub(crate) struct AgentInner {
+    pub(crate) spec: Arc<AgentSpec>,
+    pub(crate) source: SourceMap,
+    pub(crate) templates: TemplateSet,
+    pub(crate) units: Vec<Unit>,
+    pub(crate) tools: Vec<CompiledTool>,
+    pub(crate) targets: Arc<Vec<CompiledTarget>>,
+    pub(crate) lint: Vec<Diagnostic>,
+    /// Every cache: stable parts, volatile units, MCP listings, tool units, token counts.
+    pub(crate) caches: Caches,
+    /// The stage, when the spec declares one: capabilities, subagents, injected blocks.
+    pub(crate) stage: Option<CompiledStage>,
+}
+
+impl AgentInner {
+    /// The same compiled program with empty caches of its own.
+    pub(crate) fn without_caches(&self) -> Self {
+        Self {
+            spec: Arc::clone(&self.spec),
+            source: self.source.clone(),
+            templates: self.templates.clone(),
+            units: self.units.clone(),
+            tools: self.tools.clone(),
+            targets: Arc::clone(&self.targets),
+            lint: self.lint.clone(),
+            caches: Caches::default(),
+            stage: self.stage.clone(),
+        }
+    }
+}
 
 /// Which text a block or note has: literal, or a template by name.
 #[derive(Debug, Clone)]

@@ -320,6 +320,11 @@ impl VolatileInput {
     }
 }
 
+/// The root a template path starts from (`user` for `user.name`).
+pub(crate) fn root_of(path: &str) -> &str {
+    path.split('.').next().unwrap_or(path)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -187,12 +187,12 @@ impl Toolset {
                 t.name.clone(),
                 t.view
                     .get_or_init(|| {
-                        crate::template::to_value(ToolView {
+                        Value::from(minijinja::value::Serde(ToolView {
                             name: &t.name,
                             description: &t.description,
                             budget: t.budget.as_deref(),
                             cacheable: t.cacheable,
-                        })
+                        }))
                     })
                     .clone(),
             )
@@ -351,16 +351,4 @@ pub fn valid_tool_name(name: &str) -> bool {
         && name
             .bytes()
             .all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-')
-}
-
-/// What is wrong with a tool's parameter schema, if anything: it must be a valid JSON Schema whose
-/// top level describes an object.
-pub(crate) fn parameters_problem(parameters: &serde_json::Value) -> Option<String> {
-    if let Err(error) = jsonschema::meta::validate(parameters) {
-        return Some(crate::spec::load::lowercase_first(&error.to_string()));
-    }
-    match parameters.get("type") {
-        Some(serde_json::Value::String(t)) if t == "object" => None,
-        _ => Some("the top level must have `type = \"object\"`".into()),
-    }
 }

@@ -161,13 +161,11 @@ impl Limit {
     /// The value used unless the application sets another.
     pub fn default_value(self) -> u64 {
         match self {
-            Limit::SpecBytes => promptstack_core::spec::load::MAX_SPEC_BYTES as u64,
+            Limit::SpecBytes => promptstack_core::spec::MAX_SPEC_BYTES as u64,
             Limit::SendBytes => promptstack_core::context::MAX_SEND_BYTES as u64,
-            Limit::ConversationBytes => {
-                promptstack_core::provider::conversation::MAX_CONVERSATION_BYTES as u64
-            }
+            Limit::ConversationBytes => promptstack_core::provider::MAX_CONVERSATION_BYTES as u64,
             Limit::ConversationMessages => {
-                promptstack_core::provider::conversation::MAX_CONVERSATION_MESSAGES as u64
+                promptstack_core::provider::MAX_CONVERSATION_MESSAGES as u64
             }
             Limit::TemplateMemory => promptstack_core::Agent::DEFAULT_TEMPLATE_MEMORY,
             Limit::RulesBytes | Limit::McpServersBytes | Limit::ManifestBytes => MIB,

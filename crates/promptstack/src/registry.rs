@@ -9,8 +9,8 @@
 
 use std::path::{Path, PathBuf};
 
-use promptstack_core::inject::registry::{Manifest, Published, REFERENCE_PREFIX, Registry};
-use promptstack_core::spec::load;
+use promptstack_core::inject::manifests::{Manifest, Published, REFERENCE_PREFIX, Registry};
+use promptstack_core::spec;
 use promptstack_core::{Agent, AgentSpec, SendContext, SpecError, SpecFormat};
 
 use crate::limits::{InputError, InputKind, Limits, read_within};
@@ -101,7 +101,7 @@ pub fn compile_in_memory(
     files: &std::collections::BTreeMap<String, String>,
     limits: &Limits,
 ) -> Result<Agent, LoadError> {
-    let parsed = load::parse(bytes, name, format)?;
+    let parsed = spec::parse(bytes, name, format)?;
     let mut registry = Registry::new();
     if let Some(stage) = &parsed.spec.stage {
         for reference in &stage.capabilities {
@@ -160,7 +160,7 @@ pub fn compile(
     limits: &Limits,
 ) -> Result<Agent, LoadError> {
     let name = spec_path.display().to_string();
-    let parsed = load::parse(bytes, &name, format)?;
+    let parsed = spec::parse(bytes, &name, format)?;
     let registry = manifests_for(&parsed.spec, spec_folder(spec_path), limits)?;
     let agent = Agent::compile_with_registry(parsed, &registry)?;
     Ok(agent.with_template_memory(limits.get(crate::limits::Limit::TemplateMemory)))

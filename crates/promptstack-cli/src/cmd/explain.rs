@@ -298,7 +298,7 @@ fn table(
         ]);
     }
     out.push_str(&format_rows(&rows, &[1, 2, 3]));
-    let shed: Vec<(&str, &promptstack::budget::Shed)> = compositions
+    let shed: Vec<(&str, &promptstack::compose::shedding::Shed)> = compositions
         .iter()
         .flat_map(|c| c.shed.iter().map(move |s| (c.target.as_str(), s)))
         .collect();

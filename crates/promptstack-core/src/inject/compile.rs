@@ -2,7 +2,7 @@
 
 use std::collections::HashSet;
 
-use super::registry::{REFERENCE_PREFIX, Registry};
+use super::manifests::{REFERENCE_PREFIX, Registry};
 use super::substitute::substitute;
 use super::{CompiledCapability, builtin};
 use crate::spec::AgentSpec;

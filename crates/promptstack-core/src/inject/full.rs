@@ -2,8 +2,8 @@
 
 use serde::Serialize;
 
+use crate::assemble::Assembly;
 use crate::compose::Part;
-use crate::context::SendContext;
 use crate::diagnostic::{Diagnostic, Severity};
 use crate::error::{Error, ErrorKind};
 
@@ -25,51 +25,41 @@ pub struct FullPrompt {
     pub warnings: Vec<Diagnostic>,
 }
 
-impl crate::Agent {
-    /// Renders the full prompt of `target` (or of the only target) for a send. It is the live
-    /// assembly's own composition, so the copy is the wire text; rendering never degrades: any
-    /// failure is an error rather than a different text.
-    ///
-    /// # Errors
-    ///
-    /// As [`crate::Agent::assemble`] and [`crate::Assembly::compose`]; [`ErrorKind::NotFound`]
-    /// when no target is given and the spec has several.
-    pub fn render_full(
-        &self,
-        ctx: &SendContext,
-        target: Option<&str>,
-    ) -> Result<FullPrompt, Error> {
-        let target = match target {
-            Some(t) => t.to_owned(),
-            None => {
-                let ids: Vec<&str> = self.target_ids().collect();
-                match ids.as_slice() {
-                    [only] => (*only).to_owned(),
-                    _ => {
-                        return Err(Error::new(
-                            ErrorKind::NotFound,
-                            format!(
-                                "this spec has several targets ({}); name one",
-                                ids.join(", ")
-                            ),
-                        ));
-                    }
-                }
-            }
-        };
-        let assembly = self.assemble(ctx)?;
-        let composition = assembly.compose(&target)?;
-        let warnings = assembly
-            .diagnostics()
-            .filter(|d| d.severity >= Severity::Warning)
-            .cloned()
-            .collect();
-        Ok(FullPrompt {
-            target,
-            text: composition.system,
-            user: composition.user,
-            parts: composition.parts,
-            warnings,
-        })
+/// The target a full prompt is rendered for: `target`, or the only one of `ids`.
+pub(crate) fn full_prompt_target<'a>(
+    mut ids: impl Iterator<Item = &'a str>,
+    target: Option<&str>,
+) -> Result<String, Error> {
+    if let Some(t) = target {
+        return Ok(t.to_owned());
     }
+    let all: Vec<&str> = ids.by_ref().collect();
+    match all.as_slice() {
+        [only] => Ok((*only).to_owned()),
+        _ => Err(Error::new(
+            ErrorKind::NotFound,
+            format!(
+                "this spec has several targets ({}); name one",
+                all.join(", ")
+            ),
+        )),
+    }
+}
+
+/// The full prompt of `target` from a send's assembly: its composition, and the warnings a
+/// reader needs.
+pub(crate) fn render_full(assembly: &Assembly, target: String) -> Result<FullPrompt, Error> {
+    let composition = assembly.compose(&target)?;
+    let warnings = assembly
+        .diagnostics()
+        .filter(|d| d.severity >= Severity::Warning)
+        .cloned()
+        .collect();
+    Ok(FullPrompt {
+        target,
+        text: composition.system,
+        user: composition.user,
+        parts: composition.parts,
+        warnings,
+    })
 }

@@ -20,11 +20,10 @@
 pub mod builtin;
 mod compile;
 pub mod full;
-pub mod overrides;
+pub mod manifests;
+mod overrides;
 pub mod refresh;
-pub mod registry;
 pub mod substitute;
-pub(crate) mod tokens;
 
 use std::collections::BTreeMap;
 
@@ -352,7 +351,7 @@ fn capability_decision(
         compliance: capability.compliance,
     });
     // The default text was substituted successfully at compile time, so this cannot fail.
-    let text = registry::decided_text(
+    let text = manifests::decided_text(
         &capability.slug,
         capability.default_source(),
         &capability.config,
@@ -367,13 +366,13 @@ fn capability_decision(
 pub(crate) fn capability_segments(
     stage: &CompiledStage,
     overrides: &Overrides<'_>,
-) -> Vec<(String, registry::Segment)> {
+) -> Vec<(String, manifests::CapabilitySegment)> {
     stage
         .capabilities
         .iter()
         .map(|capability| {
             let (decision, text) = capability_decision(capability, overrides);
-            let segment = registry::Segment {
+            let segment = manifests::CapabilitySegment {
                 text,
                 override_state: decision.state,
                 ships: decision.ships(),
@@ -423,61 +422,50 @@ impl Decision {
 
 pub(crate) use compile::capabilities as compile_capabilities;
 
-impl crate::Agent {
-    /// Every injectable block of the send's active prompt, with its exact text and state, built
-    /// by the same functions as the live assembly: capability guidance, tenant instructions, the
-    /// platform context. A block an override removed is listed (as `removed`, with the text it
-    /// would ship), and so is an override for a capability the stage no longer enables
-    /// (`excluded`), so the inspector shows the union of the built blocks and the configuration.
-    /// Empty for a spec without a stage.
-    ///
-    /// # Errors
-    ///
-    /// [`crate::ErrorKind::NotFound`] for a topic the stage has no subagent for.
-    pub fn preview_injections(
-        &self,
-        ctx: &SendContext,
-    ) -> Result<Vec<InjectionPreview>, crate::Error> {
-        let Some(stage) = &self.inner.stage else {
-            return Ok(Vec::new());
-        };
-        let prompt = self.active_prompt(ctx)?;
-        let overrides = overrides_for(self.inner.spec.auto_injections.as_ref(), ctx);
-        let stability = if self.authored_volatile(stage, prompt) {
-            Stability::Volatile
-        } else {
-            Stability::Stable
-        };
-        let mut out: Vec<InjectionPreview> =
-            stage_injections(stage, ctx, prompt, &overrides, stability)
-                .into_iter()
-                .map(|i| i.preview)
-                .collect();
-        out.push(platform_injection(ctx, &overrides).preview);
-        for slug in overrides.configured_capabilities() {
-            if stage.capabilities.iter().any(|c| c.slug == slug) {
-                continue;
-            }
-            let decision = overrides.decide(Injectable::Capability {
-                slug,
-                compliance: false,
-            });
-            out.push(InjectionPreview {
-                id: format!("{CAPABILITY_PREFIX}{slug}"),
-                family: InjectionFamily::Capability,
-                slug: Some(slug.to_owned()),
-                text: String::new(),
-                state: PreviewState::Excluded,
-                reason: Some(
-                    "the stage does not enable this capability; the override is left over".into(),
-                ),
-                override_state: decision.state,
-                compliance: false,
-                tools: Vec::new(),
-                trust: Trust::Platform,
-                stability,
-            });
+/// Every injectable block of the active `prompt` of a send, built by the same functions as the
+/// live assembly (see [`Agent::preview_injections`](crate::Agent::preview_injections)).
+pub(crate) fn preview_injections(
+    stage: &CompiledStage,
+    configured: Option<&Value>,
+    ctx: &SendContext,
+    prompt: Prompt<'_>,
+    authored_volatile: bool,
+) -> Vec<InjectionPreview> {
+    let overrides = overrides_for(configured, ctx);
+    let stability = if authored_volatile {
+        Stability::Volatile
+    } else {
+        Stability::Stable
+    };
+    let mut out: Vec<InjectionPreview> =
+        stage_injections(stage, ctx, prompt, &overrides, stability)
+            .into_iter()
+            .map(|i| i.preview)
+            .collect();
+    out.push(platform_injection(ctx, &overrides).preview);
+    for slug in overrides.configured_capabilities() {
+        if stage.capabilities.iter().any(|c| c.slug == slug) {
+            continue;
         }
-        Ok(out)
+        let decision = overrides.decide(Injectable::Capability {
+            slug,
+            compliance: false,
+        });
+        out.push(InjectionPreview {
+            id: format!("{CAPABILITY_PREFIX}{slug}"),
+            family: InjectionFamily::Capability,
+            slug: Some(slug.to_owned()),
+            text: String::new(),
+            state: PreviewState::Excluded,
+            reason: Some(
+                "the stage does not enable this capability; the override is left over".into(),
+            ),
+            override_state: decision.state,
+            compliance: false,
+            tools: Vec::new(),
+            trust: Trust::Platform,
+            stability,
+        });
     }
+    out
 }

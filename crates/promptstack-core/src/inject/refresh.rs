@@ -14,8 +14,8 @@
 
 use std::collections::BTreeMap;
 
-use super::registry::Segment;
-use super::{CAPABILITY_PREFIX, PLATFORM_CONTEXT, TENANT_INSTRUCTIONS, TENANT_INSTRUCTIONS_END};
+use super::CAPABILITY_PREFIX;
+use super::manifests::{CapabilitySegment, authored, is_ambient};
 use crate::compose::Composition;
 use crate::context::{Now, SendContext};
 use crate::error::{Error, ErrorKind};
@@ -37,18 +37,10 @@ pub struct Refresher<'a> {
     target: String,
     ctx: SendContext,
     separator: String,
-    segments: Vec<(String, Segment)>,
+    segments: Vec<(String, CapabilitySegment)>,
     tail: String,
     text: String,
     refreshes: u64,
-}
-
-/// Whether a block id is one of the tail's (ambient) blocks.
-fn is_ambient(id: &str) -> bool {
-    matches!(
-        id,
-        TENANT_INSTRUCTIONS | TENANT_INSTRUCTIONS_END | PLATFORM_CONTEXT
-    )
 }
 
 impl<'a> Refresher<'a> {
@@ -108,7 +100,7 @@ impl<'a> Refresher<'a> {
     }
 
     /// The recorded segments sidecar: each capability's exact text and visibility, by block id.
-    pub fn segments(&self) -> &[(String, Segment)] {
+    pub fn segments(&self) -> &[(String, CapabilitySegment)] {
         &self.segments
     }
 
@@ -141,8 +133,8 @@ impl<'a> Refresher<'a> {
             }
             Change::Topic(topic) => ctx.topic = topic,
         }
-        let old_prompt = self.agent.active_prompt(&self.ctx)?;
-        let new_prompt = self.agent.active_prompt(&ctx)?;
+        let old_prompt = self.agent.inner.active_prompt(&self.ctx)?;
+        let new_prompt = self.agent.inner.active_prompt(&ctx)?;
         // 1. Take off the tail, then exactly the segments the old prompt shows, last first.
         let mut rest = self.strip(&self.text, &self.tail, "the captured tail")?;
         for (id, segment) in self.segments.iter().rev() {
@@ -198,17 +190,6 @@ impl<'a> Refresher<'a> {
             tail(&composition).to_owned(),
         ))
     }
-}
-
-/// The authored text of a composed prompt: the system text up to its first injected part.
-pub(crate) fn authored(composition: &Composition) -> &str {
-    let end = composition
-        .parts
-        .iter()
-        .take_while(|p| !p.id.starts_with(CAPABILITY_PREFIX) && !is_ambient(&p.id))
-        .last()
-        .map_or(0, |p| p.range.end);
-    &composition.system[..end]
 }
 
 /// The tail of a composed prompt: the run of ambient parts at its end (empty without one).

@@ -24,7 +24,7 @@ pub mod sites;
 use minijinja::value::{Kwargs, Value};
 use minijinja::{Environment, Error, ErrorKind, State};
 
-use crate::template::{ensure_room, ensure_value_fits};
+use crate::template::room::{ensure_room, ensure_value_fits};
 
 /// Registers the layers as template filters:
 ///

@@ -10,9 +10,10 @@
 use std::sync::Arc;
 
 use super::plan::{self, Boundary, Breakpoint, CachePlan, CacheState, PlanUnit, Region};
-use super::wire::{self, BodyConfig, Chunk, Inputs, Place, ToolUnit, Wire};
+use super::wire::{self, BodyConfig, Chunk, Inputs, Place, Wire};
 use super::{Conversation, Format, Message, Request, RequestOptions, Rules, canonical};
 use crate::assemble::Assembly;
+use crate::caches::ToolUnit;
 use crate::compose::{Composition, Slot};
 use crate::diagnostic::Diagnostic;
 use crate::error::{Error, ErrorKind};
@@ -320,7 +321,13 @@ fn tool_units(
     counting: Counting,
     tools: &[Arc<Tool>],
 ) -> Vec<Arc<ToolUnit>> {
-    let key = |tool: &Arc<Tool>| (wire.format(), counting.encoding, Arc::as_ptr(tool) as usize);
+    let key = |tool: &Arc<Tool>| {
+        (
+            wire.format().as_str(),
+            counting.encoding,
+            Arc::as_ptr(tool) as usize,
+        )
+    };
     let mut units = agent.tool_units.get_all(tools.iter().map(key));
     let mut built = Vec::new();
     for (tool, unit) in tools.iter().zip(&mut units) {

@@ -245,7 +245,7 @@ impl Conversation {
                     "{name}:{}:{}: {} (at `{path}`)",
                     inner.line(),
                     inner.column(),
-                    crate::spec::load::lowercase_first(&inner.to_string())
+                    crate::diagnostic::lowercase_first(&inner.to_string())
                 ),
             )
         })?;

@@ -17,30 +17,36 @@
 
 mod anthropic;
 mod build;
-pub mod canonical;
-pub mod conversation;
+pub(crate) mod canonical;
+pub(crate) mod conversation;
 pub mod diff;
 mod gemini;
 mod openai;
-pub mod plan;
-pub mod rules;
+pub(crate) mod plan;
+pub(crate) mod rules;
 pub mod sim;
 mod wire;
 
 use serde::Serialize;
 use serde_json::Value;
 
-use crate::agent::Agent;
 use crate::assemble::Assembly;
 use crate::diagnostic::Diagnostic;
 use crate::error::Error;
+use crate::ir::AgentInner;
 
 pub(crate) use build::{AgentParts, Layout, RequestConfig, build_layout};
-pub(crate) use wire::{Chunk, ToolUnit};
+pub(crate) use wire::Chunk;
 
-pub use conversation::{Conversation, ConversationLimits, Message, ToolCall};
-pub use plan::{Boundary, Breakpoint, CachePlan, CacheState, Cost, PlanUnit, Region};
-pub use rules::{Family, Rule, Rules};
+pub use canonical::to_string as canonical_json;
+pub use conversation::{
+    Conversation, ConversationLimits, MAX_CONVERSATION_BYTES, MAX_CONVERSATION_MESSAGES, Message,
+    ToolCall,
+};
+pub use plan::{
+    Boundary, Breakpoint, CachePlan, CacheState, Cost, PlanUnit, Region, RuleSummary, Skipped,
+};
+pub use rules::{BUNDLED as BUNDLED_RULES, Family, Retention, Rule, Rules, Ttl};
 
 /// A request format.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
@@ -174,22 +180,9 @@ impl Request {
     }
 }
 
-impl Agent {
-    /// Builds the request body of one send for a provider, with its cache plan.
-    ///
-    /// The system text is the target's composition, split at its stability boundaries; the user
-    /// slot's notes are placed around the assembly's user message (the send's `user_message`),
-    /// which becomes the last message. Without one the request continues the conversation as it
-    /// is (a tool-call turn). Everything the request needs from the send is in the assembly.
-    ///
-    /// # Errors
-    ///
-    /// [`ErrorKind::NotFound`](crate::ErrorKind::NotFound) for an unknown target,
-    /// [`ErrorKind::Rules`](crate::ErrorKind::Rules) when the rules have no row for the model,
-    /// [`ErrorKind::Request`](crate::ErrorKind::Request) when there is nothing to send, when a new
-    /// user message would follow unanswered tool calls, or for a malformed Gemini cached-content
-    /// name.
-    pub fn request(
+impl AgentInner {
+    /// The implementation of [`Agent::request`](crate::Agent::request).
+    pub(crate) fn request(
         &self,
         assembly: &Assembly,
         conversation: &Conversation,
@@ -208,9 +201,9 @@ impl Agent {
     /// What building a request borrows from the agent.
     pub(crate) fn request_parts(&self) -> AgentParts<'_> {
         AgentParts {
-            name: self.name(),
-            counter: &self.inner.caches.counter,
-            tool_units: &self.inner.caches.tool_units,
+            name: &self.spec.name,
+            counter: &self.caches.counter,
+            tool_units: &self.caches.tool_units,
         }
     }
 }

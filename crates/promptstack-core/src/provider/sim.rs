@@ -17,10 +17,10 @@ use std::sync::Arc;
 
 use serde::Serialize;
 
-use crate::agent::Agent;
 use crate::compose::{Composition, Slot};
 use crate::context::SendContext;
 use crate::error::{Error, ErrorKind};
+use crate::ir::AgentInner;
 use crate::provider::plan::{Boundary, CacheState, Cost, Region};
 use crate::provider::{
     Chunk, Conversation, Layout, Message, Request, RequestConfig, RequestOptions, Rules, ToolCall,
@@ -288,7 +288,7 @@ fn naive_system(composition: &Composition) -> String {
 
 /// The naive tool order: local tools as declared, then MCP tools as discovered.
 fn naive_tools(
-    agent: &Agent,
+    agent: &AgentInner,
     tools: &[Arc<Tool>],
     listings: &[McpServerListing],
 ) -> Vec<Arc<Tool>> {
@@ -297,7 +297,7 @@ fn naive_tools(
             ToolOrigin::Local => (
                 0,
                 agent
-                    .spec()
+                    .spec
                     .tools
                     .iter()
                     .position(|t| t.name == tool.name)
@@ -341,15 +341,9 @@ fn tool_result(turn: u32) -> String {
     text
 }
 
-impl Agent {
-    /// Replays a thread of `config.turns` user turns built from `sends` and reports, for our
-    /// requests and for the naive baseline, what the provider's cache would serve.
-    ///
-    /// # Errors
-    ///
-    /// [`ErrorKind::Request`] without sends; otherwise whatever assembling or building a request
-    /// returns.
-    pub fn simulate_cache(
+impl AgentInner {
+    /// The implementation of [`Agent::simulate_cache`](crate::Agent::simulate_cache).
+    pub(crate) fn simulate_cache(
         &self,
         sends: &[SendContext],
         rules: &Rules,
@@ -379,7 +373,6 @@ impl Agent {
         let mut failures = 0;
         let start = first.now.timestamp().as_second().max(0) as u64;
         let volatile: Vec<&String> = self
-            .inner
             .spec
             .variables
             .iter()

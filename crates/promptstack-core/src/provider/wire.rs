@@ -7,6 +7,7 @@
 //! unit closes the history boundary. The loop does constant work per message, so laying out a
 //! conversation is linear in its size.
 
+use crate::caches::ToolUnit;
 use std::borrow::Cow;
 use std::cell::OnceCell;
 use std::collections::HashMap;
@@ -82,15 +83,6 @@ pub(crate) struct Chunk<'a> {
     pub text: &'a str,
     pub label: String,
     pub boundary: Option<Boundary>,
-}
-
-/// A tool definition as a request unit: its JSON, canonical text and tokens.
-#[derive(Debug)]
-pub(crate) struct ToolUnit {
-    pub name: String,
-    pub value: Value,
-    pub bytes: String,
-    pub tokens: u32,
 }
 
 /// What every format reads to lay out a request.

@@ -11,6 +11,7 @@ use serde::Serialize;
 
 use super::span::{SourceMap, SpanIndex, index_json, push_pointer, toml_to_json};
 use super::{AgentSpec, SPEC_VERSION};
+pub(crate) use crate::diagnostic::lowercase_first;
 use crate::diagnostic::quote;
 
 /// The largest spec accepted, in bytes. Specs are hand-written; anything larger is a mistake.
@@ -366,7 +367,7 @@ impl ParsedSpec {
     ///
     /// The registry has already checked each descriptor; compiling still refuses a registered
     /// tool whose name the spec's `[[tools]]` already uses (`duplicate-tool`).
-    pub fn with_tools(mut self, registry: crate::tools::registry::ToolRegistry) -> Self {
+    pub fn with_tools(mut self, registry: crate::tools::registration::ToolRegistry) -> Self {
         self.spec.tools.extend(registry.into_tools());
         self
     }
@@ -608,16 +609,6 @@ fn offset_of(source: &SourceMap, line: usize, column: usize) -> usize {
     text.len()
 }
 
-pub(crate) fn lowercase_first(message: &str) -> String {
-    let mut chars = message.chars();
-    match chars.next() {
-        Some(first) if !chars.as_str().starts_with(|c: char| c.is_uppercase()) => {
-            first.to_lowercase().chain(chars).collect()
-        }
-        _ => message.to_owned(),
-    }
-}
-
 static SPEC_SCHEMA: LazyLock<serde_json::Value> = LazyLock::new(AgentSpec::json_schema);
 
 static SPEC_VALIDATOR: LazyLock<Option<jsonschema::Validator>> =
@@ -681,7 +672,7 @@ pub fn parse(bytes: &[u8], name: &str, format: SpecFormat) -> Result<ParsedSpec,
         Err(error) => {
             // The schema passed, so what serde refuses is a value: most often a number out of
             // the range of its field (`max_tokens = 1e30`), located with its key path.
-            let pointer = crate::context::path_to_pointer(error.path());
+            let pointer = path_to_pointer(error.path());
             let message = lowercase_first(&error.inner().to_string());
             let (code, hint) = if out_of_range(&message) {
                 (
@@ -1046,4 +1037,21 @@ pub(crate) fn suggest(word: &str, allowed: &[String]) -> Option<String> {
     } else {
         None
     }
+}
+
+/// The JSON pointer of a `serde_path_to_error` path, for locating a deserialisation error.
+pub(crate) fn path_to_pointer(path: &serde_path_to_error::Path) -> String {
+    use serde_path_to_error::Segment;
+    let mut pointer = String::new();
+    for segment in path.iter() {
+        match segment {
+            Segment::Seq { index } => {
+                pointer = crate::spec::span_pointer(&pointer, &index.to_string())
+            }
+            Segment::Map { key } => pointer = crate::spec::span_pointer(&pointer, key),
+            Segment::Enum { variant } => pointer = crate::spec::span_pointer(&pointer, variant),
+            Segment::Unknown => {}
+        }
+    }
+    pointer
 }

@@ -5,16 +5,20 @@
 //! and the loader can never disagree. Loading reports every problem at once with a location; see
 //! [`load::SpecError`].
 
-pub mod load;
+pub(crate) mod load;
 pub(crate) mod shape;
 pub(crate) mod span;
+pub(crate) mod turn_config;
 
 use std::collections::BTreeMap;
 
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
-pub use load::{SpecDiagnostic, SpecError, SpecFormat};
+pub use load::{
+    MAX_EXPRESSION_OPERATORS, MAX_NESTING, MAX_REPORTED_ERRORS, MAX_SPEC_BYTES, ParsedSpec,
+    SpecDiagnostic, SpecError, SpecFormat, parse,
+};
 pub use shape::Shape;
 pub(crate) use span::push_pointer as span_pointer;
 pub use span::{Location, SourceMap};
@@ -53,7 +57,7 @@ pub struct AgentSpec {
     /// How a Turn runs this agent's tools: budget classes with their caps per intent, and the
     /// source cap. Absent: the `web` class (auto 5, search 12, research 30) and 200 sources.
     #[serde(default)]
-    pub turn: crate::turn::TurnConfig,
+    pub turn: turn_config::TurnConfig,
     /// A stage of a multi-tenant platform: enabled capabilities, their configuration and subagent
     /// prompts. A spec with a stage gets the platform's injected blocks (see `docs/injections.md`).
     #[serde(default, skip_serializing_if = "Option::is_none")]

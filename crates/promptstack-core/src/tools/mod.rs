@@ -9,4 +9,4 @@
 pub mod label;
 pub mod mcp;
 pub mod naming;
-pub mod registry;
+pub mod registration;

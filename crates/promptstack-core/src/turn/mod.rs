@@ -43,10 +43,10 @@
 //! # });
 //! ```
 
-pub mod budget;
+pub(crate) mod budget;
 mod dedupe;
 mod offered;
-pub mod sources;
+pub(crate) mod sources;
 
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::fmt;
@@ -54,8 +54,6 @@ use std::future::Future;
 use std::pin::Pin;
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
-use schemars::JsonSchema;
-use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use crate::spec::ResultFence;
@@ -63,36 +61,14 @@ use crate::stream::record::{RecordedCall, RecordedStatus, TurnRecord};
 use crate::stream::{Source, SourceSnapshot};
 use crate::tools::naming::{ToolNameError, validate_tool_name};
 
-pub use budget::{BudgetPromotion, BudgetsConfig, ClassBudgetConfig, message_slugs};
-pub use sources::{DEFAULT_SOURCE_CAP, Registration, SourceRegistry};
+pub use crate::spec::turn_config::{
+    BudgetPromotion, BudgetsConfig, ClassBudgetConfig, DEFAULT_SOURCE_CAP, TurnConfig,
+};
+pub use budget::message_slugs;
+pub use sources::{Registration, SourceRegistry};
 
 use budget::{ClassLedger, call_key};
 use dedupe::{Dedupe, Outcome};
-
-/// The Turn's configuration, as an agent spec declares it.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
-#[serde(deny_unknown_fields)]
-pub struct TurnConfig {
-    /// Budget classes and their caps; the default is the `web` class.
-    #[serde(default)]
-    pub budgets: BudgetsConfig,
-    /// How many sources a conversation may number; past it no label is issued.
-    #[serde(default = "default_source_cap")]
-    pub source_cap: u32,
-}
-
-fn default_source_cap() -> u32 {
-    DEFAULT_SOURCE_CAP
-}
-
-impl Default for TurnConfig {
-    fn default() -> Self {
-        Self {
-            budgets: BudgetsConfig::default(),
-            source_cap: DEFAULT_SOURCE_CAP,
-        }
-    }
-}
 
 /// What the Turn needs to know about one tool.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -9,7 +9,6 @@ use super::{
 use crate::fence::{ContentKind, Fence, Provenance};
 use crate::spec::{ResultFence, ResultTrust};
 use crate::toolset::{Tool, Toolset};
-use crate::{Agent, Assembly};
 
 impl From<&Tool> for TurnTool {
     /// The Turn's view of an offered tool: its name, whether it is cacheable, its budget class,
@@ -43,34 +42,6 @@ impl TurnBuilder<'_> {
             self = self.tool(TurnTool::from(tool.as_ref()), executor);
         }
         Ok(self)
-    }
-}
-
-impl Agent {
-    /// The spec's `[turn]` configuration (budgets per class and intent, the source cap).
-    pub fn turn_config(&self) -> &super::TurnConfig {
-        &self.inner.spec.turn
-    }
-
-    /// Starts building the Turn for one send of this agent: the spec's `[turn]` configuration,
-    /// the `/slug` intent of the assembly's user message, and every tool the assembly offers with the executor
-    /// `executor_for` gives it. Untrusted results go through `wrapper` (a [`Fence`] in
-    /// production). Seed the conversation's sources with [`TurnBuilder::sources`], then build.
-    ///
-    /// # Errors
-    ///
-    /// [`TurnErrorKind::MissingExecutor`] for an offered tool without an executor.
-    pub fn turn_builder(
-        &self,
-        assembly: &Assembly,
-        wrapper: Arc<dyn ResultWrapper>,
-        executor_for: impl FnMut(&Tool) -> Option<Arc<dyn ToolExecutor>>,
-    ) -> Result<TurnBuilder<'_>, TurnError> {
-        let mut builder = super::Turn::builder(&self.inner.spec.turn, wrapper);
-        if let Some(message) = assembly.user_message() {
-            builder = builder.user_message(message);
-        }
-        builder.toolset(assembly.toolset(), executor_for)
     }
 }
 

@@ -13,9 +13,6 @@ use std::collections::{BTreeMap, HashMap};
 use crate::canonical_url::url_key;
 use crate::stream::{Source, SourceSnapshot};
 
-/// How many sources a conversation may number unless configured otherwise.
-pub const DEFAULT_SOURCE_CAP: u32 = 200;
-
 /// The outcome of registering a source.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Registration {

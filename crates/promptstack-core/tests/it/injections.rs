@@ -2,7 +2,7 @@
 //! fail-open tenant instructions, the template-resolution carry, and the preview.
 
 use promptstack_core::block::{BlockState, Exclusion, OverrideState};
-use promptstack_core::inject::registry::{Manifest, Registry};
+use promptstack_core::inject::manifests::{Manifest, Registry};
 use promptstack_core::inject::{Injectable, Overrides, PreviewState, Prompt};
 use promptstack_core::spec::Stability;
 use promptstack_core::{Agent, ErrorKind, SendContext, SpecFormat};

@@ -1,7 +1,7 @@
 //! The engine's own limits: expression size before compiling, template memory per assembly,
 //! variable shapes, out-of-range numbers and the cap on reported spec errors.
 
-use promptstack_core::spec::load::{MAX_EXPRESSION_OPERATORS, MAX_REPORTED_ERRORS};
+use promptstack_core::spec::{MAX_EXPRESSION_OPERATORS, MAX_REPORTED_ERRORS};
 use promptstack_core::{Agent, ErrorKind, SendContext, SpecFormat};
 
 const SEND: &str = r#"{

@@ -10,6 +10,7 @@ mod label;
 mod layers;
 mod limits;
 mod malformed;
+mod module_graph;
 mod naming;
 mod provider;
 mod purity;

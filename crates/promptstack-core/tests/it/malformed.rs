@@ -70,7 +70,7 @@ fn sends() {
 #[test]
 fn huge_spec() {
     let mut text = String::from("spec_version = 1\nname = \"huge\"\n");
-    while text.len() <= promptstack_core::spec::load::MAX_SPEC_BYTES {
+    while text.len() <= promptstack_core::spec::MAX_SPEC_BYTES {
         text.push_str(
             "# padding padding padding padding padding padding padding padding padding\n",
         );

@@ -52,7 +52,7 @@ fn equal_inputs_give_equal_bytes_and_notes_go_to_the_user_message() {
         assert_eq!(a.body, b.body, "{format:?}");
         // The spliced body is exactly the canonical serialisation of itself.
         assert_eq!(
-            promptstack_core::provider::canonical::to_string(&a.body_value()),
+            promptstack_core::provider::canonical_json(&a.body_value()),
             a.body
         );
         let composition = one.assemble(&ctx).unwrap().compose("legacy").unwrap();
@@ -242,7 +242,7 @@ fn model_of(format: Format) -> &'static str {
 /// unit's canonical bytes (marked units carry their marker there, so they are compared without
 /// it), and the units of the conversation are as many as its contents.
 fn check_units(request: &promptstack_core::provider::Request) {
-    use promptstack_core::provider::{Region, canonical};
+    use promptstack_core::provider::{Region, canonical_json};
     let body = request.body_value();
     let marked: Vec<usize> = request.plan.breakpoints.iter().map(|b| b.unit).collect();
     for (i, unit) in request.units.iter().enumerate() {
@@ -253,7 +253,7 @@ fn check_units(request: &promptstack_core::provider::Request) {
             .pointer(&unit.at)
             .unwrap_or_else(|| panic!("{:?}: no `{}` in the body", request.format, unit.at));
         assert_eq!(
-            canonical::to_string(at),
+            canonical_json(at),
             unit.bytes,
             "{:?} {}",
             request.format,

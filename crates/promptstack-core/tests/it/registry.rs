@@ -5,7 +5,7 @@ use std::collections::BTreeMap;
 
 use promptstack_core::block::OverrideState;
 use promptstack_core::inject::Prompt;
-use promptstack_core::inject::registry::{Manifest, Registry, publish};
+use promptstack_core::inject::manifests::{Manifest, Registry, publish};
 use serde_json::{Map, Value, json};
 
 use crate::injections::{agent_with, send};

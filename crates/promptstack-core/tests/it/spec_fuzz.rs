@@ -131,7 +131,7 @@ fn send_fuzz_smoke() {
 #[test]
 fn provider_rules_fuzz_smoke() {
     let seeds = vec![
-        promptstack_core::provider::rules::BUNDLED
+        promptstack_core::provider::BUNDLED_RULES
             .as_bytes()
             .to_vec(),
     ];

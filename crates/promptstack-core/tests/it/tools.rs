@@ -6,8 +6,10 @@ use std::collections::BTreeMap;
 
 use promptstack_core::context::{Integration, ModelDescriptor, Project, Skill, ToolUsage};
 use promptstack_core::spec::ToolSpec;
-use promptstack_core::spec::load::parse;
-use promptstack_core::tools::registry::{RegistrationErrorKind, ToolRegistry, descriptor_problems};
+use promptstack_core::spec::parse;
+use promptstack_core::tools::registration::{
+    RegistrationErrorKind, ToolRegistry, descriptor_problems,
+};
 use promptstack_core::{Agent, SendContext, SpecFormat};
 use proptest::prelude::*;
 use serde_json::json;

@@ -45,13 +45,13 @@ fn fixed() -> String {
     let rows: Vec<[String; 4]> = vec![
         [
             "nesting of arrays and tables in a spec or send context".into(),
-            promptstack::core::spec::load::MAX_NESTING.to_string(),
+            promptstack::core::spec::MAX_NESTING.to_string(),
             "fixed".into(),
             "refused (`too-deep`), located at the first bracket too deep, before any parser recurses".into(),
         ],
         [
             "operators in one template tag or gate expression".into(),
-            promptstack::core::spec::load::MAX_EXPRESSION_OPERATORS.to_string(),
+            promptstack::core::spec::MAX_EXPRESSION_OPERATORS.to_string(),
             "fixed".into(),
             "refused (`expression-too-long`, exit 2) before the template is compiled, located at the first operator past it; `lint` too".into(),
         ],
@@ -67,7 +67,7 @@ fn fixed() -> String {
         ],
         [
             "errors reported for one spec or send context".into(),
-            promptstack::core::spec::load::MAX_REPORTED_ERRORS.to_string(),
+            promptstack::core::spec::MAX_REPORTED_ERRORS.to_string(),
             "fixed".into(),
             "the first ones in source order are shown and the summary says more were found; no more are collected".into(),
         ],

@@ -76,7 +76,7 @@ pub fn descriptor_problems(tool: &ToolSpec) -> Vec<DescriptorProblem> {
             Some("say what the tool does, when to use it, and what to do after a failure"),
         );
     }
-    let parameters_ok = match crate::toolset::parameters_problem(&tool.parameters) {
+    let parameters_ok = match parameters_problem(&tool.parameters) {
         Some(problem) => {
             push(
                 "bad-tool-parameters",
@@ -307,7 +307,7 @@ impl std::error::Error for RegistrationError {}
 ///
 /// ```
 /// use promptstack_core::spec::ToolSpec;
-/// use promptstack_core::tools::registry::{RegistrationErrorKind, ToolRegistry};
+/// use promptstack_core::tools::registration::{RegistrationErrorKind, ToolRegistry};
 /// use serde_json::json;
 ///
 /// let tool: ToolSpec = serde_json::from_value(json!({
@@ -382,6 +382,18 @@ impl ToolRegistry {
     /// The registered tools, by name.
     pub fn into_tools(self) -> Vec<ToolSpec> {
         self.tools.into_values().collect()
+    }
+}
+
+/// What is wrong with a tool's parameter schema, if anything: it must be a valid JSON Schema whose
+/// top level describes an object.
+pub(crate) fn parameters_problem(parameters: &serde_json::Value) -> Option<String> {
+    if let Err(error) = jsonschema::meta::validate(parameters) {
+        return Some(crate::diagnostic::lowercase_first(&error.to_string()));
+    }
+    match parameters.get("type") {
+        Some(serde_json::Value::String(t)) if t == "object" => None,
+        _ => Some("the top level must have `type = \"object\"`".into()),
     }
 }
 

@@ -21,13 +21,16 @@ std::thread_local! {
     static EMPTY_EMISSIONS: std::cell::Cell<u32> = const { std::cell::Cell::new(0) };
 }
 
+pub(crate) mod room;
+
+use room::{BYTES_PER_FUEL, ensure_room, ensure_value_fits, out_of_room, room};
+
 /// The most fuel one render may use, whatever the memory allowed: an instruction costs one fuel,
 /// so a runaway loop fails instead of hanging.
 pub(crate) const MAX_FUEL: u64 = 5_000_000;
 
-/// The bytes of data one fuel pays for (minijinja charges data created, output written and items
-/// visited against the same fuel as instructions).
-const BYTES_PER_FUEL: u64 = 64;
+/// The memory the templates of one assembly may use unless the agent says otherwise: 64 MiB.
+pub(crate) const DEFAULT_MEMORY: u64 = 64 * 1024 * 1024;
 
 /// The compiled templates and gates of one agent.
 #[derive(Clone)]
@@ -121,7 +124,7 @@ impl TemplateSet {
         env.add_filter("join", join_filter);
         env.add_filter("string", string_filter);
         let mut set = Self { env, memory: 0 };
-        set.set_memory(crate::Agent::DEFAULT_TEMPLATE_MEMORY);
+        set.set_memory(DEFAULT_MEMORY);
         set
     }
 
@@ -295,89 +298,6 @@ fn scan_expression(bytes: &[u8], mut at: usize, close: Option<[u8; 2]>) -> Resul
         }
     }
     Ok(at)
-}
-
-/// The bytes of data the fuel left in this render can still pay for.
-pub(crate) fn room(state: &minijinja::State) -> u64 {
-    state
-        .fuel_levels()
-        .map_or(u64::MAX, |(_, left)| left.saturating_mul(BYTES_PER_FUEL))
-}
-
-/// Fails (out of fuel) unless this render can still pay for `bytes` more bytes of data. Filters
-/// call it before they allocate a result of a size they can compute.
-pub(crate) fn ensure_room(state: &minijinja::State, bytes: usize) -> Result<(), minijinja::Error> {
-    let room = room(state);
-    if bytes as u64 >= room {
-        return Err(out_of_room(bytes as u64, room));
-    }
-    Ok(())
-}
-
-fn out_of_room(bytes: u64, room: u64) -> minijinja::Error {
-    minijinja::Error::new(
-        minijinja::ErrorKind::OutOfFuel,
-        format!(
-            "a value of {bytes} bytes or more would not fit in the {room} bytes this render may \
-             still allocate (half the template memory, less what it used)"
-        ),
-    )
-}
-
-/// Fails (out of fuel) unless `value` written out in full, every item of every container
-/// included, fits in what this render may still allocate. Walks no more than that, depth first
-/// with one iterator per open container: a filter that converts or writes a whole value calls it
-/// first, so that a lazily repeated list (`[s] * 100000000`) is refused after a bounded walk.
-pub(crate) fn ensure_value_fits(
-    state: &minijinja::State,
-    value: &Value,
-) -> Result<(), minijinja::Error> {
-    /// What one item costs besides its text: its slot, and punctuation.
-    const SLOT: u64 = 8;
-    let room = room(state);
-    let mut used = 0u64;
-    let mut take = |bytes: u64| {
-        used = used.saturating_add(bytes);
-        if used >= room {
-            return Err(out_of_room(used, room));
-        }
-        Ok(())
-    };
-    // Open containers: the container (to look up a map's values) and its iterator.
-    let mut open: Vec<(Value, minijinja::value::ValueIter)> = Vec::new();
-    let mut next = Some(value.clone());
-    loop {
-        if let Some(value) = next.take() {
-            take(SLOT)?;
-            if let Some(text) = value.as_str() {
-                take(text.len() as u64)?;
-            } else if value.as_object().is_some()
-                && let Ok(items) = value.try_iter()
-            {
-                open.push((value, items));
-            }
-        }
-        let Some((container, items)) = open.last_mut() else {
-            return Ok(());
-        };
-        match items.next() {
-            Some(item) => {
-                if container.kind() == minijinja::value::ValueKind::Map {
-                    let member = container.get_item(&item).unwrap_or_default();
-                    take(SLOT)?;
-                    if let Some(text) = item.as_str() {
-                        take(text.len() as u64)?;
-                    }
-                    next = Some(member);
-                } else {
-                    next = Some(item);
-                }
-            }
-            None => {
-                open.pop();
-            }
-        }
-    }
 }
 
 /// A writer that refuses to grow its output past a number of bytes.

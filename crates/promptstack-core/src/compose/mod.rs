@@ -6,6 +6,8 @@
 //! text. Every preview (`render`, `explain`, "copy full prompt") is this function's output, so
 //! preview and wire cannot differ.
 
+pub mod shedding;
+
 use std::ops::Range;
 
 use serde::Serialize;
@@ -59,7 +61,7 @@ pub struct Composition {
     pub stable_prefix: usize,
     /// Blocks shed to fit the target's token budget, in shedding order.
     #[serde(skip_serializing_if = "Vec::is_empty")]
-    pub shed: Vec<crate::budget::Shed>,
+    pub shed: Vec<shedding::Shed>,
     /// Findings of this composition (shed blocks, a budget pinned blocks exceed).
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub diagnostics: Vec<crate::diagnostic::Diagnostic>,
@@ -231,6 +233,6 @@ impl Assembly {
         if plan.budget.is_none() {
             return Ok(composition);
         }
-        Ok(crate::budget::fit(self, plan, composition))
+        Ok(shedding::fit(self, plan, composition))
     }
 }

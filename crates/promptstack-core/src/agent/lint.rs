@@ -12,9 +12,9 @@
 
 use std::collections::HashSet;
 
-use crate::agent::root_of;
 use crate::diagnostic::Diagnostic;
-use crate::ir::{CompiledTool, Unit};
+use crate::ir::{AgentInner, CompiledTool, Unit};
+use crate::root::root_of;
 use crate::spec::{AgentSpec, BlockKind, Placement};
 use crate::template::TemplateSet;
 
@@ -224,14 +224,11 @@ fn gates_on_settings(
     }
 }
 
-impl crate::Agent {
-    /// Targets whose pinned blocks alone exceed the target's token budget, counted from the
-    /// blocks that are always present with literal text (an `over-budget` error each): such a
-    /// target can never fit, whatever the send. Gated, variant and template blocks are left to the
-    /// checks against sends, where the composition reports the same error.
-    pub fn pinned_over_budget(&self, counting: crate::tokens::Counting) -> Vec<Diagnostic> {
+impl AgentInner {
+    /// The implementation of [`Agent::pinned_over_budget`](crate::Agent::pinned_over_budget).
+    pub(crate) fn pinned_over_budget(&self, counting: crate::tokens::Counting) -> Vec<Diagnostic> {
         let mut out = Vec::new();
-        for target in self.inner.targets.iter() {
+        for target in self.targets.iter() {
             let Some(budget) = target.budget else {
                 continue;
             };
@@ -241,7 +238,7 @@ impl crate::Agent {
                 if !is_pinned {
                     continue;
                 }
-                let Some(unit) = self.inner.units.iter().find(|u| u.id == *id) else {
+                let Some(unit) = self.units.iter().find(|u| u.id == *id) else {
                     continue;
                 };
                 let crate::ir::Body::Text(text) = &unit.body else {
@@ -250,12 +247,12 @@ impl crate::Agent {
                 if unit.gate.is_some() || !unit.variants.is_empty() {
                     continue;
                 }
-                let text = if self.inner.spec.render.trim {
+                let text = if self.spec.render.trim {
                     text.trim_matches([' ', '\t', '\r', '\n'])
                 } else {
                     text.as_str()
                 };
-                total += u64::from(self.inner.caches.counter.count(counting, text).count);
+                total += u64::from(self.caches.counter.count(counting, text).count);
                 pinned.push(id);
             }
             if total > u64::from(budget) {
@@ -277,14 +274,13 @@ impl crate::Agent {
         out
     }
 
-    /// Token limits that can be checked without a send: every block or note with `max_tokens`
-    /// whose text (and every variant's text) is literal, counted with `counting` after the same
-    /// trimming assembly applies. One `over-token-limit` error per text over its limit.
-    ///
-    /// Templated texts depend on the send; [`crate::Agent::assemble`] checks them per send.
-    pub fn literal_token_limits(&self, counting: crate::tokens::Counting) -> Vec<Diagnostic> {
+    /// The implementation of [`Agent::literal_token_limits`](crate::Agent::literal_token_limits).
+    pub(crate) fn literal_token_limits(
+        &self,
+        counting: crate::tokens::Counting,
+    ) -> Vec<Diagnostic> {
         let mut out = Vec::new();
-        for unit in &self.inner.units {
+        for unit in &self.units {
             let Some(limit) = unit.max_tokens else {
                 continue;
             };
@@ -294,12 +290,12 @@ impl crate::Agent {
                 let crate::ir::Body::Text(text) = body else {
                     continue;
                 };
-                let text = if self.inner.spec.render.trim {
+                let text = if self.spec.render.trim {
                     text.trim_matches([' ', '\t', '\r', '\n'])
                 } else {
                     text.as_str()
                 };
-                let tokens = self.inner.caches.counter.count(counting, text);
+                let tokens = self.caches.counter.count(counting, text);
                 if tokens.count > limit {
                     let what = match variant {
                         Some(v) => format!("variant `{v}` of `{}`", unit.id),

@@ -18,10 +18,13 @@ use serde_json::{Map, Value};
 
 use super::overrides::{Decision, Injectable, Overrides};
 use super::substitute::{MissingKey, substitute};
+use super::{CAPABILITY_PREFIX, PLATFORM_CONTEXT, TENANT_INSTRUCTIONS, TENANT_INSTRUCTIONS_END};
 use crate::block::OverrideState;
+use crate::compose::Composition;
+use crate::context::SendContext;
 use crate::diagnostic::Diagnostic;
 use crate::error::{Error, ErrorKind};
-use crate::spec::{ToolSpec, VariableSpec};
+use crate::spec::{AgentSpec, ToolSpec, VariableSpec};
 
 /// A registry capability's manifest.
 #[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
@@ -144,7 +147,7 @@ pub const REFERENCE_PREFIX: &str = "capability:";
 
 /// One slug's rendered fragment, as recorded at publish.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-pub struct Segment {
+pub struct CapabilitySegment {
     /// The exact text appended (or that would be appended) for this slug.
     pub text: String,
     /// The override state the text reflects.
@@ -158,7 +161,7 @@ pub struct Segment {
     pub subagents: BTreeMap<String, bool>,
 }
 
-impl Segment {
+impl CapabilitySegment {
     /// Whether the segment belongs in this prompt.
     pub fn visible_in(&self, prompt: super::Prompt<'_>) -> bool {
         self.ships
@@ -187,7 +190,7 @@ pub struct Published {
     /// prompt.
     pub text: String,
     /// The exact rendered fragment of each slug (the segments sidecar), shipped or not.
-    pub segments: BTreeMap<String, Segment>,
+    pub segments: BTreeMap<String, CapabilitySegment>,
     /// The appended ranges of `text`, in order.
     pub provenance: Vec<FragmentRange>,
     /// Tools contributed by the capabilities, in reference order.
@@ -257,44 +260,53 @@ pub fn decided_text(
     Ok(default_text)
 }
 
-impl crate::Agent {
-    /// Publishes this agent's stage for `ctx`: the authored text of `target`'s main prompt (the
-    /// composed target up to the blocks the platform injects, with `ctx`'s variables and no
-    /// topic), expanded by [`publish`] with the stage's references and capability configuration,
-    /// the registry's manifests, and the send's overrides (else the spec's).
-    ///
-    /// # Errors
-    ///
-    /// [`ErrorKind::NotFound`] for a spec without a stage or an unknown target, any error of
-    /// assembling or composing, and the errors of [`publish`].
-    pub fn publish_stage(
-        &self,
-        ctx: &crate::context::SendContext,
-        target: &str,
-        registry: &Registry,
-    ) -> Result<Published, Error> {
-        let Some(stage) = &self.inner.spec.stage else {
-            return Err(Error::new(
-                ErrorKind::NotFound,
-                "publishing needs a spec with a [stage]",
-            ));
-        };
-        let mut main = ctx.clone();
-        main.topic = None;
-        let composition = self.assemble(&main)?.compose(target)?;
-        let authored = super::refresh::authored(&composition);
-        let overrides = ctx
-            .auto_injections
-            .as_ref()
-            .or(self.inner.spec.auto_injections.as_ref());
-        publish(
-            authored,
-            &stage.capabilities,
-            registry,
-            &stage.capability_configs,
-            overrides,
-        )
-    }
+/// Publishes the stage of `spec` for `ctx`: the authored text of the main prompt `compose`
+/// returns, expanded by [`publish`] with the stage's references and capability configuration,
+/// the registry's manifests, and the send's overrides (else the spec's).
+pub(crate) fn publish_stage(
+    spec: &AgentSpec,
+    ctx: &SendContext,
+    registry: &Registry,
+    compose: impl FnOnce() -> Result<Composition, Error>,
+) -> Result<Published, Error> {
+    let Some(stage) = &spec.stage else {
+        return Err(Error::new(
+            ErrorKind::NotFound,
+            "publishing needs a spec with a [stage]",
+        ));
+    };
+    let composition = compose()?;
+    let authored = authored(&composition);
+    let overrides = ctx
+        .auto_injections
+        .as_ref()
+        .or(spec.auto_injections.as_ref());
+    publish(
+        authored,
+        &stage.capabilities,
+        registry,
+        &stage.capability_configs,
+        overrides,
+    )
+}
+
+/// The authored text of a composed prompt: the system text up to its first injected part.
+pub(crate) fn authored(composition: &Composition) -> &str {
+    let end = composition
+        .parts
+        .iter()
+        .take_while(|p| !p.id.starts_with(CAPABILITY_PREFIX) && !is_ambient(&p.id))
+        .last()
+        .map_or(0, |p| p.range.end);
+    &composition.system[..end]
+}
+
+/// Whether a block id is one of the tail's (ambient) blocks.
+pub(crate) fn is_ambient(id: &str) -> bool {
+    matches!(
+        id,
+        TENANT_INSTRUCTIONS | TENANT_INSTRUCTIONS_END | PLATFORM_CONTEXT
+    )
 }
 
 /// Publishes a stage's main prompt: expands every `capability:<slug>` reference of `references`
@@ -358,7 +370,7 @@ pub fn publish(
                 .subject(format!("auto_injections.capabilities.{slug}")),
             );
         }
-        let segment = Segment {
+        let segment = CapabilitySegment {
             text,
             override_state: decision.state,
             ships: decision.ships(),

@@ -1,0 +1,502 @@
+// @promptstack/node: the promptstack engine in-process for Node.
+//
+// Load an agent spec once (`Agent.fromPath`, `Agent.fromSource`), assemble per send
+// (`agent.assemble(send)`), then compose a target's texts (`assembly.compose(target)`) or build a
+// provider request (`assembly.request(format, { conversation })`). The bytes are the command
+// line's. `buildSystemPrompt` is a drop-in for the coding agent's builder of the same name.
+//
+// The native addon (`promptstack.node`, built from `src/lib.rs`) does the work; this file gives it
+// JavaScript idioms: plain objects for send contexts and conversations, option objects, getters,
+// and `Error` subclasses that carry the located diagnostics.
+"use strict";
+
+const { homedir } = require("node:os");
+const { resolve: resolvePath } = require("node:path");
+
+const native = require("./promptstack.node");
+
+/** The prefix of a native failure's message; the rest is the failure as JSON (see src/lib.rs). */
+const ERROR_MARKER = "\u0001promptstack-error:";
+
+/** The base class of every failure the package reports. */
+class PromptstackError extends Error {
+  constructor(message, details = {}) {
+    super(message);
+    this.name = new.target.name;
+    /** The located findings behind the failure (may be empty). */
+    this.diagnostics = details.diagnostics ?? [];
+    for (const [key, value] of Object.entries(details)) {
+      if (key !== "diagnostics" && key !== "message" && key !== "class" && value !== undefined && value !== null) {
+        this[key] = value;
+      }
+    }
+  }
+}
+/** A spec that cannot be compiled; `diagnostics` holds every problem with its location. */
+class SpecError extends PromptstackError {}
+/** A send context that cannot be read for the agent; `diagnostics` holds the located problems. */
+class SendError extends PromptstackError {}
+/** A file that cannot be read (missing, not a regular file, over its size limit); `path` names it. */
+class InputError extends PromptstackError {}
+/** A send that fails to assemble or compose (a template or gate failing at render time); `kind` and `block` say which. */
+class AssemblyError extends PromptstackError {}
+/** A provider request that cannot be built (no user message, a model the rules do not cover, a bad conversation). */
+class RequestError extends PromptstackError {}
+/** An unknown target. */
+class NotFoundError extends PromptstackError {}
+/** Content or provenance the fence refuses (a hostile origin, an unknown kind). */
+class FenceError extends PromptstackError {}
+/** A citation stream whose output would pass its bound; `at` is the input byte. */
+class CiteError extends PromptstackError {}
+/** An option the package does not accept (an unknown format or mode). */
+class UsageError extends PromptstackError {}
+
+const ERROR_CLASSES = {
+  PromptstackError,
+  SpecError,
+  SendError,
+  InputError,
+  AssemblyError,
+  RequestError,
+  NotFoundError,
+  FenceError,
+  CiteError,
+  UsageError,
+};
+
+/** Turns a native failure into its `Error` subclass; anything else passes through. */
+function convert(error) {
+  if (error instanceof Error && typeof error.message === "string" && error.message.startsWith(ERROR_MARKER)) {
+    const details = JSON.parse(error.message.slice(ERROR_MARKER.length));
+    const Class = ERROR_CLASSES[details.class] ?? PromptstackError;
+    return new Class(details.message, details);
+  }
+  return error;
+}
+
+function call(fn) {
+  try {
+    return fn();
+  } catch (error) {
+    throw convert(error);
+  }
+}
+
+/** JSON text (or bytes) of a send context, a conversation or a sources snapshot. */
+function jsonInput(value, what) {
+  if (typeof value === "string") return value;
+  if (Buffer.isBuffer(value)) return value;
+  if (value instanceof Uint8Array) return Buffer.from(value.buffer, value.byteOffset, value.byteLength);
+  if (value !== null && typeof value === "object") return JSON.stringify(value);
+  throw new TypeError(`${what} must be an object, a JSON string or UTF-8 bytes`);
+}
+
+function optionalString(value, what) {
+  if (value === undefined || value === null) return null;
+  if (typeof value !== "string") throw new TypeError(`${what} must be a string`);
+  return value;
+}
+
+/** A compiled agent spec: load it once, assemble per send. */
+class Agent {
+  #native;
+
+  /** @internal Use `Agent.fromPath` or `Agent.fromSource`. */
+  constructor(handle) {
+    if (!(handle instanceof native.Agent)) {
+      throw new TypeError("use Agent.fromPath or Agent.fromSource to create an Agent");
+    }
+    this.#native = handle;
+  }
+
+  /** Reads and compiles a spec file (`.json` is JSON, anything else TOML), as the command line does. */
+  static fromPath(path) {
+    if (typeof path !== "string" && !(path instanceof URL)) throw new TypeError("path must be a string");
+    const file = path instanceof URL ? require("node:url").fileURLToPath(path) : path;
+    return new Agent(call(() => native.Agent.fromPath(file)));
+  }
+
+  /** Compiles a spec from its text; `format` is `"toml"` (default) or `"json"`, `name` names it in diagnostics. */
+  static fromSource(text, options = {}) {
+    const source = typeof text === "string" ? text : jsonInput(text, "text");
+    const format = optionalString(options.format, "format");
+    const name = optionalString(options.name, "name");
+    return new Agent(call(() => native.Agent.fromSource(source, format, name)));
+  }
+
+  /** The agent's name. */
+  get name() {
+    return this.#native.name;
+  }
+
+  /** The ids of the spec's targets. */
+  get targets() {
+    return this.#native.targets;
+  }
+
+  /** Assembles one send: `send` is a send-context object, its JSON text, or UTF-8 bytes. */
+  assemble(send) {
+    const input = jsonInput(send, "send");
+    return new Assembly(call(() => this.#native.assemble(input)));
+  }
+
+  /**
+   * The spec's lint findings, then, for each send, those of assembling it and composing every
+   * target. Each finding is a diagnostic; `send` is the index of the send it is about.
+   */
+  lint(sends = []) {
+    if (!Array.isArray(sends)) throw new TypeError("sends must be an array");
+    const inputs = sends.map((send) => jsonInput(send, "send"));
+    return call(() => this.#native.lint(inputs)).map((finding) =>
+      finding.send === undefined ? finding : { ...finding, send: Number(finding.send) },
+    );
+  }
+
+  /**
+   * What `promptstack explain --json` reports for one send: the assembly, each target (or
+   * `target` alone) with token counts, injections, and with `format` each target's cache
+   * breakpoints.
+   */
+  explain(send, options = {}) {
+    const input = jsonInput(send, "send");
+    const target = optionalString(options.target, "target");
+    const format = optionalString(options.format, "format");
+    return call(() => this.#native.explain(input, target, format));
+  }
+}
+
+function requestInput(options) {
+  if (options === undefined || options === null) return undefined;
+  if (typeof options !== "object") throw new TypeError("options must be an object");
+  const conversation = options.conversation;
+  return {
+    conversation: conversation === undefined || conversation === null ? undefined : String(jsonInput(conversation, "conversation")),
+    target: optionalString(options.target, "target") ?? undefined,
+    model: optionalString(options.model, "model") ?? undefined,
+    maxTokens: options.maxTokens ?? undefined,
+    gapSeconds: options.gapSeconds ?? undefined,
+    cacheKey: optionalString(options.cacheKey, "cacheKey") ?? undefined,
+    cachedContent: optionalString(options.cachedContent, "cachedContent") ?? undefined,
+    rules: optionalString(options.rules, "rules") ?? undefined,
+  };
+}
+
+/** One send's assembly: every block with its provenance, the two halves, the diagnostics. */
+class Assembly {
+  #native;
+
+  /** @internal Returned by `agent.assemble`. */
+  constructor(handle) {
+    if (!(handle instanceof native.Assembly)) throw new TypeError("an Assembly comes from agent.assemble");
+    this.#native = handle;
+  }
+
+  /** The stable half of the body text. */
+  get stable() {
+    return this.#native.stable;
+  }
+  /** The volatile half of the body text. */
+  get volatile() {
+    return this.#native.volatile;
+  }
+  /** The whole body text. */
+  get full() {
+    return this.#native.full;
+  }
+  /** The fingerprint of the stable inputs and text (hex). */
+  get fingerprint() {
+    return this.#native.fingerprint;
+  }
+  /** The targets this assembly can compose. */
+  get targets() {
+    return this.#native.targets;
+  }
+  /** Every block: id, kind, trust, stability, state (with the reason when excluded), tokens, text. */
+  get blocks() {
+    return this.#native.blocks;
+  }
+  /** The findings of assembling. */
+  get diagnostics() {
+    return this.#native.diagnostics;
+  }
+
+  /** The texts one target sends: `{ target, system, user, userPosition, stablePrefix, parts, diagnostics }`. */
+  compose(target) {
+    if (typeof target !== "string") throw new TypeError("target must be a string");
+    return call(() => this.#native.compose(target));
+  }
+
+  /**
+   * The provider request body for this send, as an object. `format` is `anthropic`,
+   * `openai-chat`, `openai-responses` or `gemini`; `options.conversation` is the conversation so
+   * far (`{ messages: [...] }`, an object or its JSON).
+   */
+  request(format, options) {
+    return JSON.parse(this.requestJson(format, options));
+  }
+
+  /** The provider request body, byte for byte as it is sent. */
+  requestJson(format, options) {
+    return this.plan(format, options).body;
+  }
+
+  /** The request with its cache plan: `{ format, model, target, body, plan, units, diagnostics }` (`body` is the exact JSON text). */
+  plan(format, options) {
+    if (typeof format !== "string") throw new TypeError("format must be a string");
+    const input = requestInput(options);
+    return call(() => this.#native.request(format, input));
+  }
+
+  /** The assembly JSON (`promptstack.assembly/v1`), so `JSON.stringify(assembly)` gives it. */
+  toJSON() {
+    return JSON.parse(call(() => this.#native.toJson()));
+  }
+}
+
+/**
+ * Wraps untrusted content in a fence with a fresh nonce. `kind` is `page`, `selection`, `file`,
+ * `mcp-resource` or `tool-result`; `origin` a URL, path or `mcp://SERVER/URI`; `tool` the
+ * registry name of the tool that produced it; `maxBytes` cuts the body first.
+ */
+function fence(content, options) {
+  if (typeof content !== "string") throw new TypeError("content must be a string");
+  if (options === null || typeof options !== "object") throw new TypeError("options must be an object with a kind");
+  const kind = optionalString(options.kind, "kind");
+  if (kind === null) throw new TypeError("options.kind is required");
+  const origin = optionalString(options.origin, "origin");
+  const tool = optionalString(options.tool, "tool");
+  const maxBytes = options.maxBytes ?? null;
+  if (maxBytes !== null && !(Number.isInteger(maxBytes) && maxBytes >= 0 && maxBytes <= 0xffffffff)) {
+    throw new RangeError("maxBytes must be a non-negative integer below 2^32");
+  }
+  return call(() => native.fence(content, kind, origin, tool, maxBytes));
+}
+
+/** Checks that `text` is exactly one valid fence: `{ valid, fence, problems }`. */
+function checkFence(text) {
+  if (typeof text !== "string") throw new TypeError("text must be a string");
+  return native.checkFence(text);
+}
+
+/**
+ * The model's streamed text through the citation and math processor. `sources` is a list of
+ * `{ index, url, title }` (or `{ sources: [...] }`, or its JSON); `mode` is `placeholders`
+ * (default: `{{cite:K}}` plus the citation map) or `links` (Markdown links).
+ */
+class CiteStream {
+  #native;
+
+  constructor(sources, options = {}) {
+    const snapshot = Array.isArray(sources) ? { sources } : sources;
+    const json = String(jsonInput(snapshot, "sources"));
+    const mode = optionalString(options.mode, "mode");
+    const widgets = options.widgets ?? null;
+    if (widgets !== null && !Array.isArray(widgets)) throw new TypeError("widgets must be an array of names");
+    this.#native = call(() => new native.CiteStream(json, mode, widgets));
+  }
+
+  /** Feeds a delta of the model's text; returns the display-ready text decided so far. */
+  feed(delta) {
+    if (typeof delta !== "string") throw new TypeError("delta must be a string");
+    return call(() => this.#native.feed(delta));
+  }
+
+  /** Ends the stream; returns the rest of the text. */
+  finish() {
+    return call(() => this.#native.finish());
+  }
+
+  /** The citation map: `[{ key, placeholder, sources }]`, one entry per citation run. */
+  get citations() {
+    return this.#native.citations;
+  }
+
+  /** Resolved and unresolved citation counts so far. */
+  get score() {
+    return this.#native.score;
+  }
+
+  /** The widget tags removed from the text since the last call. */
+  takeWidgets() {
+    return this.#native.takeWidgets();
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+// The drop-in for `buildSystemPrompt` of @mariozechner/pi-coding-agent@0.73.1, on the pi-compat
+// spec (examples/pi-compat/agent.toml, compiled into the addon). The options map onto a send as
+// examples/pi-compat/README.md describes; the clock and the package directory are read as the
+// peer reads them (see docs/bindings.md).
+
+/** The model descriptor of every pi-compat send (the spec does not render it). */
+const PI_MODEL = { id: "claude-sonnet-4-5", name: "Claude Sonnet 4.5", provider: "anthropic" };
+
+let piAgent = null;
+
+function piCompatAgent() {
+  if (piAgent === null) piAgent = native.Agent.fromSource(native.piCompatSpec(), "toml", "pi-compat.toml");
+  return piAgent;
+}
+
+const pad2 = (n) => (n < 10 ? "0" : "") + n;
+const pad3 = (n) => (n < 10 ? "00" : n < 100 ? "0" : "") + n;
+
+/**
+ * The clock as the peer reads it: one `new Date()`, in the process's local time zone, written as
+ * an RFC 3339 instant with the local offset so the send's date is the local calendar date.
+ */
+function localNow() {
+  const now = new Date();
+  const year = now.getFullYear();
+  if (!(year >= 1000 && year <= 9999)) {
+    throw new RangeError(`buildSystemPrompt: the clock reads year ${year}; only years 1000 to 9999 are supported`);
+  }
+  const offset = -Math.round(now.getTimezoneOffset());
+  const sign = offset < 0 ? "-" : "+";
+  const abs = Math.abs(offset);
+  return (
+    `${year}-${pad2(now.getMonth() + 1)}-${pad2(now.getDate())}` +
+    `T${pad2(now.getHours())}:${pad2(now.getMinutes())}:${pad2(now.getSeconds())}.${pad3(now.getMilliseconds())}` +
+    `${sign}${pad2(Math.floor(abs / 60))}:${pad2(abs % 60)}`
+  );
+}
+
+let lastPackageDirInput = null;
+let lastPackageDir = null;
+
+/**
+ * The directory the documentation paths point into: `settings.packageDir`, else `PI_PACKAGE_DIR`
+ * (a leading `~` is the home directory), else this package's own directory, as the peer falls
+ * back to its own install location. Resolved against the process's working directory.
+ */
+function piPackageDir(settings) {
+  let dir = settings?.packageDir ?? process.env.PI_PACKAGE_DIR;
+  if (!dir) {
+    dir = __dirname;
+  } else if (dir === "~") {
+    dir = homedir();
+  } else if (dir.startsWith("~/")) {
+    dir = homedir() + dir.slice(1);
+  }
+  if (dir !== lastPackageDirInput) {
+    const resolved = resolvePath(dir);
+    // The spec appends "/README.md"; the root directory must not give "//README.md".
+    lastPackageDir = resolved === "/" ? "" : resolved;
+    lastPackageDirInput = dir;
+  }
+  return lastPackageDir;
+}
+
+/**
+ * Refuses the inputs the peer renders with JavaScript artefacts (PEER.md, [domain]) instead of
+ * returning different text: snippets that are not strings, a listed tool named like an
+ * `Object.prototype` member without its own snippet, a custom prompt or appended text that is
+ * not a string (the peer would print `true` where a template prints `True`), guidelines and skill
+ * fields that are not strings (where the peer throws a TypeError of its own).
+ */
+function checkPiDomain(options) {
+  for (const key of ["customPrompt", "appendSystemPrompt"]) {
+    if (options[key] != null && typeof options[key] !== "string") {
+      throw new TypeError(`buildSystemPrompt: options.${key} must be a string`);
+    }
+  }
+  const customPath = Boolean(options.customPrompt);
+  const tools = options.selectedTools;
+  if (tools != null && (!Array.isArray(tools) || !tools.every((name) => typeof name === "string"))) {
+    throw new TypeError("buildSystemPrompt: options.selectedTools must be an array of strings");
+  }
+  if (!customPath) {
+    const snippets = options.toolSnippets;
+    if (snippets != null) {
+      if (typeof snippets !== "object" || Array.isArray(snippets)) {
+        throw new TypeError("buildSystemPrompt: options.toolSnippets must be an object");
+      }
+      for (const name of tools ?? ["read", "bash", "edit", "write"]) {
+        const own = Object.hasOwn(snippets, name);
+        if (!own && name in snippets) {
+          throw new RangeError(`buildSystemPrompt: the tool name ${JSON.stringify(name)} is an Object.prototype member without its own snippet`);
+        }
+        if (own && snippets[name] && typeof snippets[name] !== "string") {
+          throw new TypeError(`buildSystemPrompt: options.toolSnippets[${JSON.stringify(name)}] must be a string`);
+        }
+      }
+    }
+    const guidelines = options.promptGuidelines;
+    if (guidelines != null && (!Array.isArray(guidelines) || !guidelines.every((g) => typeof g === "string"))) {
+      throw new TypeError("buildSystemPrompt: options.promptGuidelines must be an array of strings");
+    }
+  }
+  const skills = options.skills;
+  if (skills != null) {
+    if (!Array.isArray(skills)) throw new TypeError("buildSystemPrompt: options.skills must be an array");
+    for (const skill of skills) {
+      if (skill === null || typeof skill !== "object") throw new TypeError("buildSystemPrompt: every skill must be an object");
+      if (!skill.disableModelInvocation && (typeof skill.name !== "string" || typeof skill.description !== "string" || typeof skill.filePath !== "string")) {
+        throw new TypeError("buildSystemPrompt: a skill's name, description and filePath must be strings");
+      }
+    }
+  }
+  const files = options.contextFiles;
+  if (files != null && !Array.isArray(files)) throw new TypeError("buildSystemPrompt: options.contextFiles must be an array");
+}
+
+/**
+ * Builds the coding agent's system prompt, byte for byte what `buildSystemPrompt(options)` of
+ * `@mariozechner/pi-coding-agent@0.73.1` returns, from the same options object. The optional
+ * second argument `{ packageDir }` overrides where the documentation paths point (otherwise
+ * `PI_PACKAGE_DIR`, otherwise this package's directory).
+ */
+function buildSystemPrompt(options, settings) {
+  if (options === null || typeof options !== "object") {
+    throw new TypeError("buildSystemPrompt: options must be an object");
+  }
+  const cwd = options.cwd;
+  if (typeof cwd !== "string") throw new TypeError("buildSystemPrompt: options.cwd must be a string");
+  checkPiDomain(options);
+  const variables = { package_dir: piPackageDir(settings) };
+  if (options.customPrompt != null) variables.custom_prompt = options.customPrompt;
+  if (options.selectedTools != null) variables.selected_tools = options.selectedTools;
+  if (options.toolSnippets != null) variables.tool_snippets = options.toolSnippets;
+  if (options.promptGuidelines != null) variables.prompt_guidelines = options.promptGuidelines;
+  if (options.appendSystemPrompt != null) variables.append = options.appendSystemPrompt;
+  const send = { now: localNow(), model: PI_MODEL, cwd, variables };
+  const files = options.contextFiles;
+  if (files != null) {
+    send.context_files = files.map((file) => ({ path: file.path, content: file.content }));
+  }
+  const skills = options.skills;
+  if (skills != null) {
+    // A hidden skill (truthy `disableModelInvocation`, as the peer tests it) never reaches the
+    // prompt; leaving it out of the send is the same and spares checking its fields.
+    send.skills = [];
+    for (const skill of skills) {
+      if (!skill.disableModelInvocation) {
+        send.skills.push({ name: skill.name, description: skill.description, location: skill.filePath });
+      }
+    }
+  }
+  const json = JSON.stringify(send);
+  const agent = piCompatAgent();
+  try {
+    return agent.systemText(json, "system");
+  } catch (error) {
+    throw convert(error);
+  }
+}
+
+exports.Agent = Agent;
+exports.Assembly = Assembly;
+exports.CiteStream = CiteStream;
+exports.fence = fence;
+exports.checkFence = checkFence;
+exports.buildSystemPrompt = buildSystemPrompt;
+exports.PromptstackError = PromptstackError;
+exports.SpecError = SpecError;
+exports.SendError = SendError;
+exports.InputError = InputError;
+exports.AssemblyError = AssemblyError;
+exports.RequestError = RequestError;
+exports.NotFoundError = NotFoundError;
+exports.FenceError = FenceError;
+exports.CiteError = CiteError;
+exports.UsageError = UsageError;

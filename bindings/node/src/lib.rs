@@ -1,0 +1,661 @@
+//! The native half of the `@promptstack/node` package: the engine's `Agent`, `Assembly`, fence and
+//! citation stream as N-API classes and functions.
+//!
+//! The pipeline is the facade's: load a spec once ([`Agent::from_path`], [`Agent::from_source`]),
+//! assemble per send ([`Agent::assemble`]), then compose a target's texts
+//! ([`Assembly::compose`]) or build a provider request ([`Assembly::request`]). Everything here
+//! converts between JavaScript values and the facade's types and nothing else; no prompt text is
+//! decided in this crate.
+//!
+//! The JavaScript half (`index.js`) wraps these classes in the package's public API: it turns a
+//! send object into JSON, a failure into an `Error` subclass, and implements the `buildSystemPrompt`
+//! drop-in on the pi-compat spec that [`pi_compat_spec`] returns.
+//!
+//! A failure crosses the boundary as an `Error` whose message is [`ERROR_MARKER`] followed by a
+//! JSON object (`kind`, `message`, and the located diagnostics); `index.js` rebuilds the matching
+//! `Error` subclass from it, so every diagnostic reaches JavaScript as data, not as text to parse.
+
+use std::path::Path;
+use std::sync::Arc;
+
+use napi::bindgen_prelude::{Buffer, Either, Error, Result, Status};
+use napi_derive::napi;
+use promptstack::fence::{ContentKind, Fence, MaxBytes, Provenance};
+use promptstack::limits::{InputKind, Limit, Limits};
+use promptstack::provider::{Conversation, ConversationLimits, Format, RequestOptions, Rules};
+use promptstack::stream::{OutputMode, Processor, SourceSnapshot, StreamConfig, WidgetSet};
+use promptstack::{ErrorKind, SendContext, SpecFormat};
+use serde_json::{Value, json};
+
+/// The prefix of a failure's message: the rest is the failure as JSON, for `index.js`.
+pub const ERROR_MARKER: &str = "\u{1}promptstack-error:";
+
+/// The pi-compat parity spec, compiled into the addon for `buildSystemPrompt`.
+const PI_COMPAT_SPEC: &str = include_str!("../../../examples/pi-compat/agent.toml");
+
+/// A failure as the JavaScript half receives it: an error class name, a message and data.
+fn failure(class: &str, message: impl Into<String>, data: Value) -> Error {
+    let mut payload = json!({ "class": class, "message": message.into() });
+    if let (Value::Object(payload), Value::Object(data)) = (&mut payload, data) {
+        payload.extend(data);
+    }
+    Error::new(Status::GenericFailure, format!("{ERROR_MARKER}{payload}"))
+}
+
+/// A spec or send context that failed to load, with every located diagnostic.
+fn spec_failure(class: &str, error: &promptstack::SpecError) -> Error {
+    let diagnostics = serde_json::to_value(&error.diagnostics).unwrap_or(Value::Null);
+    failure(
+        class,
+        error.to_string(),
+        json!({ "diagnostics": diagnostics, "truncated": error.truncated }),
+    )
+}
+
+/// An engine failure (render, gate, request, …), named by its kind.
+fn engine_failure(error: &promptstack::Error) -> Error {
+    let class = match error.kind() {
+        ErrorKind::Request | ErrorKind::Rules => "RequestError",
+        ErrorKind::NotFound => "NotFoundError",
+        _ => "AssemblyError",
+    };
+    failure(
+        class,
+        error.to_string(),
+        json!({ "kind": kind_name(error.kind()), "block": error.block() }),
+    )
+}
+
+/// The stable name of an engine error kind.
+fn kind_name(kind: ErrorKind) -> &'static str {
+    match kind {
+        ErrorKind::Render => "render",
+        ErrorKind::Gate => "gate",
+        ErrorKind::TrailingUserText => "trailing-user-text",
+        ErrorKind::NotFound => "not-found",
+        ErrorKind::Context => "context",
+        ErrorKind::Manifest => "manifest",
+        ErrorKind::Rules => "rules",
+        ErrorKind::Request => "request",
+        _ => "other",
+    }
+}
+
+/// A value that cannot be given to the engine (a wrong option, an unknown name).
+fn usage_failure(message: impl Into<String>) -> Error {
+    failure("UsageError", message, json!({}))
+}
+
+/// Serialises engine data for JavaScript.
+fn to_value(value: &impl serde::Serialize) -> Result<Value> {
+    serde_json::to_value(value).map_err(|e| Error::from_reason(e.to_string()))
+}
+
+/// Bytes from a string or a buffer.
+fn bytes_of(input: &Either<String, Buffer>) -> &[u8] {
+    match input {
+        Either::A(text) => text.as_bytes(),
+        Either::B(buffer) => buffer.as_ref(),
+    }
+}
+
+/// A compiled agent spec: load it once, then assemble per send.
+///
+/// One `Agent` serves every send of a process; its caches (the stable half, token counts) are
+/// shared by all its assemblies.
+#[napi]
+pub struct Agent {
+    inner: promptstack::Agent,
+}
+
+#[napi]
+impl Agent {
+    /// Reads and compiles a spec file (`.json` is JSON, anything else TOML), with the registry
+    /// manifests in `capabilities/` next to it, exactly as the command line does.
+    #[napi(factory)]
+    pub fn from_path(path: String) -> Result<Agent> {
+        let limits = Limits::default();
+        let path = Path::new(&path);
+        let bytes = promptstack::limits::read(path, InputKind::Spec, &limits)
+            .map_err(|e| failure("InputError", e.to_string(), json!({ "path": path })))?;
+        let format = SpecFormat::from_name(&path.display().to_string());
+        match promptstack::registry::compile(&bytes, path, format, &limits) {
+            Ok(inner) => Ok(Agent { inner }),
+            Err(promptstack::registry::LoadError::Spec(error)) => {
+                Err(spec_failure("SpecError", &error))
+            }
+            Err(promptstack::registry::LoadError::Input(error)) => Err(failure(
+                "InputError",
+                error.to_string(),
+                json!({ "path": path }),
+            )),
+            Err(other) => Err(failure("SpecError", other.to_string(), json!({}))),
+        }
+    }
+
+    /// Compiles a spec from its text; `format` is `"toml"` (the default) or `"json"`, `name` the
+    /// name diagnostics give the source (default `agent.toml` / `agent.json`).
+    #[napi(factory)]
+    pub fn from_source(
+        text: Either<String, Buffer>,
+        format: Option<String>,
+        name: Option<String>,
+    ) -> Result<Agent> {
+        let format = match format.as_deref() {
+            None | Some("toml") => SpecFormat::Toml,
+            Some("json") => SpecFormat::Json,
+            Some(other) => {
+                return Err(usage_failure(format!(
+                    "format {other:?} is not one of toml, json"
+                )));
+            }
+        };
+        let name = name.unwrap_or_else(|| match format {
+            SpecFormat::Json => "agent.json".to_owned(),
+            _ => "agent.toml".to_owned(),
+        });
+        let inner = promptstack::Agent::from_source(bytes_of(&text), &name, format)
+            .map_err(|e| spec_failure("SpecError", &e))?
+            .with_template_memory(Limits::default().get(Limit::TemplateMemory));
+        Ok(Agent { inner })
+    }
+
+    /// The agent's name.
+    #[napi(getter)]
+    pub fn name(&self) -> String {
+        self.inner.name().to_owned()
+    }
+
+    /// The ids of the spec's targets, in spec order.
+    #[napi(getter)]
+    pub fn targets(&self) -> Vec<String> {
+        self.inner.target_ids().map(str::to_owned).collect()
+    }
+
+    /// Assembles one send, given as send-context JSON (a string or UTF-8 bytes).
+    #[napi]
+    pub fn assemble(&self, send: Either<String, Buffer>) -> Result<Assembly> {
+        let ctx = self.send(&send)?;
+        self.assemble_context(&ctx)
+    }
+
+    /// Assembles one send and composes one target's system text: the fast path of a drop-in
+    /// that needs nothing else.
+    #[napi]
+    pub fn system_text(&self, send: String, target: String) -> Result<String> {
+        let ctx = self.send(&Either::A(send))?;
+        let assembly = self.inner.assemble(&ctx).map_err(|e| engine_failure(&e))?;
+        let composition = assembly.compose(&target).map_err(|e| engine_failure(&e))?;
+        Ok(composition.system)
+    }
+
+    /// The spec's own lint findings, then for each send (JSON) those of assembling it and
+    /// composing every target: a list of diagnostics, each with `send` (its index) when it is
+    /// about one.
+    #[napi]
+    pub fn lint(&self, sends: Vec<Either<String, Buffer>>) -> Result<Value> {
+        let contexts = sends
+            .iter()
+            .map(|send| self.send(send))
+            .collect::<Result<Vec<_>>>()?;
+        let names: Vec<String> = (0..contexts.len()).map(|i| i.to_string()).collect();
+        let findings = promptstack::report::lint(
+            &self.inner,
+            names.iter().map(String::as_str).zip(contexts.iter()),
+        );
+        to_value(&findings)
+    }
+
+    /// What `promptstack explain --json` reports for one send: the assembly, each target
+    /// composed with its token counts, injections and, with a provider format, each target's
+    /// cache breakpoints.
+    #[napi]
+    pub fn explain(
+        &self,
+        send: Either<String, Buffer>,
+        target: Option<String>,
+        format: Option<String>,
+    ) -> Result<Value> {
+        let ctx = self.send(&send)?;
+        let assembly = self.inner.assemble(&ctx).map_err(|e| engine_failure(&e))?;
+        let format = format.as_deref().map(provider_format).transpose()?;
+        let planned = format.map(|format| promptstack::report::BreakpointFormat {
+            format,
+            rules: Rules::bundled(),
+        });
+        let explanation =
+            promptstack::report::explain(&self.inner, &ctx, &assembly, target.as_deref(), planned)
+                .map_err(|e| engine_failure(&e))?;
+        to_value(&explanation)
+    }
+}
+
+impl Agent {
+    /// Parses a send context for this agent (its variables must have the declared shapes).
+    fn send(&self, send: &Either<String, Buffer>) -> Result<SendContext> {
+        SendContext::from_json_for(bytes_of(send), "send", self.inner.spec())
+            .map_err(|e| spec_failure("SendError", &e))
+    }
+
+    fn assemble_context(&self, ctx: &SendContext) -> Result<Assembly> {
+        let assembly = self.inner.assemble(ctx).map_err(|e| engine_failure(&e))?;
+        Ok(Assembly {
+            agent: self.inner.clone(),
+            inner: Arc::new(assembly),
+        })
+    }
+}
+
+/// The provider format named as on the command line.
+fn provider_format(name: &str) -> Result<Format> {
+    Ok(match name {
+        "anthropic" => Format::Anthropic,
+        "openai-chat" => Format::OpenaiChat,
+        "openai-responses" => Format::OpenaiResponses,
+        "gemini" => Format::Gemini,
+        other => {
+            return Err(usage_failure(format!(
+                "format {other:?} is not one of anthropic, openai-chat, openai-responses, gemini"
+            )));
+        }
+    })
+}
+
+/// One send's assembly: every block with its provenance, the two halves, the diagnostics.
+#[napi]
+pub struct Assembly {
+    agent: promptstack::Agent,
+    inner: Arc<promptstack::Assembly>,
+}
+
+/// The texts one target sends.
+#[napi(object)]
+pub struct Composition {
+    /// The target.
+    pub target: String,
+    /// The system text.
+    pub system: String,
+    /// The text for the user slot (the notes placed with the last user message).
+    pub user: String,
+    /// Where the user-slot text goes relative to the user's message (`before`, `after`).
+    pub user_position: String,
+    /// The byte length of the system text's cacheable prefix.
+    pub stable_prefix: u32,
+    /// The parts of both texts, each naming its block.
+    pub parts: Value,
+    /// The findings of composing (blocks shed by a token budget, …).
+    pub diagnostics: Value,
+}
+
+/// Options of a provider request.
+#[napi(object)]
+pub struct RequestInput {
+    /// The conversation so far, as JSON (`{"messages": [...]}`).
+    pub conversation: Option<String>,
+    /// The target (default: the spec's only target).
+    pub target: Option<String>,
+    /// The model id sent (default: the send's model id).
+    pub model: Option<String>,
+    /// The output token limit (default 4096).
+    pub max_tokens: Option<u32>,
+    /// The expected seconds until the thread's next request (chooses cache lifetimes).
+    pub gap_seconds: Option<u32>,
+    /// OpenAI `prompt_cache_key`.
+    pub cache_key: Option<String>,
+    /// Gemini: an explicit cached content holding the system text and tools.
+    pub cached_content: Option<String>,
+    /// A provider rules table (TOML) replacing the bundled one.
+    pub rules: Option<String>,
+}
+
+/// A provider request: the exact body and its cache plan.
+#[napi(object)]
+pub struct RequestOutput {
+    /// The format.
+    pub format: String,
+    /// The model id sent.
+    pub model: String,
+    /// The target built for.
+    pub target: String,
+    /// The body, byte for byte as it is sent.
+    pub body: String,
+    /// The cache plan: breakpoints, skipped boundaries, expected costs.
+    pub plan: Value,
+    /// The units the plan was computed over.
+    pub units: Value,
+    /// Findings of building the request.
+    pub diagnostics: Value,
+}
+
+#[napi]
+impl Assembly {
+    /// The stable half of the body text.
+    #[napi(getter)]
+    pub fn stable(&self) -> String {
+        self.inner.stable().to_owned()
+    }
+
+    /// The volatile half of the body text.
+    #[napi(getter)]
+    pub fn volatile(&self) -> String {
+        self.inner.volatile().to_owned()
+    }
+
+    /// The whole body text (both halves joined).
+    #[napi(getter)]
+    pub fn full(&self) -> String {
+        self.inner.full().to_owned()
+    }
+
+    /// The fingerprint of the stable inputs and text, as hex.
+    #[napi(getter)]
+    pub fn fingerprint(&self) -> String {
+        self.inner.fingerprint().to_string()
+    }
+
+    /// The ids of the targets this assembly can compose.
+    #[napi(getter)]
+    pub fn targets(&self) -> Vec<String> {
+        self.inner.target_ids().map(str::to_owned).collect()
+    }
+
+    /// Every block, included or not, with kind, trust, stability, state, reason, tokens and text.
+    #[napi(getter)]
+    pub fn blocks(&self) -> Result<Value> {
+        to_value(&self.inner.blocks().collect::<Vec<_>>())
+    }
+
+    /// The findings of assembling (empty variables, excluded tools, …).
+    #[napi(getter)]
+    pub fn diagnostics(&self) -> Result<Value> {
+        to_value(&self.inner.diagnostics().collect::<Vec<_>>())
+    }
+
+    /// The assembly in the versioned assembly JSON format (`promptstack.assembly/v1`).
+    #[napi]
+    pub fn to_json(&self) -> Result<String> {
+        serde_json::to_string(&*self.inner).map_err(|e| Error::from_reason(e.to_string()))
+    }
+
+    /// The texts `target` sends.
+    #[napi]
+    pub fn compose(&self, target: String) -> Result<Composition> {
+        let composition = self
+            .inner
+            .compose(&target)
+            .map_err(|e| engine_failure(&e))?;
+        let user_position = to_value(&composition.user_position)?
+            .as_str()
+            .unwrap_or_default()
+            .to_owned();
+        Ok(Composition {
+            parts: to_value(&composition.parts)?,
+            diagnostics: to_value(&composition.diagnostics)?,
+            stable_prefix: u32::try_from(composition.stable_prefix).unwrap_or(u32::MAX),
+            user_position,
+            target: composition.target,
+            system: composition.system,
+            user: composition.user,
+        })
+    }
+
+    /// The provider request for this send in `format` (`anthropic`, `openai-chat`,
+    /// `openai-responses`, `gemini`), with cache breakpoints placed by the planner.
+    #[napi]
+    pub fn request(&self, format: String, options: Option<RequestInput>) -> Result<RequestOutput> {
+        let format = provider_format(&format)?;
+        let options = options.unwrap_or(RequestInput {
+            conversation: None,
+            target: None,
+            model: None,
+            max_tokens: None,
+            gap_seconds: None,
+            cache_key: None,
+            cached_content: None,
+            rules: None,
+        });
+        let target = match options.target {
+            Some(target) => target,
+            None => {
+                let ids: Vec<&str> = self.inner.target_ids().collect();
+                match ids.as_slice() {
+                    [one] => (*one).to_owned(),
+                    _ => {
+                        return Err(usage_failure(format!(
+                            "this spec has several targets ({}); choose one with `target`",
+                            ids.join(", ")
+                        )));
+                    }
+                }
+            }
+        };
+        let conversation = match &options.conversation {
+            Some(json) => {
+                let limits = Limits::default();
+                let caps = ConversationLimits::new()
+                    .max_bytes(limits.get(Limit::ConversationBytes) as usize)
+                    .max_messages(limits.get(Limit::ConversationMessages) as usize);
+                Conversation::from_json_with(json.as_bytes(), "conversation", &caps)
+                    .map_err(|e| engine_failure(&e))?
+            }
+            None => Conversation::default(),
+        };
+        let custom_rules = match &options.rules {
+            Some(text) => Some(Rules::from_toml(text, "rules").map_err(|e| engine_failure(&e))?),
+            None => None,
+        };
+        let rules = custom_rules.as_ref().unwrap_or_else(|| Rules::bundled());
+        let mut request_options = RequestOptions::new(format, target);
+        request_options.model = options.model;
+        if let Some(max_tokens) = options.max_tokens {
+            request_options.max_tokens = max_tokens;
+        }
+        request_options.expected_gap_seconds = options.gap_seconds;
+        request_options.cache_key = options.cache_key;
+        request_options.cached_content = options.cached_content;
+        let request = self
+            .agent
+            .request(&self.inner, &conversation, rules, &request_options)
+            .map_err(|e| engine_failure(&e))?;
+        Ok(RequestOutput {
+            format: request.format.as_str().to_owned(),
+            plan: to_value(&request.plan)?,
+            units: to_value(&request.units)?,
+            diagnostics: to_value(&request.diagnostics)?,
+            model: request.model,
+            target: request.target,
+            body: request.body,
+        })
+    }
+}
+
+/// The pi-compat parity spec (`examples/pi-compat/agent.toml`) the `buildSystemPrompt` drop-in
+/// runs on.
+#[napi]
+pub fn pi_compat_spec() -> &'static str {
+    PI_COMPAT_SPEC
+}
+
+/// Untrusted content wrapped in a fence.
+#[napi(object)]
+pub struct Fenced {
+    /// The fenced text.
+    pub text: String,
+    /// The nonce of the markers.
+    pub nonce: String,
+    /// The content kind's marker name.
+    pub kind: String,
+    /// How many marker look-alikes and control tokens were defanged.
+    pub defanged: u32,
+    /// When the body was cut: bytes kept and bytes given.
+    pub truncated: Option<Truncated>,
+}
+
+/// How much of a fenced body was kept.
+#[napi(object)]
+pub struct Truncated {
+    /// Bytes of content kept.
+    pub kept_bytes: f64,
+    /// Bytes of content given.
+    pub total_bytes: f64,
+}
+
+/// Wraps untrusted content in a fence with a fresh nonce from the operating system.
+#[napi]
+pub fn fence(
+    content: String,
+    kind: String,
+    origin: Option<String>,
+    tool: Option<String>,
+    max_bytes: Option<u32>,
+) -> Result<Fenced> {
+    let fence_failure =
+        |e: promptstack::fence::FenceError| failure("FenceError", e.to_string(), json!({}));
+    let kind = ContentKind::parse(&kind).map_err(fence_failure)?;
+    let provenance =
+        Provenance::new(kind, origin.as_deref(), tool.as_deref()).map_err(fence_failure)?;
+    let mut fence = Fence::new(promptstack::nonce::OsNonces);
+    if let Some(max) = max_bytes {
+        fence = fence.with_limit(MaxBytes(max as usize));
+    }
+    let wrapped = fence.wrap(&content, &provenance).map_err(fence_failure)?;
+    Ok(Fenced {
+        nonce: wrapped.nonce.to_string(),
+        kind: wrapped.kind.marker_name().to_owned(),
+        defanged: u32::try_from(wrapped.defanged).unwrap_or(u32::MAX),
+        truncated: wrapped.truncated.map(|t| Truncated {
+            kept_bytes: t.kept_bytes as f64,
+            total_bytes: t.total_bytes as f64,
+        }),
+        text: wrapped.text,
+    })
+}
+
+/// Checks that `text` is exactly one valid fence: `{ valid, fence, problems }`.
+#[napi]
+pub fn check_fence(text: String) -> Value {
+    let report = promptstack::fence::check(&text);
+    let fence = report.fence.as_ref().map(|info| {
+        json!({
+            "kind": info.kind.marker_name(),
+            "nonce": info.nonce.to_string(),
+            "origin": info.origin,
+            "tool": info.tool,
+            "body": text.get(info.body.clone()).unwrap_or_default(),
+        })
+    });
+    let problems: Vec<Value> = report
+        .problems
+        .iter()
+        .map(|p| {
+            json!({
+                "kind": format!("{:?}", p.kind),
+                "offset": p.offset,
+                "message": p.message,
+            })
+        })
+        .collect();
+    json!({ "valid": report.is_valid(), "fence": fence, "problems": problems })
+}
+
+/// The model's streamed text through the citation and math processor.
+#[napi]
+pub struct CiteStream {
+    processor: Processor,
+    out: String,
+}
+
+#[napi]
+impl CiteStream {
+    /// A stream over a sources snapshot (JSON: `{"sources": [{"index", "url", "title"}]}`),
+    /// writing `placeholders` (`{{cite:K}}` plus a citation map) or Markdown `links`.
+    #[napi(constructor)]
+    pub fn new(
+        sources: String,
+        mode: Option<String>,
+        widgets: Option<Vec<String>>,
+    ) -> Result<Self> {
+        let sources: SourceSnapshot = serde_json::from_str(&sources)
+            .map_err(|e| usage_failure(format!("invalid sources: {e}")))?;
+        let mode = match mode.as_deref() {
+            None | Some("placeholders") => OutputMode::Placeholders,
+            Some("links") => OutputMode::Links,
+            Some(other) => {
+                return Err(usage_failure(format!(
+                    "mode {other:?} is not one of placeholders, links"
+                )));
+            }
+        };
+        let widgets = WidgetSet::new(widgets.unwrap_or_default())
+            .map_err(|e| usage_failure(format!("invalid widgets: {e}")))?;
+        let limits = Limits::default();
+        let config = StreamConfig::new(mode)
+            .with_widgets(widgets)
+            .with_max_link_bytes(limits.get(Limit::CiteLinkBytes))
+            .with_max_citation_runs(
+                usize::try_from(limits.get(Limit::CiteRuns)).unwrap_or(usize::MAX),
+            );
+        Ok(CiteStream {
+            processor: Processor::new(&sources, config),
+            out: String::new(),
+        })
+    }
+
+    /// Feeds a delta of the model's text; returns the display-ready text decided so far.
+    #[napi]
+    pub fn feed(&mut self, delta: String) -> Result<String> {
+        self.out.clear();
+        self.processor.push_into(&delta, &mut self.out);
+        self.check_overflow()?;
+        Ok(std::mem::take(&mut self.out))
+    }
+
+    /// Ends the stream; returns the rest of the text.
+    #[napi]
+    pub fn finish(&mut self) -> Result<String> {
+        self.out.clear();
+        self.processor.finish_into(&mut self.out);
+        self.check_overflow()?;
+        Ok(std::mem::take(&mut self.out))
+    }
+
+    /// The citation map: one entry per citation run, `{ key, placeholder, sources }`.
+    #[napi(getter)]
+    pub fn citations(&self) -> Result<Value> {
+        let runs: Vec<Value> = self
+            .processor
+            .citations()
+            .iter()
+            .map(|c| json!({ "key": c.key, "placeholder": c.placeholder(), "sources": c.sources }))
+            .collect();
+        Ok(Value::Array(runs))
+    }
+
+    /// The widget tags removed from the text since the last call.
+    #[napi]
+    pub fn take_widgets(&mut self) -> Result<Value> {
+        to_value(&self.processor.take_widgets())
+    }
+
+    /// Counts of resolved and unresolved citations so far.
+    #[napi(getter)]
+    pub fn score(&self) -> Result<Value> {
+        to_value(&self.processor.score())
+    }
+}
+
+impl CiteStream {
+    fn check_overflow(&self) -> Result<()> {
+        match self.processor.overflow() {
+            Some(overflow) => Err(failure(
+                "CiteError",
+                format!(
+                    "input byte {}: the output would pass its limit of {}",
+                    overflow.at, overflow.limit
+                ),
+                json!({ "at": overflow.at, "limit": overflow.limit }),
+            )),
+            None => Ok(()),
+        }
+    }
+}

@@ -1,0 +1,182 @@
+// The buildSystemPrompt drop-in against the real function of
+// @mariozechner/pi-coding-agent@0.73.1: every parity fixture, then seeded random option
+// objects, compared byte for byte with the clock and the package directory pinned the same way
+// for both (examples/pi-compat/peer/harness.mjs replaces Date and sets PI_PACKAGE_DIR).
+import assert from "node:assert/strict";
+import { readFileSync } from "node:fs";
+import { createRequire } from "node:module";
+import { test } from "node:test";
+
+import { enterCase, expectedPath, listCases, loadCase, loadPeer } from "../../../examples/pi-compat/peer/harness.mjs";
+
+const require = createRequire(import.meta.url);
+const { buildSystemPrompt, SendError } = require("../index.js");
+
+const peer = await loadPeer();
+
+/** The first difference between two texts, for a readable failure. */
+function firstDifference(got, want) {
+  let i = 0;
+  while (i < got.length && i < want.length && got[i] === want[i]) i++;
+  return `first difference at UTF-16 offset ${i}: got ${JSON.stringify(got.slice(Math.max(0, i - 40), i + 40))}, want ${JSON.stringify(want.slice(Math.max(0, i - 40), i + 40))}`;
+}
+
+test("every pi-compat fixture: the drop-in returns the peer's bytes and expected.txt", () => {
+  const names = listCases();
+  assert.ok(names.length >= 20, "the parity cases must be found");
+  for (const name of names) {
+    const c = loadCase(name);
+    enterCase(c);
+    const expected = readFileSync(expectedPath(name), "utf8");
+    const want = peer(c.options);
+    assert.equal(want, expected, `${name}: the peer disagrees with expected.txt (run generate.mjs --check)`);
+    const got = buildSystemPrompt(c.options);
+    assert.ok(got === want, `${name}: ${firstDifference(got, want)}`);
+  }
+});
+
+// A seeded generator (the same recurrence as peer/spec-check.mjs), drawing option objects from
+// the parity domain of PEER.md: strings built from awkward atoms (whitespace the two trims treat
+// differently, XML specials, entities, backslashes, astral characters, newlines), tool lists
+// with duplicates and near-misses, snippets for listed and unlisted tools, guidelines equal to
+// the fixed ones, context files, skills shown and hidden, and absent, null or empty options.
+function generator(seed) {
+  let state = seed >>> 0;
+  const rnd = () => ((state = (Math.imul(state ^ (state >>> 15), 0x2c1b3c6d) + 0x6d2b79f5) >>> 0) / 2 ** 32);
+  const pick = (xs) => xs[Math.floor(rnd() * xs.length)];
+  const ATOMS = [
+    "", " ", "\n", "\t", "\r\n", "\u00a0", "\ufeff", "\u0085", "\u180e", "\u200b", "\u3000", "\u2028", "\u2029", "\u000b",
+    "a", "Be concise in your responses", "Show file paths clearly when working with files",
+    "Use bash for file operations like ls, rg, find",
+    "Prefer grep/find/ls tools over bash for file exploration (faster, respects .gitignore)",
+    "&", "<", ">", '"', "'", "&amp;", "&lt;", "\\", "/", "C:\\Users\\dev", "\\\\server\\share", "é", "😀", "x y",
+    "{{ x }}", "{% if %}", "# Project Context", "</available_skills>", "\n\n", "-", "`code`",
+  ];
+  const str = (max = 4) => Array.from({ length: Math.floor(rnd() * max) }, () => pick(ATOMS)).join("");
+  const TOOL_NAMES = ["read", "bash", "edit", "write", "grep", "find", "ls", "ipython", "web", "READ", "Read", "read ", "custom_tool"];
+  const maybe = (f) => (rnd() < 0.4 ? undefined : rnd() < 0.15 ? null : f());
+  const list = (f, max = 4) => Array.from({ length: Math.floor(rnd() * max) }, f);
+  const CWDS = ["/home/dev/project", "C:\\work\\repo", "\\\\server\\share\\x", "", " ", "/", "relative/dir", "/tmp/with space/ü"];
+  return () => {
+    const o = { cwd: rnd() < 0.5 ? pick(CWDS) : str(6) };
+    const set = (key, value) => value !== undefined && (o[key] = value);
+    set("customPrompt", maybe(() => (rnd() < 0.3 ? "" : str(6))));
+    set("selectedTools", maybe(() => list(() => pick(TOOL_NAMES), 6)));
+    set("toolSnippets", maybe(() => Object.fromEntries(list(() => [pick(TOOL_NAMES), str()], 6))));
+    set("promptGuidelines", maybe(() => list(str, 5)));
+    set("appendSystemPrompt", maybe(() => str(6)));
+    set("contextFiles", maybe(() => list(() => ({ path: str(), content: str(8) }))));
+    set(
+      "skills",
+      maybe(() =>
+        list(() => ({
+          name: str(),
+          description: str(),
+          filePath: str(),
+          ...(rnd() < 0.5 ? { disableModelInvocation: rnd() < 0.5 } : {}),
+          ...(rnd() < 0.2 ? { baseDir: str(), sourceInfo: { source: "user" } } : {}),
+        })),
+      ),
+    );
+    if (rnd() < 0.1) o.ignoredOption = str();
+    const nowMs = Date.UTC(1000 + Math.floor(rnd() * 9000), 0, 1) + Math.floor(rnd() * 366 * 86400000);
+    const packageDir = pick(["/opt/pi", "/usr/lib/node_modules/@mariozechner/pi-coding-agent", "/home/dev/.npm-global/lib/node_modules/pi"]);
+    return { nowMs, packageDir, options: o };
+  };
+}
+
+const RANDOM_CASES = Number(process.env.PI_COMPAT_RANDOM_CASES ?? 1000);
+
+test(`${RANDOM_CASES} seeded random option objects: the drop-in returns the peer's bytes`, () => {
+  assert.ok(RANDOM_CASES >= 500);
+  const next = generator(0x5eed_0015);
+  const failures = [];
+  let customPath = 0;
+  let withSkills = 0;
+  for (let i = 0; i < RANDOM_CASES; i++) {
+    const c = next();
+    enterCase(c);
+    const want = peer(c.options);
+    let got;
+    try {
+      got = buildSystemPrompt(c.options);
+    } catch (error) {
+      got = `<threw ${error.name}: ${error.message}>`;
+    }
+    if (got !== want) failures.push(`case ${i} ${JSON.stringify(c.options)}\n  ${firstDifference(got, want)}`);
+    if (c.options.customPrompt) customPath++;
+    if (want.includes("<available_skills>")) withSkills++;
+  }
+  assert.deepEqual(failures.slice(0, 5), [], `${failures.length} of ${RANDOM_CASES} differ`);
+  // The generator must reach both paths and the skills section, or the comparison proves little.
+  assert.ok(customPath > RANDOM_CASES / 10 && customPath < (RANDOM_CASES * 9) / 10, `custom path in ${customPath} cases`);
+  assert.ok(withSkills > RANDOM_CASES / 20, `skills section in ${withSkills} cases`);
+});
+
+test("the date is the local calendar date, as the peer's local-time getters give it", (t) => {
+  const saved = process.env.TZ;
+  t.after(() => {
+    process.env.TZ = saved;
+  });
+  // 2026-03-14T20:00Z is already the 15th in Tokyo and still the 14th in Los Angeles.
+  const c = { nowMs: Date.UTC(2026, 2, 14, 20, 0, 0), packageDir: "/opt/pi", options: { cwd: "/w" } };
+  for (const zone of ["Asia/Tokyo", "America/Los_Angeles", "Asia/Kolkata", "Pacific/Chatham", "UTC"]) {
+    process.env.TZ = zone;
+    enterCase(c);
+    const want = peer(c.options);
+    assert.equal(buildSystemPrompt(c.options), want, zone);
+  }
+  process.env.TZ = "Asia/Tokyo";
+  enterCase(c);
+  assert.match(buildSystemPrompt(c.options), /Current date: 2026-03-15\n/);
+});
+
+test("the package directory: PI_PACKAGE_DIR as the peer reads it, or an explicit packageDir", (t) => {
+  const saved = process.env.PI_PACKAGE_DIR;
+  t.after(() => {
+    process.env.PI_PACKAGE_DIR = saved;
+  });
+  const c = { nowMs: Date.UTC(2026, 0, 2), packageDir: "/opt/pi", options: { cwd: "/w" } };
+  enterCase(c);
+  for (const dir of ["~", "~/pi", "/opt/pi/", "/opt/x/../pi", "relative/pi", "/"]) {
+    process.env.PI_PACKAGE_DIR = dir;
+    assert.equal(buildSystemPrompt(c.options), peer(c.options), dir);
+  }
+  process.env.PI_PACKAGE_DIR = "/opt/pi";
+  const explicit = buildSystemPrompt(c.options, { packageDir: "/srv/pi-docs" });
+  assert.match(explicit, /Main documentation: \/srv\/pi-docs\/README\.md\n/);
+  assert.doesNotMatch(explicit, /\/opt\/pi/);
+});
+
+test("inputs outside the parity domain fail with an error instead of imitating JavaScript artefacts", () => {
+  enterCase({ nowMs: Date.UTC(2026, 0, 2), packageDir: "/opt/pi", options: {} });
+  assert.throws(() => buildSystemPrompt({}), TypeError);
+  assert.throws(() => buildSystemPrompt(null), TypeError);
+  assert.throws(() => buildSystemPrompt({ cwd: 7 }), TypeError);
+  // A context file whose content is not a string does not fit the send's shape.
+  assert.throws(
+    () => buildSystemPrompt({ cwd: "/w", contextFiles: [{ path: "/a", content: 3 }] }),
+    (error) => error instanceof SendError && error.diagnostics.length > 0,
+  );
+  // A non-string snippet, or a tool named like an Object.prototype member without its own
+  // snippet, would be rendered as JavaScript renders it ("[object Object]", a function's source).
+  assert.throws(() => buildSystemPrompt({ cwd: "/w", selectedTools: ["read"], toolSnippets: { read: { a: 1 } } }), TypeError);
+  assert.throws(() => buildSystemPrompt({ cwd: "/w", selectedTools: ["toString"], toolSnippets: {} }), RangeError);
+  // With its own snippet the name is an ordinary tool, on both sides.
+  const own = { cwd: "/w", selectedTools: ["constructor"], toolSnippets: { constructor: "builds" } };
+  assert.equal(buildSystemPrompt(own), peer(own));
+  // Hidden skills are never read, whatever their fields hold; shown ones must be strings.
+  const hidden = { cwd: "/w", skills: [{ disableModelInvocation: true }] };
+  assert.equal(buildSystemPrompt(hidden), peer(hidden));
+  assert.throws(() => buildSystemPrompt({ cwd: "/w", skills: [{ name: 1, description: "d", filePath: "f" }] }), TypeError);
+  assert.throws(() => peer({ cwd: "/w", skills: [{ name: 1, description: "d", filePath: "f" }] }), TypeError);
+  // A custom prompt or appended text that is not a string: JavaScript would print `true` where a
+  // template prints `True`, so the drop-in refuses it.
+  for (const options of [
+    { cwd: "/w", customPrompt: "x", appendSystemPrompt: 5 },
+    { cwd: "/w", customPrompt: 5 },
+    { cwd: "/w", appendSystemPrompt: true },
+  ]) {
+    assert.throws(() => buildSystemPrompt(options), TypeError, JSON.stringify(options));
+  }
+});

@@ -1,0 +1,36 @@
+// Type-checked by api.test.mjs against index.d.ts: a program using the public API as documented.
+import {
+  Agent,
+  AssemblyError,
+  buildSystemPrompt,
+  checkFence,
+  CiteStream,
+  fence,
+  SpecError,
+  type Composition,
+  type Diagnostic,
+} from "../index.js";
+
+const agent: Agent = Agent.fromSource("spec_version = 1", { format: "toml", name: "a.toml" });
+const assembly = agent.assemble({ now: "2026-11-30T09:15:00Z" });
+const composition: Composition = assembly.compose("chat");
+const system: string = composition.system + composition.user;
+const body: Record<string, unknown> = assembly.request("anthropic", { conversation: { messages: [] }, target: "chat" });
+const exact: string = assembly.requestJson("gemini", { maxTokens: 10 });
+const findings = agent.lint([{ now: "2026-11-30T09:15:00Z" }]);
+const first: number | undefined = findings[0]?.send;
+const fenced = fence("text", { kind: "page", origin: "https://example.org" });
+const valid: boolean = checkFence(fenced.text).valid;
+const stream = new CiteStream([{ index: 1, url: "https://example.org" }], { mode: "placeholders" });
+const shown: string = stream.feed("a [1]") + stream.finish();
+const keys: number[] = stream.citations.map((c) => c.key);
+const prompt: string = buildSystemPrompt({ cwd: "/w", selectedTools: ["read"] }, { packageDir: "/opt/pi" });
+try {
+  Agent.fromPath("agent.toml");
+} catch (error) {
+  if (error instanceof SpecError || error instanceof AssemblyError) {
+    const diagnostics: Diagnostic[] = error.diagnostics;
+    console.log(diagnostics.map((d) => `${d.code} ${d.location?.line ?? "?"}`));
+  }
+}
+console.log(system, body, exact, first, valid, shown, keys, prompt, assembly.blocks[0]?.id, assembly.fingerprint);

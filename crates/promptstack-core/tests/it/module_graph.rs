@@ -1,0 +1,295 @@
+//! The core's modules form layers: no module imports, directly or through others, a module that
+//! imports it. The graph is read from the sources with `syn`.
+//!
+//! - A node is a module of the core with a file of its own (`agent`, `spec::load`, …); inline
+//!   `#[cfg(test)]` modules are left out, and so is the crate root (`lib.rs`), which only declares
+//!   and re-exports.
+//! - An edge `a → b` is a path in `a` that names `b` or an item of `b`: a `use` (every leaf of a
+//!   grouped `use`), or a `crate::…` or `super::…` path anywhere in the code, macros included. A
+//!   path through a re-export of the crate root (`crate::Agent`) counts as naming the module the
+//!   root re-exports it from.
+//! - A module and its own ancestors are one namespace (a parent presents its submodules, which
+//!   may use the parent's items), so paths between them are not edges.
+//!
+//! A cycle is reported with the files that make each of its edges.
+
+#![allow(clippy::disallowed_methods, clippy::disallowed_types)]
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::{Path, PathBuf};
+
+use quote::ToTokens;
+use syn::{Item, UseTree};
+
+type Module = Vec<String>;
+
+/// Every module with its own file: its path from the crate root and its file.
+fn modules(src: &Path) -> BTreeMap<Module, PathBuf> {
+    let mut out = BTreeMap::new();
+    let mut stack = vec![src.to_path_buf()];
+    while let Some(dir) = stack.pop() {
+        for entry in std::fs::read_dir(&dir).unwrap().flatten() {
+            let path = entry.path();
+            if path.is_dir() {
+                stack.push(path);
+                continue;
+            }
+            if path.extension().is_none_or(|e| e != "rs") {
+                continue;
+            }
+            let relative = path.strip_prefix(src).unwrap();
+            let mut module: Module = relative
+                .with_extension("")
+                .iter()
+                .map(|s| s.to_string_lossy().into_owned())
+                .collect();
+            if module.last().is_some_and(|m| m == "mod") {
+                module.pop();
+            }
+            if module == ["lib"] {
+                module.clear();
+            }
+            out.insert(module, path);
+        }
+    }
+    out
+}
+
+fn is_test(attrs: &[syn::Attribute]) -> bool {
+    attrs
+        .iter()
+        .any(|a| a.path().is_ident("cfg") && a.to_token_stream().to_string().contains("test"))
+}
+
+/// The leaves of a `use` tree, each as its path segments (`self` resolved to the prefix).
+fn use_paths(tree: &UseTree, prefix: &mut Vec<String>, out: &mut Vec<Vec<String>>) {
+    match tree {
+        UseTree::Path(p) => {
+            prefix.push(p.ident.to_string());
+            use_paths(&p.tree, prefix, out);
+            prefix.pop();
+        }
+        UseTree::Name(n) if n.ident == "self" => out.push(prefix.clone()),
+        UseTree::Name(n) => {
+            let mut path = prefix.clone();
+            path.push(n.ident.to_string());
+            out.push(path);
+        }
+        UseTree::Rename(r) => {
+            let mut path = prefix.clone();
+            path.push(r.ident.to_string());
+            out.push(path);
+        }
+        UseTree::Glob(_) => out.push(prefix.clone()),
+        UseTree::Group(g) => {
+            for item in &g.items {
+                use_paths(item, prefix, out);
+            }
+        }
+    }
+}
+
+/// The `crate::…` and `super::…` paths in printed code (`crate :: a :: b`). Paths inside string
+/// literals (doc links) are not tokens of this form, so they are not read.
+fn code_paths(code: &str, out: &mut Vec<Vec<String>>) {
+    let tokens: Vec<&str> = code.split_whitespace().collect();
+    let mut i = 0;
+    while i < tokens.len() {
+        if matches!(tokens[i], "crate" | "super") && tokens.get(i + 1) == Some(&"::") {
+            let mut path = vec![tokens[i].to_owned()];
+            let mut j = i + 1;
+            while tokens.get(j) == Some(&"::") {
+                match tokens.get(j + 1) {
+                    Some(t) if t.chars().all(|c| c.is_alphanumeric() || c == '_') => {
+                        path.push((*t).to_owned());
+                        j += 2;
+                    }
+                    _ => break,
+                }
+            }
+            out.push(path);
+            i = j;
+        } else {
+            i += 1;
+        }
+    }
+}
+
+/// The paths of a file's items, leaving out test modules.
+fn item_paths(items: &[Item], out: &mut Vec<Vec<String>>) {
+    for item in items {
+        match item {
+            Item::Use(u) => use_paths(&u.tree, &mut Vec::new(), out),
+            Item::Mod(m) if is_test(&m.attrs) => {}
+            Item::Mod(m) => {
+                if let Some((_, inner)) = &m.content {
+                    item_paths(inner, out);
+                }
+            }
+            Item::Fn(f) if is_test(&f.attrs) => {}
+            other => code_paths(&other.to_token_stream().to_string(), out),
+        }
+    }
+}
+
+/// What the crate root re-exports: a name and the module it comes from.
+fn root_reexports(lib: &syn::File) -> BTreeMap<String, Module> {
+    let mut out = BTreeMap::new();
+    for item in &lib.items {
+        if let Item::Use(u) = item {
+            let mut paths = Vec::new();
+            use_paths(&u.tree, &mut Vec::new(), &mut paths);
+            for path in paths {
+                if let [module @ .., name] = path.as_slice() {
+                    out.insert(name.clone(), module.to_vec());
+                }
+            }
+        }
+    }
+    out
+}
+
+/// The module a path (already made absolute, without `crate`) lands in: its longest prefix that
+/// is a module, after following the root's re-exports.
+fn resolve(
+    path: &[String],
+    modules: &BTreeMap<Module, PathBuf>,
+    reexports: &BTreeMap<String, Module>,
+) -> Option<Module> {
+    let path: Vec<String> = match path.first().and_then(|first| reexports.get(first)) {
+        Some(module) if !modules.contains_key(&path[..1].to_vec()) => {
+            module.iter().chain(&path[1..]).cloned().collect()
+        }
+        _ => path.to_vec(),
+    };
+    (1..=path.len())
+        .rev()
+        .map(|n| path[..n].to_vec())
+        .find(|prefix| modules.contains_key(prefix))
+}
+
+/// The import graph: each module with the modules it names, and the reason (file) of each edge.
+fn graph() -> BTreeMap<Module, BTreeMap<Module, String>> {
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
+    let modules = modules(&src);
+    let lib = syn::parse_file(&std::fs::read_to_string(src.join("lib.rs")).unwrap()).unwrap();
+    let reexports = root_reexports(&lib);
+    let mut graph: BTreeMap<Module, BTreeMap<Module, String>> = BTreeMap::new();
+    for (module, file) in &modules {
+        if module.is_empty() {
+            continue;
+        }
+        let text = std::fs::read_to_string(file).unwrap();
+        let parsed = syn::parse_file(&text).unwrap_or_else(|e| panic!("{}: {e}", file.display()));
+        let mut paths = Vec::new();
+        item_paths(&parsed.items, &mut paths);
+        let edges = graph.entry(module.clone()).or_default();
+        for path in paths {
+            let absolute: Vec<String> = match path.first().map(String::as_str) {
+                Some("crate") => path[1..].to_vec(),
+                Some("super") => {
+                    let mut base = module.clone();
+                    let mut rest = &path[..];
+                    while rest.first().is_some_and(|s| s == "super") {
+                        base.pop();
+                        rest = &rest[1..];
+                    }
+                    base.extend(rest.iter().cloned());
+                    base
+                }
+                _ => continue,
+            };
+            let Some(target) = resolve(&absolute, &modules, &reexports) else {
+                continue;
+            };
+            let related = target.starts_with(module) || module.starts_with(&target);
+            if !related {
+                let at = file.strip_prefix(&src).unwrap().display().to_string();
+                edges.entry(target).or_insert(at);
+            }
+        }
+    }
+    graph
+}
+
+fn name(module: &Module) -> String {
+    module.join("::")
+}
+
+/// A cycle of the graph, if it has one (depth-first search, white/grey/black).
+fn find_cycle(graph: &BTreeMap<Module, BTreeMap<Module, String>>) -> Option<Vec<Module>> {
+    fn visit(
+        node: &Module,
+        graph: &BTreeMap<Module, BTreeMap<Module, String>>,
+        done: &mut BTreeSet<Module>,
+        stack: &mut Vec<Module>,
+    ) -> Option<Vec<Module>> {
+        if let Some(at) = stack.iter().position(|m| m == node) {
+            let mut cycle = stack[at..].to_vec();
+            cycle.push(node.clone());
+            return Some(cycle);
+        }
+        if done.contains(node) {
+            return None;
+        }
+        stack.push(node.clone());
+        for next in graph.get(node).into_iter().flat_map(|e| e.keys()) {
+            if let Some(cycle) = visit(next, graph, done, stack) {
+                return Some(cycle);
+            }
+        }
+        stack.pop();
+        done.insert(node.clone());
+        None
+    }
+    let mut done = BTreeSet::new();
+    graph
+        .keys()
+        .find_map(|node| visit(node, graph, &mut done, &mut Vec::new()))
+}
+
+#[test]
+fn the_core_has_no_import_cycle() {
+    let graph = graph();
+    if let Some(cycle) = find_cycle(&graph) {
+        let steps: Vec<String> = cycle
+            .windows(2)
+            .map(|pair| {
+                format!(
+                    "  {} → {} (in {})",
+                    name(&pair[0]),
+                    name(&pair[1]),
+                    graph[&pair[0]][&pair[1]]
+                )
+            })
+            .collect();
+        panic!(
+            "import cycle among the core's modules:\n{}",
+            steps.join("\n")
+        );
+    }
+}
+
+#[test]
+fn the_graph_sees_imports_and_would_report_a_cycle() {
+    let graph = graph();
+    // The API boundary imports the implementation modules, and nothing imports it.
+    let agent = vec!["agent".to_owned()];
+    for below in ["assemble", "ir", "caches"] {
+        assert!(
+            graph[&agent].contains_key(&vec![below.to_owned()]),
+            "agent → {below} not seen"
+        );
+    }
+    // `inject::refresh` holds an `Agent` (named through the crate root's re-export).
+    assert!(graph[&vec!["inject".to_owned(), "refresh".to_owned()]].contains_key(&agent));
+    // Adding the reverse edge of a real one makes a cycle the search finds and prints.
+    let mut cyclic = graph.clone();
+    cyclic
+        .get_mut(&vec!["assemble".to_owned()])
+        .unwrap()
+        .insert(agent.clone(), "test".into());
+    let cycle = find_cycle(&cyclic).expect("a cycle");
+    assert_eq!(cycle.first(), cycle.last());
+    assert!(cycle.contains(&agent));
+}
