@@ -53,6 +53,8 @@ async function pickAgent() {
   state.agent = $('agent').value;
   state.selected = null;
   state.overrides = {};
+  fill('copy-status');
+  fill('copy-warnings');
   const [versions, labels] = await Promise.all([
     api.versions(state.agent).then((a) => listOf(a, 'versions', 'items')),
     api.labels(state.agent).then((a) => listOf(a, 'labels', 'items')).catch(() => []),
