@@ -112,9 +112,11 @@ impl AppState {
                 store,
                 metrics: Metrics::default(),
                 compiled: Bounded::new(config.compiled_versions),
-                labels: TtlCache::new(ttl, Arc::clone(&breaker)),
-                settings: TtlCache::new(ttl, Arc::clone(&breaker)),
-                keys: TtlCache::new(ttl.min(Duration::from_secs(60)), breaker),
+                labels: TtlCache::new(ttl, Arc::clone(&breaker), true),
+                settings: TtlCache::new(ttl, Arc::clone(&breaker), true),
+                // Keys fail closed: a key not read within its TTL is refused (503) while the store is
+                // unreachable, so a key revoked during an outage stops working at once.
+                keys: TtlCache::new(ttl.min(Duration::from_secs(60)), breaker, false),
                 rate: RateLimiter::new(config.rate_per_second, config.rate_burst),
                 config,
             }),
@@ -213,37 +215,51 @@ impl Breaker {
 }
 
 /// A map whose entries are fresh for `ttl`; an expired entry is kept as the last good value for
-/// when the store cannot be read.
+/// when the store cannot be read (unless the cache was made with `serve_stale` off).
 pub(crate) struct TtlCache<K, V> {
     ttl: Duration,
     breaker: Arc<Breaker>,
-    entries: Mutex<HashMap<K, (V, Option<Instant>)>>,
+    /// Whether the last good value may answer while the store is unreachable.
+    serve_stale: bool,
+    entries: Mutex<Entries<K, V>>,
 }
+
+/// The entries, each with when it was read (`None`: expired), and a generation that every
+/// expiry bumps so that a read begun before it does not cache what it read.
+type Entries<K, V> = (HashMap<K, (V, Option<Instant>)>, u64);
 
 /// How many entries a [`TtlCache`] holds before the expired ones are swept.
 const SWEEP_AT: usize = 10_000;
 
 impl<K: Eq + Hash + Clone, V: Clone> TtlCache<K, V> {
-    fn new(ttl: Duration, breaker: Arc<Breaker>) -> Self {
+    fn new(ttl: Duration, breaker: Arc<Breaker>, serve_stale: bool) -> Self {
         TtlCache {
             ttl,
             breaker,
-            entries: Mutex::new(HashMap::new()),
+            serve_stale,
+            entries: Mutex::new((HashMap::new(), 0)),
         }
     }
 
-    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<K, (V, Option<Instant>)>> {
+    fn lock(&self) -> std::sync::MutexGuard<'_, Entries<K, V>> {
         // Entries are replaced whole, so a poisoned lock still holds consistent data.
         self.entries.lock().unwrap_or_else(|e| e.into_inner())
     }
 
     /// The fresh value, or the store's answer (cached), or — when the store is unavailable —
     /// the last good value marked stale.
+    ///
+    /// An answer read while an expiry happened is returned but not cached: the expiry may
+    /// announce a change the read did not see. Any answer but "unavailable" drops the last good
+    /// value, so that a deleted or revoked entry cannot come back during a later outage.
     pub(crate) async fn get<F>(&self, key: &K, fetch: F) -> promptstack_store::Result<Cached<V>>
     where
         F: Future<Output = promptstack_store::Result<V>>,
     {
-        let last = self.lock().get(key).cloned();
+        let (last, generation) = {
+            let entries = self.lock();
+            (entries.0.get(key).cloned(), entries.1)
+        };
         if let Some((value, Some(fetched))) = &last
             && fetched.elapsed() < self.ttl
         {
@@ -258,23 +274,33 @@ impl<K: Eq + Hash + Clone, V: Clone> TtlCache<K, V> {
                 "the store cannot be read ({why}); the last value read is used"
             )),
         };
-        if let Some((value, _)) = &last
-            && self.breaker.is_open()
-        {
-            return Ok(stale(value.clone(), &"it was unreachable moments ago"));
+        let last = last.filter(|_| self.serve_stale);
+        if self.breaker.is_open() {
+            if let Some((value, _)) = &last {
+                return Ok(stale(value.clone(), &"it was unreachable moments ago"));
+            }
+            if !self.serve_stale {
+                return Err(promptstack_store::Error::new(
+                    ErrorKind::Unavailable,
+                    "the store was unreachable moments ago",
+                ));
+            }
         }
         match fetch.await {
             Ok(value) => {
                 self.breaker.reset();
-                let mut entries = self.lock();
-                if entries.len() >= SWEEP_AT {
-                    let ttl = self.ttl;
-                    entries.retain(|_, (_, at)| at.is_some_and(|at| at.elapsed() < ttl));
+                let mut guard = self.lock();
+                let (entries, now) = &mut *guard;
+                if *now == generation {
                     if entries.len() >= SWEEP_AT {
-                        entries.clear();
+                        let ttl = self.ttl;
+                        entries.retain(|_, (_, at)| at.is_some_and(|at| at.elapsed() < ttl));
+                        if entries.len() >= SWEEP_AT {
+                            entries.clear();
+                        }
                     }
+                    entries.insert(key.clone(), (value.clone(), Some(Instant::now())));
                 }
-                entries.insert(key.clone(), (value.clone(), Some(Instant::now())));
                 Ok(Cached { value, stale: None })
             }
             Err(error) if error.kind() == ErrorKind::Unavailable => {
@@ -284,26 +310,36 @@ impl<K: Eq + Hash + Clone, V: Clone> TtlCache<K, V> {
                     None => Err(error),
                 }
             }
-            Err(error) => Err(error),
+            Err(error) => {
+                self.lock().0.remove(key);
+                Err(error)
+            }
         }
     }
 
     /// Makes the entry re-read on its next use, keeping its value as the last good one.
     pub(crate) fn expire(&self, key: &K) {
-        if let Some((_, at)) = self.lock().get_mut(key) {
+        let mut guard = self.lock();
+        guard.1 += 1;
+        if let Some((_, at)) = guard.0.get_mut(key) {
             *at = None;
         }
     }
 
     /// [`TtlCache::expire`] for every entry.
     pub(crate) fn expire_all(&self) {
-        for (_, at) in self.lock().values_mut() {
+        let mut guard = self.lock();
+        guard.1 += 1;
+        for (_, at) in guard.0.values_mut() {
             *at = None;
         }
     }
 
+    /// Keeps only the entries `keep` accepts.
     pub(crate) fn retain(&self, keep: impl FnMut(&K, &mut (V, Option<Instant>)) -> bool) {
-        self.lock().retain(keep);
+        let mut guard = self.lock();
+        guard.1 += 1;
+        guard.0.retain(keep);
     }
 }
 
@@ -410,5 +446,107 @@ impl RateLimiter {
             let wait = ((1.0 - *tokens) / self.rate).ceil();
             Err((wait as u64).max(1))
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn cache(serve_stale: bool) -> TtlCache<&'static str, u32> {
+        TtlCache::new(
+            Duration::from_secs(60),
+            Arc::new(Breaker::default()),
+            serve_stale,
+        )
+    }
+
+    fn error(kind: ErrorKind) -> promptstack_store::Error {
+        promptstack_store::Error::new(kind, "test")
+    }
+
+    #[tokio::test]
+    async fn an_expiry_during_a_read_is_not_lost() {
+        let cache = cache(true);
+        cache.get(&"k", async { Ok(1) }).await.unwrap();
+        cache.expire(&"k");
+        // The value changes to 3 and is announced while the read of 2 is in flight.
+        let read = cache
+            .get(&"k", async {
+                cache.expire(&"k");
+                Ok(2)
+            })
+            .await
+            .unwrap();
+        assert_eq!(read.value, 2);
+        let next = cache.get(&"k", async { Ok(3) }).await.unwrap();
+        assert_eq!(next.value, 3, "the read that raced the expiry was cached");
+    }
+
+    #[tokio::test]
+    async fn a_retain_or_expire_all_during_a_read_is_not_lost() {
+        let cache = cache(true);
+        cache
+            .get(&"k", async {
+                cache.retain(|_, _| false);
+                Ok(1)
+            })
+            .await
+            .unwrap();
+        assert_eq!(cache.get(&"k", async { Ok(2) }).await.unwrap().value, 2);
+        cache.expire(&"k");
+        cache
+            .get(&"k", async {
+                cache.expire_all();
+                Ok(3)
+            })
+            .await
+            .unwrap();
+        assert_eq!(cache.get(&"k", async { Ok(4) }).await.unwrap().value, 4);
+        // Without an expiry the answer is cached.
+        assert_eq!(cache.get(&"k", async { Ok(5) }).await.unwrap().value, 4);
+    }
+
+    #[tokio::test]
+    async fn not_found_drops_the_last_good_value() {
+        let cache = cache(true);
+        cache.get(&"k", async { Ok(1) }).await.unwrap();
+        cache.expire(&"k");
+        let gone = cache
+            .get(&"k", async { Err(error(ErrorKind::NotFound)) })
+            .await;
+        assert_eq!(gone.err().map(|e| e.kind()), Some(ErrorKind::NotFound));
+        let outage = cache
+            .get(&"k", async { Err(error(ErrorKind::Unavailable)) })
+            .await;
+        assert_eq!(
+            outage.err().map(|e| e.kind()),
+            Some(ErrorKind::Unavailable),
+            "a value the store no longer has came back during an outage"
+        );
+    }
+
+    #[tokio::test]
+    async fn the_last_good_value_answers_an_outage_only_where_allowed() {
+        let stale = cache(true);
+        stale.get(&"k", async { Ok(1) }).await.unwrap();
+        stale.expire(&"k");
+        let read = stale
+            .get(&"k", async { Err(error(ErrorKind::Unavailable)) })
+            .await
+            .unwrap();
+        assert_eq!(read.value, 1);
+        assert!(read.stale.is_some());
+
+        let closed = cache(false);
+        closed.get(&"k", async { Ok(1) }).await.unwrap();
+        closed.expire(&"k");
+        let outage = closed
+            .get(&"k", async { Err(error(ErrorKind::Unavailable)) })
+            .await;
+        assert_eq!(outage.err().map(|e| e.kind()), Some(ErrorKind::Unavailable));
+        // The breaker is now open: the store is not asked again, the answer stays closed.
+        let again = closed.get(&"k", async { Ok(2) }).await;
+        assert_eq!(again.err().map(|e| e.kind()), Some(ErrorKind::Unavailable));
     }
 }
