@@ -114,20 +114,28 @@ async fn publish_examples(state: &AppState, dir: &std::path::Path) -> anyhow::Re
             .map_err(|e| bad_input(anyhow::anyhow!("example folder `{name}`: {e}")))?;
         let bundle = Bundle::from_dir(&folder, crate::input::limits())
             .map_err(|e| bad_input(anyhow::anyhow!("example `{name}`: {e}")))?;
-        let id = promptstack_server::publish_to_production(state, &tenant, &agent, &bundle)
-            .await
-            .map_err(|problem| {
-                anyhow::anyhow!(
-                    "example `{name}` was not published: {}{}",
-                    problem.detail,
-                    problem
-                        .diagnostics
-                        .iter()
-                        .map(|d| format!("\n  {d}"))
-                        .collect::<String>()
-                )
-            })?;
-        eprintln!("published {name} {id} as production of tenant default");
+        let (id, moved) =
+            promptstack_server::publish_to_production(state, &tenant, &agent, &bundle)
+                .await
+                .map_err(|problem| {
+                    anyhow::anyhow!(
+                        "example `{name}` was not published: {}{}",
+                        problem.detail,
+                        problem
+                            .diagnostics
+                            .iter()
+                            .map(|d| format!("\n  {d}"))
+                            .collect::<String>()
+                    )
+                })?;
+        if moved {
+            eprintln!("published {name} {id} as production of tenant default");
+        } else {
+            eprintln!(
+                "published {name} {id}; production of tenant default was already set and is left \
+                 where it is"
+            );
+        }
     }
     Ok(())
 }

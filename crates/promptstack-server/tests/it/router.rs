@@ -607,3 +607,32 @@ async fn operations_endpoints_answer() {
     assert_eq!(document["openapi"], "3.1.0");
     assert!(document["paths"]["/v1/agents/{name}/render"]["post"].is_object());
 }
+
+#[tokio::test]
+async fn publishing_the_examples_again_does_not_move_production_back() {
+    let h = Harness::new().await;
+    let acme = promptstack_store::Tenant::parse("acme").unwrap();
+    let agent = promptstack_store::AgentName::parse("chat-assistant").unwrap();
+    let production = || async {
+        let labels = h
+            .call(
+                Method::GET,
+                "/v1/agents/chat-assistant/labels",
+                Some(&h.acme.viewer),
+                None,
+            )
+            .await;
+        assert_eq!(labels.status, StatusCode::OK, "{}", labels.text());
+        labels.json().to_string()
+    };
+    let before = production().await;
+    let mut changed = bundle("chat-assistant");
+    changed.spec.push_str("\n# a later edit\n");
+    let (id, moved) = promptstack_server::publish_to_production(&h.state, &acme, &agent, &changed)
+        .await
+        .unwrap();
+    assert!(!moved);
+    let after = production().await;
+    assert_eq!(before, after);
+    assert!(!after.contains(&id.to_string()), "{after}");
+}
