@@ -636,3 +636,34 @@ async fn publishing_the_examples_again_does_not_move_production_back() {
     assert_eq!(before, after);
     assert!(!after.contains(&id.to_string()), "{after}");
 }
+
+#[tokio::test]
+async fn stage_renders_refuse_when_settings_cannot_be_read_and_none_were_read_before() {
+    let h = Harness::new().await;
+    let own = send("voice-platform", "default");
+    assert!(own.get("tenant_instructions").is_some());
+    // An invalid send resolves the label, compiles the version and authenticates the key, but
+    // stops before the settings are read.
+    h.json(
+        Method::POST,
+        "/v1/agents/voice-platform/render",
+        &h.acme.viewer,
+        json!({"send": {"user_message": 7}, "target": "llm_context"}),
+    )
+    .await
+    .problem(StatusCode::UNPROCESSABLE_ENTITY);
+    h.store.close().await;
+    let answer = h
+        .json(
+            Method::POST,
+            "/v1/agents/voice-platform/render",
+            &h.acme.viewer,
+            json!({"send": own, "target": "llm_context"}),
+        )
+        .await;
+    let problem = answer.problem(StatusCode::SERVICE_UNAVAILABLE);
+    assert!(
+        problem["detail"].as_str().unwrap().contains("settings"),
+        "{problem}"
+    );
+}
