@@ -521,6 +521,13 @@ pub async fn move_label(
     let name = agent_name(&name)?;
     let tenant = &auth.0.tenant;
     require_agent(&state, tenant, &name).await?;
+    // A reference of 64 hex digits is read as a version id, so such a label could never be used.
+    if VersionId::parse(&label).is_ok() {
+        return Err(Problem::unprocessable(
+            "invalid-label",
+            "a label name cannot be 64 hex digits: references of that shape are read as version ids",
+        ));
+    }
     let label = LabelName::parse(&label)
         .map_err(|e| Problem::unprocessable("invalid-label", e.to_string()))?;
     if label.as_str() == PROTECTED_LABEL {

@@ -667,3 +667,21 @@ async fn stage_renders_refuse_when_settings_cannot_be_read_and_none_were_read_be
         "{problem}"
     );
 }
+
+#[tokio::test]
+async fn a_label_shaped_like_a_version_id_is_refused() {
+    let h = Harness::new().await;
+    let refused = h
+        .json(
+            Method::PUT,
+            &format!("/v1/agents/chat-assistant/labels/{}", "a".repeat(64)),
+            &h.acme.editor,
+            json!({"version": "b".repeat(64)}),
+        )
+        .await
+        .problem(StatusCode::UNPROCESSABLE_ENTITY);
+    assert!(
+        refused["detail"].as_str().unwrap().contains("version id"),
+        "{refused}"
+    );
+}
