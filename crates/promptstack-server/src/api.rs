@@ -205,8 +205,10 @@ pub struct PublishResponse {
     /// The warnings compiling and linting found, located.
     #[schema(value_type = Vec<Object>)]
     pub warnings: Vec<serde_json::Value>,
-    /// What the new version would do to provider caches, against the labelled version.
-    pub impact: CacheImpact,
+    /// What the new version would do to provider caches, against the labelled version; `null`
+    /// when it could not be measured (the version is published all the same, and a warning in
+    /// `warnings` says why).
+    pub impact: Option<CacheImpact>,
 }
 
 /// A publish's cache impact against the version behind a label.
@@ -334,7 +336,23 @@ pub(crate) async fn publish_bundle(
         (tenant.clone(), name.clone(), id),
         std::sync::Arc::clone(&agent),
     );
-    let impact = impact(state, tenant, name, label, &agent, &sends, format).await?;
+    // The version is committed: from here on nothing may turn the answer into an error.
+    let mut warnings = warnings;
+    let impact = match impact(state, tenant, name, label, &agent, &sends, format).await {
+        Ok(impact) => Some(impact),
+        Err(problem) => {
+            warnings.push(serde_json::json!({
+                "severity": "warning",
+                "code": "impact-unavailable",
+                "message": format!(
+                    "the version was published, but its cache impact against `{label}` could not \
+                     be measured: {}",
+                    problem.detail
+                ),
+            }));
+            None
+        }
+    };
     Ok(PublishResponse {
         version: VersionView::from(&published.version),
         created: published.created,
