@@ -34,6 +34,17 @@ pub struct ServerConfig {
     pub compiled_versions: usize,
     /// The limits of the engine (template fuel and memory, manifest sizes).
     pub limits: Limits,
+    /// The longest wait for the next chunk of a streamed body (`/v1/cite`). Default: 30 s.
+    pub stream_idle_timeout: Duration,
+    /// The most bytes a streamed body may carry. Default: 16 MiB.
+    pub max_stream_bytes: u64,
+    /// The longest a streamed body may last. Default: 10 min.
+    pub max_stream_duration: Duration,
+    /// How many streams (`/v1/cite`) may run at once; more get 503. Default: 64.
+    pub max_streams: usize,
+    /// How long a graceful shutdown waits for requests in flight before dropping them.
+    /// Default: 30 s.
+    pub shutdown_grace: Duration,
 }
 
 impl Default for ServerConfig {
@@ -46,6 +57,11 @@ impl Default for ServerConfig {
             ttl: Duration::from_secs(60),
             compiled_versions: 100,
             limits: Limits::default(),
+            stream_idle_timeout: Duration::from_secs(30),
+            max_stream_bytes: 16 * 1024 * 1024,
+            max_stream_duration: Duration::from_secs(600),
+            max_streams: 64,
+            shutdown_grace: Duration::from_secs(30),
         }
     }
 }
@@ -77,6 +93,24 @@ impl ServerConfig {
         self.compiled_versions = versions.max(1);
         self
     }
+    /// Sets the bounds of a streamed body: the idle wait per chunk, the total bytes and the total
+    /// duration.
+    pub fn stream_limits(mut self, idle: Duration, bytes: u64, duration: Duration) -> Self {
+        self.stream_idle_timeout = idle;
+        self.max_stream_bytes = bytes;
+        self.max_stream_duration = duration;
+        self
+    }
+    /// Sets how many streams may run at once.
+    pub fn max_streams(mut self, streams: usize) -> Self {
+        self.max_streams = streams.max(1);
+        self
+    }
+    /// Sets how long a graceful shutdown waits before dropping requests in flight.
+    pub fn shutdown_grace(mut self, grace: Duration) -> Self {
+        self.shutdown_grace = grace;
+        self
+    }
 }
 
 /// The shared state of a server: cheap to clone.
@@ -94,6 +128,8 @@ pub(crate) struct Inner {
     pub(crate) settings: TtlCache<(Tenant, Option<AgentName>), Option<serde_json::Value>>,
     pub(crate) keys: TtlCache<[u8; 32], Principal>,
     pub(crate) rate: RateLimiter,
+    /// The permits of the streams running now.
+    pub(crate) streams: Arc<tokio::sync::Semaphore>,
 }
 
 const _: () = {
@@ -118,6 +154,7 @@ impl AppState {
                 // unreachable, so a key revoked during an outage stops working at once.
                 keys: TtlCache::new(ttl.min(Duration::from_secs(60)), breaker, false),
                 rate: RateLimiter::new(config.rate_per_second, config.rate_burst),
+                streams: Arc::new(tokio::sync::Semaphore::new(config.max_streams)),
                 config,
             }),
         }
