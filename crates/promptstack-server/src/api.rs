@@ -290,17 +290,23 @@ pub(crate) async fn publish_bundle(
     format: ProviderFormat,
 ) -> Result<PublishResponse, Problem> {
     bundle.check_shape()?;
-    let limits = &state.inner.config.limits;
-    let agent = bundle.compile(limits)?;
-    let mut sends = Vec::new();
-    for (send_name, value) in &bundle.sends {
-        let bytes = serde_json::to_vec(value).unwrap_or_default();
-        let what = format!("sends/{send_name}");
-        let ctx = promptstack::SendContext::from_json_for(&bytes, &what, agent.spec())
-            .map_err(|e| crate::bundle::spec_problem("invalid-send", &e))?;
-        sends.push((what, ctx));
-    }
-    let findings = promptstack::report::lint(&agent, sends.iter().map(|(n, s)| (n.as_str(), s)));
+    let limits = state.inner.config.limits.clone();
+    let owned = bundle.clone();
+    let (agent, sends, findings) = crate::engine::blocking(state, move || {
+        let agent = owned.compile(&limits)?;
+        let mut sends = Vec::new();
+        for (send_name, value) in &owned.sends {
+            let bytes = serde_json::to_vec(value).unwrap_or_default();
+            let what = format!("sends/{send_name}");
+            let ctx = promptstack::SendContext::from_json_for(&bytes, &what, agent.spec())
+                .map_err(|e| crate::bundle::spec_problem("invalid-send", &e))?;
+            sends.push((what, ctx));
+        }
+        let findings =
+            promptstack::report::lint(&agent, sends.iter().map(|(n, s)| (n.as_str(), s)));
+        Ok::<_, Problem>((agent, sends, findings))
+    })
+    .await??;
     let (errors, warnings): (Vec<_>, Vec<_>) = findings
         .iter()
         .filter(|f| f.diagnostic.severity >= promptstack::Severity::Warning)

@@ -313,3 +313,29 @@ pub fn engine_problem(error: promptstack::Error) -> Problem {
         _ => Problem::unprocessable("render-failed", error.to_string()),
     }
 }
+
+/// Runs synchronous engine work on the blocking pool, at most twice the cores at once (the wait
+/// for a turn counts against the request timeout). Work cut off by the request timeout still
+/// holds its turn until it ends, so timed-out work cannot pile up.
+pub(crate) async fn blocking<T: Send + 'static>(
+    state: &AppState,
+    work: impl FnOnce() -> T + Send + 'static,
+) -> Result<T, Problem> {
+    let stopped = || {
+        Problem::new(
+            axum::http::StatusCode::INTERNAL_SERVER_ERROR,
+            "internal",
+            "the engine work stopped",
+        )
+    };
+    let permit = Arc::clone(&state.inner.engine)
+        .acquire_owned()
+        .await
+        .map_err(|_| stopped())?;
+    tokio::task::spawn_blocking(move || {
+        let _permit = permit;
+        work()
+    })
+    .await
+    .map_err(|_| stopped())
+}

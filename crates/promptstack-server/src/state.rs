@@ -130,6 +130,10 @@ pub(crate) struct Inner {
     pub(crate) rate: RateLimiter,
     /// The permits of the streams running now.
     pub(crate) streams: Arc<tokio::sync::Semaphore>,
+    /// The permits of engine work (compiling, linting, assembling, simulating) running now on
+    /// the blocking pool: twice the cores, so that the async workers stay free for `/healthz`
+    /// and the cheap routes.
+    pub(crate) engine: Arc<tokio::sync::Semaphore>,
 }
 
 const _: () = {
@@ -155,6 +159,9 @@ impl AppState {
                 keys: TtlCache::new(ttl.min(Duration::from_secs(60)), breaker, false),
                 rate: RateLimiter::new(config.rate_per_second, config.rate_burst),
                 streams: Arc::new(tokio::sync::Semaphore::new(config.max_streams)),
+                engine: Arc::new(tokio::sync::Semaphore::new(
+                    std::thread::available_parallelism().map_or(2, |n| n.get()) * 2,
+                )),
                 config,
             }),
         }

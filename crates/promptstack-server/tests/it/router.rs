@@ -776,3 +776,22 @@ async fn cite_refuses_what_it_cannot_return() {
         );
     }
 }
+
+#[tokio::test]
+async fn lint_refuses_more_sends_than_a_bundle_holds() {
+    let h = Harness::new().await;
+    let sends = vec![send("chat-assistant", "research"); 257];
+    let problem = h
+        .json(
+            Method::POST,
+            "/v1/agents/chat-assistant/lint",
+            &h.acme.viewer,
+            json!({"sends": sends}),
+        )
+        .await
+        .problem(StatusCode::UNPROCESSABLE_ENTITY);
+    assert!(
+        problem["detail"].as_str().unwrap().contains("`sends`"),
+        "{problem}"
+    );
+}
