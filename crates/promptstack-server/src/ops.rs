@@ -35,19 +35,31 @@ pub async fn healthz() -> &'static str {
     responses((status = 200, description = "Ready", body = String, content_type = "text/plain"),
         (status = 503, body = Problem, content_type = "application/problem+json")))]
 pub async fn readyz(State(state): State<AppState>) -> Result<&'static str, Problem> {
-    match state.inner.store.ping().await {
-        Ok(()) => Ok("ready\n"),
-        Err(error) => {
-            state
-                .inner
-                .metrics
-                .store_errors
-                .fetch_add(1, Ordering::Relaxed);
-            Err(Problem::unavailable(format!(
-                "the store cannot be reached: {error}"
-            )))
+    /// How long a ping's answer is reused, so that probes cannot load the store.
+    const REUSE_FOR: Duration = Duration::from_secs(1);
+    let lock = || state.inner.ready.lock().unwrap_or_else(|e| e.into_inner());
+    let reused = lock()
+        .as_ref()
+        .filter(|(at, _)| at.elapsed() < REUSE_FOR)
+        .map(|(_, answer)| answer.clone());
+    let answer = match reused {
+        Some(answer) => answer,
+        None => {
+            let answer = state.inner.store.ping().await.map_err(|error| {
+                state
+                    .inner
+                    .metrics
+                    .store_errors
+                    .fetch_add(1, Ordering::Relaxed);
+                error.to_string()
+            });
+            *lock() = Some((tokio::time::Instant::now(), answer.clone()));
+            answer
         }
-    }
+    };
+    answer
+        .map(|()| "ready\n")
+        .map_err(|error| Problem::unavailable(format!("the store cannot be reached: {error}")))
 }
 
 /// `GET /metrics`: Prometheus text.

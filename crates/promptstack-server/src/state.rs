@@ -134,6 +134,13 @@ pub(crate) struct Inner {
     /// the blocking pool: twice the cores, so that the async workers stay free for `/healthz`
     /// and the cheap routes.
     pub(crate) engine: Arc<tokio::sync::Semaphore>,
+    /// Digests of keys the store did not know, briefly, so that repeating a bad key costs no
+    /// store read.
+    pub(crate) failed_keys: FailedKeys,
+    /// The budget of failed authentications across all callers.
+    pub(crate) failures: FailureBudget,
+    /// The last `/readyz` answer and when it was read.
+    pub(crate) ready: Mutex<Option<(Instant, Result<(), String>)>>,
 }
 
 const _: () = {
@@ -159,6 +166,9 @@ impl AppState {
                 keys: TtlCache::new(ttl.min(Duration::from_secs(60)), breaker, false),
                 rate: RateLimiter::new(config.rate_per_second, config.rate_burst),
                 streams: Arc::new(tokio::sync::Semaphore::new(config.max_streams)),
+                failed_keys: FailedKeys::default(),
+                failures: FailureBudget::default(),
+                ready: Mutex::new(None),
                 engine: Arc::new(tokio::sync::Semaphore::new(
                     std::thread::available_parallelism().map_or(2, |n| n.get()) * 2,
                 )),
@@ -361,6 +371,14 @@ impl<K: Eq + Hash + Clone, V: Clone> TtlCache<K, V> {
         }
     }
 
+    /// Whether `key` has an entry read within the TTL.
+    pub(crate) fn is_fresh(&self, key: &K) -> bool {
+        self.lock()
+            .0
+            .get(key)
+            .is_some_and(|(_, at)| at.is_some_and(|at| at.elapsed() < self.ttl))
+    }
+
     /// Makes the entry re-read on its next use, keeping its value as the last good one.
     pub(crate) fn expire(&self, key: &K) {
         let mut guard = self.lock();
@@ -445,6 +463,82 @@ impl<K: Eq + Hash + Clone, V: Clone> Bounded<K, V> {
 
     pub(crate) fn len(&self) -> usize {
         self.lock().0.len()
+    }
+}
+
+/// How long a key the store did not know is refused without asking it again.
+const FAILED_KEY_FOR: Duration = Duration::from_secs(5);
+/// How many failed key digests are remembered.
+const FAILED_KEYS: usize = 4096;
+
+/// Digests of keys the store did not know, each for [`FAILED_KEY_FOR`]; at most [`FAILED_KEYS`].
+#[derive(Default)]
+pub(crate) struct FailedKeys {
+    entries: Mutex<HashMap<[u8; 32], Instant>>,
+}
+
+impl FailedKeys {
+    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<[u8; 32], Instant>> {
+        self.entries.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    pub(crate) fn contains(&self, digest: &[u8; 32]) -> bool {
+        self.lock()
+            .get(digest)
+            .is_some_and(|at| at.elapsed() < FAILED_KEY_FOR)
+    }
+
+    pub(crate) fn insert(&self, digest: [u8; 32]) {
+        let mut entries = self.lock();
+        if entries.len() >= FAILED_KEYS {
+            entries.retain(|_, at| at.elapsed() < FAILED_KEY_FOR);
+            if entries.len() >= FAILED_KEYS {
+                entries.clear();
+            }
+        }
+        entries.insert(digest, Instant::now());
+    }
+}
+
+/// Failed authentications allowed per second across all callers (sustained), and in a burst.
+const FAILURES_PER_SECOND: f64 = 10.0;
+const FAILURE_BURST: f64 = 100.0;
+
+/// A token bucket of failed authentications: once spent, keys the cache does not know are
+/// answered 429 without a store read until it refills.
+pub(crate) struct FailureBudget {
+    bucket: Mutex<(f64, Instant)>,
+}
+
+impl Default for FailureBudget {
+    fn default() -> Self {
+        FailureBudget {
+            bucket: Mutex::new((FAILURE_BURST, Instant::now())),
+        }
+    }
+}
+
+impl FailureBudget {
+    fn refilled(&self) -> std::sync::MutexGuard<'_, (f64, Instant)> {
+        let mut bucket = self.bucket.lock().unwrap_or_else(|e| e.into_inner());
+        let now = Instant::now();
+        let (tokens, at) = &mut *bucket;
+        *tokens = (*tokens + now.duration_since(*at).as_secs_f64() * FAILURES_PER_SECOND)
+            .min(FAILURE_BURST);
+        *at = now;
+        bucket
+    }
+
+    /// `Some(seconds to wait)` when the budget is spent.
+    pub(crate) fn spent(&self) -> Option<u64> {
+        let bucket = self.refilled();
+        (bucket.0 < 1.0).then(|| (((1.0 - bucket.0) / FAILURES_PER_SECOND).ceil() as u64).max(1))
+    }
+
+    /// Spends one failure.
+    pub(crate) fn record(&self) {
+        let mut bucket = self.refilled();
+        bucket.0 = (bucket.0 - 1.0).max(0.0);
     }
 }
 

@@ -795,3 +795,39 @@ async fn lint_refuses_more_sends_than_a_bundle_holds() {
         "{problem}"
     );
 }
+
+#[tokio::test]
+async fn unknown_keys_are_refused_without_store_reads_once_known_bad_or_over_budget() {
+    let h = Harness::new().await;
+    let bad = "ps_not_a_key";
+    h.call(Method::GET, "/v1/agents", Some(bad), None)
+        .await
+        .problem(StatusCode::UNAUTHORIZED);
+    // A key just found unknown is refused without reading the store: an outage does not turn
+    // it into a 503.
+    h.store.close().await;
+    h.call(Method::GET, "/v1/agents", Some(bad), None)
+        .await
+        .problem(StatusCode::UNAUTHORIZED);
+
+    // Past the budget of failures, unknown keys wait.
+    let h = Harness::new().await;
+    let mut limited = false;
+    for i in 0..1000 {
+        let answer = h
+            .call(
+                Method::GET,
+                "/v1/agents",
+                Some(&format!("ps_bad_{i}")),
+                None,
+            )
+            .await;
+        if answer.status == StatusCode::TOO_MANY_REQUESTS {
+            assert!(answer.headers.get("retry-after").is_some());
+            limited = true;
+            break;
+        }
+        answer.problem(StatusCode::UNAUTHORIZED);
+    }
+    assert!(limited, "failed authentications were never limited");
+}
