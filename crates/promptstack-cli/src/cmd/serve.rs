@@ -25,7 +25,7 @@ pub struct Args {
     #[command(flatten)]
     store: StoreArgs,
     /// Publish every agent folder under DIR (default: ./examples) into tenant `default` and
-    /// point its `production` label at it.
+    /// point its `production` label at it when that label is not set yet.
     #[arg(long, value_name = "DIR", num_args = 0..=1, default_missing_value = "examples")]
     examples: Option<PathBuf>,
     /// The largest request body, in bytes (larger bodies get 413).
