@@ -137,8 +137,7 @@ class Agent {
   /** Assembles one send: `send` is a send-context object, its JSON text, or UTF-8 bytes. */
   assemble(send) {
     if (send !== null && typeof send === "object" && !(send instanceof Uint8Array)) {
-      // JSON.stringify writes no duplicate keys, so the addon may skip the located parse
-      // (it falls back to it for any send it cannot read, so errors keep their locations).
+      // The addon reads and checks the text exactly as `assemble` does.
       const json = JSON.stringify(send);
       return new Assembly(call(() => this.#native.assembleStringified(json)));
     }

@@ -112,7 +112,7 @@ pub struct Agent {
 impl Agent {
     /// Reads and compiles a spec file (`.json` is JSON, anything else TOML), with the registry
     /// manifests in `capabilities/` next to it, exactly as the command line does.
-    #[napi(factory)]
+    #[napi(factory, catch_unwind)]
     pub fn from_path(path: String) -> Result<Agent> {
         let limits = Limits::default();
         let path = Path::new(&path);
@@ -135,7 +135,7 @@ impl Agent {
 
     /// Compiles a spec from its text; `format` is `"toml"` (the default) or `"json"`, `name` the
     /// name diagnostics give the source (default `agent.toml` / `agent.json`).
-    #[napi(factory)]
+    #[napi(factory, catch_unwind)]
     pub fn from_source(
         text: Either<String, Buffer>,
         format: Option<String>,
@@ -173,7 +173,7 @@ impl Agent {
     }
 
     /// Assembles one send, given as send-context JSON (a string or UTF-8 bytes).
-    #[napi]
+    #[napi(catch_unwind)]
     pub fn assemble(&self, send: Either<String, Buffer>) -> Result<Assembly> {
         let ctx = self.send(&send)?;
         self.assemble_context(&ctx)
@@ -187,7 +187,7 @@ impl Agent {
     /// warm send's time). The outcome is the located path's: a send that does not
     /// deserialise, or whose variables do not fit the spec, is read again through that path
     /// for its located diagnostics.
-    #[napi]
+    #[napi(catch_unwind)]
     pub fn assemble_stringified(&self, send: String) -> Result<Assembly> {
         let assembly = self.assemble_stringified_inner(send)?;
         Ok(Assembly {
@@ -197,7 +197,7 @@ impl Agent {
     }
 
     /// [`Agent::assemble_stringified`], then one target's system text: the drop-in's path.
-    #[napi]
+    #[napi(catch_unwind)]
     pub fn system_text(&self, send: String, target: String) -> Result<String> {
         let assembly = self.assemble_stringified_inner(send)?;
         let composition = assembly.compose(&target).map_err(|e| engine_failure(&e))?;
@@ -207,7 +207,7 @@ impl Agent {
     /// The spec's own lint findings, then for each send (JSON) those of assembling it and
     /// composing every target: a list of diagnostics, each with `send` (its index) when it is
     /// about one.
-    #[napi]
+    #[napi(catch_unwind)]
     pub fn lint(&self, sends: Vec<Either<String, Buffer>>) -> Result<Value> {
         let contexts = sends
             .iter()
@@ -224,7 +224,7 @@ impl Agent {
     /// What `promptstack explain --json` reports for one send: the assembly, each target
     /// composed with its token counts, injections and, with a provider format, each target's
     /// cache breakpoints.
-    #[napi]
+    #[napi(catch_unwind)]
     pub fn explain(
         &self,
         send: Either<String, Buffer>,
@@ -247,23 +247,10 @@ impl Agent {
 
 impl Agent {
     fn assemble_stringified_inner(&self, send: String) -> Result<promptstack::Assembly> {
-        let fast = (send.len() <= promptstack::context::MAX_SEND_BYTES)
-            .then(|| serde_json::from_str::<SendContext>(&send).ok())
-            .flatten();
-        match fast {
-            Some(ctx) => match self.inner.assemble(&ctx) {
-                Err(e) if e.kind() == ErrorKind::Context => {
-                    let ctx = self.send(&Either::A(send))?;
-                    self.inner.assemble(&ctx)
-                }
-                other => other,
-            },
-            None => {
-                let ctx = self.send(&Either::A(send))?;
-                self.inner.assemble(&ctx)
-            }
-        }
-        .map_err(|e| engine_failure(&e))
+        // The same reading as every other entry point (and the CLI): schema, site patterns and
+        // variable shapes are checked, so no send is accepted here that the CLI refuses.
+        let ctx = self.send(&Either::A(send))?;
+        self.inner.assemble(&ctx).map_err(|e| engine_failure(&e))
     }
 
     /// Parses a send context for this agent (its variables must have the declared shapes).
@@ -421,13 +408,13 @@ impl Assembly {
     }
 
     /// The assembly in the versioned assembly JSON format (`promptstack.assembly/v1`).
-    #[napi]
+    #[napi(catch_unwind)]
     pub fn to_json(&self) -> Result<String> {
         serde_json::to_string(&*self.inner).map_err(|e| Error::from_reason(e.to_string()))
     }
 
     /// The texts `target` sends.
-    #[napi]
+    #[napi(catch_unwind)]
     pub fn compose(&self, target: String) -> Result<ComposedText> {
         let composition = self.composition(&target)?;
         let user_position = to_value(&composition.user_position)?
@@ -444,7 +431,7 @@ impl Assembly {
     }
 
     /// The parts, findings and shed blocks of composing `target`.
-    #[napi]
+    #[napi(catch_unwind)]
     pub fn compose_details(&self, target: String) -> Result<CompositionDetails> {
         let composition = self.composition(&target)?;
         Ok(CompositionDetails {
@@ -456,7 +443,7 @@ impl Assembly {
 
     /// The provider request for this send in `format` (`anthropic`, `openai-chat`,
     /// `openai-responses`, `gemini`), with cache breakpoints placed by the planner.
-    #[napi]
+    #[napi(catch_unwind)]
     pub fn request(&self, format: String, options: Option<RequestInput>) -> Result<RequestOutput> {
         let format = provider_format(&format)?;
         let options = options.unwrap_or(RequestInput {
@@ -526,7 +513,7 @@ impl Assembly {
 
 /// The pi-compat parity spec (`examples/pi-compat/agent.toml`) the `buildSystemPrompt` drop-in
 /// runs on.
-#[napi]
+#[napi(catch_unwind)]
 pub fn pi_compat_spec() -> &'static str {
     PI_COMPAT_SPEC
 }
@@ -556,7 +543,7 @@ pub struct Truncated {
 }
 
 /// Wraps untrusted content in a fence with a fresh nonce from the operating system.
-#[napi]
+#[napi(catch_unwind)]
 pub fn fence(
     content: String,
     kind: String,
@@ -587,7 +574,7 @@ pub fn fence(
 }
 
 /// Checks that `text` is exactly one valid fence: `{ valid, fence, problems }`.
-#[napi]
+#[napi(catch_unwind)]
 pub fn check_fence(text: String) -> Value {
     let report = promptstack::fence::check(&text);
     let fence = report.fence.as_ref().map(|info| {
@@ -624,7 +611,7 @@ pub struct CiteStream {
 impl CiteStream {
     /// A stream over a sources snapshot (JSON: `{"sources": [{"index", "url", "title"}]}`),
     /// writing `placeholders` (`{{cite:K}}` plus a citation map) or Markdown `links`.
-    #[napi(constructor)]
+    #[napi(constructor, catch_unwind)]
     pub fn new(
         sources: String,
         mode: Option<String>,
@@ -657,7 +644,7 @@ impl CiteStream {
     }
 
     /// Feeds a delta of the model's text; returns the display-ready text decided so far.
-    #[napi]
+    #[napi(catch_unwind)]
     pub fn feed(&mut self, delta: String) -> Result<String> {
         self.out.clear();
         self.processor.push_into(&delta, &mut self.out);
@@ -666,7 +653,7 @@ impl CiteStream {
     }
 
     /// Ends the stream; returns the rest of the text.
-    #[napi]
+    #[napi(catch_unwind)]
     pub fn finish(&mut self) -> Result<String> {
         self.out.clear();
         self.processor.finish_into(&mut self.out);
@@ -687,7 +674,7 @@ impl CiteStream {
     }
 
     /// The widget tags removed from the text since the last call.
-    #[napi]
+    #[napi(catch_unwind)]
     pub fn take_widgets(&mut self) -> Result<Value> {
         to_value(&self.processor.take_widgets())
     }

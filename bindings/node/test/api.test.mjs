@@ -269,3 +269,15 @@ test("one agent per worker thread: each loads the addon and gets the same bytes"
   );
   for (const out of results) for (const text of out) assert.equal(text, expected);
 });
+
+test("a send the CLI refuses is refused on every path, the fast one included", () => {
+  const agent = Agent.fromSource(SPEC);
+  const bad = {
+    ...SEND,
+    skills: [{ name: "docs", description: "Reads the docs.", sites: ["ftp://docs.example.com"] }],
+  };
+  const refused = (error) =>
+    error instanceof ps.SendError && error.diagnostics.some((d) => d.code === "bad-site-pattern");
+  assert.throws(() => agent.assemble(bad), refused);
+  assert.throws(() => agent.assemble(JSON.stringify(bad)), refused);
+});

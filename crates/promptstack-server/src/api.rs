@@ -205,8 +205,10 @@ pub struct PublishResponse {
     /// The warnings compiling and linting found, located.
     #[schema(value_type = Vec<Object>)]
     pub warnings: Vec<serde_json::Value>,
-    /// What the new version would do to provider caches, against the labelled version.
-    pub impact: CacheImpact,
+    /// What the new version would do to provider caches, against the labelled version; `null`
+    /// when it could not be measured (the version is published all the same, and a warning in
+    /// `warnings` says why).
+    pub impact: Option<CacheImpact>,
 }
 
 /// A publish's cache impact against the version behind a label.
@@ -288,17 +290,23 @@ pub(crate) async fn publish_bundle(
     format: ProviderFormat,
 ) -> Result<PublishResponse, Problem> {
     bundle.check_shape()?;
-    let limits = &state.inner.config.limits;
-    let agent = bundle.compile(limits)?;
-    let mut sends = Vec::new();
-    for (send_name, value) in &bundle.sends {
-        let bytes = serde_json::to_vec(value).unwrap_or_default();
-        let what = format!("sends/{send_name}");
-        let ctx = promptstack::SendContext::from_json_for(&bytes, &what, agent.spec())
-            .map_err(|e| crate::bundle::spec_problem("invalid-send", &e))?;
-        sends.push((what, ctx));
-    }
-    let findings = promptstack::report::lint(&agent, sends.iter().map(|(n, s)| (n.as_str(), s)));
+    let limits = state.inner.config.limits.clone();
+    let owned = bundle.clone();
+    let (agent, sends, findings) = crate::engine::blocking(state, move || {
+        let agent = owned.compile(&limits)?;
+        let mut sends = Vec::new();
+        for (send_name, value) in &owned.sends {
+            let bytes = serde_json::to_vec(value).unwrap_or_default();
+            let what = format!("sends/{send_name}");
+            let ctx = promptstack::SendContext::from_json_for(&bytes, &what, agent.spec())
+                .map_err(|e| crate::bundle::spec_problem("invalid-send", &e))?;
+            sends.push((what, ctx));
+        }
+        let findings =
+            promptstack::report::lint(&agent, sends.iter().map(|(n, s)| (n.as_str(), s)));
+        Ok::<_, Problem>((agent, sends, findings))
+    })
+    .await??;
     let (errors, warnings): (Vec<_>, Vec<_>) = findings
         .iter()
         .filter(|f| f.diagnostic.severity >= promptstack::Severity::Warning)
@@ -334,7 +342,23 @@ pub(crate) async fn publish_bundle(
         (tenant.clone(), name.clone(), id),
         std::sync::Arc::clone(&agent),
     );
-    let impact = impact(state, tenant, name, label, &agent, &sends, format).await?;
+    // The version is committed: from here on nothing may turn the answer into an error.
+    let mut warnings = warnings;
+    let impact = match impact(state, tenant, name, label, &agent, &sends, format).await {
+        Ok(impact) => Some(impact),
+        Err(problem) => {
+            warnings.push(serde_json::json!({
+                "severity": "warning",
+                "code": "impact-unavailable",
+                "message": format!(
+                    "the version was published, but its cache impact against `{label}` could not \
+                     be measured: {}",
+                    problem.detail
+                ),
+            }));
+            None
+        }
+    };
     Ok(PublishResponse {
         version: VersionView::from(&published.version),
         created: published.created,
@@ -521,6 +545,13 @@ pub async fn move_label(
     let name = agent_name(&name)?;
     let tenant = &auth.0.tenant;
     require_agent(&state, tenant, &name).await?;
+    // A reference of 64 hex digits is read as a version id, so such a label could never be used.
+    if VersionId::parse(&label).is_ok() {
+        return Err(Problem::unprocessable(
+            "invalid-label",
+            "a label name cannot be 64 hex digits: references of that shape are read as version ids",
+        ));
+    }
     let label = LabelName::parse(&label)
         .map_err(|e| Problem::unprocessable("invalid-label", e.to_string()))?;
     if label.as_str() == PROTECTED_LABEL {

@@ -50,6 +50,23 @@ impl FromRequestParts<AppState> for Auth {
             .trim();
         let inner = &state.inner;
         let digest: [u8; 32] = Sha256::digest(key.as_bytes()).into();
+        // A key the store just said it does not know costs nothing to refuse again.
+        if inner.failed_keys.contains(&digest) {
+            return Err(Problem::unauthorized());
+        }
+        // Past the budget of failed authentications, a key the cache does not know waits
+        // rather than costing a store read.
+        if !inner.keys.is_fresh(&digest)
+            && let Some(seconds) = inner.failures.spent()
+        {
+            let mut problem = Problem::new(
+                axum::http::StatusCode::TOO_MANY_REQUESTS,
+                "rate-limited",
+                "too many requests with unknown keys; try again shortly",
+            );
+            problem.retry_after = Some(seconds);
+            return Err(problem);
+        }
         let found = inner
             .keys
             .get(&digest, async {
@@ -65,6 +82,8 @@ impl FromRequestParts<AppState> for Auth {
         let principal = match found {
             Ok(cached) => cached.value,
             Err(error) if error.kind() == promptstack_store::ErrorKind::NotFound => {
+                inner.failed_keys.insert(digest);
+                inner.failures.record();
                 return Err(Problem::unauthorized());
             }
             Err(error) => {

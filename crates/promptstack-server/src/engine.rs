@@ -226,7 +226,7 @@ pub async fn send_for(
     if resolved.agent.spec().stage.is_none() {
         return Ok(ctx);
     }
-    let tenant_doc = settings(state, tenant, None, warnings).await;
+    let tenant_doc = settings(state, tenant, None, warnings).await?;
     if let Some(instructions) = tenant_doc.as_ref().and_then(|d| d.get("instructions")) {
         match serde_json::from_value::<promptstack::context::TenantInstructions>(
             instructions.clone(),
@@ -235,25 +235,32 @@ pub async fn send_for(
                 value.unavailable = None;
                 ctx.tenant_instructions = Some(value);
             }
-            Err(e) => warnings.push(format!(
-                "the tenant's stored instructions are unreadable: {e}"
-            )),
+            // The stored value wins or nothing is rendered: never the send's own.
+            Err(e) => {
+                return Err(Problem::new(
+                    axum::http::StatusCode::INTERNAL_SERVER_ERROR,
+                    "settings-unreadable",
+                    format!("the tenant's stored instructions are unreadable: {e}"),
+                ));
+            }
         }
     }
-    let agent_doc = settings(state, tenant, Some(&resolved.name), warnings).await;
+    let agent_doc = settings(state, tenant, Some(&resolved.name), warnings).await?;
     if let Some(overrides) = agent_doc.as_ref().and_then(|d| d.get("auto_injections")) {
         ctx.auto_injections = Some(overrides.clone());
     }
     Ok(ctx)
 }
 
-/// A settings document through the TTL cache; fails open to "no settings" with a warning.
+/// A settings document through the TTL cache (the last good one, with a warning, while the store
+/// is unreachable). With no value at all the answer is 503: the send's own instructions and
+/// overrides must never stand in for settings an admin may have written.
 async fn settings(
     state: &AppState,
     tenant: &Tenant,
     agent: Option<&AgentName>,
     warnings: &mut Vec<String>,
-) -> Option<serde_json::Value> {
+) -> Result<Option<serde_json::Value>, Problem> {
     let key = (tenant.clone(), agent.cloned());
     let scope = match agent {
         Some(agent) => SettingsScope::Agent(agent.clone()),
@@ -281,7 +288,7 @@ async fn settings(
                     .fetch_add(1, Ordering::Relaxed);
                 warnings.push(format!("{whose}: {why}"));
             }
-            cached.value
+            Ok(cached.value)
         }
         Err(error) => {
             state
@@ -289,10 +296,10 @@ async fn settings(
                 .metrics
                 .store_errors
                 .fetch_add(1, Ordering::Relaxed);
-            warnings.push(format!(
-                "{whose} could not be read ({error}); the defaults are used"
-            ));
-            None
+            Err(Problem::unavailable(format!(
+                "{whose} could not be read ({error}) and no earlier value is known; the send is \
+                 not rendered without them"
+            )))
         }
     }
 }
@@ -305,4 +312,30 @@ pub fn engine_problem(error: promptstack::Error) -> Problem {
         K::Request | K::Rules => Problem::unprocessable("invalid-request", error.to_string()),
         _ => Problem::unprocessable("render-failed", error.to_string()),
     }
+}
+
+/// Runs synchronous engine work on the blocking pool, at most twice the cores at once (the wait
+/// for a turn counts against the request timeout). Work cut off by the request timeout still
+/// holds its turn until it ends, so timed-out work cannot pile up.
+pub(crate) async fn blocking<T: Send + 'static>(
+    state: &AppState,
+    work: impl FnOnce() -> T + Send + 'static,
+) -> Result<T, Problem> {
+    let stopped = || {
+        Problem::new(
+            axum::http::StatusCode::INTERNAL_SERVER_ERROR,
+            "internal",
+            "the engine work stopped",
+        )
+    };
+    let permit = Arc::clone(&state.inner.engine)
+        .acquire_owned()
+        .await
+        .map_err(|_| stopped())?;
+    tokio::task::spawn_blocking(move || {
+        let _permit = permit;
+        work()
+    })
+    .await
+    .map_err(|_| stopped())
 }

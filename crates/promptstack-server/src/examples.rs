@@ -100,7 +100,8 @@ impl Bundle {
 }
 
 /// Publishes `bundle` as a version of `agent` in `tenant` as the operator (compiled and linted
-/// as over HTTP) and points `production` at it. Returns the version id.
+/// as over HTTP) and points `production` at it when `production` is not set yet: a label moved
+/// by a deploy is never moved back. Returns the version id and whether `production` was set.
 ///
 /// # Errors
 ///
@@ -110,7 +111,7 @@ pub async fn publish_to_production(
     tenant: &Tenant,
     agent: &AgentName,
     bundle: &Bundle,
-) -> Result<VersionId, Problem> {
+) -> Result<(VersionId, bool), Problem> {
     state.inner.store.create_tenant(tenant).await?;
     let production = LabelName::parse(crate::api::PROTECTED_LABEL)?;
     let published = crate::api::publish_bundle(
@@ -124,14 +125,19 @@ pub async fn publish_to_production(
     )
     .await?;
     let id = VersionId::parse(&published.version.id)?;
-    state
+    let moved = match state
         .inner
         .store
-        .move_label(tenant, agent, &production, &id, &Expected::Any, None)
-        .await?;
+        .move_label(tenant, agent, &production, &id, &Expected::Absent, None)
+        .await
+    {
+        Ok(_) => true,
+        Err(error) if error.kind() == promptstack_store::ErrorKind::Conflict => false,
+        Err(error) => return Err(error.into()),
+    };
     state
         .inner
         .labels
         .expire(&(tenant.clone(), agent.clone(), production));
-    Ok(id)
+    Ok((id, moved))
 }

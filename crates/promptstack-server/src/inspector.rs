@@ -5,7 +5,7 @@
 use axum::Json;
 use axum::extract::rejection::JsonRejection;
 use axum::extract::{Path, State};
-use axum::http::{StatusCode, header};
+use axum::http::header;
 use axum::response::{IntoResponse, Response};
 use promptstack::provider::sim::{SimConfig, SimReport};
 use promptstack::provider::{Format, RequestOptions, Rules};
@@ -196,17 +196,10 @@ pub async fn cache_sim(
         seed: body.seed.unwrap_or(1),
     };
     // The simulation is pure computation; keep it off the threads that serve requests.
-    let report = tokio::task::spawn_blocking(move || {
+    let report = crate::engine::blocking(&state, move || {
         agent.simulate_cache(&sends, Rules::bundled(), &config)
     })
-    .await
-    .map_err(|_| {
-        Problem::new(
-            StatusCode::INTERNAL_SERVER_ERROR,
-            "internal",
-            "the simulation stopped",
-        )
-    })?
+    .await?
     .map_err(engine_problem)?;
     Ok(Json(report))
 }

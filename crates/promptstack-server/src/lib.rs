@@ -28,6 +28,7 @@ mod problem;
 mod render;
 mod state;
 
+use std::future::IntoFuture as _;
 use std::time::Instant;
 
 use axum::Router;
@@ -163,7 +164,8 @@ async fn around(State(state): State<AppState>, request: Request, next: Next) -> 
 }
 
 /// Serves `router(state)` on `listener` until `shutdown` completes; requests in flight then
-/// finish before this returns.
+/// have [`ServerConfig::shutdown_grace`] to finish, after which this returns without waiting
+/// for them (they are dropped when the runtime ends).
 ///
 /// # Errors
 ///
@@ -173,7 +175,27 @@ pub async fn serve(
     state: AppState,
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> std::io::Result<()> {
-    axum::serve(listener, router(state))
-        .with_graceful_shutdown(shutdown)
-        .await
+    let grace = state.inner.config.shutdown_grace;
+    let (stopping, stopped) = tokio::sync::oneshot::channel::<()>();
+    let server = axum::serve(listener, router(state)).with_graceful_shutdown(async move {
+        shutdown.await;
+        let _ = stopping.send(());
+    });
+    let deadline = async move {
+        if stopped.await.is_ok() {
+            tokio::time::sleep(grace).await;
+        } else {
+            std::future::pending::<()>().await;
+        }
+    };
+    tokio::select! {
+        result = server.into_future() => result,
+        () = deadline => {
+            tracing::warn!(
+                grace_ms = u64::try_from(grace.as_millis()).unwrap_or(u64::MAX),
+                "requests still in flight after the shutdown grace period are dropped"
+            );
+            Ok(())
+        }
+    }
 }

@@ -1,7 +1,9 @@
 //! The endpoints that need no version: health, readiness, metrics, the OpenAPI document, the
 //! fence and the citation stream.
 
+use std::sync::Arc;
 use std::sync::atomic::Ordering;
+use std::time::Duration;
 
 use axum::Json;
 use axum::body::{Body, Bytes};
@@ -13,7 +15,7 @@ use futures::StreamExt as _;
 use promptstack::fence::{ContentKind, Fence, MaxBytes, Provenance};
 use promptstack::limits::Limit;
 use promptstack::nonce::OsNonces;
-use promptstack::stream::{OutputMode, Processor, SourceSnapshot, StreamConfig, WidgetSet};
+use promptstack::stream::{OutputMode, Processor, SourceSnapshot, StreamConfig};
 use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 
@@ -33,19 +35,31 @@ pub async fn healthz() -> &'static str {
     responses((status = 200, description = "Ready", body = String, content_type = "text/plain"),
         (status = 503, body = Problem, content_type = "application/problem+json")))]
 pub async fn readyz(State(state): State<AppState>) -> Result<&'static str, Problem> {
-    match state.inner.store.ping().await {
-        Ok(()) => Ok("ready\n"),
-        Err(error) => {
-            state
-                .inner
-                .metrics
-                .store_errors
-                .fetch_add(1, Ordering::Relaxed);
-            Err(Problem::unavailable(format!(
-                "the store cannot be reached: {error}"
-            )))
+    /// How long a ping's answer is reused, so that probes cannot load the store.
+    const REUSE_FOR: Duration = Duration::from_secs(1);
+    let lock = || state.inner.ready.lock().unwrap_or_else(|e| e.into_inner());
+    let reused = lock()
+        .as_ref()
+        .filter(|(at, _)| at.elapsed() < REUSE_FOR)
+        .map(|(_, answer)| answer.clone());
+    let answer = match reused {
+        Some(answer) => answer,
+        None => {
+            let answer = state.inner.store.ping().await.map_err(|error| {
+                state
+                    .inner
+                    .metrics
+                    .store_errors
+                    .fetch_add(1, Ordering::Relaxed);
+                error.to_string()
+            });
+            *lock() = Some((tokio::time::Instant::now(), answer.clone()));
+            answer
         }
-    }
+    };
+    answer
+        .map(|()| "ready\n")
+        .map_err(|error| Problem::unavailable(format!("the store cannot be reached: {error}")))
 }
 
 /// `GET /metrics`: Prometheus text.
@@ -190,10 +204,12 @@ pub struct CiteHeader {
     /// The sources the model may cite: `{"sources": [{"index", "url", "title"}]}`.
     #[schema(value_type = Object)]
     pub sources: SourceSnapshot,
-    /// `placeholders` (default) or `links`.
+    /// `links` (default): citations become Markdown links. `placeholders` is refused (422):
+    /// its citation map cannot be returned over this endpoint (use `promptstack cite --json`).
     #[serde(default)]
     pub mode: CiteMode,
-    /// Widget names to recognise.
+    /// Must be empty (422 otherwise): the widgets found could not be returned, and silently
+    /// dropping them would lose content (use `promptstack cite --json`).
     #[serde(default)]
     pub widgets: Vec<String>,
 }
@@ -202,10 +218,10 @@ pub struct CiteHeader {
 #[derive(Debug, Clone, Copy, Default, Deserialize, ToSchema)]
 #[serde(rename_all = "lowercase")]
 pub enum CiteMode {
-    /// Placeholders.
-    #[default]
+    /// Placeholders with a citation map (refused over HTTP).
     Placeholders,
     /// Markdown links.
+    #[default]
     Links,
 }
 
@@ -222,18 +238,36 @@ pub async fn cite(
     _auth: Auth,
     body: Body,
 ) -> Result<Response, Problem> {
-    let max_header = state.inner.config.max_body_bytes;
-    let limits = state.inner.config.limits.clone();
+    let config = &state.inner.config;
+    let permit = Arc::clone(&state.inner.streams)
+        .try_acquire_owned()
+        .map_err(|_| {
+            let mut problem = Problem::new(
+                StatusCode::SERVICE_UNAVAILABLE,
+                "too-many-streams",
+                format!(
+                    "{} streams are running, the most this server runs at once",
+                    config.max_streams
+                ),
+            );
+            problem.retry_after = Some(1);
+            problem
+        })?;
+    let max_header = config.max_body_bytes;
+    let limits = config.limits.clone();
+    let bounds = StreamBounds {
+        idle: config.stream_idle_timeout,
+        bytes: config.max_stream_bytes,
+        deadline: tokio::time::Instant::now() + config.max_stream_duration,
+    };
     let mut stream = body.into_data_stream();
     let mut head = Vec::new();
     let rest = loop {
-        let Some(chunk) = stream.next().await else {
+        let Some(chunk) = bounds.next(&mut stream).await? else {
             return Err(Problem::bad_request(
                 "the body must start with one line of JSON (the sources) ended by a newline",
             ));
         };
-        let chunk =
-            chunk.map_err(|e| Problem::bad_request(format!("reading the body failed: {e}")))?;
         match chunk.iter().position(|&b| b == b'\n') {
             Some(at) => {
                 head.extend_from_slice(&chunk[..at]);
@@ -258,50 +292,81 @@ pub async fn cite(
     }
     let header: CiteHeader = serde_json::from_slice(&head)
         .map_err(|e| Problem::unprocessable("invalid-body", format!("the first line: {e}")))?;
-    let widgets = WidgetSet::new(header.widgets.iter().map(String::as_str))
-        .map_err(|e| Problem::unprocessable("invalid-body", format!("invalid widgets: {e}")))?;
+    if !header.widgets.is_empty() {
+        return Err(Problem::unprocessable(
+            "invalid-body",
+            "the first line: `widgets` is not offered over HTTP: the widgets found cannot be \
+             returned (use `promptstack cite --widgets … --json`)",
+        ));
+    }
     let mode = match header.mode {
-        CiteMode::Placeholders => OutputMode::Placeholders,
+        CiteMode::Placeholders => {
+            return Err(Problem::unprocessable(
+                "invalid-body",
+                "the first line: `mode: placeholders` is not offered over HTTP: its citation map \
+                 cannot be returned (use `\"mode\": \"links\"`, or `promptstack cite --json`)",
+            ));
+        }
         CiteMode::Links => OutputMode::Links,
     };
     let config = StreamConfig::new(mode)
-        .with_widgets(widgets)
         .with_max_link_bytes(limits.get(Limit::CiteLinkBytes))
         .with_max_citation_runs(usize::MAX);
     let processor = Processor::new(&header.sources, config);
-    let chunks = futures::stream::once(async move { Ok::<Bytes, axum::Error>(rest) }).chain(stream);
-    let output = futures::stream::unfold(
-        (processor, Box::pin(chunks), false),
-        |(mut processor, mut chunks, done)| async move {
-            if done {
-                return None;
+    let read = head.len() as u64 + 1 + rest.len() as u64;
+    let state = CiteState {
+        processor,
+        stream,
+        first: Some(rest),
+        read,
+        bounds,
+        done: false,
+        _permit: permit,
+    };
+    let output = futures::stream::unfold(state, |mut st| async move {
+        if st.done {
+            return None;
+        }
+        let mut out = String::new();
+        let next = match st.first.take() {
+            Some(first) => Ok(Some(first)),
+            None => st.bounds.next(&mut st.stream).await,
+        };
+        match next {
+            Ok(Some(chunk)) => {
+                st.read += chunk.len() as u64;
+                if st.read > st.bounds.bytes {
+                    st.done = true;
+                    let error = std::io::Error::other(format!(
+                        "the body is longer than {} bytes, the most a stream may carry",
+                        st.bounds.bytes
+                    ));
+                    return Some((Err(error), st));
+                }
+                st.processor.push_bytes_into(&chunk, &mut out);
             }
-            let mut out = String::new();
-            let finished = match chunks.next().await {
-                Some(Ok(chunk)) => {
-                    processor.push_bytes_into(&chunk, &mut out);
-                    false
-                }
-                Some(Err(e)) => {
-                    return Some((Err(std::io::Error::other(e)), (processor, chunks, true)));
-                }
-                None => {
-                    processor.finish_into(&mut out);
-                    true
-                }
-            };
-            processor.take_widgets();
-            processor.take_citations();
-            if let Some(overflow) = processor.overflow() {
-                let error = std::io::Error::other(format!(
-                    "at byte {}: a limit of the citation processor was passed",
-                    overflow.at
-                ));
-                return Some((Err(error), (processor, chunks, true)));
+            Ok(None) => {
+                st.processor.finish_into(&mut out);
+                st.done = true;
             }
-            Some((Ok(Bytes::from(out)), (processor, chunks, finished)))
-        },
-    );
+            Err(problem) => {
+                st.done = true;
+                return Some((Err(std::io::Error::other(problem.detail)), st));
+            }
+        }
+        // Neither is offered over HTTP (see `CiteHeader`); nothing is kept between chunks.
+        st.processor.take_widgets();
+        st.processor.take_citations();
+        if let Some(overflow) = st.processor.overflow() {
+            let error = std::io::Error::other(format!(
+                "at byte {}: a limit of the citation processor was passed",
+                overflow.at
+            ));
+            st.done = true;
+            return Some((Err(error), st));
+        }
+        Some((Ok(Bytes::from(out)), st))
+    });
     Ok((
         [(
             header::CONTENT_TYPE,
@@ -310,4 +375,53 @@ pub async fn cite(
         Body::from_stream(output),
     )
         .into_response())
+}
+
+/// What a streamed body may take: the wait for each chunk, its bytes, and when it must end.
+#[derive(Clone, Copy)]
+struct StreamBounds {
+    idle: Duration,
+    bytes: u64,
+    deadline: tokio::time::Instant,
+}
+
+impl StreamBounds {
+    /// The next chunk; a problem when it does not come within the idle wait or the deadline,
+    /// or when reading fails.
+    async fn next(
+        &self,
+        stream: &mut axum::body::BodyDataStream,
+    ) -> Result<Option<Bytes>, Problem> {
+        let wait = tokio::time::Instant::now() + self.idle;
+        let (until, why) = if wait < self.deadline {
+            (
+                wait,
+                format!("no data came for {} ms", self.idle.as_millis()),
+            )
+        } else {
+            (
+                self.deadline,
+                "the stream lasted longer than it may".to_owned(),
+            )
+        };
+        match tokio::time::timeout_at(until, stream.next()).await {
+            Ok(Some(Ok(chunk))) => Ok(Some(chunk)),
+            Ok(Some(Err(e))) => Err(Problem::bad_request(format!(
+                "reading the body failed: {e}"
+            ))),
+            Ok(None) => Ok(None),
+            Err(_) => Err(Problem::new(StatusCode::REQUEST_TIMEOUT, "timeout", why)),
+        }
+    }
+}
+
+/// The state of one cite stream; the permit is held until the stream is dropped.
+struct CiteState {
+    processor: Processor,
+    stream: axum::body::BodyDataStream,
+    first: Option<Bytes>,
+    read: u64,
+    bounds: StreamBounds,
+    done: bool,
+    _permit: tokio::sync::OwnedSemaphorePermit,
 }

@@ -258,7 +258,13 @@ async fn prepare(
     let resolved = resolve(state, tenant, name, body.reference.as_deref()).await?;
     let mut warnings = resolved.stale.clone();
     let send = send_for(state, tenant, &resolved, &body.send, "send", &mut warnings).await?;
-    let assembly = resolved.agent.assemble(&send).map_err(engine_problem)?;
+    let agent = std::sync::Arc::clone(&resolved.agent);
+    let (send, assembly) = crate::engine::blocking(state, move || {
+        let assembly = agent.assemble(&send);
+        (send, assembly)
+    })
+    .await?;
+    let assembly = assembly.map_err(engine_problem)?;
     Ok(Prepared {
         resolved,
         send,
@@ -706,6 +712,16 @@ pub async fn lint(
     body: Result<Json<LintRequest>, JsonRejection>,
 ) -> Result<RenderResponse, Problem> {
     let Json(body) = body.map_err(json_rejection)?;
+    if body.sends.len() > crate::bundle::MAX_ENTRIES {
+        return Err(Problem::unprocessable(
+            "invalid-body",
+            format!(
+                "`sends` holds {} entries; at most {} are checked at once",
+                body.sends.len(),
+                crate::bundle::MAX_ENTRIES
+            ),
+        ));
+    }
     let tenant = &auth.0.tenant;
     let resolved = resolve(&state, tenant, &name, body.reference.as_deref()).await?;
     let mut warnings = resolved.stale.clone();
@@ -715,10 +731,14 @@ pub async fn lint(
         let ctx = send_for(&state, tenant, &resolved, send, &what, &mut warnings).await?;
         sends.push((what, ctx));
     }
-    let findings = promptstack::report::lint(
-        &resolved.agent,
-        sends.iter().map(|(name, send)| (name.as_str(), send)),
-    );
+    let agent = std::sync::Arc::clone(&resolved.agent);
+    let findings = crate::engine::blocking(&state, move || {
+        promptstack::report::lint(
+            &agent,
+            sends.iter().map(|(name, send)| (name.as_str(), send)),
+        )
+    })
+    .await?;
     Ok(RenderResponse {
         attribution: resolved.attribution(String::new()),
         target: None,

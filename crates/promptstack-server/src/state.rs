@@ -34,6 +34,17 @@ pub struct ServerConfig {
     pub compiled_versions: usize,
     /// The limits of the engine (template fuel and memory, manifest sizes).
     pub limits: Limits,
+    /// The longest wait for the next chunk of a streamed body (`/v1/cite`). Default: 30 s.
+    pub stream_idle_timeout: Duration,
+    /// The most bytes a streamed body may carry. Default: 16 MiB.
+    pub max_stream_bytes: u64,
+    /// The longest a streamed body may last. Default: 10 min.
+    pub max_stream_duration: Duration,
+    /// How many streams (`/v1/cite`) may run at once; more get 503. Default: 64.
+    pub max_streams: usize,
+    /// How long a graceful shutdown waits for requests in flight before dropping them.
+    /// Default: 30 s.
+    pub shutdown_grace: Duration,
 }
 
 impl Default for ServerConfig {
@@ -46,6 +57,11 @@ impl Default for ServerConfig {
             ttl: Duration::from_secs(60),
             compiled_versions: 100,
             limits: Limits::default(),
+            stream_idle_timeout: Duration::from_secs(30),
+            max_stream_bytes: 16 * 1024 * 1024,
+            max_stream_duration: Duration::from_secs(600),
+            max_streams: 64,
+            shutdown_grace: Duration::from_secs(30),
         }
     }
 }
@@ -77,6 +93,24 @@ impl ServerConfig {
         self.compiled_versions = versions.max(1);
         self
     }
+    /// Sets the bounds of a streamed body: the idle wait per chunk, the total bytes and the total
+    /// duration.
+    pub fn stream_limits(mut self, idle: Duration, bytes: u64, duration: Duration) -> Self {
+        self.stream_idle_timeout = idle;
+        self.max_stream_bytes = bytes;
+        self.max_stream_duration = duration;
+        self
+    }
+    /// Sets how many streams may run at once.
+    pub fn max_streams(mut self, streams: usize) -> Self {
+        self.max_streams = streams.max(1);
+        self
+    }
+    /// Sets how long a graceful shutdown waits before dropping requests in flight.
+    pub fn shutdown_grace(mut self, grace: Duration) -> Self {
+        self.shutdown_grace = grace;
+        self
+    }
 }
 
 /// The shared state of a server: cheap to clone.
@@ -94,6 +128,19 @@ pub(crate) struct Inner {
     pub(crate) settings: TtlCache<(Tenant, Option<AgentName>), Option<serde_json::Value>>,
     pub(crate) keys: TtlCache<[u8; 32], Principal>,
     pub(crate) rate: RateLimiter,
+    /// The permits of the streams running now.
+    pub(crate) streams: Arc<tokio::sync::Semaphore>,
+    /// The permits of engine work (compiling, linting, assembling, simulating) running now on
+    /// the blocking pool: twice the cores, so that the async workers stay free for `/healthz`
+    /// and the cheap routes.
+    pub(crate) engine: Arc<tokio::sync::Semaphore>,
+    /// Digests of keys the store did not know, briefly, so that repeating a bad key costs no
+    /// store read.
+    pub(crate) failed_keys: FailedKeys,
+    /// The budget of failed authentications across all callers.
+    pub(crate) failures: FailureBudget,
+    /// The last `/readyz` answer and when it was read.
+    pub(crate) ready: Mutex<Option<(Instant, Result<(), String>)>>,
 }
 
 const _: () = {
@@ -112,10 +159,19 @@ impl AppState {
                 store,
                 metrics: Metrics::default(),
                 compiled: Bounded::new(config.compiled_versions),
-                labels: TtlCache::new(ttl, Arc::clone(&breaker)),
-                settings: TtlCache::new(ttl, Arc::clone(&breaker)),
-                keys: TtlCache::new(ttl.min(Duration::from_secs(60)), breaker),
+                labels: TtlCache::new(ttl, Arc::clone(&breaker), true),
+                settings: TtlCache::new(ttl, Arc::clone(&breaker), true),
+                // Keys fail closed: a key not read within its TTL is refused (503) while the store is
+                // unreachable, so a key revoked during an outage stops working at once.
+                keys: TtlCache::new(ttl.min(Duration::from_secs(60)), breaker, false),
                 rate: RateLimiter::new(config.rate_per_second, config.rate_burst),
+                streams: Arc::new(tokio::sync::Semaphore::new(config.max_streams)),
+                failed_keys: FailedKeys::default(),
+                failures: FailureBudget::default(),
+                ready: Mutex::new(None),
+                engine: Arc::new(tokio::sync::Semaphore::new(
+                    std::thread::available_parallelism().map_or(2, |n| n.get()) * 2,
+                )),
                 config,
             }),
         }
@@ -213,37 +269,51 @@ impl Breaker {
 }
 
 /// A map whose entries are fresh for `ttl`; an expired entry is kept as the last good value for
-/// when the store cannot be read.
+/// when the store cannot be read (unless the cache was made with `serve_stale` off).
 pub(crate) struct TtlCache<K, V> {
     ttl: Duration,
     breaker: Arc<Breaker>,
-    entries: Mutex<HashMap<K, (V, Option<Instant>)>>,
+    /// Whether the last good value may answer while the store is unreachable.
+    serve_stale: bool,
+    entries: Mutex<Entries<K, V>>,
 }
+
+/// The entries, each with when it was read (`None`: expired), and a generation that every
+/// expiry bumps so that a read begun before it does not cache what it read.
+type Entries<K, V> = (HashMap<K, (V, Option<Instant>)>, u64);
 
 /// How many entries a [`TtlCache`] holds before the expired ones are swept.
 const SWEEP_AT: usize = 10_000;
 
 impl<K: Eq + Hash + Clone, V: Clone> TtlCache<K, V> {
-    fn new(ttl: Duration, breaker: Arc<Breaker>) -> Self {
+    fn new(ttl: Duration, breaker: Arc<Breaker>, serve_stale: bool) -> Self {
         TtlCache {
             ttl,
             breaker,
-            entries: Mutex::new(HashMap::new()),
+            serve_stale,
+            entries: Mutex::new((HashMap::new(), 0)),
         }
     }
 
-    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<K, (V, Option<Instant>)>> {
+    fn lock(&self) -> std::sync::MutexGuard<'_, Entries<K, V>> {
         // Entries are replaced whole, so a poisoned lock still holds consistent data.
         self.entries.lock().unwrap_or_else(|e| e.into_inner())
     }
 
     /// The fresh value, or the store's answer (cached), or — when the store is unavailable —
     /// the last good value marked stale.
+    ///
+    /// An answer read while an expiry happened is returned but not cached: the expiry may
+    /// announce a change the read did not see. Any answer but "unavailable" drops the last good
+    /// value, so that a deleted or revoked entry cannot come back during a later outage.
     pub(crate) async fn get<F>(&self, key: &K, fetch: F) -> promptstack_store::Result<Cached<V>>
     where
         F: Future<Output = promptstack_store::Result<V>>,
     {
-        let last = self.lock().get(key).cloned();
+        let (last, generation) = {
+            let entries = self.lock();
+            (entries.0.get(key).cloned(), entries.1)
+        };
         if let Some((value, Some(fetched))) = &last
             && fetched.elapsed() < self.ttl
         {
@@ -258,23 +328,33 @@ impl<K: Eq + Hash + Clone, V: Clone> TtlCache<K, V> {
                 "the store cannot be read ({why}); the last value read is used"
             )),
         };
-        if let Some((value, _)) = &last
-            && self.breaker.is_open()
-        {
-            return Ok(stale(value.clone(), &"it was unreachable moments ago"));
+        let last = last.filter(|_| self.serve_stale);
+        if self.breaker.is_open() {
+            if let Some((value, _)) = &last {
+                return Ok(stale(value.clone(), &"it was unreachable moments ago"));
+            }
+            if !self.serve_stale {
+                return Err(promptstack_store::Error::new(
+                    ErrorKind::Unavailable,
+                    "the store was unreachable moments ago",
+                ));
+            }
         }
         match fetch.await {
             Ok(value) => {
                 self.breaker.reset();
-                let mut entries = self.lock();
-                if entries.len() >= SWEEP_AT {
-                    let ttl = self.ttl;
-                    entries.retain(|_, (_, at)| at.is_some_and(|at| at.elapsed() < ttl));
+                let mut guard = self.lock();
+                let (entries, now) = &mut *guard;
+                if *now == generation {
                     if entries.len() >= SWEEP_AT {
-                        entries.clear();
+                        let ttl = self.ttl;
+                        entries.retain(|_, (_, at)| at.is_some_and(|at| at.elapsed() < ttl));
+                        if entries.len() >= SWEEP_AT {
+                            entries.clear();
+                        }
                     }
+                    entries.insert(key.clone(), (value.clone(), Some(Instant::now())));
                 }
-                entries.insert(key.clone(), (value.clone(), Some(Instant::now())));
                 Ok(Cached { value, stale: None })
             }
             Err(error) if error.kind() == ErrorKind::Unavailable => {
@@ -284,26 +364,44 @@ impl<K: Eq + Hash + Clone, V: Clone> TtlCache<K, V> {
                     None => Err(error),
                 }
             }
-            Err(error) => Err(error),
+            Err(error) => {
+                self.lock().0.remove(key);
+                Err(error)
+            }
         }
+    }
+
+    /// Whether `key` has an entry read within the TTL.
+    pub(crate) fn is_fresh(&self, key: &K) -> bool {
+        self.lock()
+            .0
+            .get(key)
+            .is_some_and(|(_, at)| at.is_some_and(|at| at.elapsed() < self.ttl))
     }
 
     /// Makes the entry re-read on its next use, keeping its value as the last good one.
     pub(crate) fn expire(&self, key: &K) {
-        if let Some((_, at)) = self.lock().get_mut(key) {
+        let mut guard = self.lock();
+        guard.1 += 1;
+        if let Some((_, at)) = guard.0.get_mut(key) {
             *at = None;
         }
     }
 
     /// [`TtlCache::expire`] for every entry.
     pub(crate) fn expire_all(&self) {
-        for (_, at) in self.lock().values_mut() {
+        let mut guard = self.lock();
+        guard.1 += 1;
+        for (_, at) in guard.0.values_mut() {
             *at = None;
         }
     }
 
+    /// Keeps only the entries `keep` accepts.
     pub(crate) fn retain(&self, keep: impl FnMut(&K, &mut (V, Option<Instant>)) -> bool) {
-        self.lock().retain(keep);
+        let mut guard = self.lock();
+        guard.1 += 1;
+        guard.0.retain(keep);
     }
 }
 
@@ -368,6 +466,82 @@ impl<K: Eq + Hash + Clone, V: Clone> Bounded<K, V> {
     }
 }
 
+/// How long a key the store did not know is refused without asking it again.
+const FAILED_KEY_FOR: Duration = Duration::from_secs(5);
+/// How many failed key digests are remembered.
+const FAILED_KEYS: usize = 4096;
+
+/// Digests of keys the store did not know, each for [`FAILED_KEY_FOR`]; at most [`FAILED_KEYS`].
+#[derive(Default)]
+pub(crate) struct FailedKeys {
+    entries: Mutex<HashMap<[u8; 32], Instant>>,
+}
+
+impl FailedKeys {
+    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<[u8; 32], Instant>> {
+        self.entries.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    pub(crate) fn contains(&self, digest: &[u8; 32]) -> bool {
+        self.lock()
+            .get(digest)
+            .is_some_and(|at| at.elapsed() < FAILED_KEY_FOR)
+    }
+
+    pub(crate) fn insert(&self, digest: [u8; 32]) {
+        let mut entries = self.lock();
+        if entries.len() >= FAILED_KEYS {
+            entries.retain(|_, at| at.elapsed() < FAILED_KEY_FOR);
+            if entries.len() >= FAILED_KEYS {
+                entries.clear();
+            }
+        }
+        entries.insert(digest, Instant::now());
+    }
+}
+
+/// Failed authentications allowed per second across all callers (sustained), and in a burst.
+const FAILURES_PER_SECOND: f64 = 10.0;
+const FAILURE_BURST: f64 = 100.0;
+
+/// A token bucket of failed authentications: once spent, keys the cache does not know are
+/// answered 429 without a store read until it refills.
+pub(crate) struct FailureBudget {
+    bucket: Mutex<(f64, Instant)>,
+}
+
+impl Default for FailureBudget {
+    fn default() -> Self {
+        FailureBudget {
+            bucket: Mutex::new((FAILURE_BURST, Instant::now())),
+        }
+    }
+}
+
+impl FailureBudget {
+    fn refilled(&self) -> std::sync::MutexGuard<'_, (f64, Instant)> {
+        let mut bucket = self.bucket.lock().unwrap_or_else(|e| e.into_inner());
+        let now = Instant::now();
+        let (tokens, at) = &mut *bucket;
+        *tokens = (*tokens + now.duration_since(*at).as_secs_f64() * FAILURES_PER_SECOND)
+            .min(FAILURE_BURST);
+        *at = now;
+        bucket
+    }
+
+    /// `Some(seconds to wait)` when the budget is spent.
+    pub(crate) fn spent(&self) -> Option<u64> {
+        let bucket = self.refilled();
+        (bucket.0 < 1.0).then(|| (((1.0 - bucket.0) / FAILURES_PER_SECOND).ceil() as u64).max(1))
+    }
+
+    /// Spends one failure.
+    pub(crate) fn record(&self) {
+        let mut bucket = self.refilled();
+        bucket.0 = (bucket.0 - 1.0).max(0.0);
+    }
+}
+
 /// A token bucket per key: `rate` tokens a second up to `burst`.
 pub(crate) struct RateLimiter {
     rate: f64,
@@ -410,5 +584,107 @@ impl RateLimiter {
             let wait = ((1.0 - *tokens) / self.rate).ceil();
             Err((wait as u64).max(1))
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn cache(serve_stale: bool) -> TtlCache<&'static str, u32> {
+        TtlCache::new(
+            Duration::from_secs(60),
+            Arc::new(Breaker::default()),
+            serve_stale,
+        )
+    }
+
+    fn error(kind: ErrorKind) -> promptstack_store::Error {
+        promptstack_store::Error::new(kind, "test")
+    }
+
+    #[tokio::test]
+    async fn an_expiry_during_a_read_is_not_lost() {
+        let cache = cache(true);
+        cache.get(&"k", async { Ok(1) }).await.unwrap();
+        cache.expire(&"k");
+        // The value changes to 3 and is announced while the read of 2 is in flight.
+        let read = cache
+            .get(&"k", async {
+                cache.expire(&"k");
+                Ok(2)
+            })
+            .await
+            .unwrap();
+        assert_eq!(read.value, 2);
+        let next = cache.get(&"k", async { Ok(3) }).await.unwrap();
+        assert_eq!(next.value, 3, "the read that raced the expiry was cached");
+    }
+
+    #[tokio::test]
+    async fn a_retain_or_expire_all_during_a_read_is_not_lost() {
+        let cache = cache(true);
+        cache
+            .get(&"k", async {
+                cache.retain(|_, _| false);
+                Ok(1)
+            })
+            .await
+            .unwrap();
+        assert_eq!(cache.get(&"k", async { Ok(2) }).await.unwrap().value, 2);
+        cache.expire(&"k");
+        cache
+            .get(&"k", async {
+                cache.expire_all();
+                Ok(3)
+            })
+            .await
+            .unwrap();
+        assert_eq!(cache.get(&"k", async { Ok(4) }).await.unwrap().value, 4);
+        // Without an expiry the answer is cached.
+        assert_eq!(cache.get(&"k", async { Ok(5) }).await.unwrap().value, 4);
+    }
+
+    #[tokio::test]
+    async fn not_found_drops_the_last_good_value() {
+        let cache = cache(true);
+        cache.get(&"k", async { Ok(1) }).await.unwrap();
+        cache.expire(&"k");
+        let gone = cache
+            .get(&"k", async { Err(error(ErrorKind::NotFound)) })
+            .await;
+        assert_eq!(gone.err().map(|e| e.kind()), Some(ErrorKind::NotFound));
+        let outage = cache
+            .get(&"k", async { Err(error(ErrorKind::Unavailable)) })
+            .await;
+        assert_eq!(
+            outage.err().map(|e| e.kind()),
+            Some(ErrorKind::Unavailable),
+            "a value the store no longer has came back during an outage"
+        );
+    }
+
+    #[tokio::test]
+    async fn the_last_good_value_answers_an_outage_only_where_allowed() {
+        let stale = cache(true);
+        stale.get(&"k", async { Ok(1) }).await.unwrap();
+        stale.expire(&"k");
+        let read = stale
+            .get(&"k", async { Err(error(ErrorKind::Unavailable)) })
+            .await
+            .unwrap();
+        assert_eq!(read.value, 1);
+        assert!(read.stale.is_some());
+
+        let closed = cache(false);
+        closed.get(&"k", async { Ok(1) }).await.unwrap();
+        closed.expire(&"k");
+        let outage = closed
+            .get(&"k", async { Err(error(ErrorKind::Unavailable)) })
+            .await;
+        assert_eq!(outage.err().map(|e| e.kind()), Some(ErrorKind::Unavailable));
+        // The breaker is now open: the store is not asked again, the answer stays closed.
+        let again = closed.get(&"k", async { Ok(2) }).await;
+        assert_eq!(again.err().map(|e| e.kind()), Some(ErrorKind::Unavailable));
     }
 }

@@ -25,7 +25,7 @@ pub struct Args {
     #[command(flatten)]
     store: StoreArgs,
     /// Publish every agent folder under DIR (default: ./examples) into tenant `default` and
-    /// point its `production` label at it.
+    /// point its `production` label at it when that label is not set yet.
     #[arg(long, value_name = "DIR", num_args = 0..=1, default_missing_value = "examples")]
     examples: Option<PathBuf>,
     /// The largest request body, in bytes (larger bodies get 413).
@@ -114,20 +114,28 @@ async fn publish_examples(state: &AppState, dir: &std::path::Path) -> anyhow::Re
             .map_err(|e| bad_input(anyhow::anyhow!("example folder `{name}`: {e}")))?;
         let bundle = Bundle::from_dir(&folder, crate::input::limits())
             .map_err(|e| bad_input(anyhow::anyhow!("example `{name}`: {e}")))?;
-        let id = promptstack_server::publish_to_production(state, &tenant, &agent, &bundle)
-            .await
-            .map_err(|problem| {
-                anyhow::anyhow!(
-                    "example `{name}` was not published: {}{}",
-                    problem.detail,
-                    problem
-                        .diagnostics
-                        .iter()
-                        .map(|d| format!("\n  {d}"))
-                        .collect::<String>()
-                )
-            })?;
-        eprintln!("published {name} {id} as production of tenant default");
+        let (id, moved) =
+            promptstack_server::publish_to_production(state, &tenant, &agent, &bundle)
+                .await
+                .map_err(|problem| {
+                    anyhow::anyhow!(
+                        "example `{name}` was not published: {}{}",
+                        problem.detail,
+                        problem
+                            .diagnostics
+                            .iter()
+                            .map(|d| format!("\n  {d}"))
+                            .collect::<String>()
+                    )
+                })?;
+        if moved {
+            eprintln!("published {name} {id} as production of tenant default");
+        } else {
+            eprintln!(
+                "published {name} {id}; production of tenant default was already set and is left \
+                 where it is"
+            );
+        }
     }
     Ok(())
 }

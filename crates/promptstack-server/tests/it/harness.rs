@@ -40,6 +40,8 @@ pub struct Harness {
     pub acme: Keys,
     pub globex: Keys,
     pub globex_version: String,
+    pub store: Store,
+    pub state: AppState,
     _dir: tempfile::TempDir,
 }
 
@@ -86,6 +88,7 @@ impl Harness {
         )
         .await
         .unwrap()
+        .0
         .to_string();
         let keys = |tenant: Tenant| {
             let store = store.clone();
@@ -114,6 +117,8 @@ impl Harness {
             acme: keys(acme).await,
             globex: keys(globex).await,
             globex_version,
+            store,
+            state,
             _dir: dir,
         }
     }

@@ -607,3 +607,227 @@ async fn operations_endpoints_answer() {
     assert_eq!(document["openapi"], "3.1.0");
     assert!(document["paths"]["/v1/agents/{name}/render"]["post"].is_object());
 }
+
+#[tokio::test]
+async fn stage_renders_refuse_when_settings_cannot_be_read_and_none_were_read_before() {
+    let h = Harness::new().await;
+    let own = send("voice-platform", "default");
+    assert!(own.get("tenant_instructions").is_some());
+    // An invalid send resolves the label, compiles the version and authenticates the key, but
+    // stops before the settings are read.
+    h.json(
+        Method::POST,
+        "/v1/agents/voice-platform/render",
+        &h.acme.viewer,
+        json!({"send": {"user_message": 7}, "target": "llm_context"}),
+    )
+    .await
+    .problem(StatusCode::UNPROCESSABLE_ENTITY);
+    h.store.close().await;
+    let answer = h
+        .json(
+            Method::POST,
+            "/v1/agents/voice-platform/render",
+            &h.acme.viewer,
+            json!({"send": own, "target": "llm_context"}),
+        )
+        .await;
+    let problem = answer.problem(StatusCode::SERVICE_UNAVAILABLE);
+    assert!(
+        problem["detail"].as_str().unwrap().contains("settings"),
+        "{problem}"
+    );
+}
+
+#[tokio::test]
+async fn publishing_the_examples_again_does_not_move_production_back() {
+    let h = Harness::new().await;
+    let acme = promptstack_store::Tenant::parse("acme").unwrap();
+    let agent = promptstack_store::AgentName::parse("chat-assistant").unwrap();
+    let production = || async {
+        let labels = h
+            .call(
+                Method::GET,
+                "/v1/agents/chat-assistant/labels",
+                Some(&h.acme.viewer),
+                None,
+            )
+            .await;
+        assert_eq!(labels.status, StatusCode::OK, "{}", labels.text());
+        labels.json().to_string()
+    };
+    let before = production().await;
+    let mut changed = bundle("chat-assistant");
+    changed.spec.push_str("\n# a later edit\n");
+    let (id, moved) = promptstack_server::publish_to_production(&h.state, &acme, &agent, &changed)
+        .await
+        .unwrap();
+    assert!(!moved);
+    let after = production().await;
+    assert_eq!(before, after);
+    assert!(!after.contains(&id.to_string()), "{after}");
+}
+
+#[tokio::test]
+async fn a_label_shaped_like_a_version_id_is_refused() {
+    let h = Harness::new().await;
+    let refused = h
+        .json(
+            Method::PUT,
+            &format!("/v1/agents/chat-assistant/labels/{}", "a".repeat(64)),
+            &h.acme.editor,
+            json!({"version": "b".repeat(64)}),
+        )
+        .await
+        .problem(StatusCode::UNPROCESSABLE_ENTITY);
+    assert!(
+        refused["detail"].as_str().unwrap().contains("version id"),
+        "{refused}"
+    );
+}
+
+/// A cite request whose body is what `tx` sends; the answer as the router gives it.
+async fn open_cite(
+    h: &Harness,
+) -> (
+    futures::channel::mpsc::UnboundedSender<Result<Vec<u8>, std::io::Error>>,
+    axum::response::Response,
+) {
+    use tower::ServiceExt as _;
+    let (tx, rx) = futures::channel::mpsc::unbounded::<Result<Vec<u8>, std::io::Error>>();
+    let header = json!({"sources": {"sources": [{"index": 1, "url": "https://example.com/a", "title": "A"}]}});
+    let mut first = serde_json::to_vec(&header).unwrap();
+    first.push(b'\n');
+    tx.unbounded_send(Ok(first)).unwrap();
+    let request = axum::http::Request::builder()
+        .method(Method::POST)
+        .uri("/v1/cite")
+        .header("authorization", format!("Bearer {}", h.acme.viewer))
+        .body(axum::body::Body::from_stream(rx))
+        .unwrap();
+    let response = h.router.clone().oneshot(request).await.unwrap();
+    (tx, response)
+}
+
+#[tokio::test]
+async fn cite_streams_are_bounded_in_idle_time_bytes_and_number() {
+    use http_body_util::BodyExt as _;
+    let config = ServerConfig::default()
+        .rate_limit(0, 1)
+        .stream_limits(
+            std::time::Duration::from_millis(50),
+            1000,
+            std::time::Duration::from_secs(600),
+        )
+        .max_streams(1);
+    let h = Harness::with_config(config).await;
+
+    // A body that stops sending ends with an error, not a hang.
+    let (tx, idle) = open_cite(&h).await;
+    assert_eq!(idle.status(), StatusCode::OK);
+    assert!(idle.into_body().collect().await.is_err());
+    drop(tx);
+
+    // A body longer than the byte cap ends with an error.
+    let (tx, long) = open_cite(&h).await;
+    assert_eq!(long.status(), StatusCode::OK);
+    tx.unbounded_send(Ok(vec![b'x'; 2000])).unwrap();
+    drop(tx);
+    assert!(long.into_body().collect().await.is_err());
+
+    // While one stream runs, a second is refused.
+    let (tx, running) = open_cite(&h).await;
+    assert_eq!(running.status(), StatusCode::OK);
+    let (_tx2, refused) = open_cite(&h).await;
+    assert_eq!(refused.status(), StatusCode::SERVICE_UNAVAILABLE);
+    tx.unbounded_send(Ok(b"Water boils [1].".to_vec())).unwrap();
+    drop(tx);
+    let text = running.into_body().collect().await.unwrap().to_bytes();
+    assert!(
+        String::from_utf8_lossy(&text).contains("https://example.com/a"),
+        "{text:?}"
+    );
+    // Its permit is returned when it ends.
+    let (tx, again) = open_cite(&h).await;
+    assert_eq!(again.status(), StatusCode::OK);
+    drop(tx);
+    again.into_body().collect().await.unwrap();
+}
+
+#[tokio::test]
+async fn cite_refuses_what_it_cannot_return() {
+    let h = Harness::new().await;
+    for header in [
+        json!({"sources": {"sources": []}, "mode": "placeholders"}),
+        json!({"sources": {"sources": []}, "mode": "links", "widgets": ["chart"]}),
+    ] {
+        let mut body = serde_json::to_vec(&header).unwrap();
+        body.extend_from_slice(b"\ntext\n");
+        let problem = h
+            .call(Method::POST, "/v1/cite", Some(&h.acme.viewer), Some(body))
+            .await
+            .problem(StatusCode::UNPROCESSABLE_ENTITY);
+        assert!(
+            problem["detail"]
+                .as_str()
+                .unwrap()
+                .contains("not offered over HTTP"),
+            "{problem}"
+        );
+    }
+}
+
+#[tokio::test]
+async fn lint_refuses_more_sends_than_a_bundle_holds() {
+    let h = Harness::new().await;
+    let sends = vec![send("chat-assistant", "research"); 257];
+    let problem = h
+        .json(
+            Method::POST,
+            "/v1/agents/chat-assistant/lint",
+            &h.acme.viewer,
+            json!({"sends": sends}),
+        )
+        .await
+        .problem(StatusCode::UNPROCESSABLE_ENTITY);
+    assert!(
+        problem["detail"].as_str().unwrap().contains("`sends`"),
+        "{problem}"
+    );
+}
+
+#[tokio::test]
+async fn unknown_keys_are_refused_without_store_reads_once_known_bad_or_over_budget() {
+    let h = Harness::new().await;
+    let bad = "ps_not_a_key";
+    h.call(Method::GET, "/v1/agents", Some(bad), None)
+        .await
+        .problem(StatusCode::UNAUTHORIZED);
+    // A key just found unknown is refused without reading the store: an outage does not turn
+    // it into a 503.
+    h.store.close().await;
+    h.call(Method::GET, "/v1/agents", Some(bad), None)
+        .await
+        .problem(StatusCode::UNAUTHORIZED);
+
+    // Past the budget of failures, unknown keys wait.
+    let h = Harness::new().await;
+    let mut limited = false;
+    for i in 0..1000 {
+        let answer = h
+            .call(
+                Method::GET,
+                "/v1/agents",
+                Some(&format!("ps_bad_{i}")),
+                None,
+            )
+            .await;
+        if answer.status == StatusCode::TOO_MANY_REQUESTS {
+            assert!(answer.headers.get("retry-after").is_some());
+            limited = true;
+            break;
+        }
+        answer.problem(StatusCode::UNAUTHORIZED);
+    }
+    assert!(limited, "failed authentications were never limited");
+}
