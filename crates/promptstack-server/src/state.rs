@@ -161,9 +161,10 @@ impl AppState {
                 compiled: Bounded::new(config.compiled_versions),
                 labels: TtlCache::new(ttl, Arc::clone(&breaker), true),
                 settings: TtlCache::new(ttl, Arc::clone(&breaker), true),
-                // Keys fail closed: a key not read within its TTL is refused (503) while the store is
-                // unreachable, so a key revoked during an outage stops working at once.
-                keys: TtlCache::new(ttl.min(Duration::from_secs(60)), breaker, false),
+                // Keys that authenticated before an outage keep working through it, like the labels
+                // and settings they read (renders of cached versions must keep answering); a key
+                // the store has answered "not found" for is dropped at once and never comes back.
+                keys: TtlCache::new(ttl.min(Duration::from_secs(60)), breaker, true),
                 rate: RateLimiter::new(config.rate_per_second, config.rate_burst),
                 streams: Arc::new(tokio::sync::Semaphore::new(config.max_streams)),
                 failed_keys: FailedKeys::default(),
