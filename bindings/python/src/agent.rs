@@ -23,7 +23,7 @@ use crate::errors::Failure;
 const SEND_NAME: &str = "<send>";
 
 /// The limits every read and assembly of the package uses: the command line's defaults.
-fn limits() -> &'static Limits {
+pub(crate) fn limits() -> &'static Limits {
     static LIMITS: std::sync::OnceLock<Limits> = std::sync::OnceLock::new();
     LIMITS.get_or_init(Limits::default)
 }
@@ -335,8 +335,10 @@ impl Assembly {
 
     /// Every block, in assembly order, included or not.
     #[getter]
-    fn blocks(&self) -> Vec<Block> {
-        self.assembly.blocks().map(Block::from).collect()
+    fn blocks(&self, py: Python<'_>) -> Vec<Block> {
+        // Token counts are computed on first use: count them without holding the interpreter.
+        let assembly = Arc::clone(&self.assembly);
+        py.detach(move || assembly.blocks().map(Block::from).collect())
     }
 
     /// The findings of this assembly (excluded blocks, empty variables, ...), as dicts with

@@ -44,7 +44,7 @@ fn read_sources(value: &Bound<'_, PyAny>) -> PyResult<SourceSnapshot> {
     };
     let input = JsonInput::extract(&value, "sources", "<sources>")?;
     let (bytes, name) = input
-        .read(InputKind::Sources, &promptstack::limits::Limits::default())
+        .read(InputKind::Sources, crate::agent::limits())
         .map_err(|f| f.into_py(value.py()))?;
     serde_json::from_slice(&bytes).map_err(|e| {
         exception(
@@ -71,12 +71,31 @@ fn overflow_error(py: Python<'_>, overflow: Overflow) -> PyErr {
     )
 }
 
+/// The most widget tags a stream holds; past it `feed` raises `StreamError` (code `widgets`).
+const MAX_WIDGETS: usize = 10_000;
+
 impl CiteStream {
     fn check(&self, py: Python<'_>) -> PyResult<()> {
         match self.processor.overflow() {
             Some(overflow) => Err(overflow_error(py, overflow)),
             None => Ok(()),
         }
+    }
+
+    /// Keeps the widgets the processor found, at most [`MAX_WIDGETS`] in all.
+    fn keep_widgets(&mut self, py: Python<'_>) -> PyResult<()> {
+        let found = self.processor.take_widgets();
+        if self.widgets.len() + found.len() > MAX_WIDGETS {
+            return Err(exception(
+                py,
+                "StreamError",
+                &format!("the stream found more than {MAX_WIDGETS} widget tags, the most it holds"),
+                "widgets",
+                PyList::empty(py),
+            ));
+        }
+        self.widgets.extend(found);
+        Ok(())
     }
 
     fn finished_error(py: Python<'_>) -> PyErr {
@@ -111,7 +130,7 @@ impl CiteStream {
         };
         let widgets = WidgetSet::new(widgets.unwrap_or_default().iter().map(String::as_str))
             .map_err(|e| PyValueError::new_err(format!("invalid widgets: {e}")))?;
-        let limits = promptstack::limits::Limits::default();
+        let limits = crate::agent::limits();
         let config = StreamConfig::new(mode)
             .with_widgets(widgets)
             .with_max_link_bytes(limits.get(Limit::CiteLinkBytes))
@@ -132,7 +151,7 @@ impl CiteStream {
         }
         let mut out = String::new();
         self.processor.push_into(delta, &mut out);
-        self.widgets.extend(self.processor.take_widgets());
+        self.keep_widgets(py)?;
         self.check(py)?;
         Ok(out)
     }
@@ -145,7 +164,7 @@ impl CiteStream {
         self.finished = true;
         let mut out = String::new();
         self.processor.finish_into(&mut out);
-        self.widgets.extend(self.processor.take_widgets());
+        self.keep_widgets(py)?;
         self.check(py)?;
         Ok(out)
     }

@@ -125,3 +125,12 @@ def test_stream_misuse_is_an_error() -> None:
         promptstack.CiteStream({"sources": []}, mode="footnotes")
     with pytest.raises(promptstack.StreamError):
         promptstack.CiteStream({"sources": [{"index": "one"}]})
+
+
+def test_a_stream_holds_a_bounded_number_of_widgets() -> None:
+    stream = promptstack.CiteStream({"sources": []}, mode="links", widgets=["chart"])
+    stream.feed('<chart a="1"/>')
+    assert len(stream.widgets) == 1
+    with pytest.raises(promptstack.StreamError):
+        for _ in range(11):
+            stream.feed('<chart a="1"/>' * 1000)

@@ -287,6 +287,16 @@ pub async fn render(
 ) -> Result<RenderResponse, Problem> {
     let Json(body) = body.map_err(json_rejection)?;
     let p = prepare(&state, &auth, &name, &body).await?;
+    let limits = state.inner.config.limits.clone();
+    crate::engine::blocking(&state, move || render_now(&p, &body, &limits)).await?
+}
+
+/// The synchronous part of `render`: composing, rendering in full, or building the request.
+fn render_now(
+    p: &Prepared,
+    body: &RenderRequest,
+    limits: &promptstack::limits::Limits,
+) -> Result<RenderResponse, Problem> {
     let agent = &p.resolved.agent;
     let fingerprint = p.assembly.fingerprint().to_string();
     let mut response = RenderResponse {
@@ -316,14 +326,7 @@ pub async fn render(
     }
     if let Some(format) = body.format.provider() {
         let target = target(&p.assembly, body.target.as_deref())?;
-        let request = build_request(
-            agent,
-            &p.assembly,
-            format,
-            &target,
-            &body.options,
-            &state.inner.config.limits,
-        )?;
+        let request = build_request(agent, &p.assembly, format, &target, &body.options, limits)?;
         response.diagnostics = diagnostics(
             p.assembly.diagnostics().chain(request.diagnostics.iter()),
             &p.warnings,
@@ -422,6 +425,16 @@ pub async fn request(
 ) -> Result<RenderResponse, Problem> {
     let Json(body) = body.map_err(json_rejection)?;
     let p = prepare(&state, &auth, &name, &body.as_render()).await?;
+    let limits = state.inner.config.limits.clone();
+    crate::engine::blocking(&state, move || request_now(&p, &body, &limits)).await?
+}
+
+/// The synchronous part of `request`.
+fn request_now(
+    p: &Prepared,
+    body: &RequestRequest,
+    limits: &promptstack::limits::Limits,
+) -> Result<RenderResponse, Problem> {
     let target = target(&p.assembly, body.target.as_deref())?;
     let request = build_request(
         &p.resolved.agent,
@@ -429,7 +442,7 @@ pub async fn request(
         body.format.into(),
         &target,
         &body.options,
-        &state.inner.config.limits,
+        limits,
     )?;
     Ok(RenderResponse {
         attribution: p.resolved.attribution(p.assembly.fingerprint().to_string()),

@@ -831,3 +831,48 @@ async fn unknown_keys_are_refused_without_store_reads_once_known_bad_or_over_bud
     }
     assert!(limited, "failed authentications were never limited");
 }
+
+#[tokio::test]
+async fn shutdown_drops_what_is_still_running_after_the_grace_period() {
+    use tokio::io::AsyncWriteExt as _;
+    let config = ServerConfig::default()
+        .rate_limit(0, 1)
+        .shutdown_grace(std::time::Duration::from_millis(100))
+        // Only the grace period can end the stream below.
+        .stream_limits(
+            std::time::Duration::from_secs(3600),
+            1 << 20,
+            std::time::Duration::from_secs(3600),
+        );
+    let h = Harness::with_config(config).await;
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+    let server = tokio::spawn(promptstack_server::serve(
+        listener,
+        h.state.clone(),
+        async move {
+            let _ = stopped.await;
+        },
+    ));
+    // A cite stream that stays open: its body never ends.
+    let mut client = tokio::net::TcpStream::connect(addr).await.unwrap();
+    let first = "{\"sources\": {\"sources\": []}}\n";
+    let request = format!(
+        "POST /v1/cite HTTP/1.1\r\nhost: test\r\nauthorization: Bearer {}\r\n\
+         transfer-encoding: chunked\r\n\r\n{:x}\r\n{first}\r\n",
+        h.acme.viewer,
+        first.len()
+    );
+    client.write_all(request.as_bytes()).await.unwrap();
+    let mut answer = [0u8; 12];
+    tokio::io::AsyncReadExt::read_exact(&mut client, &mut answer)
+        .await
+        .unwrap();
+    assert_eq!(&answer, b"HTTP/1.1 200");
+    stop.send(()).unwrap();
+    // Without the grace period this would wait for the stream forever.
+    let ended = tokio::time::timeout(std::time::Duration::from_secs(60), server).await;
+    assert!(ended.is_ok(), "the server did not stop");
+    drop(client);
+}
