@@ -1,13 +1,17 @@
 #!/usr/bin/env bash
 # Side by side, in one run: the peer's buildSystemPrompt under node and promptstack on the same
-# parity cases. Both sides first check that they produce exactly each case's expected.txt, then
-# time per-call cost after a warm-up (median of batches). promptstack is measured twice:
-#   full   — clear_caches + assemble + compose: a full assembly reusing nothing from earlier calls
-#            (every block rendered; token counts and the fingerprint are made only when asked
-#            for, and nothing here asks);
-#   render — assemble_fresh + compose: every block rendered on a warm agent (a new thread);
-#   reuse  — assemble + compose for a thread's later sends: the stable half reused by its key.
-# Usage: examples/pi-compat/bench.sh [--batches N] [--calls N] [--warmup N]
+# parity cases (the 28 fixtures plus the generated large case, peer/large.mjs), interleaved: the
+# run is a number of rounds, each timing the peer and then promptstack (every other round the
+# other way round), so both sides see the same machine load. Both sides first check that they
+# produce exactly each case's expected.txt, then time per-call cost after a warm-up (median of
+# batches); the table shows the median over rounds and peer ÷ promptstack. promptstack's paths:
+#   cold       — clear_caches + assemble + compose: every cache empty, nothing reused from earlier
+#                calls (token counts and the fingerprint are made only when asked for, and
+#                nothing here asks);
+#   new thread — assemble_fresh + compose: every block rendered on a warm agent;
+#   reuse      — assemble + compose for a thread's later sends: the stable half reused by its key.
+# "fixtures in turn" is every fixture once per round of calls (the large case left out).
+# Usage: examples/pi-compat/bench.sh [--rounds N] [--batches N] [--calls N] [--warmup N]
 set -euo pipefail
 here="$(cd "$(dirname "$0")" && pwd)"
 root="$(cd "$here/../.." && pwd)"
@@ -17,27 +21,59 @@ trap 'rm -rf "$out"' EXIT
 (cd "$here/peer" && [ -d node_modules ] || npm ci --silent)
 cargo build --quiet --release -p promptstack --example pi_compat_bench --manifest-path "$root/Cargo.toml"
 
-(cd "$here/peer" && TZ=UTC node bench.mjs "$@") > "$out/peer.json"
-"$root/target/release/examples/pi_compat_bench" "$@" > "$out/promptstack.json"
+rounds=3
+args=()
+while [ $# -gt 0 ]; do
+  case "$1" in
+    --rounds) rounds="$2"; shift 2 ;;
+    *) args+=("$1"); shift ;;
+  esac
+done
+case "$rounds" in '' | *[!0-9]* | 0) echo "--rounds needs a positive integer" >&2; exit 2 ;; esac
 
-node --input-type=module - "$out/peer.json" "$out/promptstack.json" <<'JS'
+peer() { (cd "$here/peer" && TZ=UTC node bench.mjs "${args[@]}") > "$out/peer.$1.json"; }
+ours() { "$root/target/release/examples/pi_compat_bench" "${args[@]}" > "$out/promptstack.$1.json"; }
+for r in $(seq 1 "$rounds"); do
+  if [ $((r % 2)) -eq 1 ]; then peer "$r"; ours "$r"; else ours "$r"; peer "$r"; fi
+done
+
+node --input-type=module - "$out" "$rounds" <<'JS'
 import { readFileSync } from "node:fs";
-const peer = JSON.parse(readFileSync(process.argv[2], "utf8"));
-const ps = JSON.parse(readFileSync(process.argv[3], "utf8"));
-const byCase = new Map(ps.cases.map((c) => [c.case, c]));
-const ratio = (a, b) => (a / b).toFixed(1) + "×";
-console.log(`peer: ${peer.peer} on node ${peer.node} (${peer.cpu}); promptstack release build`);
+const [dir, n] = [process.argv[2], Number(process.argv[3])];
+const load = (side, r) => JSON.parse(readFileSync(`${dir}/${side}.${r}.json`, "utf8"));
+const runs = Array.from({ length: n }, (_, i) => ({ peer: load("peer", i + 1), ps: load("promptstack", i + 1) }));
+const median = (xs) => {
+  const s = [...xs].sort((a, b) => a - b);
+  const m = s.length >> 1;
+  return s.length % 2 ? s[m] : (s[m - 1] + s[m]) / 2;
+};
+const ratio = (a, b) => (a / b).toFixed(2) + "×";
+const first = runs[0].peer;
+console.log(`peer: ${first.peer} on node ${first.node} (${first.cpu}); promptstack release build; ${n} interleaved rounds`);
 console.log("");
-console.log("| case | bytes | peer | full | peer ÷ full | render | peer ÷ render | reuse | peer ÷ reuse |");
+console.log("| case | bytes | peer | cold | peer ÷ cold | new thread | peer ÷ new | reuse | peer ÷ reuse |");
 console.log("|---|---:|---:|---:|---:|---:|---:|---:|---:|");
-for (const p of peer.cases) {
-  const r = byCase.get(p.case);
-  if (!r || r.bytes !== p.bytes) throw new Error(`${p.case}: the two sides disagree on the output size`);
-  console.log(`| ${p.case} | ${p.bytes} | ${p.median_ns} | ${r.full_ns} | ${ratio(p.median_ns, r.full_ns)} | ${r.render_ns} | ${ratio(p.median_ns, r.render_ns)} | ${r.reuse_ns} | ${ratio(p.median_ns, r.reuse_ns)} |`);
+const row = (label, bytes, p, c, f, u) =>
+  console.log(`| ${label} | ${bytes} | ${p} | ${c} | ${ratio(p, c)} | ${f} | ${ratio(p, f)} | ${u} | ${ratio(p, u)} |`);
+for (const pc of first.cases) {
+  const per = runs.map(({ peer, ps }) => {
+    const p = peer.cases.find((c) => c.case === pc.case);
+    const r = ps.cases.find((c) => c.case === pc.case);
+    if (!r || r.bytes !== p.bytes) throw new Error(`${pc.case}: the two sides disagree on the output size`);
+    return { p: p.median_ns, c: r.full_ns, f: r.render_ns, u: r.reuse_ns };
+  });
+  const m = (k) => median(per.map((x) => x[k]));
+  row(pc.case === "large" ? "**large (generated)**" : pc.case, pc.bytes, m("p"), m("c"), m("f"), m("u"));
 }
-const po = peer.overall.median_ns_per_call;
-const o = ps.overall;
-console.log(`| **all cases in turn** | | **${po}** | **${o.full_ns}** | **${ratio(po, o.full_ns)}** | **${o.render_ns}** | **${ratio(po, o.render_ns)}** | **${o.reuse_ns}** | **${ratio(po, o.reuse_ns)}** |`);
+const om = (f) => median(runs.map(f));
+row(`**fixtures in turn (${first.overall.cases})**`, "", om((r) => r.peer.overall.median_ns_per_call), om((r) => r.ps.overall.full_ns), om((r) => r.ps.overall.render_ns), om((r) => r.ps.overall.reuse_ns));
 console.log("");
-console.log("ns per call, median of batches after warm-up. A ratio above 1× means promptstack is faster.");
+console.log("ns per call: per round the median of batches after warm-up, then the median over rounds.");
+console.log("A ratio above 1× means promptstack is faster. Per round, peer ÷ promptstack (cold / new thread / reuse):");
+for (const [i, { peer, ps }] of runs.entries()) {
+  const l = ps.cases.find((c) => c.case === "large");
+  const lp = peer.cases.find((c) => c.case === "large").median_ns;
+  const po = peer.overall.median_ns_per_call;
+  console.log(`  round ${i + 1}: fixtures ${ratio(po, ps.overall.full_ns)} / ${ratio(po, ps.overall.render_ns)} / ${ratio(po, ps.overall.reuse_ns)}; large ${ratio(lp, l.full_ns)} / ${ratio(lp, l.render_ns)} / ${ratio(lp, l.reuse_ns)}`);
+}
 JS

@@ -14,6 +14,10 @@
 //!   by its input key and the volatile date-and-cwd block is rendered again.
 //!
 //! Usage: `cargo run --release -p promptstack --example pi_compat_bench [-- --batches N --calls N]`
+//!
+//! `--profile cold|new-thread|reuse CASE` runs only that path on that case (`--warmup` calls,
+//! then `--calls` calls) and prints nothing, for a profiler such as
+//! `valgrind --tool=callgrind`.
 
 use std::path::{Path, PathBuf};
 use std::time::Instant;
@@ -32,6 +36,9 @@ enum Mode {
 }
 
 const MODES: [Mode; 3] = [Mode::Full, Mode::Render, Mode::Reuse];
+
+/// The generated large case (`examples/pi-compat/peer/large.mjs`), reported on its own.
+const LARGE_CASE: &str = "large";
 
 fn flag(name: &str, default: usize) -> usize {
     let args: Vec<String> = std::env::args().collect();
@@ -101,8 +108,36 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         let composed = assembly.compose("system").expect("composes");
         std::hint::black_box(composed.system.len())
     };
-    let mut results = Vec::new();
     let mut sink = 0usize;
+    let args: Vec<String> = std::env::args().collect();
+    if let Some(i) = args.iter().position(|a| a == "--profile") {
+        let mode = match args.get(i + 1).map(String::as_str) {
+            Some("cold") => Mode::Full,
+            Some("new-thread") => Mode::Render,
+            Some("reuse") => Mode::Reuse,
+            other => {
+                return Err(
+                    format!("--profile needs cold, new-thread or reuse, not {other:?}").into(),
+                );
+            }
+        };
+        let wanted = args.get(i + 2).ok_or("--profile needs a case name")?;
+        let (_, send, later, _) = cases
+            .iter()
+            .find(|c| &c.0 == wanted)
+            .ok_or_else(|| format!("no such case: {wanted}"))?;
+        for i in 0..warmup + calls {
+            let send = if mode == Mode::Reuse {
+                &later[i % later.len()]
+            } else {
+                send
+            };
+            sink += run(send, mode);
+        }
+        std::hint::black_box(sink);
+        return Ok(());
+    }
+    let mut results = Vec::new();
     for (name, send, later, bytes) in &cases {
         let mut figures = Vec::new();
         for mode in MODES {
@@ -130,15 +165,17 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             "case": name, "bytes": bytes, "full_ns": figures[0], "render_ns": figures[1], "reuse_ns": figures[2],
         }));
     }
-    // Overall: every case in turn, as a server handling many threads would.
+    // Overall: every fixture in turn, as a server handling many threads would; the generated
+    // large case is timed on its own above and left out here.
+    let fixtures: Vec<_> = cases.iter().filter(|c| c.0 != LARGE_CASE).collect();
     let mut overall = Vec::new();
     for mode in MODES {
-        let rounds = (calls / cases.len()).max(1);
+        let rounds = (calls / fixtures.len()).max(1);
         let mut samples = Vec::with_capacity(batches);
         for _ in 0..batches {
             let start = Instant::now();
             for r in 0..rounds {
-                for (_, send, later, _) in &cases {
+                for (_, send, later, _) in &fixtures {
                     let send = if mode == Mode::Reuse {
                         &later[r % later.len()]
                     } else {
@@ -147,7 +184,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
                     sink += run(send, mode);
                 }
             }
-            samples.push(start.elapsed().as_nanos() as f64 / (rounds * cases.len()) as f64);
+            samples.push(start.elapsed().as_nanos() as f64 / (rounds * fixtures.len()) as f64);
         }
         overall.push(median(samples).round() as u64);
     }
