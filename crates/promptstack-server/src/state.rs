@@ -159,12 +159,12 @@ impl AppState {
                 store,
                 metrics: Metrics::default(),
                 compiled: Bounded::new(config.compiled_versions),
-                labels: TtlCache::new(ttl, Arc::clone(&breaker), true),
-                settings: TtlCache::new(ttl, Arc::clone(&breaker), true),
+                labels: TtlCache::new(ttl, Arc::clone(&breaker)),
+                settings: TtlCache::new(ttl, Arc::clone(&breaker)),
                 // Keys that authenticated before an outage keep working through it, like the labels
                 // and settings they read (renders of cached versions must keep answering); a key
                 // the store has answered "not found" for is dropped at once and never comes back.
-                keys: TtlCache::new(ttl.min(Duration::from_secs(60)), breaker, true),
+                keys: TtlCache::new(ttl.min(Duration::from_secs(60)), breaker),
                 rate: RateLimiter::new(config.rate_per_second, config.rate_burst),
                 streams: Arc::new(tokio::sync::Semaphore::new(config.max_streams)),
                 failed_keys: FailedKeys::default(),
@@ -270,12 +270,10 @@ impl Breaker {
 }
 
 /// A map whose entries are fresh for `ttl`; an expired entry is kept as the last good value for
-/// when the store cannot be read (unless the cache was made with `serve_stale` off).
+/// when the store cannot be read.
 pub(crate) struct TtlCache<K, V> {
     ttl: Duration,
     breaker: Arc<Breaker>,
-    /// Whether the last good value may answer while the store is unreachable.
-    serve_stale: bool,
     entries: Mutex<Entries<K, V>>,
 }
 
@@ -287,11 +285,10 @@ type Entries<K, V> = (HashMap<K, (V, Option<Instant>)>, u64);
 const SWEEP_AT: usize = 10_000;
 
 impl<K: Eq + Hash + Clone, V: Clone> TtlCache<K, V> {
-    fn new(ttl: Duration, breaker: Arc<Breaker>, serve_stale: bool) -> Self {
+    fn new(ttl: Duration, breaker: Arc<Breaker>) -> Self {
         TtlCache {
             ttl,
             breaker,
-            serve_stale,
             entries: Mutex::new((HashMap::new(), 0)),
         }
     }
@@ -329,17 +326,10 @@ impl<K: Eq + Hash + Clone, V: Clone> TtlCache<K, V> {
                 "the store cannot be read ({why}); the last value read is used"
             )),
         };
-        let last = last.filter(|_| self.serve_stale);
-        if self.breaker.is_open() {
-            if let Some((value, _)) = &last {
-                return Ok(stale(value.clone(), &"it was unreachable moments ago"));
-            }
-            if !self.serve_stale {
-                return Err(promptstack_store::Error::new(
-                    ErrorKind::Unavailable,
-                    "the store was unreachable moments ago",
-                ));
-            }
+        if self.breaker.is_open()
+            && let Some((value, _)) = &last
+        {
+            return Ok(stale(value.clone(), &"it was unreachable moments ago"));
         }
         match fetch.await {
             Ok(value) => {
@@ -592,12 +582,8 @@ impl RateLimiter {
 mod tests {
     use super::*;
 
-    fn cache(serve_stale: bool) -> TtlCache<&'static str, u32> {
-        TtlCache::new(
-            Duration::from_secs(60),
-            Arc::new(Breaker::default()),
-            serve_stale,
-        )
+    fn cache() -> TtlCache<&'static str, u32> {
+        TtlCache::new(Duration::from_secs(60), Arc::new(Breaker::default()))
     }
 
     fn error(kind: ErrorKind) -> promptstack_store::Error {
@@ -606,7 +592,7 @@ mod tests {
 
     #[tokio::test]
     async fn an_expiry_during_a_read_is_not_lost() {
-        let cache = cache(true);
+        let cache = cache();
         cache.get(&"k", async { Ok(1) }).await.unwrap();
         cache.expire(&"k");
         // The value changes to 3 and is announced while the read of 2 is in flight.
@@ -624,7 +610,7 @@ mod tests {
 
     #[tokio::test]
     async fn a_retain_or_expire_all_during_a_read_is_not_lost() {
-        let cache = cache(true);
+        let cache = cache();
         cache
             .get(&"k", async {
                 cache.retain(|_, _| false);
@@ -648,7 +634,7 @@ mod tests {
 
     #[tokio::test]
     async fn not_found_drops_the_last_good_value() {
-        let cache = cache(true);
+        let cache = cache();
         cache.get(&"k", async { Ok(1) }).await.unwrap();
         cache.expire(&"k");
         let gone = cache
@@ -666,8 +652,8 @@ mod tests {
     }
 
     #[tokio::test]
-    async fn the_last_good_value_answers_an_outage_only_where_allowed() {
-        let stale = cache(true);
+    async fn the_last_good_value_answers_an_outage() {
+        let stale = cache();
         stale.get(&"k", async { Ok(1) }).await.unwrap();
         stale.expire(&"k");
         let read = stale
@@ -676,16 +662,5 @@ mod tests {
             .unwrap();
         assert_eq!(read.value, 1);
         assert!(read.stale.is_some());
-
-        let closed = cache(false);
-        closed.get(&"k", async { Ok(1) }).await.unwrap();
-        closed.expire(&"k");
-        let outage = closed
-            .get(&"k", async { Err(error(ErrorKind::Unavailable)) })
-            .await;
-        assert_eq!(outage.err().map(|e| e.kind()), Some(ErrorKind::Unavailable));
-        // The breaker is now open: the store is not asked again, the answer stays closed.
-        let again = closed.get(&"k", async { Ok(2) }).await;
-        assert_eq!(again.err().map(|e| e.kind()), Some(ErrorKind::Unavailable));
     }
 }
