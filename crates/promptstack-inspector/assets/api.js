@@ -40,7 +40,9 @@ export const api = {
   op: (agent, name, body, options) => call('POST', `${agentPath(agent)}/${name}`, body, options),
   cacheSim: (agent, body) => call('POST', `${agentPath(agent)}/cache-sim`, body),
   settings: (agent) => call('GET', `${agentPath(agent)}/settings`),
-  saveSettings: (agent, document) => call('PUT', `${agentPath(agent)}/settings`, { document }),
+  /** Writes an agent's settings; `expectedRevision` makes it a compare-and-set (409 when stale). */
+  saveSettings: (agent, document, expectedRevision) =>
+    call('PUT', `${agentPath(agent)}/settings`, { document, expected_revision: expectedRevision }),
   fence: (body) => call('POST', '/v1/fence', body),
   /** The cite endpoint's body is one JSON line (the sources and options), then the text. */
   cite: async (header, text) => {

@@ -12,6 +12,7 @@ const $ = (id) => document.getElementById(id);
 const state = {
   role: null, agents: [], agent: null, refs: [], bundle: null, sends: {}, schema: null,
   send: null, explain: null, selected: null, view: 'blocks', overrides: {}, generation: 0,
+  stored: null, saveNote: null,
 };
 /** Edit-to-render round trips (ms) of the live re-render, for the browser test. */
 window.inspectorTimings = [];
@@ -53,12 +54,15 @@ async function pickAgent() {
   state.agent = $('agent').value;
   state.selected = null;
   state.overrides = {};
+  state.saveNote = null;
   fill('copy-status');
   fill('copy-warnings');
-  const [versions, labels] = await Promise.all([
+  const [versions, labels, stored] = await Promise.all([
     api.versions(state.agent).then((a) => listOf(a, 'versions', 'items')),
     api.labels(state.agent).then((a) => listOf(a, 'labels', 'items')).catch(() => []),
+    api.settings(state.agent).catch(() => null),
   ]);
+  state.stored = stored;
   state.labels = new Map(labels.map((l) => [l.name, l.version]));
   const refs = labels.map((l) => [l.name, `label ${l.name} (${String(l.version).slice(0, 12)}…)`]);
   for (const v of versions) refs.push([v.id, `version ${v.id.slice(0, 12)}… (${v.created_at ?? ''})`]);
@@ -126,19 +130,29 @@ function onEdit(now = false) {
   timer = setTimeout(render, now ? 0 : DEBOUNCE_MS);
 }
 
-/** The send as previewed: the editor's send with the override toggles applied. */
-function previewSend() {
-  if (!Object.keys(state.overrides).length) return state.send;
-  const base = structuredClone(state.send.auto_injections ?? {});
+/** The overrides in force without a preview: the agent's stored settings, else the send's. */
+const storedOverrides = () => state.stored?.document?.auto_injections ?? state.send?.auto_injections ?? {};
+
+/**
+ * The agent settings the toggles stand for: the overrides in force with each toggle applied, or
+ * null when nothing is toggled. The server renders them in place of the stored settings without
+ * storing them (the `settings` of a render-like request); Save writes exactly this document.
+ */
+function previewSettings() {
+  if (!Object.keys(state.overrides).length) return null;
+  const base = structuredClone(storedOverrides());
   base.capabilities = { ...(base.capabilities ?? {}) };
   for (const [slug, o] of Object.entries(state.overrides)) {
     if (o.mode === 'default') delete base.capabilities[slug];
     else base.capabilities[slug] = { ...(base.capabilities[slug] ?? {}), ...o };
   }
-  return { ...state.send, auto_injections: base };
+  return { auto_injections: base };
 }
 
-const common = () => ({ ref: $('ref').value, send: previewSend() });
+const common = () => {
+  const settings = previewSettings();
+  return { ref: $('ref').value, send: state.send, ...(settings ? { settings } : {}) };
+};
 
 async function render() {
   const send = checkSend();
@@ -157,7 +171,8 @@ async function render() {
     window.inspectorTimings.push(performance.now() - started);
     document.body.dataset.renders = String(Number(document.body.dataset.renders ?? 0) + 1);
     const diags = answer.diagnostics ?? [];
-    status(`${answer.agent} · version ${String(answer.version).slice(0, 12)}${answer.label ? ` (${answer.label})` : ''} · fingerprint ${String(answer.fingerprint).slice(0, 16)} · rules ${answer.rules_version}${diags.length ? ` · ${diags.length} diagnostics` : ''}`);
+    document.body.dataset.preview = String(Boolean(answer.preview));
+    status(`${answer.agent} · version ${String(answer.version).slice(0, 12)}${answer.label ? ` (${answer.label})` : ''} · fingerprint ${String(answer.fingerprint).slice(0, 16)} · rules ${answer.rules_version}${answer.preview ? ' · preview of unsaved settings' : ''}${diags.length ? ` · ${diags.length} diagnostics` : ''}`);
   } catch (e) {
     if (generation === state.generation) showError(e);
   }
@@ -190,6 +205,8 @@ function renderOverrides() {
   if (!caps.length) { fill('overrides', h('p', { text: 'This agent has no stage capabilities to override.' })); return; }
   const canSave = state.role === 'admin';
   const why = canSave ? null : `Saving needs an admin key; this key is ${state.role ?? 'not an admin key'}. Toggles preview only.`;
+  const revision = state.stored?.revision ?? 0;
+  const storedNote = revision ? `Stored settings: revision ${revision}, the state a plain render shows.` : 'No stored settings: the send\'s overrides are in force.';
   const rows = caps.map((b) => {
     const slug = b.id.slice('capability.'.length);
     const mode = state.overrides[slug]?.mode ?? (b.override === 'off' || b.override === 'custom' ? b.override : 'default');
@@ -203,23 +220,27 @@ function renderOverrides() {
           state.overrides[slug]?.text ?? b.text)) : null);
   });
   fill('overrides',
-    h('p', { text: 'Toggles re-render the page as a preview; nothing is stored until you save.' }),
+    h('p', { text: 'Toggles re-render the page as a preview of unsaved settings, over any stored ones; nothing is stored until you save.' }),
+    h('p', { id: 'stored-note', text: storedNote }),
     rows,
     h('div.save', {},
       h('button', { type: 'button', id: 'save-overrides', disabled: !canSave, 'aria-describedby': 'save-why', onclick: saveOverrides }, 'Save overrides for this tenant'),
-      h('span', { id: 'save-why', role: 'status', text: why ?? 'Saving writes the agent settings (audited).' })));
+      h('span', { id: 'save-why', role: 'status', text: why ?? state.saveNote ?? 'Saving writes the agent settings (audited).' })));
 }
 
 function setOverride(slug, mode, text) {
+  state.saveNote = null;
   state.overrides[slug] = mode === 'custom' ? { mode, text } : { mode };
   onEdit(true);
 }
 
 async function saveOverrides() {
   try {
-    const preview = previewSend();
-    await api.saveSettings(state.agent, { auto_injections: preview.auto_injections ?? {} });
-    fill('save-why', 'Saved.');
+    const document = previewSettings() ?? { auto_injections: storedOverrides() };
+    state.stored = await api.saveSettings(state.agent, document, state.stored ? state.stored.revision : undefined);
+    state.overrides = {};
+    state.saveNote = `Saved (revision ${state.stored.revision}).`;
+    onEdit(true);
   } catch (e) {
     fill('save-why', problemLines(e).join(' '));
   }
@@ -248,7 +269,7 @@ async function copyFull() {
 
 async function runDiff() {
   try {
-    const bSend = $('diff-mode').value === 'sends' ? (state.sends[$('send-b').value] ?? state.send) : previewSend();
+    const bSend = $('diff-mode').value === 'sends' ? (state.sends[$('send-b').value] ?? state.send) : state.send;
     const body = { ...common(), target: $('target').value, format: $('format').value, send_b: bSend };
     if ($('diff-mode').value === 'versions') body.ref_b = $('ref-b').value;
     fill('diff', diffView(await api.op(state.agent, 'diff', body)));
@@ -263,6 +284,7 @@ async function runCacheSim() {
     const report = await api.cacheSim(state.agent, {
       ref: $('ref').value, target: $('target').value, provider: $('sim-provider').value,
       model: $('sim-model').value || undefined, turns: Number($('sim-turns').value),
+      settings: previewSettings() ?? undefined,
     });
     const sim = report.report ?? report.detail ?? report;
     $('cache-chart').innerHTML = cacheChartSvg(sim, layout);

@@ -167,13 +167,16 @@ export function diffView(answer) {
   const d = answer.detail ?? {};
   const where = (x) => (x ? Object.entries(x).map(([k, v]) => `${k}: ${typeof v === 'string' ? v : JSON.stringify(v)}`).join(' · ') : 'identical');
   const divergent = d.system?.block ?? d.system?.id ?? d.system?.first_block ?? null;
+  const breakpoints = d.breakpoints ?? [];
+  const surviving = breakpoints.filter((b) => b.survives).length;
   return h('div', {},
     h('p', {}, h('strong', { text: 'System text: ' }), h(`span${d.system ? '.diverges' : ''}`, { text: where(d.system) })),
     divergent ? h('p.divergent', {}, 'First divergent block: ', h('mark', { text: String(divergent) })) : null,
     h('p', {}, h('strong', { text: 'Request: ' }), h('span', { text: where(d.request) })),
+    h('p.survival', { text: `${surviving} of ${breakpoints.length} breakpoints survive.` }),
     h('table', {}, h('caption', { text: `Breakpoints of the first request (${d.format ?? ''}, target ${d.target ?? ''})` }),
       h('thead', {}, h('tr', {}, ['breakpoint', 'survives'].map((c) => h('th', { scope: 'col', text: c })))),
-      h('tbody', {}, (d.breakpoints ?? []).map((b) => h('tr', {},
+      h('tbody', {}, breakpoints.map((b) => h('tr', {},
         h('td', {}, h('code', { text: `${b.at ?? b.boundary ?? ''} ${b.boundary ?? ''}`.trim() })),
         h('td', { text: b.survives ? 'survives' : `broken${b.reason ? ` — ${b.reason}` : ''}` }))))));
 }

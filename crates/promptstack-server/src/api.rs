@@ -632,52 +632,6 @@ pub struct SettingsWrite {
     pub expected_revision: Option<u64>,
 }
 
-fn check_settings(scope: &SettingsScope, document: &serde_json::Value) -> Result<(), Problem> {
-    let Some(object) = document.as_object() else {
-        return Err(Problem::unprocessable(
-            "invalid-settings",
-            "the document must be a JSON object",
-        ));
-    };
-    let allowed: &[&str] = match scope {
-        SettingsScope::Tenant => &["instructions"],
-        SettingsScope::Agent(_) => &["auto_injections"],
-    };
-    for (key, value) in object {
-        if !allowed.contains(&key.as_str()) {
-            return Err(Problem::unprocessable(
-                "invalid-settings",
-                format!(
-                    "unknown setting `{}`; this document holds {}",
-                    printable(key),
-                    allowed.join(", ")
-                ),
-            ));
-        }
-        match key.as_str() {
-            "instructions" => {
-                serde_json::from_value::<promptstack::context::TenantInstructions>(value.clone())
-                    .map_err(|e| {
-                    Problem::unprocessable(
-                        "invalid-settings",
-                        format!(
-                            "`instructions` must be {{\"enabled\": bool, \"text\": string}}: {e}"
-                        ),
-                    )
-                })?;
-            }
-            _ if !value.is_object() => {
-                return Err(Problem::unprocessable(
-                    "invalid-settings",
-                    "`auto_injections` must be an object (the `[auto_injections]` table)",
-                ));
-            }
-            _ => {}
-        }
-    }
-    Ok(())
-}
-
 async fn read_settings(
     state: &AppState,
     auth: &Auth,
@@ -700,7 +654,7 @@ async fn write_settings(
 ) -> Result<Json<SettingsView>, Problem> {
     auth.require(Role::Admin, "writing settings")?;
     let Json(body) = body.map_err(json_rejection)?;
-    check_settings(&scope, &body.document)?;
+    crate::settings::check_document(&scope, &body.document)?;
     let tenant = &auth.0.tenant;
     let written = state
         .inner

@@ -12,6 +12,7 @@ use utoipa::ToSchema;
 
 use crate::bundle::{Bundle, spec_problem};
 use crate::problem::Problem;
+use crate::settings::Preview;
 use crate::state::AppState;
 
 /// The label a reference defaults to.
@@ -30,6 +31,10 @@ pub struct Attribution {
     pub fingerprint: String,
     /// The version of the provider rules table used.
     pub rules_version: String,
+    /// True when the request's `settings` were applied in place of the stored ones: the answer
+    /// is a preview of unsaved settings, not what a plain render returns (absent otherwise).
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub preview: bool,
 }
 
 impl Attribution {
@@ -48,6 +53,9 @@ impl Attribution {
         }
         put("promptstack-fingerprint", &self.fingerprint);
         put("promptstack-rules-version", &self.rules_version);
+        if self.preview {
+            put("promptstack-preview", "settings");
+        }
         headers
     }
 }
@@ -75,6 +83,7 @@ impl Resolved {
             label: self.label.as_ref().map(ToString::to_string),
             fingerprint,
             rules_version: promptstack::provider::Rules::bundled().version.clone(),
+            preview: false,
         }
     }
 }
@@ -210,46 +219,83 @@ pub async fn compiled(
 
 /// Reads a send context for `agent` and applies the tenant's settings to it (stage agents only):
 /// the tenant's instructions and the agent's `[auto_injections]` overrides replace the send's
-/// when they are set. A tenant without settings leaves the send as given. `warnings` receives
-/// why a setting came from the last good value or could not be read.
+/// when they are set. A tenant without settings leaves the send as given. `preview` holds
+/// unsaved settings that take the place of the stored ones for this answer (a store read is
+/// skipped for each one previewed); previewing on an agent without a `[stage]` is a 422, since
+/// settings do nothing there. `warnings` receives why a setting came from the last good value
+/// or could not be read.
 pub async fn send_for(
     state: &AppState,
     tenant: &Tenant,
     resolved: &Resolved,
     send: &serde_json::Value,
     what: &str,
+    preview: &Preview,
     warnings: &mut Vec<String>,
 ) -> Result<SendContext, Problem> {
     let bytes = serde_json::to_vec(send).unwrap_or_default();
     let mut ctx = SendContext::from_json_for(&bytes, what, resolved.agent.spec())
         .map_err(|e| spec_problem("invalid-send", &e))?;
     if resolved.agent.spec().stage.is_none() {
+        if !preview.is_empty() {
+            let diagnostic = promptstack::Diagnostic::error(
+                "invalid-settings",
+                "settings apply to agents with a `[stage]` only",
+            )
+            .subject("settings");
+            return Err(Problem::unprocessable(
+                "invalid-settings",
+                format!(
+                    "settings: agent `{}` declares no `[stage]`, so settings do nothing to its \
+                     renders; leave `settings` out",
+                    resolved.name
+                ),
+            )
+            .with_diagnostics(serde_json::to_value(&diagnostic).into_iter().collect()));
+        }
         return Ok(ctx);
     }
-    let tenant_doc = settings(state, tenant, None, warnings).await?;
-    if let Some(instructions) = tenant_doc.as_ref().and_then(|d| d.get("instructions")) {
-        match serde_json::from_value::<promptstack::context::TenantInstructions>(
-            instructions.clone(),
-        ) {
-            Ok(mut value) => {
-                value.unavailable = None;
-                ctx.tenant_instructions = Some(value);
-            }
-            // The stored value wins or nothing is rendered: never the send's own.
-            Err(e) => {
-                return Err(Problem::new(
-                    axum::http::StatusCode::INTERNAL_SERVER_ERROR,
-                    "settings-unreadable",
-                    format!("the tenant's stored instructions are unreadable: {e}"),
-                ));
-            }
-        }
+    let instructions = match &preview.instructions {
+        Some(previewed) => Some(previewed.clone()),
+        None => stored_instructions(state, tenant, warnings).await?,
+    };
+    if let Some(instructions) = instructions {
+        ctx.tenant_instructions = Some(instructions);
     }
-    let agent_doc = settings(state, tenant, Some(&resolved.name), warnings).await?;
-    if let Some(overrides) = agent_doc.as_ref().and_then(|d| d.get("auto_injections")) {
-        ctx.auto_injections = Some(overrides.clone());
+    let overrides = match &preview.auto_injections {
+        Some(previewed) => Some(previewed.clone()),
+        None => settings(state, tenant, Some(&resolved.name), warnings)
+            .await?
+            .and_then(|d| d.get("auto_injections").cloned()),
+    };
+    if let Some(overrides) = overrides {
+        ctx.auto_injections = Some(overrides);
     }
     Ok(ctx)
+}
+
+/// The tenant's stored instructions, if any. The stored value wins or nothing is rendered:
+/// unreadable instructions are a 500, never the send's own.
+async fn stored_instructions(
+    state: &AppState,
+    tenant: &Tenant,
+    warnings: &mut Vec<String>,
+) -> Result<Option<promptstack::context::TenantInstructions>, Problem> {
+    let tenant_doc = settings(state, tenant, None, warnings).await?;
+    let Some(instructions) = tenant_doc.as_ref().and_then(|d| d.get("instructions")) else {
+        return Ok(None);
+    };
+    match serde_json::from_value::<promptstack::context::TenantInstructions>(instructions.clone()) {
+        Ok(mut value) => {
+            value.unavailable = None;
+            Ok(Some(value))
+        }
+        Err(e) => Err(Problem::new(
+            axum::http::StatusCode::INTERNAL_SERVER_ERROR,
+            "settings-unreadable",
+            format!("the tenant's stored instructions are unreadable: {e}"),
+        )),
+    }
 }
 
 /// A settings document through the TTL cache (the last good one, with a warning, while the store

@@ -7,7 +7,7 @@ use axum::extract::rejection::JsonRejection;
 use axum::extract::{Path, State};
 use axum::http::header;
 use axum::response::{IntoResponse, Response};
-use promptstack::provider::sim::{SimConfig, SimReport};
+use promptstack::provider::sim::SimConfig;
 use promptstack::provider::{Format, RequestOptions, Rules};
 use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
@@ -17,6 +17,7 @@ use crate::bundle::Bundle;
 use crate::engine::{engine_problem, resolve, send_for};
 use crate::problem::{Problem, json_rejection};
 use crate::render::ProviderFormat;
+use crate::settings::SettingsPreview;
 use crate::state::AppState;
 
 /// `GET /`: the inspector's page.
@@ -90,10 +91,15 @@ pub struct CacheSimRequest {
     pub mcp_failure_rate: Option<f64>,
     /// The generator's seed (default 1).
     pub seed: Option<u64>,
+    /// Unsaved settings to preview in place of the stored ones on every send, for this answer
+    /// only (stage agents; any role that may render). Checked as a settings write is; nothing
+    /// is stored, and the answer carries the header `promptstack-preview: settings`.
+    #[schema(value_type = Option<SettingsPreview>)]
+    pub settings: Option<serde_json::Value>,
 }
 
 /// `POST /v1/agents/{name}/cache-sim`: `promptstack cache-sim` over the version's example sends
-/// (in name order, with the tenant's settings applied): per turn and in total, the tokens read
+/// (in name order, with the tenant's settings, or the previewed ones, applied): per turn and in total, the tokens read
 /// from the cache, written and uncached, ours next to the naive baseline.
 #[utoipa::path(post, path = "/v1/agents/{name}/cache-sim", tag = "render",
     params(("name" = String, Path, description = "The agent")),
@@ -106,9 +112,10 @@ pub async fn cache_sim(
     auth: Auth,
     Path(name): Path<String>,
     body: Result<Json<CacheSimRequest>, JsonRejection>,
-) -> Result<Json<SimReport>, Problem> {
+) -> Result<Response, Problem> {
     use promptstack::limits::{Limit, SIM_GAP_MAX_SECONDS};
     let Json(body) = body.map_err(json_rejection)?;
+    let preview = crate::settings::preview(body.settings.as_ref())?;
     let tenant = &auth.0.tenant;
     let turns = body.turns.unwrap_or(100);
     let max_turns = state.inner.config.limits.get(Limit::SimTurns);
@@ -160,6 +167,7 @@ pub async fn cache_sim(
                 &resolved,
                 send,
                 &format!("sends.{send_name}"),
+                &preview,
                 &mut warnings,
             )
             .await?,
@@ -201,5 +209,12 @@ pub async fn cache_sim(
     })
     .await?
     .map_err(engine_problem)?;
-    Ok(Json(report))
+    let mut response = Json(report).into_response();
+    if !preview.is_empty() {
+        response.headers_mut().insert(
+            header::HeaderName::from_static("promptstack-preview"),
+            header::HeaderValue::from_static("settings"),
+        );
+    }
+    Ok(response)
 }

@@ -26,6 +26,7 @@ mod metrics;
 mod ops;
 mod problem;
 mod render;
+mod settings;
 mod state;
 
 use std::future::IntoFuture as _;

@@ -13,6 +13,7 @@ use utoipa::ToSchema;
 use crate::auth::Auth;
 use crate::engine::{Attribution, Resolved, engine_problem, resolve, send_for};
 use crate::problem::{Problem, json_rejection};
+use crate::settings::SettingsPreview;
 use crate::state::AppState;
 
 /// What to render: the format of the answer.
@@ -126,6 +127,11 @@ pub struct RenderRequest {
     /// Options of provider requests.
     #[serde(default)]
     pub options: RequestOptionsBody,
+    /// Unsaved settings to preview in place of the stored ones, for this answer only (stage
+    /// agents; any role that may render). Checked as a settings write is; nothing is stored,
+    /// and the answer's `preview` is true.
+    #[schema(value_type = Option<SettingsPreview>)]
+    pub settings: Option<serde_json::Value>,
 }
 
 /// A render-like answer: the attribution and what was asked for.
@@ -246,6 +252,20 @@ struct Prepared {
     send: promptstack::SendContext,
     assembly: Assembly,
     warnings: Vec<String>,
+    /// Whether the request's `settings` stood in for the stored ones.
+    preview: bool,
+}
+
+impl Prepared {
+    /// The answer's attribution: the version, the assembly's fingerprint, and whether it is a
+    /// preview.
+    fn attribution(&self) -> Attribution {
+        let mut attribution = self
+            .resolved
+            .attribution(self.assembly.fingerprint().to_string());
+        attribution.preview = self.preview;
+        attribution
+    }
 }
 
 async fn prepare(
@@ -254,10 +274,20 @@ async fn prepare(
     name: &str,
     body: &RenderRequest,
 ) -> Result<Prepared, Problem> {
+    let preview = crate::settings::preview(body.settings.as_ref())?;
     let tenant = &auth.0.tenant;
     let resolved = resolve(state, tenant, name, body.reference.as_deref()).await?;
     let mut warnings = resolved.stale.clone();
-    let send = send_for(state, tenant, &resolved, &body.send, "send", &mut warnings).await?;
+    let send = send_for(
+        state,
+        tenant,
+        &resolved,
+        &body.send,
+        "send",
+        &preview,
+        &mut warnings,
+    )
+    .await?;
     let agent = std::sync::Arc::clone(&resolved.agent);
     let (send, assembly) = crate::engine::blocking(state, move || {
         let assembly = agent.assemble(&send);
@@ -270,6 +300,7 @@ async fn prepare(
         send,
         assembly,
         warnings,
+        preview: !preview.is_empty(),
     })
 }
 
@@ -298,9 +329,8 @@ fn render_now(
     limits: &promptstack::limits::Limits,
 ) -> Result<RenderResponse, Problem> {
     let agent = &p.resolved.agent;
-    let fingerprint = p.assembly.fingerprint().to_string();
     let mut response = RenderResponse {
-        attribution: p.resolved.attribution(fingerprint),
+        attribution: p.attribution(),
         target: None,
         text: None,
         body: None,
@@ -395,6 +425,11 @@ pub struct RequestRequest {
     /// Options of the request.
     #[serde(default)]
     pub options: RequestOptionsBody,
+    /// Unsaved settings to preview in place of the stored ones, for this answer only (stage
+    /// agents; any role that may render). Checked as a settings write is; nothing is stored,
+    /// and the answer's `preview` is true.
+    #[schema(value_type = Option<SettingsPreview>)]
+    pub settings: Option<serde_json::Value>,
 }
 
 impl RequestRequest {
@@ -407,6 +442,7 @@ impl RequestRequest {
             slot: Slot::System,
             full: false,
             options: self.options.clone(),
+            settings: self.settings.clone(),
         }
     }
 }
@@ -445,7 +481,7 @@ fn request_now(
         limits,
     )?;
     Ok(RenderResponse {
-        attribution: p.resolved.attribution(p.assembly.fingerprint().to_string()),
+        attribution: p.attribution(),
         target: Some(target),
         diagnostics: diagnostics(
             p.assembly.diagnostics().chain(request.diagnostics.iter()),
@@ -476,6 +512,11 @@ pub struct ExplainRequest {
     pub target: Option<String>,
     /// Also plan the breakpoints of each target's request in this provider format.
     pub format: Option<ProviderFormat>,
+    /// Unsaved settings to preview in place of the stored ones, for this answer only (stage
+    /// agents; any role that may render). Checked as a settings write is; nothing is stored,
+    /// and the answer's `preview` is true.
+    #[schema(value_type = Option<SettingsPreview>)]
+    pub settings: Option<serde_json::Value>,
 }
 
 /// `POST /v1/agents/{name}/explain`: every block, why it is in or out, and what each target
@@ -500,6 +541,7 @@ pub async fn explain(
         slot: Slot::System,
         full: false,
         options: RequestOptionsBody::default(),
+        settings: body.settings.clone(),
     };
     let p = prepare(&state, &auth, &name, &render).await?;
     let format = body.format.map(|f| promptstack::report::BreakpointFormat {
@@ -515,7 +557,7 @@ pub async fn explain(
     )
     .map_err(engine_problem)?;
     Ok(RenderResponse {
-        attribution: p.resolved.attribution(p.assembly.fingerprint().to_string()),
+        attribution: p.attribution(),
         target: body.target.clone(),
         text: None,
         body: None,
@@ -534,6 +576,11 @@ pub struct ToolsRequest {
     /// The send context.
     #[schema(value_type = Object)]
     pub send: serde_json::Value,
+    /// Unsaved settings to preview in place of the stored ones, for this answer only (stage
+    /// agents; any role that may render). Checked as a settings write is; nothing is stored,
+    /// and the answer's `preview` is true.
+    #[schema(value_type = Option<SettingsPreview>)]
+    pub settings: Option<serde_json::Value>,
 }
 
 /// `POST /v1/agents/{name}/tools`: the toolset a send resolves to, and the tools left out with
@@ -558,6 +605,7 @@ pub async fn tools(
         slot: Slot::System,
         full: false,
         options: RequestOptionsBody::default(),
+        settings: body.settings.clone(),
     };
     let p = prepare(&state, &auth, &name, &render).await?;
     let toolset = p.assembly.toolset();
@@ -567,7 +615,7 @@ pub async fn tools(
         .map(|e| serde_json::json!({"name": e.name, "reason": e.reason}))
         .collect();
     Ok(RenderResponse {
-        attribution: p.resolved.attribution(p.assembly.fingerprint().to_string()),
+        attribution: p.attribution(),
         target: None,
         text: None,
         body: None,
@@ -602,6 +650,11 @@ pub struct DiffRequest {
     /// Options of the requests.
     #[serde(default)]
     pub options: RequestOptionsBody,
+    /// Unsaved settings to preview in place of the stored ones, on both sides, for this answer
+    /// only (stage agents; any role that may render). Checked as a settings write is; nothing
+    /// is stored, and the answer's `preview` is true.
+    #[schema(value_type = Option<SettingsPreview>)]
+    pub settings: Option<serde_json::Value>,
 }
 
 /// What changed between two renders, for the cache: the first divergence of the system text and
@@ -670,6 +723,7 @@ pub async fn diff(
         slot: Slot::System,
         full: false,
         options: RequestOptionsBody::default(),
+        settings: body.settings.clone(),
     };
     let a = prepare(&state, &auth, &name, &first).await?;
     let second = RenderRequest {
@@ -687,10 +741,11 @@ pub async fn diff(
         &body.options,
         &state.inner.config.limits,
     )?;
+    let attribution = a.attribution();
     let mut warnings = a.warnings;
     warnings.extend(b.warnings);
     Ok(RenderResponse {
-        attribution: a.resolved.attribution(a.assembly.fingerprint().to_string()),
+        attribution,
         target: Some(target),
         text: None,
         body: None,
@@ -710,6 +765,11 @@ pub struct LintRequest {
     #[serde(default)]
     #[schema(value_type = Vec<Object>)]
     pub sends: Vec<serde_json::Value>,
+    /// Unsaved settings to preview in place of the stored ones, for every send, for this answer
+    /// only (stage agents; any role that may render). Checked as a settings write is; nothing
+    /// is stored, and the answer's `preview` is true.
+    #[schema(value_type = Option<SettingsPreview>)]
+    pub settings: Option<serde_json::Value>,
 }
 
 /// `POST /v1/agents/{name}/lint`: the findings of `promptstack lint --json`.
@@ -735,13 +795,23 @@ pub async fn lint(
             ),
         ));
     }
+    let preview = crate::settings::preview(body.settings.as_ref())?;
     let tenant = &auth.0.tenant;
     let resolved = resolve(&state, tenant, &name, body.reference.as_deref()).await?;
     let mut warnings = resolved.stale.clone();
     let mut sends = Vec::with_capacity(body.sends.len());
     for (i, send) in body.sends.iter().enumerate() {
         let what = format!("sends[{i}]");
-        let ctx = send_for(&state, tenant, &resolved, send, &what, &mut warnings).await?;
+        let ctx = send_for(
+            &state,
+            tenant,
+            &resolved,
+            send,
+            &what,
+            &preview,
+            &mut warnings,
+        )
+        .await?;
         sends.push((what, ctx));
     }
     let agent = std::sync::Arc::clone(&resolved.agent);
@@ -752,8 +822,10 @@ pub async fn lint(
         )
     })
     .await?;
+    let mut attribution = resolved.attribution(String::new());
+    attribution.preview = !preview.is_empty();
     Ok(RenderResponse {
-        attribution: resolved.attribution(String::new()),
+        attribution,
         target: None,
         text: None,
         body: None,

@@ -547,3 +547,202 @@ fn a_store_outage_keeps_cached_renders_and_refuses_writes() {
     drop(server);
     runtime.block_on(async move { drop(database) });
 }
+
+/// A send of the voice platform's examples.
+fn voice_send(name: &str) -> Value {
+    let path = root().join("examples/voice-platform/sends").join(name);
+    serde_json::from_slice(&std::fs::read(path).unwrap()).unwrap()
+}
+
+/// The CLI's render of a voice platform send, target `llm_context`.
+fn voice_cli(name: &str) -> Vec<u8> {
+    let output = promptstack()
+        .args(["render", "examples/voice-platform/agent.toml", "--send"])
+        .arg(format!("examples/voice-platform/sends/{name}"))
+        .args(["--target", "llm_context"])
+        .output()
+        .unwrap();
+    assert!(output.status.success(), "{output:?}");
+    output.stdout
+}
+
+#[test]
+fn a_settings_preview_renders_unsaved_settings_over_stored_ones_and_stores_nothing() {
+    let data = tempfile::tempdir().unwrap();
+    let data_dir = data.path().to_str().unwrap();
+    let server = Server::start(&["--data", data_dir, "--examples", "examples"]);
+    let admin = key(&["--data", data_dir], "default", "admin");
+    let viewer = key(&["--data", data_dir], "default", "viewer");
+    let render = "/v1/agents/voice-platform/render";
+
+    let saved = json!({"auto_injections": {"capabilities": {"payments": {"mode": "off"}}}});
+    let (status, written) = server.json(
+        "PUT",
+        "/v1/agents/voice-platform/settings",
+        &admin,
+        json!({"document": saved}),
+    );
+    assert_eq!(status, 200, "{written}");
+
+    // A plain render returns the saved state: what the CLI renders for the send that carries
+    // the same overrides. It is not a preview.
+    let plain_body = json!({"send": voice_send("default.json"), "target": "llm_context"});
+    let (status, head, bytes) = server.call("POST", render, Some(&viewer), Some(&plain_body));
+    assert_eq!(status, 200, "{}", String::from_utf8_lossy(&bytes));
+    let plain: Value = serde_json::from_slice(&bytes).unwrap();
+    assert_eq!(
+        plain["text"].as_str().unwrap().as_bytes(),
+        voice_cli("payments-off.json").as_slice()
+    );
+    assert!(plain.get("preview").is_none(), "{plain}");
+    assert!(
+        !head.to_ascii_lowercase().contains("promptstack-preview"),
+        "{head}"
+    );
+
+    // Unsaved overrides take the stored ones' place for one answer, for a viewer too: the
+    // answer is the CLI's for the send that carries them, and it says it is a preview.
+    let mut custom = voice_send("all-custom.json");
+    let overrides = custom
+        .as_object_mut()
+        .unwrap()
+        .remove("auto_injections")
+        .unwrap();
+    let settings = json!({"auto_injections": overrides});
+    let preview_body = json!({"send": custom, "target": "llm_context", "settings": settings});
+    let (status, head, bytes) = server.call("POST", render, Some(&viewer), Some(&preview_body));
+    assert_eq!(status, 200, "{}", String::from_utf8_lossy(&bytes));
+    let previewed: Value = serde_json::from_slice(&bytes).unwrap();
+    assert_eq!(
+        previewed["text"].as_str().unwrap().as_bytes(),
+        voice_cli("all-custom.json").as_slice()
+    );
+    assert_eq!(previewed["preview"], true, "{previewed}");
+    assert!(
+        head.to_ascii_lowercase()
+            .contains("promptstack-preview: settings"),
+        "{head}"
+    );
+    assert_ne!(previewed["fingerprint"], plain["fingerprint"]);
+
+    // Previewing the saved settings renders exactly the saved state.
+    let (_, same) = server.json(
+        "POST",
+        render,
+        &viewer,
+        json!({"send": voice_send("default.json"), "target": "llm_context", "settings": saved}),
+    );
+    assert_eq!(same["text"], plain["text"]);
+    assert_eq!(same["fingerprint"], plain["fingerprint"]);
+    assert_eq!(same["preview"], true);
+
+    // The tenant's instructions preview the same way.
+    let welsh = "Always greet callers in Welsh first.";
+    let (status, answer) = server.json(
+        "POST",
+        render,
+        &viewer,
+        json!({"send": voice_send("default.json"), "target": "llm_context",
+               "settings": {"instructions": {"enabled": true, "text": welsh}}}),
+    );
+    assert_eq!(status, 200, "{answer}");
+    assert!(answer["text"].as_str().unwrap().contains(welsh), "{answer}");
+
+    // Every render-like endpoint the inspector uses takes them.
+    let mut send = voice_send("default.json");
+    send["user_message"] = json!("I want to pay my bill.");
+    for (endpoint, body) in [
+        ("explain", json!({"send": send, "settings": settings})),
+        (
+            "request",
+            json!({"send": send, "target": "llm_context", "settings": settings}),
+        ),
+        ("tools", json!({"send": send, "settings": settings})),
+        (
+            "diff",
+            json!({"send": send, "target": "llm_context", "settings": settings}),
+        ),
+        ("lint", json!({"sends": [send], "settings": settings})),
+    ] {
+        let (status, answer) = server.json(
+            "POST",
+            &format!("/v1/agents/voice-platform/{endpoint}"),
+            &viewer,
+            body,
+        );
+        assert_eq!(status, 200, "{endpoint}: {answer}");
+        assert_eq!(answer["preview"], true, "{endpoint}: {answer}");
+    }
+    let (status, head, bytes) = server.call(
+        "POST",
+        "/v1/agents/voice-platform/cache-sim",
+        Some(&viewer),
+        Some(&json!({"target": "llm_context", "turns": 3, "settings": settings})),
+    );
+    assert_eq!(status, 200, "{}", String::from_utf8_lossy(&bytes));
+    assert!(
+        head.to_ascii_lowercase()
+            .contains("promptstack-preview: settings")
+    );
+
+    // Settings are checked as a write checks them; each error names where it is.
+    for (settings, at) in [
+        (json!({"colour": "blue"}), "settings.colour"),
+        (json!({"auto_injections": 3}), "settings.auto_injections"),
+        (
+            json!({"instructions": {"enabled": "yes", "text": "x"}}),
+            "settings.instructions",
+        ),
+        (json!(["auto_injections"]), "settings"),
+    ] {
+        let (status, problem) = server.json(
+            "POST",
+            render,
+            &viewer,
+            json!({"send": voice_send("default.json"), "target": "llm_context", "settings": settings}),
+        );
+        assert_eq!(status, 422, "{settings}: {problem}");
+        assert!(
+            problem["type"]
+                .as_str()
+                .unwrap()
+                .ends_with("/invalid-settings"),
+            "{problem}"
+        );
+        assert_eq!(problem["diagnostics"][0]["subject"], at, "{problem}");
+    }
+    // An agent without a stage has no settings to preview.
+    let research: Value = serde_json::from_slice(
+        &std::fs::read(root().join("examples/chat-assistant/sends/research.json")).unwrap(),
+    )
+    .unwrap();
+    let (status, problem) = server.json(
+        "POST",
+        "/v1/agents/chat-assistant/render",
+        &viewer,
+        json!({"send": research, "target": "cached", "settings": settings}),
+    );
+    assert_eq!(status, 422, "{problem}");
+    assert_eq!(
+        problem["diagnostics"][0]["subject"], "settings",
+        "{problem}"
+    );
+
+    // Nothing was stored: the settings are the one write, audited once.
+    let (_, stored) = server.json(
+        "GET",
+        "/v1/agents/voice-platform/settings",
+        &viewer,
+        Value::Null,
+    );
+    assert_eq!(stored["revision"], 1, "{stored}");
+    assert_eq!(stored["document"], saved);
+    let (_, audit) = server.json("GET", "/v1/audit", &admin, Value::Null);
+    let writes = audit["items"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|e| e["action"] == "settings.write")
+        .count();
+    assert_eq!(writes, 1, "{audit}");
+}

@@ -26,6 +26,12 @@ let base;
 let browser;
 let page;
 const keys = {};
+/**
+ * Two more versions of the chat assistant, published in the setup (no label moves to them): one
+ * changes a block of the cached system prefix, the other only a per-send note of the user slot.
+ */
+const candidate = { block: 'style', id: null };
+const noteOnly = { id: null };
 
 const freePort = () => new Promise((ok, fail) => {
   const s = createServer();
@@ -59,6 +65,7 @@ before(async () => {
     cwd: root, stdio: ['ignore', 'inherit', 'inherit'],
   });
   await waitForServer(base, Date.now() + 60_000);
+  await publishCandidate();
   browser = await chromium.launch({ executablePath: browserPath, args: ['--no-sandbox'] });
   // The page's Content-Security-Policy allows only its own scripts; axe-core is injected by the test.
   const context = await browser.newContext({ viewport: { width: 1400, height: 1000 }, bypassCSP: true });
@@ -76,6 +83,36 @@ after(async () => {
   }
   if (data) rmSync(data, { recursive: true, force: true });
 });
+
+/** The API from the test itself (not through the page). */
+async function apiCall(method, path, key, body) {
+  const headers = { Authorization: `Bearer ${key}` };
+  if (body !== undefined) headers['Content-Type'] = 'application/json';
+  const r = await fetch(`${base}${path}`, { method, headers, body: body === undefined ? undefined : JSON.stringify(body) });
+  const json = await r.json();
+  assert.ok(r.ok, `${method} ${path}: ${r.status} ${JSON.stringify(json)}`);
+  return { json, headers: r.headers };
+}
+
+/**
+ * Publishes a second version of the chat assistant through the API: the production bundle with
+ * the text of one block in the middle of the stable prefix changed. Publishing moves no label, so
+ * `production` stays on the first version.
+ */
+async function publishCandidate() {
+  const { json: versions } = await apiCall('GET', '/v1/agents/chat-assistant/versions', keys.admin);
+  const { json: first } = await apiCall('GET', `/v1/agents/chat-assistant/versions/${versions.items[0].id}`, keys.admin);
+  const publish = async (before, after) => {
+    const bundle = structuredClone(first.bundle);
+    assert.ok(bundle.spec.includes(before), `the spec says ${before}`);
+    bundle.spec = bundle.spec.replace(before, after);
+    const { json: published } = await apiCall('POST', '/v1/agents/chat-assistant/versions', keys.admin, bundle);
+    assert.equal(published.created, true);
+    return published.version.id;
+  };
+  candidate.id = await publish('Be warm but brief.', 'Be warm, calm and brief.');
+  noteOnly.id = await publish('template = "Current date and time: ', 'template = "The date and time now: ');
+}
 
 const shot = (name) => page.screenshot({ path: join(artifacts, `${name}.png`), fullPage: true });
 
@@ -179,6 +216,40 @@ test('a diff of two sends names the first divergent block and the breakpoints', 
   assert.match(await page.textContent('#diff table'), /survives|broken/);
   await shot('diff');
   await accessible('diff view');
+});
+
+test('a diff of two versions on one send highlights the first divergent block and lists surviving breakpoints', async () => {
+  await page.selectOption('#target', 'cached');
+  await page.selectOption('#diff-mode', 'versions');
+  const versions = await page.$$eval('#ref-b option', (os) => os.map((o) => o.value));
+  assert.ok(versions.includes(candidate.id), `the second version is offered: ${versions}`);
+  assert.equal(await page.inputValue('#ref'), 'production');
+  await page.selectOption('#ref-b', candidate.id);
+  await page.evaluate(() => document.getElementById('diff').replaceChildren());
+  await page.click('#run-diff');
+  await page.waitForSelector('#diff table tbody tr');
+  // The first divergent block is the one the candidate changed, highlighted.
+  assert.equal((await page.textContent('#diff .divergent mark')).trim(), candidate.block);
+  assert.match(await page.textContent('#diff .diverges'), /block: style/);
+  // Every breakpoint of the first request is listed with whether it survives: both sit after the
+  // changed block (the end of the system prefix, the tail of the messages), so neither does.
+  const rows = () => page.$$eval('#diff table tbody tr', (trs) => trs.map((tr) => [tr.cells[0].textContent, tr.cells[1].textContent]));
+  assert.deepEqual(await rows(), [['/system/1 stable', 'broken'], ['/messages/0/content/0 tail', 'broken']]);
+  assert.match(await page.textContent('#diff .survival'), /^0 of 2 breakpoints survive/);
+  await shot('diff-versions');
+  await accessible('diff of two versions');
+
+  // A version that changes only a note of the user slot: the system text is identical, so the
+  // cached system prefix survives and only the tail breaks.
+  await page.selectOption('#ref-b', noteOnly.id);
+  await page.evaluate(() => document.getElementById('diff').replaceChildren());
+  await page.click('#run-diff');
+  await page.waitForSelector('#diff table tbody tr');
+  assert.equal(await page.locator('#diff .divergent').count(), 0, 'no system block diverges');
+  assert.deepEqual(await rows(), [['/system/1 stable', 'survives'], ['/messages/0/content/0 tail', 'broken']]);
+  assert.match(await page.textContent('#diff .survival'), /^1 of 2 breakpoints survive/);
+  await shot('diff-versions-note');
+  await page.selectOption('#diff-mode', 'sends');
 });
 
 test('the edit-to-render round trip', async () => {
@@ -341,4 +412,42 @@ test('an admin saves the overrides through the settings API, audited', async () 
   assert.equal(settings.document.auto_injections.capabilities.payments.mode, 'off');
   assert.ok(audit.items.some((e) => e.object.includes('voice-platform') && /settings/.test(e.action)), JSON.stringify(audit.items));
   await shot('overrides-saved');
+});
+
+test('after a save the toggles still preview, and a plain render returns the saved state', async () => {
+  // The previous test saved `payments: off` for this tenant.
+  await page.waitForSelector('#overrides fieldset.override');
+  assert.match(await page.textContent('#stored-note'), /revision 1/);
+  assert.equal(await page.isChecked('input[name=ov-payments][value=off]'), true, 'the toggle shows the saved state');
+  assert.equal(await page.evaluate(() => document.body.dataset.preview), 'false');
+  const m = await renders();
+  await page.check('input[name=ov-payments][value=default]');
+  await settled(m);
+  assert.equal(await page.evaluate(() => document.body.dataset.preview), 'true');
+  assert.match(await page.textContent('#status'), /preview of unsaved settings/);
+  await page.click('#tab-blocks');
+  await page.waitForSelector('tr.block[data-block="capability.payments"]');
+  const row = page.locator('tr.block[data-block="capability.payments"]');
+  assert.doesNotMatch(await row.locator('td.state').textContent(), /excluded/, 'the preview includes payments again');
+  await shot('overrides-preview-over-saved');
+  await page.click('#tab-overrides');
+  await accessible('overrides view over saved settings');
+
+  // Without `settings`, the same send renders as saved; with them, as previewed.
+  const send = JSON.parse(await page.inputValue('#send'));
+  const explain = async (settings) => (await apiCall('POST', '/v1/agents/voice-platform/explain', keys.viewer,
+    { send, ...(settings ? { settings } : {}) })).json;
+  const state = (answer) => answer.detail.assembly.blocks.find((b) => b.id === 'capability.payments').state.state;
+  const plain = await explain();
+  assert.equal(state(plain), 'excluded', 'a plain render returns the saved state');
+  assert.equal(plain.preview, undefined, 'a plain render is not a preview');
+  const saved = (await apiCall('GET', '/v1/agents/voice-platform/settings', keys.viewer)).json.document;
+  const previewOfSaved = await explain(saved);
+  assert.equal(previewOfSaved.preview, true);
+  assert.equal(previewOfSaved.fingerprint, plain.fingerprint, 'previewing the saved settings renders what is saved');
+  const previewed = await explain({ auto_injections: {} });
+  assert.equal(state(previewed), 'included');
+  assert.notEqual(previewed.fingerprint, plain.fingerprint);
+  // Previewing stored nothing.
+  assert.deepEqual((await apiCall('GET', '/v1/agents/voice-platform/settings', keys.viewer)).json.document, saved);
 });
