@@ -152,15 +152,17 @@ export function requestView(answer) {
 }
 
 export function toolsView(answer) {
-  const d = answer.detail ?? {};
-  const origin = (o) => (o?.kind === 'mcp' ? `MCP server ${o.server}` : o?.kind ?? 'local');
+  // The rows of `promptstack tools --json`: every tool, offered or left out, with its origin and why.
+  const rows = answer.detail?.tools ?? [];
+  const origin = (t) => (t.origin === 'local' ? 'local' : `MCP server ${t.origin}${t.mcp_tool ? ` (${t.mcp_tool})` : ''}`);
+  const table = (tag, caption, list, why) => h(tag, {}, h('caption', { text: caption }),
+    h('thead', {}, h('tr', {}, ['tool', 'origin', why].map((c) => h('th', { scope: 'col', text: c })))),
+    h('tbody', {}, list.map((t) => h('tr', {}, h('td', {}, h('code', { text: t.name })), h('td', { text: origin(t) }), h('td.reason', { text: t.why })))));
+  const offered = rows.filter((t) => t.offered);
+  const left = rows.filter((t) => !t.offered);
   return h('div', {},
-    h('table.tools', {}, h('caption', { text: `${(d.tools ?? []).length} tools offered` }),
-      h('thead', {}, h('tr', {}, ['tool', 'origin', 'description'].map((c) => h('th', { scope: 'col', text: c })))),
-      h('tbody', {}, (d.tools ?? []).map((t) => h('tr', {}, h('td', {}, h('code', { text: t.name })), h('td', { text: origin(t.origin) }), h('td', { text: t.description ?? '' }))))),
-    h('table.tools.excluded', {}, h('caption', { text: `${(d.excluded ?? []).length} tools left out` }),
-      h('thead', {}, h('tr', {}, ['tool', 'reason'].map((c) => h('th', { scope: 'col', text: c })))),
-      h('tbody', {}, (d.excluded ?? []).map((t) => h('tr', {}, h('td', {}, h('code', { text: t.name })), h('td.reason', { text: t.reason }))))));
+    table('table.tools', `${offered.length} tools offered`, offered, 'why'),
+    table('table.tools.excluded', `${left.length} tools left out`, left, 'reason'));
 }
 
 export function diffView(answer) {

@@ -340,11 +340,11 @@ pub(crate) async fn publish_bundle(
     let agent = std::sync::Arc::new(agent);
     state.inner.compiled.insert(
         (tenant.clone(), name.clone(), id),
-        std::sync::Arc::clone(&agent),
+        crate::engine::Compiled::new(std::sync::Arc::clone(&agent)),
     );
     // The version is committed: from here on nothing may turn the answer into an error.
     let mut warnings = warnings;
-    let impact = match impact(state, tenant, name, label, &agent, &sends, format).await {
+    let impact = match impact(state, tenant, name, label, agent, sends, format).await {
         Ok(impact) => Some(impact),
         Err(problem) => {
             warnings.push(serde_json::json!({
@@ -372,8 +372,8 @@ async fn impact(
     tenant: &promptstack_store::Tenant,
     name: &AgentName,
     label: &LabelName,
-    agent: &promptstack::Agent,
-    sends: &[(String, promptstack::SendContext)],
+    agent: std::sync::Arc<promptstack::Agent>,
+    sends: Vec<(String, promptstack::SendContext)>,
     format: ProviderFormat,
 ) -> Result<CacheImpact, Problem> {
     let against = match state.inner.store.label(tenant, name, label).await {
@@ -389,41 +389,58 @@ async fn impact(
     let Some(against) = against else {
         return Ok(impact);
     };
-    let old = compiled(state, tenant, name, &against).await?;
-    for (send_name, ctx) in sends {
-        let send_name = send_name.trim_start_matches("sends/").to_owned();
-        let compared = (|| {
-            let new_assembly = agent.assemble(ctx).map_err(engine_problem)?;
-            let old_assembly = old.assemble(ctx).map_err(engine_problem)?;
-            let targets: Vec<&str> = new_assembly.target_ids().collect();
-            let target = targets.first().copied().unwrap_or_default().to_owned();
-            let changed = old_assembly.stable() != new_assembly.stable();
-            let diff = cache_diff(
-                (&old, &old_assembly),
-                (agent, &new_assembly),
-                &target,
-                format.into(),
-                &RequestOptionsBody::default(),
-                &state.inner.config.limits,
-            )?;
-            Ok::<_, Problem>((changed, diff))
-        })();
-        impact.sends.push(match compared {
-            Ok((changed, diff)) => SendImpact {
-                send: send_name,
-                stable_prefix_changed: Some(changed),
-                diff: Some(diff),
-                error: None,
-            },
-            Err(problem) => SendImpact {
-                send: send_name,
-                stable_prefix_changed: None,
-                diff: None,
-                error: Some(problem.detail),
-            },
-        });
-    }
+    let old = compiled(state, tenant, name, &against).await?.agent;
+    let limits = state.inner.config.limits.clone();
+    impact.sends = crate::engine::blocking(state, move || {
+        sends
+            .iter()
+            .map(|(send_name, ctx)| send_impact(&old, &agent, send_name, ctx, format, &limits))
+            .collect::<Vec<_>>()
+    })
+    .await?;
     Ok(impact)
+}
+
+/// What publishing `agent` over `old` does to one example send's cache.
+fn send_impact(
+    old: &promptstack::Agent,
+    agent: &promptstack::Agent,
+    send_name: &str,
+    ctx: &promptstack::SendContext,
+    format: ProviderFormat,
+    limits: &promptstack::limits::Limits,
+) -> SendImpact {
+    let send = send_name.trim_start_matches("sends/").to_owned();
+    let compared = (|| {
+        let new_assembly = agent.assemble(ctx).map_err(engine_problem)?;
+        let old_assembly = old.assemble(ctx).map_err(engine_problem)?;
+        let targets: Vec<&str> = new_assembly.target_ids().collect();
+        let target = targets.first().copied().unwrap_or_default().to_owned();
+        let changed = old_assembly.stable() != new_assembly.stable();
+        let diff = cache_diff(
+            (old, &old_assembly),
+            (agent, &new_assembly),
+            &target,
+            format.into(),
+            &RequestOptionsBody::default(),
+            limits,
+        )?;
+        Ok::<_, Problem>((changed, diff))
+    })();
+    match compared {
+        Ok((changed, diff)) => SendImpact {
+            send,
+            stable_prefix_changed: Some(changed),
+            diff: Some(diff),
+            error: None,
+        },
+        Err(problem) => SendImpact {
+            send,
+            stable_prefix_changed: None,
+            diff: None,
+            error: Some(problem.detail),
+        },
+    }
 }
 
 /// `GET /v1/agents/{name}/versions`: an agent's versions, newest first.
@@ -545,13 +562,7 @@ pub async fn move_label(
     let name = agent_name(&name)?;
     let tenant = &auth.0.tenant;
     require_agent(&state, tenant, &name).await?;
-    // A reference of 64 hex digits is read as a version id, so such a label could never be used.
-    if VersionId::parse(&label).is_ok() {
-        return Err(Problem::unprocessable(
-            "invalid-label",
-            "a label name cannot be 64 hex digits: references of that shape are read as version ids",
-        ));
-    }
+    // The name's rule refuses 64 hex digits too: a reference of that shape names a version.
     let label = LabelName::parse(&label)
         .map_err(|e| Problem::unprocessable("invalid-label", e.to_string()))?;
     if label.as_str() == PROTECTED_LABEL {

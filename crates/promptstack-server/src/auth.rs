@@ -1,5 +1,7 @@
 //! `Authorization: Bearer KEY`: who a request is, what its role allows, how fast it may go.
 
+use std::sync::Arc;
+
 use axum::extract::FromRequestParts;
 use axum::http::header;
 use axum::http::request::Parts;
@@ -13,7 +15,7 @@ use crate::state::AppState;
 const MAX_HEADER: usize = 512;
 
 /// An authenticated request: the key's tenant, role and id.
-pub struct Auth(pub Principal);
+pub struct Auth(pub Arc<Principal>);
 
 impl Auth {
     /// Refuses unless the key's role is at least `role`.
@@ -50,49 +52,9 @@ impl FromRequestParts<AppState> for Auth {
             .trim();
         let inner = &state.inner;
         let digest: [u8; 32] = Sha256::digest(key.as_bytes()).into();
-        // A key the store just said it does not know costs nothing to refuse again.
-        if inner.failed_keys.contains(&digest) {
-            return Err(Problem::unauthorized());
-        }
-        // Past the budget of failed authentications, a key the cache does not know waits
-        // rather than costing a store read.
-        if !inner.keys.is_fresh(&digest)
-            && let Some(seconds) = inner.failures.spent()
-        {
-            let mut problem = Problem::new(
-                axum::http::StatusCode::TOO_MANY_REQUESTS,
-                "rate-limited",
-                "too many requests with unknown keys; try again shortly",
-            );
-            problem.retry_after = Some(seconds);
-            return Err(problem);
-        }
-        let found = inner
-            .keys
-            .get(&digest, async {
-                match inner.store.authenticate(key).await? {
-                    Some(principal) => Ok(principal),
-                    None => Err(promptstack_store::Error::new(
-                        promptstack_store::ErrorKind::NotFound,
-                        "no such key",
-                    )),
-                }
-            })
-            .await;
-        let principal = match found {
-            Ok(cached) => cached.value,
-            Err(error) if error.kind() == promptstack_store::ErrorKind::NotFound => {
-                inner.failed_keys.insert(digest);
-                inner.failures.record();
-                return Err(Problem::unauthorized());
-            }
-            Err(error) => {
-                inner
-                    .metrics
-                    .store_errors
-                    .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-                return Err(error.into());
-            }
+        let principal = match inner.keys.fresh(&digest) {
+            Some(principal) => principal,
+            None => authenticate(state, key, digest).await?,
         };
         if let Err(seconds) = inner.rate.check(principal.key_id.as_str()) {
             let mut problem = Problem::new(
@@ -107,5 +69,59 @@ impl FromRequestParts<AppState> for Auth {
             return Err(problem);
         }
         Ok(Auth(principal))
+    }
+}
+
+/// The key's principal when the cache holds no fresh one: from the store, or the last good value
+/// during an outage. A key the store does not know is remembered briefly and spends one unit of
+/// the failure budget.
+async fn authenticate(
+    state: &AppState,
+    key: &str,
+    digest: [u8; 32],
+) -> Result<Arc<Principal>, Problem> {
+    let inner = &state.inner;
+    // A key the store just said it does not know costs nothing to refuse again (a key the store
+    // does not know is never in the cache).
+    if inner.failed_keys.contains(&digest) {
+        return Err(Problem::unauthorized());
+    }
+    // Past the budget of failed authentications, a key the cache does not know waits rather than
+    // costing a store read.
+    if let Some(seconds) = inner.failures.spent() {
+        let mut problem = Problem::new(
+            axum::http::StatusCode::TOO_MANY_REQUESTS,
+            "rate-limited",
+            "too many requests with unknown keys; try again shortly",
+        );
+        problem.retry_after = Some(seconds);
+        return Err(problem);
+    }
+    let found = inner
+        .keys
+        .get(&digest, async {
+            match inner.store.authenticate(key).await? {
+                Some(principal) => Ok(Arc::new(principal)),
+                None => Err(promptstack_store::Error::new(
+                    promptstack_store::ErrorKind::NotFound,
+                    "no such key",
+                )),
+            }
+        })
+        .await;
+    match found {
+        Ok(cached) => Ok(cached.value),
+        Err(error) if error.kind() == promptstack_store::ErrorKind::NotFound => {
+            inner.failed_keys.insert(digest);
+            inner.failures.record();
+            Err(Problem::unauthorized())
+        }
+        Err(error) => {
+            inner
+                .metrics
+                .store_errors
+                .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+            Err(error.into())
+        }
     }
 }

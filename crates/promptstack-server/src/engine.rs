@@ -2,7 +2,8 @@
 //! render-like endpoint shares.
 
 use std::sync::Arc;
-use std::sync::atomic::Ordering;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::Duration;
 
 use axum::http::{HeaderMap, HeaderName, HeaderValue};
 use promptstack::{Agent, SendContext};
@@ -66,6 +67,8 @@ pub struct Resolved {
     pub name: AgentName,
     /// The compiled version.
     pub agent: Arc<Agent>,
+    /// How long its engine work took lately.
+    pub cost: Arc<Cost>,
     /// Its id.
     pub version: VersionId,
     /// The label it was reached through.
@@ -179,26 +182,46 @@ pub async fn resolve(
         }
         (cached.value, Some(label))
     };
-    let agent = compiled(state, tenant, &name, &version).await?;
+    let Compiled { agent, cost } = compiled(state, tenant, &name, &version).await?;
     Ok(Resolved {
         name,
         agent,
+        cost,
         version,
         label,
         stale,
     })
 }
 
-/// The compiled version, from memory or from the store.
+/// A compiled version, and how long its engine work took lately.
+#[derive(Clone)]
+pub struct Compiled {
+    /// The compiled version.
+    pub agent: Arc<Agent>,
+    /// How long its engine work took lately.
+    pub cost: Arc<Cost>,
+}
+
+impl Compiled {
+    /// A version just compiled: its cost is not known yet.
+    pub fn new(agent: Arc<Agent>) -> Compiled {
+        Compiled {
+            agent,
+            cost: Arc::default(),
+        }
+    }
+}
+
+/// The compiled version, from memory or from the store (compiled on the blocking pool).
 pub async fn compiled(
     state: &AppState,
     tenant: &Tenant,
     name: &AgentName,
     version: &VersionId,
-) -> Result<Arc<Agent>, Problem> {
+) -> Result<Compiled, Problem> {
     let key = (tenant.clone(), name.clone(), version.clone());
-    if let Some(agent) = state.inner.compiled.get(&key) {
-        return Ok(agent);
+    if let Some(found) = state.inner.compiled.get(&key) {
+        return Ok(found);
     }
     let stored = state
         .inner
@@ -211,67 +234,89 @@ pub async fn compiled(
             }
             _ => store_error(state, e),
         })?;
-    let bundle = Bundle::from_stored(&stored.bundle)?;
-    let agent = Arc::new(bundle.compile(&state.inner.config.limits)?);
-    state.inner.compiled.insert(key, Arc::clone(&agent));
-    Ok(agent)
+    let limits = state.inner.config.limits.clone();
+    let agent = blocking(state, move || {
+        Bundle::from_stored(&stored.bundle)?.compile(&limits)
+    })
+    .await??;
+    let found = Compiled::new(Arc::new(agent));
+    state.inner.compiled.insert(key, found.clone());
+    Ok(found)
 }
 
-/// Reads a send context for `agent` and applies the tenant's settings to it (stage agents only):
-/// the tenant's instructions and the agent's `[auto_injections]` overrides replace the send's
-/// when they are set. A tenant without settings leaves the send as given. `preview` holds
-/// unsaved settings that take the place of the stored ones for this answer (a store read is
-/// skipped for each one previewed); previewing on an agent without a `[stage]` is a 422, since
-/// settings do nothing there. `warnings` receives why a setting came from the last good value
-/// or could not be read.
-pub async fn send_for(
-    state: &AppState,
-    tenant: &Tenant,
-    resolved: &Resolved,
-    send: &serde_json::Value,
-    what: &str,
-    preview: &Preview,
-    warnings: &mut Vec<String>,
-) -> Result<SendContext, Problem> {
-    let bytes = serde_json::to_vec(send).unwrap_or_default();
-    let mut ctx = SendContext::from_json_for(&bytes, what, resolved.agent.spec())
-        .map_err(|e| spec_problem("invalid-send", &e))?;
-    if resolved.agent.spec().stage.is_none() {
-        if !preview.is_empty() {
-            let diagnostic = promptstack::Diagnostic::error(
-                "invalid-settings",
-                "settings apply to agents with a `[stage]` only",
-            )
-            .subject("settings");
-            return Err(Problem::unprocessable(
-                "invalid-settings",
-                format!(
-                    "settings: agent `{}` declares no `[stage]`, so settings do nothing to its \
-                     renders; leave `settings` out",
-                    resolved.name
-                ),
-            )
-            .with_diagnostics(serde_json::to_value(&diagnostic).into_iter().collect()));
+/// Reads a send context for `agent` (synchronous: call it on the blocking pool for large input).
+/// `what` names it in the located diagnostics.
+pub fn read_send(agent: &Agent, bytes: &[u8], what: &str) -> Result<SendContext, Problem> {
+    SendContext::from_json_for(bytes, what, agent.spec())
+        .map_err(|e| spec_problem("invalid-send", &e))
+}
+
+/// The tenant's settings a stage agent's sends are rendered with: the tenant's instructions and
+/// the agent's `[auto_injections]` overrides replace the send's when they are set. A tenant
+/// without settings, and an agent that is not a stage, leave the send as given.
+#[derive(Default)]
+pub struct Overrides {
+    instructions: Option<promptstack::context::TenantInstructions>,
+    auto_injections: Option<serde_json::Value>,
+}
+
+impl Overrides {
+    /// Reads the settings `resolved` is rendered with (none, without a store read, unless it is a
+    /// stage agent). `preview` holds unsaved settings that take the place of the stored ones for
+    /// this answer (the store read is skipped for each one previewed); previewing on an agent
+    /// without a `[stage]` is a 422, since settings do nothing there. `warnings` receives why a
+    /// setting came from the last good value.
+    pub async fn read(
+        state: &AppState,
+        tenant: &Tenant,
+        resolved: &Resolved,
+        preview: &Preview,
+        warnings: &mut Vec<String>,
+    ) -> Result<Overrides, Problem> {
+        if resolved.agent.spec().stage.is_none() {
+            if !preview.is_empty() {
+                let diagnostic = promptstack::Diagnostic::error(
+                    "invalid-settings",
+                    "settings apply to agents with a `[stage]` only",
+                )
+                .subject("settings");
+                return Err(Problem::unprocessable(
+                    "invalid-settings",
+                    format!(
+                        "settings: agent `{}` declares no `[stage]`, so settings do nothing to its \
+                         renders; leave `settings` out",
+                        resolved.name
+                    ),
+                )
+                .with_diagnostics(serde_json::to_value(&diagnostic).into_iter().collect()));
+            }
+            return Ok(Overrides::default());
         }
-        return Ok(ctx);
+        let instructions = match &preview.instructions {
+            Some(previewed) => Some(previewed.clone()),
+            None => stored_instructions(state, tenant, warnings).await?,
+        };
+        let auto_injections = match &preview.auto_injections {
+            Some(previewed) => Some(previewed.clone()),
+            None => settings(state, tenant, Some(&resolved.name), warnings)
+                .await?
+                .and_then(|d| d.get("auto_injections").cloned()),
+        };
+        Ok(Overrides {
+            instructions,
+            auto_injections,
+        })
     }
-    let instructions = match &preview.instructions {
-        Some(previewed) => Some(previewed.clone()),
-        None => stored_instructions(state, tenant, warnings).await?,
-    };
-    if let Some(instructions) = instructions {
-        ctx.tenant_instructions = Some(instructions);
+
+    /// Applies the settings to a send.
+    pub fn apply(&self, send: &mut SendContext) {
+        if let Some(instructions) = &self.instructions {
+            send.tenant_instructions = Some(instructions.clone());
+        }
+        if let Some(overrides) = &self.auto_injections {
+            send.auto_injections = Some(overrides.clone());
+        }
     }
-    let overrides = match &preview.auto_injections {
-        Some(previewed) => Some(previewed.clone()),
-        None => settings(state, tenant, Some(&resolved.name), warnings)
-            .await?
-            .and_then(|d| d.get("auto_injections").cloned()),
-    };
-    if let Some(overrides) = overrides {
-        ctx.auto_injections = Some(overrides);
-    }
-    Ok(ctx)
 }
 
 /// The tenant's stored instructions, if any. The stored value wins or nothing is rendered:
@@ -358,6 +403,64 @@ pub fn engine_problem(error: promptstack::Error) -> Problem {
         K::Request | K::Rules => Problem::unprocessable("invalid-request", error.to_string()),
         _ => Problem::unprocessable("render-failed", error.to_string()),
     }
+}
+
+/// Engine work that took less than this on a version's recent runs is cheaper to do on the
+/// request's own thread than to hand to the blocking pool (a hand-off costs two thread wake-ups).
+const INLINE_BELOW: Duration = Duration::from_micros(100);
+
+/// How long a version's engine work took lately, in nanoseconds (`u64::MAX` until measured): a
+/// run longer than the estimate raises it at once, a shorter one lowers it by an eighth of the
+/// difference, so one slow run sends the next several to the blocking pool.
+#[derive(Debug)]
+pub struct Cost(AtomicU64);
+
+impl Default for Cost {
+    fn default() -> Self {
+        Cost(AtomicU64::new(u64::MAX))
+    }
+}
+
+impl Cost {
+    fn is_cheap(&self) -> bool {
+        u128::from(self.0.load(Ordering::Relaxed)) < INLINE_BELOW.as_nanos()
+    }
+
+    fn record(&self, took: Duration) {
+        let sample = u64::try_from(took.as_nanos()).unwrap_or(u64::MAX);
+        let _ = self
+            .0
+            .fetch_update(Ordering::Relaxed, Ordering::Relaxed, |old| {
+                Some(if old == u64::MAX || sample >= old {
+                    sample
+                } else {
+                    old - (old - sample) / 8
+                })
+            });
+    }
+}
+
+/// Runs the engine work of one request over a version whose cost is `cost`: on the request's
+/// own thread when its recent runs were short (below 100 µs), else on the blocking pool as
+/// [`blocking`] does; either way the run is timed into `cost`.
+pub(crate) async fn engine<T: Send + 'static>(
+    state: &AppState,
+    cost: &Arc<Cost>,
+    work: impl FnOnce() -> T + Send + 'static,
+) -> Result<T, Problem> {
+    let timed = {
+        let cost = Arc::clone(cost);
+        move || {
+            let started = std::time::Instant::now();
+            let out = work();
+            cost.record(started.elapsed());
+            out
+        }
+    };
+    if cost.is_cheap() {
+        return Ok(timed());
+    }
+    blocking(state, timed).await
 }
 
 /// Runs synchronous engine work on the blocking pool, at most twice the cores at once (the wait

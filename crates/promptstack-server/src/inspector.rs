@@ -8,13 +8,13 @@ use axum::extract::{Path, State};
 use axum::http::header;
 use axum::response::{IntoResponse, Response};
 use promptstack::provider::sim::SimConfig;
-use promptstack::provider::{Format, RequestOptions, Rules};
+use promptstack::provider::{RequestOptions, Rules};
 use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 
 use crate::auth::Auth;
 use crate::bundle::Bundle;
-use crate::engine::{engine_problem, resolve, send_for};
+use crate::engine::{Overrides, engine_problem, read_send, resolve};
 use crate::problem::{Problem, json_rejection};
 use crate::render::ProviderFormat;
 use crate::settings::SettingsPreview;
@@ -150,65 +150,67 @@ pub async fn cache_sim(
         .version(tenant, &resolved.name, &resolved.version)
         .await
         .map_err(Problem::from)?;
-    let bundle = Bundle::from_stored(&stored.bundle)?;
-    if bundle.sends.is_empty() {
-        return Err(Problem::unprocessable(
-            "no-sends",
-            "this version's bundle has no example sends to simulate a thread from",
-        ));
-    }
+    // Reading the bundle's sends, choosing the target and simulating are engine work: all of it
+    // runs on the blocking pool, the sends checked before the settings are read.
+    let agent = resolved.agent.clone();
+    let mut sends = crate::engine::blocking(&state, move || {
+        let bundle = Bundle::from_stored(&stored.bundle)?;
+        if bundle.sends.is_empty() {
+            return Err(Problem::unprocessable(
+                "no-sends",
+                "this version's bundle has no example sends to simulate a thread from",
+            ));
+        }
+        bundle
+            .sends
+            .iter()
+            .map(|(send_name, send)| {
+                let bytes = serde_json::to_vec(send).unwrap_or_default();
+                read_send(&agent, &bytes, &format!("sends.{send_name}"))
+            })
+            .collect::<Result<Vec<_>, Problem>>()
+    })
+    .await??;
     let mut warnings = Vec::new();
-    let mut sends = Vec::with_capacity(bundle.sends.len());
-    for (send_name, send) in &bundle.sends {
-        sends.push(
-            send_for(
-                &state,
-                tenant,
-                &resolved,
-                send,
-                &format!("sends.{send_name}"),
-                &preview,
-                &mut warnings,
-            )
-            .await?,
-        );
+    let overrides = Overrides::read(&state, tenant, &resolved, &preview, &mut warnings).await?;
+    for send in &mut sends {
+        overrides.apply(send);
     }
     let agent = resolved.agent.clone();
-    let target = match body.target.clone() {
-        Some(target) => target,
-        None => {
-            let assembly = agent.assemble(&sends[0]).map_err(engine_problem)?;
-            let ids: Vec<&str> = assembly.target_ids().collect();
-            match ids.as_slice() {
-                [one] => (*one).to_owned(),
-                _ => {
-                    return Err(Problem::unprocessable(
-                        "target-required",
-                        format!(
-                            "this spec has several targets ({}); choose one with `target`",
-                            ids.join(", ")
-                        ),
-                    ));
+    let report = crate::engine::blocking(&state, move || {
+        let target = match body.target {
+            Some(target) => target,
+            None => {
+                let assembly = agent.assemble(&sends[0]).map_err(engine_problem)?;
+                let ids: Vec<&str> = assembly.target_ids().collect();
+                match ids.as_slice() {
+                    [one] => (*one).to_owned(),
+                    _ => {
+                        return Err(Problem::unprocessable(
+                            "target-required",
+                            format!(
+                                "this spec has several targets ({}); choose one with `target`",
+                                ids.join(", ")
+                            ),
+                        ));
+                    }
                 }
             }
-        }
-    };
-    let format: Format = body.provider.into();
-    let mut request = RequestOptions::new(format, target);
-    request.model = body.model.clone();
-    let config = SimConfig {
-        turns,
-        gap_seconds,
-        request,
-        mcp_failure_rate,
-        seed: body.seed.unwrap_or(1),
-    };
-    // The simulation is pure computation; keep it off the threads that serve requests.
-    let report = crate::engine::blocking(&state, move || {
-        agent.simulate_cache(&sends, Rules::bundled(), &config)
+        };
+        let mut request = RequestOptions::new(body.provider.into(), target);
+        request.model = body.model;
+        let config = SimConfig {
+            turns,
+            gap_seconds,
+            request,
+            mcp_failure_rate,
+            seed: body.seed.unwrap_or(1),
+        };
+        agent
+            .simulate_cache(&sends, Rules::bundled(), &config)
+            .map_err(engine_problem)
     })
-    .await?
-    .map_err(engine_problem)?;
+    .await??;
     let mut response = Json(report).into_response();
     if !preview.is_empty() {
         response.headers_mut().insert(

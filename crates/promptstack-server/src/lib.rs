@@ -143,10 +143,7 @@ async fn method_not_allowed() -> Problem {
 /// Times every request out, and counts it under its route template.
 async fn around(State(state): State<AppState>, request: Request, next: Next) -> Response {
     let started = Instant::now();
-    let route = request
-        .extensions()
-        .get::<MatchedPath>()
-        .map_or_else(|| "unmatched".to_owned(), |p| p.as_str().to_owned());
+    let route = request.extensions().get::<MatchedPath>().cloned();
     let timeout = state.inner.config.request_timeout;
     let response = match tokio::time::timeout(timeout, next.run(request)).await {
         Ok(response) => response,
@@ -157,10 +154,11 @@ async fn around(State(state): State<AppState>, request: Request, next: Next) -> 
         )
         .into_response(),
     };
-    state
-        .inner
-        .metrics
-        .record(&route, response.status().as_u16(), started.elapsed());
+    state.inner.metrics.record(
+        route.as_ref().map_or("unmatched", MatchedPath::as_str),
+        response.status().as_u16(),
+        started.elapsed(),
+    );
     response
 }
 

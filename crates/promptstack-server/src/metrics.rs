@@ -33,7 +33,13 @@ impl Metrics {
     /// Records one request. `route` is the matched route template (bounded: never the raw path).
     pub(crate) fn record(&self, route: &str, status: u16, elapsed: Duration) {
         let mut routes = self.routes.lock().unwrap_or_else(|e| e.into_inner());
-        let entry = routes.entry(route.to_owned()).or_default();
+        // The route's entry exists after its first request: look it up without allocating.
+        if !routes.contains_key(route) {
+            routes.insert(route.to_owned(), Route::default());
+        }
+        let Some(entry) = routes.get_mut(route) else {
+            return;
+        };
         *entry.by_status.entry(status).or_default() += 1;
         let seconds = elapsed.as_secs_f64();
         for (bucket, bound) in entry.buckets.iter_mut().zip(BUCKETS) {

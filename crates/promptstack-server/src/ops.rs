@@ -67,8 +67,8 @@ pub async fn readyz(State(state): State<AppState>) -> Result<&'static str, Probl
     responses((status = 200, description = "Prometheus text exposition", body = String, content_type = "text/plain")))]
 pub async fn metrics(State(state): State<AppState>) -> Response {
     let inner = &state.inner;
-    let (hits, misses) = inner.compiled.fold((0, 0), |(h, m), agent| {
-        let stats = agent.cache_stats();
+    let (hits, misses) = inner.compiled.fold((0, 0), |(h, m), compiled| {
+        let stats = compiled.agent.cache_stats();
         (h + stats.stable_hits, m + stats.stable_misses)
     });
     let text = inner.metrics.render(hits, misses, inner.compiled.len());

@@ -1,17 +1,25 @@
 //! The render-like endpoints: `render`, `request`, `explain`, `tools`, `diff`, `lint`, each the
 //! HTTP form of the CLI command of the same name, over a published version.
+//!
+//! Each handler takes an [`Op`]: the key authenticated, the body read, the reference resolved to a
+//! compiled version and the send read for it with the tenant's settings. Its engine work
+//! (assembling, composing, building requests, explaining, diffing, linting) then runs in one
+//! turn on the blocking pool.
 
 use axum::Json;
-use axum::extract::rejection::JsonRejection;
-use axum::extract::{Path, State};
+use axum::extract::{FromRequest, FromRequestParts, Path, Request, State};
 use axum::response::{IntoResponse, Response};
 use promptstack::provider::{Conversation, ConversationLimits, Format, RequestOptions, Rules};
 use promptstack::{Agent, Assembly, Composition};
+use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
+use serde_json::value::RawValue;
 use utoipa::ToSchema;
 
 use crate::auth::Auth;
-use crate::engine::{Attribution, Resolved, engine_problem, resolve, send_for};
+use crate::engine::{
+    Attribution, Overrides, Resolved, blocking, engine, engine_problem, read_send, resolve,
+};
 use crate::problem::{Problem, json_rejection};
 use crate::settings::SettingsPreview;
 use crate::state::AppState;
@@ -112,7 +120,7 @@ pub struct RenderRequest {
     pub reference: Option<String>,
     /// The send context.
     #[schema(value_type = Object)]
-    pub send: serde_json::Value,
+    pub send: Box<RawValue>,
     /// The target (default: the only one; required when there are several).
     pub target: Option<String>,
     /// The answer's format.
@@ -157,6 +165,20 @@ pub struct RenderResponse {
     /// Warnings and findings, located.
     #[schema(value_type = Vec<Object>)]
     pub diagnostics: Vec<serde_json::Value>,
+}
+
+impl RenderResponse {
+    /// An answer with this attribution and nothing else yet.
+    fn new(attribution: Attribution) -> RenderResponse {
+        RenderResponse {
+            attribution,
+            target: None,
+            text: None,
+            body: None,
+            detail: None,
+            diagnostics: Vec::new(),
+        }
+    }
 }
 
 impl IntoResponse for RenderResponse {
@@ -247,61 +269,154 @@ pub fn build_request(
         .map_err(engine_problem)
 }
 
-struct Prepared {
-    resolved: Resolved,
-    send: promptstack::SendContext,
-    assembly: Assembly,
-    warnings: Vec<String>,
+/// A body that names a version and a send.
+pub(crate) trait Names {
+    /// The label or version id (default `production`).
+    fn reference(&self) -> Option<&str>;
+    /// The send context, as given.
+    fn send(&self) -> &RawValue;
+    /// Unsaved settings to preview in place of the stored ones.
+    fn settings(&self) -> Option<&serde_json::Value>;
+}
+
+macro_rules! names {
+    ($($body:ty),*) => {$(
+        impl Names for $body {
+            fn reference(&self) -> Option<&str> {
+                self.reference.as_deref()
+            }
+            fn send(&self) -> &RawValue {
+                &self.send
+            }
+            fn settings(&self) -> Option<&serde_json::Value> {
+                self.settings.as_ref()
+            }
+        }
+    )*};
+}
+
+names!(
+    RenderRequest,
+    RequestRequest,
+    ExplainRequest,
+    ToolsRequest,
+    DiffRequest
+);
+
+/// Sends up to this size are read on the request's own thread (tens of microseconds); larger ones
+/// on the blocking pool.
+const INLINE_SEND_BYTES: usize = 8 * 1024;
+
+/// A version resolved and a send read for it, with the tenant's settings applied.
+pub(crate) struct Prepared {
+    pub(crate) resolved: Resolved,
+    pub(crate) send: promptstack::SendContext,
+    /// Why parts of the answer come from the last good value.
+    pub(crate) warnings: Vec<String>,
     /// Whether the request's `settings` stood in for the stored ones.
-    preview: bool,
+    pub(crate) preview: bool,
 }
 
 impl Prepared {
-    /// The answer's attribution: the version, the assembly's fingerprint, and whether it is a
-    /// preview.
-    fn attribution(&self) -> Attribution {
+    /// Resolves `reference` of agent `name` in the key's tenant and reads `send` for it. The send
+    /// is checked before the tenant's settings are read, so an invalid one costs no store read;
+    /// `settings`, when given, are previewed in place of the stored ones.
+    pub(crate) async fn new(
+        state: &AppState,
+        auth: &Auth,
+        name: &str,
+        reference: Option<&str>,
+        send: &RawValue,
+        settings: Option<&serde_json::Value>,
+    ) -> Result<Prepared, Problem> {
+        let preview = crate::settings::preview(settings)?;
+        let tenant = &auth.0.tenant;
+        let resolved = resolve(state, tenant, name, reference).await?;
+        let mut warnings = resolved.stale.clone();
+        let mut send = if send.get().len() <= INLINE_SEND_BYTES {
+            read_send(&resolved.agent, send.get().as_bytes(), "send")?
+        } else {
+            let (agent, send) = (std::sync::Arc::clone(&resolved.agent), send.to_owned());
+            blocking(state, move || {
+                read_send(&agent, send.get().as_bytes(), "send")
+            })
+            .await??
+        };
+        Overrides::read(state, tenant, &resolved, &preview, &mut warnings)
+            .await?
+            .apply(&mut send);
+        Ok(Prepared {
+            resolved,
+            send,
+            warnings,
+            preview: !preview.is_empty(),
+        })
+    }
+
+    /// Assembles the send (engine work: call it on the blocking pool).
+    fn assemble(&self) -> Result<Assembly, Problem> {
+        self.resolved
+            .agent
+            .assemble(&self.send)
+            .map_err(engine_problem)
+    }
+
+    /// The attribution of an answer from `assembly`, marked as a preview when it is one.
+    fn attribution(&self, assembly: &Assembly) -> Attribution {
         let mut attribution = self
             .resolved
-            .attribution(self.assembly.fingerprint().to_string());
+            .attribution(assembly.fingerprint().to_string());
         attribution.preview = self.preview;
         attribution
     }
+
+    /// `items`, then the warnings about stale settings or labels.
+    fn diagnostics<'a>(
+        &self,
+        items: impl Iterator<Item = &'a promptstack::Diagnostic>,
+    ) -> Vec<serde_json::Value> {
+        diagnostics(items, &self.warnings)
+    }
 }
 
-async fn prepare(
-    state: &AppState,
-    auth: &Auth,
-    name: &str,
-    body: &RenderRequest,
-) -> Result<Prepared, Problem> {
-    let preview = crate::settings::preview(body.settings.as_ref())?;
-    let tenant = &auth.0.tenant;
-    let resolved = resolve(state, tenant, name, body.reference.as_deref()).await?;
-    let mut warnings = resolved.stale.clone();
-    let send = send_for(
-        state,
-        tenant,
-        &resolved,
-        &body.send,
-        "send",
-        &preview,
-        &mut warnings,
-    )
-    .await?;
-    let agent = std::sync::Arc::clone(&resolved.agent);
-    let (send, assembly) = crate::engine::blocking(state, move || {
-        let assembly = agent.assemble(&send);
-        (send, assembly)
-    })
-    .await?;
-    let assembly = assembly.map_err(engine_problem)?;
-    Ok(Prepared {
-        resolved,
-        send,
-        assembly,
-        warnings,
-        preview: !preview.is_empty(),
-    })
+/// What every render-like handler starts from: the key, the body, and the version and send the
+/// body names, resolved and read. Rejections are problems: 401 before anything else is read,
+/// then the body's 400/413/415/422, then the reference's and the send's.
+pub(crate) struct Op<B> {
+    pub(crate) auth: Auth,
+    pub(crate) name: String,
+    pub(crate) body: B,
+    pub(crate) prepared: Prepared,
+}
+
+impl<B: Names + DeserializeOwned + Send> FromRequest<AppState> for Op<B> {
+    type Rejection = Problem;
+
+    async fn from_request(request: Request, state: &AppState) -> Result<Self, Problem> {
+        let (mut parts, body) = request.into_parts();
+        let auth = Auth::from_request_parts(&mut parts, state).await?;
+        let Path(name) = Path::<String>::from_request_parts(&mut parts, state)
+            .await
+            .map_err(|e| Problem::bad_request(e.body_text()))?;
+        let Json(body) = Json::<B>::from_request(Request::from_parts(parts, body), state)
+            .await
+            .map_err(json_rejection)?;
+        let prepared = Prepared::new(
+            state,
+            &auth,
+            &name,
+            body.reference(),
+            body.send(),
+            body.settings(),
+        )
+        .await?;
+        Ok(Op {
+            auth,
+            name,
+            body,
+            prepared,
+        })
+    }
 }
 
 /// `POST /v1/agents/{name}/render`: the exact text (or request body) a target sends.
@@ -312,31 +427,25 @@ async fn prepare(
     security(("bearer" = [])))]
 pub async fn render(
     State(state): State<AppState>,
-    auth: Auth,
-    Path(name): Path<String>,
-    body: Result<Json<RenderRequest>, JsonRejection>,
+    op: Op<RenderRequest>,
 ) -> Result<RenderResponse, Problem> {
-    let Json(body) = body.map_err(json_rejection)?;
-    let p = prepare(&state, &auth, &name, &body).await?;
     let limits = state.inner.config.limits.clone();
-    crate::engine::blocking(&state, move || render_now(&p, &body, &limits)).await?
+    let cost = std::sync::Arc::clone(&op.prepared.resolved.cost);
+    engine(&state, &cost, move || {
+        render_now(&op.prepared, &op.body, &limits)
+    })
+    .await?
 }
 
-/// The synchronous part of `render`: composing, rendering in full, or building the request.
+/// The engine work of `render`: composing, rendering in full, or building the request.
 fn render_now(
     p: &Prepared,
     body: &RenderRequest,
     limits: &promptstack::limits::Limits,
 ) -> Result<RenderResponse, Problem> {
     let agent = &p.resolved.agent;
-    let mut response = RenderResponse {
-        attribution: p.attribution(),
-        target: None,
-        text: None,
-        body: None,
-        detail: None,
-        diagnostics: Vec::new(),
-    };
+    let assembly = p.assemble()?;
+    let mut response = RenderResponse::new(p.attribution(&assembly));
     if body.full {
         if body.format.provider().is_some() {
             return Err(Problem::unprocessable(
@@ -348,19 +457,17 @@ fn render_now(
             .render_full(&p.send, body.target.as_deref())
             .map_err(engine_problem)?;
         response.text = Some(full.text.clone());
-        response.diagnostics = diagnostics(full.warnings.iter(), &p.warnings);
+        response.diagnostics = p.diagnostics(full.warnings.iter());
         if body.format == RenderFormat::Json {
             response.detail = to_value(&full);
         }
         return Ok(response);
     }
     if let Some(format) = body.format.provider() {
-        let target = target(&p.assembly, body.target.as_deref())?;
-        let request = build_request(agent, &p.assembly, format, &target, &body.options, limits)?;
-        response.diagnostics = diagnostics(
-            p.assembly.diagnostics().chain(request.diagnostics.iter()),
-            &p.warnings,
-        );
+        let target = target(&assembly, body.target.as_deref())?;
+        let request = build_request(agent, &assembly, format, &target, &body.options, limits)?;
+        response.diagnostics =
+            p.diagnostics(assembly.diagnostics().chain(request.diagnostics.iter()));
         response.detail = Some(serde_json::json!({
             "format": format.as_str(),
             "model": request.model,
@@ -374,29 +481,24 @@ fn render_now(
         RenderFormat::Json => {
             let targets: Vec<String> = match &body.target {
                 Some(t) => vec![t.clone()],
-                None => p.assembly.target_ids().map(str::to_owned).collect(),
+                None => assembly.target_ids().map(str::to_owned).collect(),
             };
             let compositions = targets
                 .iter()
-                .map(|t| compose(&p.assembly, t))
+                .map(|t| compose(&assembly, t))
                 .collect::<Result<Vec<_>, _>>()?;
-            response.diagnostics = diagnostics(
-                p.assembly
+            response.diagnostics = p.diagnostics(
+                assembly
                     .diagnostics()
                     .chain(compositions.iter().flat_map(|c| c.diagnostics.iter())),
-                &p.warnings,
             );
             response.detail = Some(serde_json::json!({ "targets": to_value(&compositions) }));
         }
         _ => {
-            let target = target(&p.assembly, body.target.as_deref())?;
-            let composition = compose(&p.assembly, &target)?;
-            response.diagnostics = diagnostics(
-                p.assembly
-                    .diagnostics()
-                    .chain(composition.diagnostics.iter()),
-                &p.warnings,
-            );
+            let target = target(&assembly, body.target.as_deref())?;
+            let composition = compose(&assembly, &target)?;
+            response.diagnostics =
+                p.diagnostics(assembly.diagnostics().chain(composition.diagnostics.iter()));
             response.text = Some(match body.slot {
                 Slot::System => composition.system,
                 Slot::User => composition.user,
@@ -416,7 +518,7 @@ pub struct RequestRequest {
     pub reference: Option<String>,
     /// The send context.
     #[schema(value_type = Object)]
-    pub send: serde_json::Value,
+    pub send: Box<RawValue>,
     /// The target (default: the only one).
     pub target: Option<String>,
     /// The provider format (default `anthropic`).
@@ -432,21 +534,6 @@ pub struct RequestRequest {
     pub settings: Option<serde_json::Value>,
 }
 
-impl RequestRequest {
-    fn as_render(&self) -> RenderRequest {
-        RenderRequest {
-            reference: self.reference.clone(),
-            send: self.send.clone(),
-            target: self.target.clone(),
-            format: RenderFormat::Text,
-            slot: Slot::System,
-            full: false,
-            options: self.options.clone(),
-            settings: self.settings.clone(),
-        }
-    }
-}
-
 /// `POST /v1/agents/{name}/request`: the provider request body with its cache plan and units.
 #[utoipa::path(post, path = "/v1/agents/{name}/request", tag = "render",
     params(("name" = String, Path, description = "The agent")),
@@ -455,47 +542,43 @@ impl RequestRequest {
     security(("bearer" = [])))]
 pub async fn request(
     State(state): State<AppState>,
-    auth: Auth,
-    Path(name): Path<String>,
-    body: Result<Json<RequestRequest>, JsonRejection>,
+    op: Op<RequestRequest>,
 ) -> Result<RenderResponse, Problem> {
-    let Json(body) = body.map_err(json_rejection)?;
-    let p = prepare(&state, &auth, &name, &body.as_render()).await?;
     let limits = state.inner.config.limits.clone();
-    crate::engine::blocking(&state, move || request_now(&p, &body, &limits)).await?
+    let cost = std::sync::Arc::clone(&op.prepared.resolved.cost);
+    engine(&state, &cost, move || {
+        request_now(&op.prepared, &op.body, &limits)
+    })
+    .await?
 }
 
-/// The synchronous part of `request`.
+/// The engine work of `request`.
 fn request_now(
     p: &Prepared,
     body: &RequestRequest,
     limits: &promptstack::limits::Limits,
 ) -> Result<RenderResponse, Problem> {
-    let target = target(&p.assembly, body.target.as_deref())?;
+    let assembly = p.assemble()?;
+    let target = target(&assembly, body.target.as_deref())?;
     let request = build_request(
         &p.resolved.agent,
-        &p.assembly,
+        &assembly,
         body.format.into(),
         &target,
         &body.options,
         limits,
     )?;
-    Ok(RenderResponse {
-        attribution: p.attribution(),
-        target: Some(target),
-        diagnostics: diagnostics(
-            p.assembly.diagnostics().chain(request.diagnostics.iter()),
-            &p.warnings,
-        ),
-        detail: Some(serde_json::json!({
-            "format": request.format.as_str(),
-            "model": request.model,
-            "plan": to_value(&request.plan),
-            "units": to_value(&request.units),
-        })),
-        body: Some(request.body),
-        text: None,
-    })
+    let mut response = RenderResponse::new(p.attribution(&assembly));
+    response.diagnostics = p.diagnostics(assembly.diagnostics().chain(request.diagnostics.iter()));
+    response.detail = Some(serde_json::json!({
+        "format": request.format.as_str(),
+        "model": request.model,
+        "plan": to_value(&request.plan),
+        "units": to_value(&request.units),
+    }));
+    response.body = Some(request.body);
+    response.target = Some(target);
+    Ok(response)
 }
 
 /// The body of `explain`.
@@ -507,7 +590,7 @@ pub struct ExplainRequest {
     pub reference: Option<String>,
     /// The send context.
     #[schema(value_type = Object)]
-    pub send: serde_json::Value,
+    pub send: Box<RawValue>,
     /// Only this target (default: every target).
     pub target: Option<String>,
     /// Also plan the breakpoints of each target's request in this provider format.
@@ -528,42 +611,30 @@ pub struct ExplainRequest {
     security(("bearer" = [])))]
 pub async fn explain(
     State(state): State<AppState>,
-    auth: Auth,
-    Path(name): Path<String>,
-    body: Result<Json<ExplainRequest>, JsonRejection>,
+    op: Op<ExplainRequest>,
 ) -> Result<RenderResponse, Problem> {
-    let Json(body) = body.map_err(json_rejection)?;
-    let render = RenderRequest {
-        reference: body.reference.clone(),
-        send: body.send.clone(),
-        target: body.target.clone(),
-        format: RenderFormat::Text,
-        slot: Slot::System,
-        full: false,
-        options: RequestOptionsBody::default(),
-        settings: body.settings.clone(),
-    };
-    let p = prepare(&state, &auth, &name, &render).await?;
-    let format = body.format.map(|f| promptstack::report::BreakpointFormat {
-        format: f.into(),
-        rules: Rules::bundled(),
-    });
-    let explanation = promptstack::report::explain(
-        &p.resolved.agent,
-        &p.send,
-        &p.assembly,
-        body.target.as_deref(),
-        format,
-    )
-    .map_err(engine_problem)?;
-    Ok(RenderResponse {
-        attribution: p.attribution(),
-        target: body.target.clone(),
-        text: None,
-        body: None,
-        detail: to_value(&explanation),
-        diagnostics: diagnostics(std::iter::empty(), &p.warnings),
+    blocking(&state, move || {
+        let (p, body) = (&op.prepared, &op.body);
+        let assembly = p.assemble()?;
+        let format = body.format.map(|f| promptstack::report::BreakpointFormat {
+            format: f.into(),
+            rules: Rules::bundled(),
+        });
+        let explanation = promptstack::report::explain(
+            &p.resolved.agent,
+            &p.send,
+            &assembly,
+            body.target.as_deref(),
+            format,
+        )
+        .map_err(engine_problem)?;
+        let mut response = RenderResponse::new(p.attribution(&assembly));
+        response.target.clone_from(&body.target);
+        response.detail = to_value(&explanation);
+        response.diagnostics = p.diagnostics(std::iter::empty());
+        Ok(response)
     })
+    .await?
 }
 
 /// The body of `tools`.
@@ -575,7 +646,7 @@ pub struct ToolsRequest {
     pub reference: Option<String>,
     /// The send context.
     #[schema(value_type = Object)]
-    pub send: serde_json::Value,
+    pub send: Box<RawValue>,
     /// Unsaved settings to preview in place of the stored ones, for this answer only (stage
     /// agents; any role that may render). Checked as a settings write is; nothing is stored,
     /// and the answer's `preview` is true.
@@ -583,48 +654,171 @@ pub struct ToolsRequest {
     pub settings: Option<serde_json::Value>,
 }
 
-/// `POST /v1/agents/{name}/tools`: the toolset a send resolves to, and the tools left out with
-/// the reason.
+/// The answer of `tools`: the attribution, and the report of `promptstack tools --json`.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct ToolsResponse {
+    /// Which version produced it.
+    #[serde(flatten)]
+    pub attribution: Attribution,
+    /// The toolset.
+    pub detail: ToolsDetail,
+    /// The assembly's warnings, located.
+    #[schema(value_type = Vec<Object>)]
+    pub diagnostics: Vec<serde_json::Value>,
+}
+
+impl IntoResponse for ToolsResponse {
+    fn into_response(self) -> Response {
+        let headers = self.attribution.headers();
+        (headers, Json(self)).into_response()
+    }
+}
+
+/// The toolset one send resolves to, as `promptstack tools --json` prints it.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct ToolsDetail {
+    /// The agent's name.
+    pub agent: String,
+    /// The offered tools in canonical order, then the local tools left out, then the MCP tools
+    /// withheld.
+    pub tools: Vec<ToolRow>,
+    /// The send's MCP servers, by name, and what discovery found on each.
+    pub mcp_servers: Vec<McpServerRow>,
+}
+
+/// One tool: where it comes from, whether it is offered, and why.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct ToolRow {
+    /// The name the model sees.
+    pub name: String,
+    /// `local`, or the name of the MCP server that lists it.
+    pub origin: String,
+    /// The tool's own name on its MCP server.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub mcp_tool: Option<String>,
+    /// Whether this send offers it.
+    pub offered: bool,
+    /// Why it is offered (each requirement that held, and its gate) or left out.
+    pub why: String,
+    /// Its budget class, when declared.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub budget: Option<String>,
+    /// Whether its results may be cached.
+    pub cacheable: bool,
+    /// Whether its results are untrusted (fenced before the model reads them).
+    pub untrusted_results: bool,
+    /// Its name for people, when declared.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub display_name: Option<String>,
+    /// Its UI group, when declared.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub category: Option<String>,
+    /// Its icon key, when declared.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub icon: Option<String>,
+}
+
+/// One MCP server of the send.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct McpServerRow {
+    /// The server's name.
+    pub name: String,
+    /// Whether discovery listed its tools.
+    pub ready: bool,
+    /// How many tools it listed.
+    pub tools: usize,
+    /// Why it is skipped for this send: the stage that failed, whether it timed out, the message.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub failure: Option<String>,
+}
+
+impl From<promptstack::report::ToolsReport<'_>> for ToolsDetail {
+    fn from(report: promptstack::report::ToolsReport<'_>) -> ToolsDetail {
+        // Destructured whole, so that a fact the report gains cannot be left out here.
+        let promptstack::report::ToolsReport {
+            agent,
+            tools,
+            mcp_servers,
+        } = report;
+        let tools = tools
+            .into_iter()
+            .map(|row| {
+                let promptstack::report::ToolRow {
+                    name,
+                    origin,
+                    mcp_tool,
+                    offered,
+                    why,
+                    budget,
+                    cacheable,
+                    untrusted_results,
+                    display_name,
+                    category,
+                    icon,
+                } = row;
+                ToolRow {
+                    name,
+                    origin,
+                    mcp_tool,
+                    offered,
+                    why,
+                    budget,
+                    cacheable,
+                    untrusted_results,
+                    display_name,
+                    category,
+                    icon,
+                }
+            })
+            .collect();
+        let mcp_servers = mcp_servers
+            .into_iter()
+            .map(|server| {
+                let promptstack::report::McpServerRow {
+                    name,
+                    ready,
+                    tools,
+                    failure,
+                } = server;
+                McpServerRow {
+                    name,
+                    ready,
+                    tools,
+                    failure,
+                }
+            })
+            .collect();
+        ToolsDetail {
+            agent: agent.to_owned(),
+            tools,
+            mcp_servers,
+        }
+    }
+}
+
+/// `POST /v1/agents/{name}/tools`: the toolset a send resolves to, as `promptstack tools --json`:
+/// every tool offered or left out, its origin (local or an MCP server) and why, and the send's MCP
+/// servers.
 #[utoipa::path(post, path = "/v1/agents/{name}/tools", tag = "render",
     params(("name" = String, Path, description = "The agent")),
     request_body = ToolsRequest,
-    responses((status = 200, body = RenderResponse), (status = "4XX", body = Problem, content_type = "application/problem+json")),
+    responses((status = 200, body = ToolsResponse), (status = "4XX", body = Problem, content_type = "application/problem+json")),
     security(("bearer" = [])))]
 pub async fn tools(
     State(state): State<AppState>,
-    auth: Auth,
-    Path(name): Path<String>,
-    body: Result<Json<ToolsRequest>, JsonRejection>,
-) -> Result<RenderResponse, Problem> {
-    let Json(body) = body.map_err(json_rejection)?;
-    let render = RenderRequest {
-        reference: body.reference.clone(),
-        send: body.send.clone(),
-        target: None,
-        format: RenderFormat::Text,
-        slot: Slot::System,
-        full: false,
-        options: RequestOptionsBody::default(),
-        settings: body.settings.clone(),
-    };
-    let p = prepare(&state, &auth, &name, &render).await?;
-    let toolset = p.assembly.toolset();
-    let excluded: Vec<serde_json::Value> = toolset
-        .excluded()
-        .iter()
-        .map(|e| serde_json::json!({"name": e.name, "reason": e.reason}))
-        .collect();
-    Ok(RenderResponse {
-        attribution: p.attribution(),
-        target: None,
-        text: None,
-        body: None,
-        detail: Some(serde_json::json!({
-            "tools": to_value(&toolset.tools()),
-            "excluded": excluded,
-        })),
-        diagnostics: diagnostics(p.assembly.diagnostics(), &p.warnings),
+    op: Op<ToolsRequest>,
+) -> Result<ToolsResponse, Problem> {
+    blocking(&state, move || {
+        let p = &op.prepared;
+        let assembly = p.assemble()?;
+        let report = promptstack::report::tools(&p.resolved.agent, &p.send, &assembly);
+        Ok(ToolsResponse {
+            attribution: p.attribution(&assembly),
+            detail: ToolsDetail::from(report),
+            diagnostics: p.diagnostics(assembly.diagnostics()),
+        })
     })
+    .await?
 }
 
 /// The body of `diff`.
@@ -636,12 +830,12 @@ pub struct DiffRequest {
     pub reference: Option<String>,
     /// The first side's send.
     #[schema(value_type = Object)]
-    pub send: serde_json::Value,
+    pub send: Box<RawValue>,
     /// The second side's label or version id (default: the first side's).
     pub ref_b: Option<String>,
     /// The second side's send (default: the first side's).
     #[schema(value_type = Option<Object>)]
-    pub send_b: Option<serde_json::Value>,
+    pub send_b: Option<Box<RawValue>>,
     /// The target (default: the only one).
     pub target: Option<String>,
     /// The provider format (default `anthropic`).
@@ -710,48 +904,40 @@ pub fn cache_diff(
     security(("bearer" = [])))]
 pub async fn diff(
     State(state): State<AppState>,
-    auth: Auth,
-    Path(name): Path<String>,
-    body: Result<Json<DiffRequest>, JsonRejection>,
+    op: Op<DiffRequest>,
 ) -> Result<RenderResponse, Problem> {
-    let Json(body) = body.map_err(json_rejection)?;
-    let first = RenderRequest {
-        reference: body.reference.clone(),
-        send: body.send.clone(),
-        target: body.target.clone(),
-        format: RenderFormat::Text,
-        slot: Slot::System,
-        full: false,
-        options: RequestOptionsBody::default(),
-        settings: body.settings.clone(),
-    };
-    let a = prepare(&state, &auth, &name, &first).await?;
-    let second = RenderRequest {
-        reference: body.ref_b.clone().or_else(|| body.reference.clone()),
-        send: body.send_b.clone().unwrap_or_else(|| body.send.clone()),
-        ..first
-    };
-    let b = prepare(&state, &auth, &name, &second).await?;
-    let target = target(&a.assembly, body.target.as_deref())?;
-    let result = cache_diff(
-        (&a.resolved.agent, &a.assembly),
-        (&b.resolved.agent, &b.assembly),
-        &target,
-        body.format.into(),
-        &body.options,
-        &state.inner.config.limits,
-    )?;
-    let attribution = a.attribution();
-    let mut warnings = a.warnings;
-    warnings.extend(b.warnings);
-    Ok(RenderResponse {
-        attribution,
-        target: Some(target),
-        text: None,
-        body: None,
-        detail: to_value(&result),
-        diagnostics: diagnostics(std::iter::empty(), &warnings),
+    let body = &op.body;
+    let b = Prepared::new(
+        &state,
+        &op.auth,
+        &op.name,
+        body.ref_b.as_deref().or(body.reference.as_deref()),
+        body.send_b.as_deref().unwrap_or(&body.send),
+        body.settings.as_ref(),
+    )
+    .await?;
+    let limits = state.inner.config.limits.clone();
+    blocking(&state, move || {
+        let (a, body) = (&op.prepared, &op.body);
+        let (assembly_a, assembly_b) = (a.assemble()?, b.assemble()?);
+        let target = target(&assembly_a, body.target.as_deref())?;
+        let result = cache_diff(
+            (&a.resolved.agent, &assembly_a),
+            (&b.resolved.agent, &assembly_b),
+            &target,
+            body.format.into(),
+            &body.options,
+            &limits,
+        )?;
+        let mut warnings = a.warnings.clone();
+        warnings.extend(b.warnings.iter().cloned());
+        let mut response = RenderResponse::new(a.attribution(&assembly_a));
+        response.target = Some(target);
+        response.detail = to_value(&result);
+        response.diagnostics = diagnostics(std::iter::empty(), &warnings);
+        Ok(response)
     })
+    .await?
 }
 
 /// The body of `lint`.
@@ -764,7 +950,7 @@ pub struct LintRequest {
     /// Send contexts to check the spec against.
     #[serde(default)]
     #[schema(value_type = Vec<Object>)]
-    pub sends: Vec<serde_json::Value>,
+    pub sends: Vec<Box<RawValue>>,
     /// Unsaved settings to preview in place of the stored ones, for every send, for this answer
     /// only (stage agents; any role that may render). Checked as a settings write is; nothing
     /// is stored, and the answer's `preview` is true.
@@ -782,7 +968,7 @@ pub async fn lint(
     State(state): State<AppState>,
     auth: Auth,
     Path(name): Path<String>,
-    body: Result<Json<LintRequest>, JsonRejection>,
+    body: Result<Json<LintRequest>, axum::extract::rejection::JsonRejection>,
 ) -> Result<RenderResponse, Problem> {
     let Json(body) = body.map_err(json_rejection)?;
     if body.sends.len() > crate::bundle::MAX_ENTRIES {
@@ -798,38 +984,36 @@ pub async fn lint(
     let preview = crate::settings::preview(body.settings.as_ref())?;
     let tenant = &auth.0.tenant;
     let resolved = resolve(&state, tenant, &name, body.reference.as_deref()).await?;
+    let agent = std::sync::Arc::clone(&resolved.agent);
+    // Every send is checked before the settings are read, as for one send.
+    let mut sends = blocking(&state, move || {
+        body.sends
+            .iter()
+            .enumerate()
+            .map(|(i, send)| {
+                let what = format!("sends[{i}]");
+                let ctx = read_send(&agent, send.get().as_bytes(), &what)?;
+                Ok((what, ctx))
+            })
+            .collect::<Result<Vec<_>, Problem>>()
+    })
+    .await??;
     let mut warnings = resolved.stale.clone();
-    let mut sends = Vec::with_capacity(body.sends.len());
-    for (i, send) in body.sends.iter().enumerate() {
-        let what = format!("sends[{i}]");
-        let ctx = send_for(
-            &state,
-            tenant,
-            &resolved,
-            send,
-            &what,
-            &preview,
-            &mut warnings,
-        )
-        .await?;
-        sends.push((what, ctx));
+    let overrides = Overrides::read(&state, tenant, &resolved, &preview, &mut warnings).await?;
+    for (_, send) in &mut sends {
+        overrides.apply(send);
     }
     let agent = std::sync::Arc::clone(&resolved.agent);
-    let findings = crate::engine::blocking(&state, move || {
+    let findings = blocking(&state, move || {
         promptstack::report::lint(
             &agent,
             sends.iter().map(|(name, send)| (name.as_str(), send)),
         )
     })
     .await?;
-    let mut attribution = resolved.attribution(String::new());
-    attribution.preview = !preview.is_empty();
-    Ok(RenderResponse {
-        attribution,
-        target: None,
-        text: None,
-        body: None,
-        detail: Some(serde_json::json!({ "findings": to_value(&findings) })),
-        diagnostics: diagnostics(std::iter::empty(), &warnings),
-    })
+    let mut response = RenderResponse::new(resolved.attribution(String::new()));
+    response.attribution.preview = !preview.is_empty();
+    response.detail = Some(serde_json::json!({ "findings": to_value(&findings) }));
+    response.diagnostics = diagnostics(std::iter::empty(), &warnings);
+    Ok(response)
 }

@@ -7,13 +7,13 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use futures::StreamExt as _;
-use promptstack::Agent;
 use promptstack::limits::Limits;
 use promptstack_store::{
     AgentName, ChangeKind, ErrorKind, LabelName, Notification, Principal, Store, Tenant, VersionId,
 };
 use tokio::time::Instant;
 
+use crate::engine::Compiled;
 use crate::metrics::Metrics;
 
 /// How the server behaves; every field has a default.
@@ -123,10 +123,10 @@ pub(crate) struct Inner {
     pub(crate) store: Store,
     pub(crate) config: ServerConfig,
     pub(crate) metrics: Metrics,
-    pub(crate) compiled: Bounded<(Tenant, AgentName, VersionId), Arc<Agent>>,
+    pub(crate) compiled: Bounded<(Tenant, AgentName, VersionId), Compiled>,
     pub(crate) labels: TtlCache<(Tenant, AgentName, LabelName), VersionId>,
     pub(crate) settings: TtlCache<(Tenant, Option<AgentName>), Option<serde_json::Value>>,
-    pub(crate) keys: TtlCache<[u8; 32], Principal>,
+    pub(crate) keys: TtlCache<[u8; 32], Arc<Principal>>,
     pub(crate) rate: RateLimiter,
     /// The permits of the streams running now.
     pub(crate) streams: Arc<tokio::sync::Semaphore>,
@@ -362,12 +362,13 @@ impl<K: Eq + Hash + Clone, V: Clone> TtlCache<K, V> {
         }
     }
 
-    /// Whether `key` has an entry read within the TTL.
-    pub(crate) fn is_fresh(&self, key: &K) -> bool {
+    /// The value of `key` when it was read within the TTL.
+    pub(crate) fn fresh(&self, key: &K) -> Option<V> {
         self.lock()
             .0
             .get(key)
-            .is_some_and(|(_, at)| at.is_some_and(|at| at.elapsed() < self.ttl))
+            .filter(|(_, at)| at.is_some_and(|at| at.elapsed() < self.ttl))
+            .map(|(value, _)| value.clone())
     }
 
     /// Makes the entry re-read on its next use, keeping its value as the last good one.

@@ -21,6 +21,8 @@ struct Rule {
     ends: fn(u8) -> bool,
     /// The allowed set, spelled out for messages.
     spelled: &'static str,
+    /// Another kind of name this one may not look like, and why.
+    unlike: Option<(&'static Rule, &'static str)>,
 }
 
 fn lower_alnum(b: u8) -> bool {
@@ -56,6 +58,14 @@ impl Rule {
                 Truncated(text)
             )));
         }
+        if let Some((other, why)) = self.unlike
+            && other.check(text).is_ok()
+        {
+            return Err(Error::invalid(format!(
+                "{} cannot be {} ({} characters): {why}",
+                self.what, other.spelled, other.max
+            )));
+        }
         Ok(())
     }
 }
@@ -79,6 +89,7 @@ const TENANT: Rule = Rule {
     body: |b| lower_alnum(b) || b == b'-',
     ends: lower_alnum,
     spelled: "lowercase letters, digits and '-', starting and ending with a letter or digit",
+    unlike: None,
 };
 
 const AGENT: Rule = Rule {
@@ -88,10 +99,17 @@ const AGENT: Rule = Rule {
     body: |b| lower_alnum(b) || matches!(b, b'-' | b'_' | b'.'),
     ends: lower_alnum,
     spelled: "lowercase letters, digits, '-', '_' and '.', starting and ending with a letter or digit",
+    unlike: None,
 };
 
+/// A reference is read as a version id when it has that shape, so a label of that shape could
+/// never be reached.
 const LABEL: Rule = Rule {
     what: "label name",
+    unlike: Some((
+        &VERSION,
+        "a reference of that shape is read as a version id",
+    )),
     ..AGENT
 };
 
@@ -102,6 +120,7 @@ const VERSION: Rule = Rule {
     body: lower_hex,
     ends: lower_hex,
     spelled: "a SHA-256 in lowercase hex",
+    unlike: None,
 };
 
 const KEY_ID: Rule = Rule {
@@ -111,6 +130,7 @@ const KEY_ID: Rule = Rule {
     body: lower_hex,
     ends: lower_hex,
     spelled: "16 lowercase hex digits",
+    unlike: None,
 };
 
 macro_rules! names {
@@ -199,7 +219,9 @@ names! {
     /// An agent's name within a tenant: 1 to 64 lowercase letters, digits, `-`, `_` and `.`,
     /// starting and ending with a letter or digit.
     AgentName => AGENT;
-    /// A label's name within an agent (`production`, `staging`); the same rule as agent names.
+    /// A label's name within an agent (`production`, `staging`); the same rule as agent names,
+    /// except that it may not have a version id's shape (64 lowercase hex digits), which a
+    /// reference is read as.
     LabelName => LABEL;
     /// A version's id: the SHA-256 of its canonical bundle in lowercase hex (64 digits), computed
     /// by the caller.
@@ -372,6 +394,21 @@ mod tests {
             .unwrap_err()
             .to_string();
         assert!(message.len() < 300, "{message}");
+    }
+
+    #[test]
+    fn a_label_cannot_look_like_a_version_id() {
+        let id = "0123456789abcdef".repeat(4);
+        assert!(VersionId::parse(&id).is_ok());
+        let message = LabelName::parse(&id).unwrap_err().to_string();
+        assert!(message.contains("version id"), "{message}");
+        assert!(LabelName::from_db(id.clone()).is_err());
+        assert!(serde_json::from_value::<LabelName>(serde_json::json!(id)).is_err());
+        // One digit fewer, or a letter past `f`, is a label like any other.
+        for fine in [id[1..].to_owned(), format!("g{}", &id[1..])] {
+            assert!(LabelName::parse(&fine).is_ok(), "{fine}");
+        }
+        assert!(AgentName::parse(&id).is_ok());
     }
 
     #[test]

@@ -1,12 +1,17 @@
-//! Reports as data: what `explain` and `lint` show, for every front end that prints or returns
-//! them (the command line's `--json`, the language packages).
+//! Reports as data: what `explain`, `lint` and `tools` show, for every front end that prints or
+//! returns them (the command line's `--json`, the server, the language packages).
 //!
 //! Both are plain serialisable structs built from an [`Agent`] and its assemblies, so a report
 //! printed by the command line and one returned to an application cannot differ.
 
 use promptstack_core::inject::InjectionPreview;
 use promptstack_core::provider::{CachePlan, Conversation, Format, RequestOptions, Rules};
+use promptstack_core::spec::{ResultTrust, SettingRequirement, ToolSpec};
 use promptstack_core::tokens::{Counting, Encoding, TokenCount};
+use promptstack_core::tools::mcp::{
+    McpFailureStage, McpServerListing, McpServerStatus, reconcile_listings,
+};
+use promptstack_core::toolset::{Tool, ToolOrigin};
 use promptstack_core::{Agent, Assembly, Composition, Diagnostic, Error, SendContext, Severity};
 use serde::Serialize;
 
@@ -214,4 +219,214 @@ pub fn lint<'a>(
         );
     }
     findings
+}
+
+/// The toolset one send resolves to: every tool offered (in canonical order) or left out, its
+/// origin and why, then the MCP servers of the send and what discovery found on each. Serialised,
+/// it is the output of `promptstack tools --json` and the `detail` of the server's `tools` answer.
+#[derive(Debug, Serialize)]
+pub struct ToolsReport<'a> {
+    /// The agent's name.
+    pub agent: &'a str,
+    /// The offered tools in canonical order, then the local tools left out, then the MCP tools
+    /// withheld.
+    pub tools: Vec<ToolRow>,
+    /// The send's MCP servers, by name.
+    pub mcp_servers: Vec<McpServerRow>,
+}
+
+/// One tool of a [`ToolsReport`].
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct ToolRow {
+    /// The name the model sees.
+    pub name: String,
+    /// `local`, or the MCP server's name.
+    pub origin: String,
+    /// The tool's own name on its MCP server.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub mcp_tool: Option<String>,
+    /// Whether the send offers it.
+    pub offered: bool,
+    /// Why it is offered (each requirement that held, and its gate) or left out.
+    pub why: String,
+    /// Its budget class, when declared.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub budget: Option<String>,
+    /// Whether its results may be cached.
+    pub cacheable: bool,
+    /// Whether its results are untrusted (fenced before the model reads them).
+    pub untrusted_results: bool,
+    /// Its name for people, when declared.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub display_name: Option<String>,
+    /// Its UI group, when declared.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub category: Option<String>,
+    /// Its icon key, when declared.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub icon: Option<String>,
+}
+
+/// One MCP server of a [`ToolsReport`].
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct McpServerRow {
+    /// The server's name.
+    pub name: String,
+    /// Whether discovery listed its tools.
+    pub ready: bool,
+    /// How many tools it listed.
+    pub tools: usize,
+    /// Why it is skipped for this send: the stage that failed, whether it timed out, the message.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub failure: Option<String>,
+}
+
+/// Reports the toolset of `assembly` (assembled from `send`).
+pub fn tools<'a>(agent: &'a Agent, send: &SendContext, assembly: &Assembly) -> ToolsReport<'a> {
+    ToolsReport {
+        agent: agent.name(),
+        tools: tool_rows(agent, assembly),
+        mcp_servers: server_rows(&reconcile_listings(&send.mcp_servers)),
+    }
+}
+
+fn tool_rows(agent: &Agent, assembly: &Assembly) -> Vec<ToolRow> {
+    let toolset = assembly.toolset();
+    let spec_of = |name: &str| agent.spec().tools.iter().find(|t| t.name == name);
+    let mut rows: Vec<ToolRow> = toolset
+        .tools()
+        .iter()
+        .map(|tool| {
+            let why = match &tool.origin {
+                ToolOrigin::Local => spec_of(&tool.name).map_or_else(String::new, offered_because),
+                ToolOrigin::Mcp { server, .. } => format!("listed by MCP server `{server}`"),
+            };
+            offered_row(tool, why)
+        })
+        .collect();
+    for excluded in toolset.excluded() {
+        let Some(spec) = spec_of(&excluded.name) else {
+            continue;
+        };
+        rows.push(ToolRow {
+            name: excluded.name.clone(),
+            origin: "local".into(),
+            mcp_tool: None,
+            offered: false,
+            why: excluded.reason.clone(),
+            budget: spec.budget.clone(),
+            cacheable: spec.cacheable,
+            untrusted_results: spec.results == ResultTrust::Untrusted,
+            display_name: spec.display_name.clone(),
+            category: spec.category.clone(),
+            icon: spec.icon.clone(),
+        });
+    }
+    for withheld in toolset.withheld_mcp_tools() {
+        let origin = toolset.mcp_origin(&withheld.name);
+        rows.push(ToolRow {
+            name: withheld.name.clone(),
+            origin: origin.map_or_else(String::new, |o| o.server.clone()),
+            mcp_tool: origin.map(|o| o.tool.clone()),
+            offered: false,
+            why: withheld.reason.clone(),
+            budget: None,
+            cacheable: false,
+            untrusted_results: true,
+            display_name: None,
+            category: None,
+            icon: None,
+        });
+    }
+    rows
+}
+
+fn offered_row(tool: &Tool, why: String) -> ToolRow {
+    let (origin, mcp_tool) = match &tool.origin {
+        ToolOrigin::Local => ("local".to_owned(), None),
+        ToolOrigin::Mcp { server, tool } => (server.clone(), Some(tool.clone())),
+    };
+    ToolRow {
+        name: tool.name.clone(),
+        origin,
+        mcp_tool,
+        offered: true,
+        why,
+        budget: tool.budget.clone(),
+        cacheable: tool.cacheable,
+        untrusted_results: tool.results == ResultTrust::Untrusted,
+        display_name: tool.display_name.clone(),
+        category: tool.category.clone(),
+        icon: tool.icon.clone(),
+    }
+}
+
+/// Why an offered local tool is offered: each requirement that held, and its gate.
+fn offered_because(spec: &ToolSpec) -> String {
+    let mut reasons = Vec::new();
+    let requires = &spec.requires;
+    if let Some(integration) = &requires.integration {
+        reasons.push(format!(
+            "integration `{integration}` is connected and enabled"
+        ));
+    }
+    if let Some(setting) = &requires.setting {
+        reasons.push(match setting {
+            SettingRequirement::WithDefault { default: true, .. } => {
+                format!("setting `{}` is on (or unset)", setting.name())
+            }
+            _ => format!("setting `{}` is on", setting.name()),
+        });
+    }
+    if requires.skills {
+        reasons.push("skills are enabled".into());
+    }
+    if requires.project_siblings {
+        reasons.push("the project has other threads".into());
+    }
+    if let Some(when) = &spec.when {
+        reasons.push(format!("gate true: {when}"));
+    }
+    if reasons.is_empty() {
+        "always offered to a model that can call tools".into()
+    } else {
+        reasons.join("; ")
+    }
+}
+
+fn server_rows(listings: &[McpServerListing]) -> Vec<McpServerRow> {
+    let mut rows: Vec<McpServerRow> = listings
+        .iter()
+        .map(|listing| match &listing.status {
+            McpServerStatus::Ready { tools } => McpServerRow {
+                name: listing.server.clone(),
+                ready: true,
+                tools: tools.len(),
+                failure: None,
+            },
+            McpServerStatus::Failed { failure } => McpServerRow {
+                name: listing.server.clone(),
+                ready: false,
+                tools: 0,
+                failure: Some(format!(
+                    "{} {}: {}",
+                    match failure.stage {
+                        McpFailureStage::Start => "start",
+                        McpFailureStage::Connect => "connect",
+                        McpFailureStage::List => "list",
+                        McpFailureStage::Conflict => "conflict",
+                        _ => "discovery",
+                    },
+                    if failure.timed_out {
+                        "timed out"
+                    } else {
+                        "failed"
+                    },
+                    failure.message
+                )),
+            },
+        })
+        .collect();
+    rows.sort_by(|a, b| a.name.cmp(&b.name));
+    rows
 }

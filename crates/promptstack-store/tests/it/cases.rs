@@ -5,8 +5,9 @@ use std::time::Duration;
 
 use futures::StreamExt;
 use promptstack_store::{
-    AuditAction, Backend, ChangeKind, Cursor, ErrorKind, Expected, Gap, Location, NewVersion,
-    Notification, PageRequest, Role, SettingsScope, Store, StoreConfig, Subscription, Tenant,
+    AuditAction, Backend, ChangeKind, Cursor, ErrorKind, Expected, Gap, LabelName, Location,
+    NewVersion, Notification, PageRequest, Role, SettingsScope, Store, StoreConfig, Subscription,
+    Tenant, VersionId,
 };
 use serde_json::json;
 
@@ -375,6 +376,34 @@ pub async fn label_count_is_capped(h: &Harness) {
         )
         .await
         .unwrap();
+}
+
+/// A reference of a version id's shape is read as a version id, so no label may have that shape:
+/// the name is refused before any backend sees it, and one character less is a label like any
+/// other.
+pub async fn a_label_cannot_be_shaped_like_a_version_id(h: &Harness) {
+    let store = h.open().await;
+    let (who, _) = principal(&store, "shape").await;
+    let chat = agent("chat");
+    publish_all(&store, &who, &chat, &[1]).await;
+    let id = vid(1);
+    let refused = LabelName::parse(id.as_str()).expect_err("a version-shaped label was accepted");
+    assert_eq!(refused.kind(), ErrorKind::Invalid);
+    assert!(refused.to_string().contains("version id"), "{refused}");
+    assert!(serde_json::from_value::<LabelName>(json!(id.as_str())).is_err());
+    let near = label(&id.as_str()[1..]);
+    store
+        .move_label(&who.tenant, &chat, &near, &id, &Expected::Absent, by(&who))
+        .await
+        .unwrap();
+    let labels = store.labels(&who.tenant, &chat).await.unwrap();
+    assert_eq!(labels.len(), 1);
+    assert_eq!(labels[0].name, near);
+    assert!(
+        labels
+            .iter()
+            .all(|l| VersionId::parse(l.name.as_str()).is_err())
+    );
 }
 
 pub async fn concurrent_movers_exactly_one_wins(h: &Harness) {
