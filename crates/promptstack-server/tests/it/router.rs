@@ -116,6 +116,37 @@ async fn request_explain_tools_diff_and_lint_answer() {
 }
 
 #[tokio::test]
+async fn the_tools_answer_is_the_report_of_tools_json() {
+    let h = Harness::new().await;
+    for send_name in ["research", "mcp", "no-web"] {
+        let answer = h
+            .json(
+                Method::POST,
+                "/v1/agents/chat-assistant/tools",
+                &h.acme.viewer,
+                json!({"send": send("chat-assistant", send_name)}),
+            )
+            .await;
+        assert_eq!(answer.status, StatusCode::OK, "{}", answer.text());
+        let agent = bundle("chat-assistant")
+            .compile(&promptstack::limits::Limits::default())
+            .unwrap();
+        let bytes = serde_json::to_vec(&send("chat-assistant", send_name)).unwrap();
+        let ctx = promptstack::SendContext::from_json_for(&bytes, "send", agent.spec()).unwrap();
+        let assembly = agent.assemble(&ctx).unwrap();
+        let report = promptstack::report::tools(&agent, &ctx, &assembly);
+        assert_eq!(
+            answer.json()["detail"],
+            serde_json::to_value(&report).unwrap(),
+            "{send_name}"
+        );
+        let rows = report.tools;
+        assert!(rows.iter().any(|r| r.offered), "{send_name}");
+        assert!(rows.iter().all(|r| !r.why.is_empty()), "{send_name}");
+    }
+}
+
+#[tokio::test]
 async fn publishing_is_idempotent_and_reports_the_cache_impact() {
     let h = Harness::new().await;
     let original = bundle("chat-assistant");
