@@ -424,6 +424,31 @@ mod tests {
     }
 
     #[test]
+    fn read_roots_are_the_names_inside_tags() {
+        let read = |sources: &[&str]| {
+            let mut templates = template::TemplateSet::new(&crate::spec::RenderOptions::default());
+            for (i, source) in sources.iter().enumerate() {
+                templates
+                    .add(format!("t{i}"), (*source).to_owned())
+                    .expect("compiles");
+            }
+            ReadRoots::of(&templates)
+        };
+        // An assignment from the root itself still reads it; text, strings and comments do not.
+        let roots = read(&[
+            "now and {% set skills = skills | list %}{{ \"user\" }}{# model #}",
+            "{% raw %}{{ tabs }}{% endraw %}{% if cwd %}x{% endif %}",
+        ]);
+        assert!(roots.root(Root::Skills) && roots.root(Root::Cwd));
+        for absent in [Root::Now, Root::User, Root::Model, Root::Tabs] {
+            assert!(!roots.root(absent), "{absent:?}");
+        }
+        assert!(!roots.variables());
+        assert!(read(&["{{ variables.x }}"]).variables());
+        assert_eq!(read(&["{{ debug() }}"]), ReadRoots::ALL);
+    }
+
+    #[test]
     fn names_round_trip_and_volatile_inputs_are_volatile_roots() {
         for root in Root::ALL {
             assert_eq!(Root::from_name(root.name()), Some(root));
