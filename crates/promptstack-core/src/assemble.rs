@@ -415,18 +415,21 @@ impl AgentInner {
                 open.push(Ok(known));
                 continue;
             }
-            let value = self.templates.gate(&gate.template, context).map_err(|e| {
-                Error::new(
-                    ErrorKind::Gate,
-                    format!(
-                        "the gate of tool `{}` failed: {}",
-                        tool.spec.name,
-                        detail(&e)
-                    ),
-                )
-                .with_block(tool.spec.name.clone())
-                .with_source(e)
-            })?;
+            let value = self
+                .templates
+                .gate(&gate.template, gate.simple.as_ref(), context)
+                .map_err(|e| {
+                    Error::new(
+                        ErrorKind::Gate,
+                        format!(
+                            "the gate of tool `{}` failed: {}",
+                            tool.spec.name,
+                            detail(&e)
+                        ),
+                    )
+                    .with_block(tool.spec.name.clone())
+                    .with_source(e)
+                })?;
             decided.push((&gate.expression, value));
             open.push(Ok(value));
         }
@@ -470,14 +473,17 @@ impl AgentInner {
     /// Evaluates one unit's gate and variant gates, in order, stopping at the first true variant.
     fn decide_unit(&self, unit: &Unit, context: &Value) -> Result<Decision, Error> {
         if let Some(gate) = &unit.gate {
-            let open = self.templates.gate(&gate.template, context).map_err(|e| {
-                Error::new(
-                    ErrorKind::Gate,
-                    format!("gate `{}` failed: {}", gate.expression, detail(&e)),
-                )
-                .with_block(&*unit.id)
-                .with_source(e)
-            })?;
+            let open = self
+                .templates
+                .gate(&gate.template, gate.simple.as_ref(), context)
+                .map_err(|e| {
+                    Error::new(
+                        ErrorKind::Gate,
+                        format!("gate `{}` failed: {}", gate.expression, detail(&e)),
+                    )
+                    .with_block(&*unit.id)
+                    .with_source(e)
+                })?;
             if !open {
                 return Ok(Decision::Excluded);
             }
@@ -485,7 +491,11 @@ impl AgentInner {
         for (i, variant) in unit.variants.iter().enumerate() {
             let chosen = self
                 .templates
-                .gate(&variant.gate.template, context)
+                .gate(
+                    &variant.gate.template,
+                    variant.gate.simple.as_ref(),
+                    context,
+                )
                 .map_err(|e| {
                     Error::new(
                         ErrorKind::Gate,
@@ -543,10 +553,14 @@ impl AgentInner {
             toolset: &no_tools,
             mcp: None,
         };
+        // Only the roots some template can read are built; see `ReadRoots`.
         let mut roots: Vec<(&'static str, Value)> = Root::of(Stability::Stable)
+            .filter(|root| self.read_roots.root(*root))
             .map(|root| (root.name(), root.value(&sources)))
             .collect();
-        roots.push((VARIABLES, self.variables_value(ctx, true)));
+        if self.read_roots.variables() {
+            roots.push((VARIABLES, self.variables_value(ctx, true)));
+        }
         // Tool gates see everything stable except the toolset itself.
         let tools = Root::Tools.name();
         let tool_context =
@@ -653,7 +667,11 @@ impl AgentInner {
             toolset: &stable.toolset,
             mcp,
         };
-        roots.extend(Root::of(Stability::Volatile).map(|root| (root.name(), root.value(&sources))));
+        roots.extend(
+            Root::of(Stability::Volatile)
+                .filter(|root| self.read_roots.root(*root))
+                .map(|root| (root.name(), root.value(&sources))),
+        );
         let context = template::context_value(roots);
         let mut diagnostics: Vec<Diagnostic> = Vec::new();
         for skipped in toolset.skipped_servers() {

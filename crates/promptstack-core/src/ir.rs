@@ -11,9 +11,9 @@ use crate::block::Origin;
 use crate::caches::Caches;
 use crate::diagnostic::Diagnostic;
 use crate::inject::CompiledStage;
-use crate::root::VolatileInput;
+use crate::root::{ReadRoots, VolatileInput};
 use crate::spec::{AgentSpec, BlockKind, Placement, SourceMap, Stability, Trust, UserPosition};
-use crate::template::TemplateSet;
+use crate::template::{SimpleGate, TemplateSet};
 
 /// What an `Agent` handle shares: the compiled program and its caches. The implementation
 /// modules (assemble, provider, inject, lint) work on it; `agent` is the public face.
@@ -21,6 +21,8 @@ pub(crate) struct AgentInner {
     pub(crate) spec: Arc<AgentSpec>,
     pub(crate) source: SourceMap,
     pub(crate) templates: TemplateSet,
+    /// The roots the templates and gates can read; the others are not built for a send.
+    pub(crate) read_roots: ReadRoots,
     pub(crate) units: Vec<Unit>,
     pub(crate) tools: Vec<CompiledTool>,
     pub(crate) targets: Arc<Vec<CompiledTarget>>,
@@ -38,6 +40,7 @@ impl AgentInner {
             spec: Arc::clone(&self.spec),
             source: self.source.clone(),
             templates: self.templates.clone(),
+            read_roots: self.read_roots,
             units: self.units.clone(),
             tools: self.tools.clone(),
             targets: Arc::clone(&self.targets),
@@ -60,6 +63,8 @@ pub(crate) enum Body {
 pub(crate) struct Gate {
     pub template: String,
     pub expression: String,
+    /// The expression in the subset decided without rendering, when it is in it.
+    pub simple: Option<SimpleGate>,
 }
 
 #[derive(Debug, Clone)]

@@ -280,6 +280,73 @@ impl Root {
     }
 }
 
+/// The roots an agent's templates and gates can read, decided once when it is compiled.
+///
+/// A root that no template names cannot reach any output, so an assembly does not build its
+/// value: a send pays only for the roots its agent uses. The names come from
+/// [`template_names`](crate::template::template_names), an over-approximation (every identifier
+/// inside a tag counts), and a template that calls `debug()`, which prints the whole context,
+/// reads every root.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct ReadRoots {
+    /// One bit per [`Root`], by its position in [`Root::ALL`].
+    roots: u32,
+    variables: bool,
+}
+
+impl ReadRoots {
+    /// Every root and `variables`.
+    const ALL: Self = Self {
+        roots: (1 << Root::ALL.len()) - 1,
+        variables: true,
+    };
+
+    /// No root at all.
+    const NONE: Self = Self {
+        roots: 0,
+        variables: false,
+    };
+
+    /// The roots the templates and gates of a set can read.
+    pub(crate) fn of(templates: &template::TemplateSet) -> Self {
+        let mut read = Self::NONE;
+        if templates.names(&mut |name| read.insert(name)) {
+            read
+        } else {
+            Self::ALL
+        }
+    }
+
+    /// Counts a name a template uses.
+    fn insert(&mut self, name: &str) {
+        if name == "debug" {
+            *self = Self::ALL;
+        } else if name == VARIABLES {
+            self.variables = true;
+        } else if let Some(root) = Root::from_name(name) {
+            self.roots |= Self::bit(root);
+        }
+    }
+
+    /// Whether some template can read this root.
+    pub(crate) fn root(self, root: Root) -> bool {
+        self.roots & Self::bit(root) != 0
+    }
+
+    /// Whether some template can read `variables`.
+    pub(crate) fn variables(self) -> bool {
+        self.variables
+    }
+
+    fn bit(root: Root) -> u32 {
+        let index = Root::ALL
+            .iter()
+            .position(|r| *r == root)
+            .unwrap_or_default();
+        1 << index
+    }
+}
+
 /// What the roots of one send are built from.
 pub(crate) struct RootSources<'a> {
     /// The send.
@@ -354,6 +421,31 @@ mod tests {
             document.contains(&table),
             "the roots table in docs/spec.md differs from `Root`; replace it with:\n{table}"
         );
+    }
+
+    #[test]
+    fn read_roots_are_the_names_inside_tags() {
+        let read = |sources: &[&str]| {
+            let mut templates = template::TemplateSet::new(&crate::spec::RenderOptions::default());
+            for (i, source) in sources.iter().enumerate() {
+                templates
+                    .add(format!("t{i}"), (*source).to_owned())
+                    .expect("compiles");
+            }
+            ReadRoots::of(&templates)
+        };
+        // An assignment from the root itself still reads it; text, strings and comments do not.
+        let roots = read(&[
+            "now and {% set skills = skills | list %}{{ \"user\" }}{# model #}",
+            "{% raw %}{{ tabs }}{% endraw %}{% if cwd %}x{% endif %}",
+        ]);
+        assert!(roots.root(Root::Skills) && roots.root(Root::Cwd));
+        for absent in [Root::Now, Root::User, Root::Model, Root::Tabs] {
+            assert!(!roots.root(absent), "{absent:?}");
+        }
+        assert!(!roots.variables());
+        assert!(read(&["{{ variables.x }}"]).variables());
+        assert_eq!(read(&["{{ debug() }}"]), ReadRoots::ALL);
     }
 
     #[test]

@@ -18,13 +18,13 @@ use crate::ir::AgentInner;
 use crate::ir::{
     Body, CompiledTarget, CompiledTool, Gate, MAX_VARIANTS, TargetItem, Unit, Variant,
 };
-use crate::root::root_of;
+use crate::root::{ReadRoots, root_of};
 use crate::spec::load::{
     Locator, SpecDiagnostic, SpecError, display_path, lowercase_first, suggest,
 };
 use crate::spec::span::push_pointer;
 use crate::spec::{AgentSpec, BlockKind, Placement, Stability, Trust, load};
-use crate::template::{GATE_PREFIX, TemplateSet};
+use crate::template::{GATE_PREFIX, SimpleGate, TemplateSet};
 
 /// Per-unit facts collected while validating, used by several checks.
 pub(super) struct UnitFacts {
@@ -141,6 +141,7 @@ pub(super) fn compile(
     Ok(AgentInner {
         spec: Arc::new(spec),
         source,
+        read_roots: ReadRoots::of(&templates),
         templates,
         units,
         tools,
@@ -318,6 +319,7 @@ impl Compiler<'_> {
         Gate {
             template: name,
             expression: expression.to_owned(),
+            simple: SimpleGate::parse(expression),
         }
     }
 

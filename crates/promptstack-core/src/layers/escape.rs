@@ -9,22 +9,35 @@ use std::borrow::Cow;
 
 /// Escapes `& < > " '`. Returns the input unchanged (borrowed) when it has none of them.
 pub fn escape_xml(text: &str) -> Cow<'_, str> {
-    let Some(first) = text.find(['&', '<', '>', '"', '\'']) else {
+    // The five are ASCII, so they never occur inside a multi-byte character: the text is scanned
+    // byte by byte and copied in runs between them.
+    let bytes = text.as_bytes();
+    let Some(first) = bytes.iter().position(|&b| entity(b).is_some()) else {
         return Cow::Borrowed(text);
     };
     let mut out = String::with_capacity(text.len() + 16);
-    out.push_str(&text[..first]);
-    for c in text[first..].chars() {
-        match c {
-            '&' => out.push_str("&amp;"),
-            '<' => out.push_str("&lt;"),
-            '>' => out.push_str("&gt;"),
-            '"' => out.push_str("&quot;"),
-            '\'' => out.push_str("&apos;"),
-            c => out.push(c),
+    let mut run = 0;
+    for (i, &b) in bytes.iter().enumerate().skip(first) {
+        if let Some(entity) = entity(b) {
+            out.push_str(&text[run..i]);
+            out.push_str(entity);
+            run = i + 1;
         }
     }
+    out.push_str(&text[run..]);
     Cow::Owned(out)
+}
+
+/// The entity that replaces a byte, if it is one of the five.
+fn entity(byte: u8) -> Option<&'static str> {
+    match byte {
+        b'&' => Some("&amp;"),
+        b'<' => Some("&lt;"),
+        b'>' => Some("&gt;"),
+        b'"' => Some("&quot;"),
+        b'\'' => Some("&apos;"),
+        _ => None,
+    }
 }
 
 /// The length of `text` once [`escape_xml`] has escaped it, computed without allocating.
@@ -82,6 +95,7 @@ mod tests {
             "a &amp; b &lt; c &gt; d &quot; e &apos; f &amp;amp;"
         );
         assert!(matches!(escape_xml("plain\ntext"), Cow::Borrowed(_)));
+        assert_eq!(escape_xml("é<ü>ß'"), "é&lt;ü&gt;ß&apos;");
         assert_eq!(unescape_xml("&amp;lt; &lt; &x; &"), "&lt; < &x; &");
     }
 }

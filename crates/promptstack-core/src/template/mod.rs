@@ -21,7 +21,10 @@ std::thread_local! {
     static EMPTY_EMISSIONS: std::cell::Cell<u32> = const { std::cell::Cell::new(0) };
 }
 
+mod gate;
 pub(crate) mod room;
+
+pub(crate) use gate::SimpleGate;
 
 use room::{BYTES_PER_FUEL, ensure_room, ensure_value_fits, out_of_room, room};
 
@@ -134,8 +137,7 @@ impl TemplateSet {
     /// other half (see [`RenderBudget`]). The fuel is never more than [`MAX_FUEL`].
     pub fn set_memory(&mut self, bytes: u64) {
         self.memory = bytes.max(2 * BYTES_PER_FUEL);
-        self.env
-            .set_fuel(Some((self.memory / 2 / BYTES_PER_FUEL).min(MAX_FUEL)));
+        self.env.set_fuel(Some(self.fuel()));
     }
 
     /// The memory the templates of one assembly may use.
@@ -167,6 +169,14 @@ impl TemplateSet {
             .add_template_owned(name, format!("{GATE_PREFIX}{expression}{GATE_SUFFIX}"))
     }
 
+    /// Calls `name` with every identifier in the tags of every template and gate (see
+    /// [`template_names`]); `false` if a source could not be scanned to its end.
+    pub fn names(&self, name: &mut dyn FnMut(&str)) -> bool {
+        self.env
+            .templates()
+            .all(|(_, template)| template_names(template.source(), name))
+    }
+
     /// The variable paths a template reads, e.g. `user.name`, `tools`, `variables.voice_mode`.
     pub fn variables(&self, name: &str) -> HashSet<String> {
         self.env
@@ -194,9 +204,39 @@ impl TemplateSet {
         })
     }
 
-    /// Evaluates a gate against the context.
-    pub fn gate(&self, name: &str, ctx: &Value) -> Result<bool, minijinja::Error> {
+    /// Evaluates a gate against the context: by the simple evaluator when the gate is in its
+    /// subset and it can decide, else by rendering the gate's template.
+    ///
+    /// The simple evaluator charges no fuel, so it is used only while every render has far more
+    /// fuel than the gates it decides could use ([`gate::MAX_GATE_FUEL`]); with less, a gate could
+    /// run out of fuel in minijinja, and that outcome must stay the same.
+    pub fn gate(
+        &self,
+        name: &str,
+        simple: Option<&SimpleGate>,
+        ctx: &Value,
+    ) -> Result<bool, minijinja::Error> {
+        if self.fuel() > gate::MAX_GATE_FUEL
+            && let Some(open) = simple.and_then(|gate| gate.decide(ctx))
+        {
+            debug_assert_eq!(
+                Ok::<_, String>(open),
+                self.render_gate(name, ctx).map_err(|e| e.to_string()),
+                "the simple evaluator and minijinja disagree on gate `{name}`"
+            );
+            return Ok(open);
+        }
+        self.render_gate(name, ctx)
+    }
+
+    /// Evaluates a gate by rendering its template.
+    fn render_gate(&self, name: &str, ctx: &Value) -> Result<bool, minijinja::Error> {
         Ok(self.env.get_template(name)?.render(ctx.clone())? == "1")
+    }
+
+    /// The fuel of one render.
+    fn fuel(&self) -> u64 {
+        (self.memory / 2 / BYTES_PER_FUEL).min(MAX_FUEL)
     }
 }
 
@@ -208,16 +248,35 @@ impl TemplateSet {
 /// harmless (a `-` of whitespace control counts, so does the `.` of a float); only a tag holding
 /// more than the limit is refused, and no real template comes near it.
 pub(crate) fn template_operators_exceeded(source: &str) -> Option<usize> {
+    scan_tags(source, &mut |_| {})
+}
+
+/// Calls `name` with every identifier inside the tags of a template source (`{{ … }}`,
+/// `{% … %}`), outside string literals, comments and `raw` blocks; `false` if a tag holds more
+/// than [`MAX_EXPRESSION_OPERATORS`] operators (such a source does not compile), whose names past
+/// the limit are not reported.
+///
+/// Every variable a template reads is among these names, so a name that no template of an agent
+/// uses is one none of them can read. This is deliberately a superset (keywords, attribute and
+/// assigned names are reported too) rather than minijinja's `undeclared_variables`, which treats
+/// the name assigned by `{% set skills = skills | … %}` as never read.
+pub(crate) fn template_names(source: &str, name: &mut dyn FnMut(&str)) -> bool {
+    scan_tags(source, name).is_none()
+}
+
+/// Walks the tags of a template source, reporting identifiers to `name`; the offset of the first
+/// operator past the limit, if there is one.
+fn scan_tags(source: &str, name: &mut dyn FnMut(&str)) -> Option<usize> {
     let bytes = source.as_bytes();
     let mut at = 0;
     while let Some(found) = bytes[at..].iter().position(|&b| b == b'{') {
         let open = at + found;
         match bytes.get(open + 1) {
-            Some(b'{') => match scan_expression(bytes, open + 2, Some(*b"}}")) {
+            Some(b'{') => match scan_expression(bytes, open + 2, Some(*b"}}"), name) {
                 Ok(end) => at = end,
                 Err(offset) => return Some(offset),
             },
-            Some(b'%') => match scan_expression(bytes, open + 2, Some(*b"%}")) {
+            Some(b'%') => match scan_expression(bytes, open + 2, Some(*b"%}"), name) {
                 Ok(end) => {
                     let tag = source[open + 2..end.saturating_sub(2).max(open + 2)]
                         .trim_matches(|c: char| c.is_whitespace() || c == '-' || c == '+');
@@ -244,13 +303,18 @@ pub(crate) fn template_operators_exceeded(source: &str) -> Option<usize> {
 
 /// The offset of the first operator past [`MAX_EXPRESSION_OPERATORS`] in a gate expression.
 pub(crate) fn expression_operators_exceeded(expression: &str) -> Option<usize> {
-    scan_expression(expression.as_bytes(), 0, None).err()
+    scan_expression(expression.as_bytes(), 0, None, &mut |_| {}).err()
 }
 
 /// Counts the operators of one expression from `at` to its closing delimiter (outside string
-/// literals) or the end: `Ok` with the offset after the delimiter, or `Err` with the offset of the
-/// first operator past the limit.
-fn scan_expression(bytes: &[u8], mut at: usize, close: Option<[u8; 2]>) -> Result<usize, usize> {
+/// literals) or the end, reporting its identifiers to `name`: `Ok` with the offset after the
+/// delimiter, or `Err` with the offset of the first operator past the limit.
+fn scan_expression(
+    bytes: &[u8],
+    mut at: usize,
+    close: Option<[u8; 2]>,
+    name: &mut dyn FnMut(&str),
+) -> Result<usize, usize> {
     use crate::spec::load::MAX_EXPRESSION_OPERATORS;
     let mut operators = 0usize;
     while let Some(&byte) = bytes.get(at) {
@@ -278,10 +342,12 @@ fn scan_expression(bytes: &[u8], mut at: usize, close: Option<[u8; 2]>) -> Resul
                 {
                     at += 1;
                 }
-                if !matches!(
-                    &bytes[start..at],
-                    b"and" | b"or" | b"not" | b"in" | b"is" | b"if"
-                ) {
+                let word = &bytes[start..at];
+                if !matches!(word, b"and" | b"or" | b"not" | b"in" | b"is" | b"if") {
+                    // ASCII letters, digits and `_` only, so always UTF-8.
+                    if let Ok(word) = std::str::from_utf8(word) {
+                        name(word);
+                    }
                     continue;
                 }
             }

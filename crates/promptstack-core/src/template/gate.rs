@@ -1,0 +1,633 @@
+//! Simple gates decided without the template engine.
+//!
+//! Most gates are a variable path, `not`, `and`/`or`, `in`, a test (`is defined`, `is none`) or a
+//! comparison with a literal. Rendering one through minijinja costs a template lookup, a VM state
+//! and an output buffer for a one-bit answer, on every send; here such a gate is parsed once, when
+//! the agent is compiled, and evaluated directly against the same context value.
+//!
+//! The evaluator decides only what it knows minijinja decides the same way: it follows the
+//! engine's own operations (`Value::is_true`, `==`, attribute lookup, containment in a string, a
+//! sequence or a map) on defined values. Where strict undefined handling could fail (the
+//! truthiness, containment or attributes of an undefined value), or a value is of a kind it does
+//! not handle, it gives up (`None`) and the gate is rendered by minijinja as before, so every
+//! result and every error is minijinja's. A differential test (`tests/it/gates.rs`) compares the
+//! two on generated expressions and contexts, and on every gate of the examples.
+
+use minijinja::value::{Value, ValueKind};
+
+/// The longest sequence the evaluator searches for `in`: minijinja charges fuel per item it
+/// compares, so a longer search is left to it (and its fuel limit).
+const MAX_SEARCH: usize = 1024;
+
+/// The longest string the evaluator searches for `in`, for the same reason (minijinja charges
+/// its bytes).
+const MAX_SEARCH_BYTES: usize = 64 * 1024;
+
+/// The longest expression the evaluator parses.
+const MAX_EXPRESSION_BYTES: usize = 4096;
+
+/// More fuel than minijinja can spend on a gate the evaluator decides: at most a few instructions
+/// per byte of a [`MAX_EXPRESSION_BYTES`] expression (64 fuel-units each), plus 32 units per item
+/// searched and one per byte: under a tenth of this. Renders with less fuel than this
+/// render their gates, so that running out of fuel fails as it always did.
+pub(crate) const MAX_GATE_FUEL: u64 = 1 << 16;
+
+/// A gate expression in the subset the evaluator handles.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) enum SimpleGate {
+    /// A root and the attributes read from it (`variables.custom_prompt`).
+    Path(Vec<String>),
+    /// A literal: a string, an integer, `true`/`false` or `none`.
+    Literal(Value),
+    Not(Box<SimpleGate>),
+    And(Box<SimpleGate>, Box<SimpleGate>),
+    Or(Box<SimpleGate>, Box<SimpleGate>),
+    /// `item in container`, or `not in` when negated.
+    In {
+        item: Box<SimpleGate>,
+        container: Box<SimpleGate>,
+        negated: bool,
+    },
+    /// `left == right`, or `!=` when negated.
+    Equal {
+        left: Box<SimpleGate>,
+        right: Box<SimpleGate>,
+        negated: bool,
+    },
+    /// `value is test`, or `is not test` when negated.
+    Is {
+        value: Box<SimpleGate>,
+        test: Test,
+        negated: bool,
+    },
+}
+
+/// The tests the evaluator knows, all of which only look at the value's kind.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Test {
+    Defined,
+    Undefined,
+    None,
+}
+
+impl SimpleGate {
+    /// Parses a gate expression, or `None` when it uses anything outside the subset (filters,
+    /// calls, subscripts, arithmetic, chained comparisons, escapes in strings, …).
+    pub(crate) fn parse(expression: &str) -> Option<Self> {
+        if expression.len() > MAX_EXPRESSION_BYTES {
+            return None;
+        }
+        let tokens = tokenize(expression)?;
+        let mut parser = Parser { tokens, at: 0 };
+        let gate = parser.or()?;
+        (parser.at == parser.tokens.len()).then_some(gate)
+    }
+
+    /// Decides the gate against the context value, or `None` when minijinja must (see the
+    /// module's documentation).
+    pub(crate) fn decide(&self, context: &Value) -> Option<bool> {
+        truthy(&self.eval(context)?)
+    }
+
+    fn eval(&self, context: &Value) -> Option<Value> {
+        match self {
+            SimpleGate::Path(parts) => {
+                let (root, attributes) = parts.split_first()?;
+                let mut value = context.get_attr(root).ok()?;
+                // A name the context lacks may be a global of the environment (`range`, …).
+                if value.is_undefined() {
+                    return None;
+                }
+                for attribute in attributes {
+                    // Strict undefined handling fails on an attribute of an undefined value.
+                    if value.is_undefined() {
+                        return None;
+                    }
+                    value = value.get_attr(attribute).ok()?;
+                }
+                (value.kind() != ValueKind::Invalid).then_some(value)
+            }
+            SimpleGate::Literal(value) => Some(value.clone()),
+            SimpleGate::Not(inner) => Some(Value::from(!truthy(&inner.eval(context)?)?)),
+            SimpleGate::And(left, right) => {
+                let left = left.eval(context)?;
+                if truthy(&left)? {
+                    right.eval(context)
+                } else {
+                    Some(left)
+                }
+            }
+            SimpleGate::Or(left, right) => {
+                let left = left.eval(context)?;
+                if truthy(&left)? {
+                    Some(left)
+                } else {
+                    right.eval(context)
+                }
+            }
+            SimpleGate::In {
+                item,
+                container,
+                negated,
+            } => {
+                let item = item.eval(context)?;
+                let container = container.eval(context)?;
+                Some(Value::from(contains(&container, &item)? != *negated))
+            }
+            SimpleGate::Equal {
+                left,
+                right,
+                negated,
+            } => {
+                let left = left.eval(context)?;
+                let right = right.eval(context)?;
+                if left.is_undefined() || right.is_undefined() {
+                    return None;
+                }
+                Some(Value::from((left == right) != *negated))
+            }
+            SimpleGate::Is {
+                value,
+                test,
+                negated,
+            } => {
+                let value = value.eval(context)?;
+                let passes = match test {
+                    Test::Defined => !value.is_undefined(),
+                    Test::Undefined => value.is_undefined(),
+                    Test::None => value.is_none(),
+                };
+                Some(Value::from(passes != *negated))
+            }
+        }
+    }
+}
+
+/// Truthiness as an `if` sees it; strict undefined handling fails on an undefined value.
+fn truthy(value: &Value) -> Option<bool> {
+    (!value.is_undefined()).then(|| value.is_true())
+}
+
+/// `item in container` for a string, a sequence or a map holding defined values.
+fn contains(container: &Value, item: &Value) -> Option<bool> {
+    if item.is_undefined() || container.is_undefined() {
+        return None;
+    }
+    match container.kind() {
+        ValueKind::String => {
+            let text = container.as_str()?;
+            if text.len() > MAX_SEARCH_BYTES {
+                return None;
+            }
+            Some(text.contains(item.as_str()?))
+        }
+        ValueKind::Seq => {
+            if container.len()? > MAX_SEARCH {
+                return None;
+            }
+            let mut found = false;
+            for element in container.try_iter().ok()? {
+                if matches!(element.kind(), ValueKind::Undefined | ValueKind::Invalid) {
+                    return None;
+                }
+                if element == *item {
+                    found = true;
+                    break;
+                }
+            }
+            Some(found)
+        }
+        // A key is present when its lookup is defined: no map of the context holds an
+        // undefined value (they come from serde or from the roots' objects).
+        ValueKind::Map => Some(!container.get_item(item).ok()?.is_undefined()),
+        _ => None,
+    }
+}
+
+#[derive(Debug, Clone, PartialEq)]
+enum Token {
+    Name(String),
+    Literal(Value),
+    Dot,
+    Open,
+    Close,
+    Equal,
+    NotEqual,
+}
+
+/// Splits an expression into tokens; `None` for anything outside the subset.
+fn tokenize(expression: &str) -> Option<Vec<Token>> {
+    let bytes = expression.as_bytes();
+    let mut tokens = Vec::new();
+    let mut at = 0;
+    while let Some(&byte) = bytes.get(at) {
+        match byte {
+            b' ' | b'\t' | b'\r' | b'\n' => at += 1,
+            b'.' => {
+                tokens.push(Token::Dot);
+                at += 1;
+            }
+            b'(' => {
+                tokens.push(Token::Open);
+                at += 1;
+            }
+            b')' => {
+                tokens.push(Token::Close);
+                at += 1;
+            }
+            b'=' | b'!' if bytes.get(at + 1) == Some(&b'=') => {
+                tokens.push(if byte == b'=' {
+                    Token::Equal
+                } else {
+                    Token::NotEqual
+                });
+                at += 2;
+            }
+            b'"' | b'\'' => {
+                let end = at + 1 + bytes[at + 1..].iter().position(|&b| b == byte)?;
+                let text = &expression[at + 1..end];
+                // Escapes are minijinja's to interpret.
+                if text.contains('\\') {
+                    return None;
+                }
+                tokens.push(Token::Literal(Value::from(text)));
+                at = end + 1;
+            }
+            b'0'..=b'9' => {
+                let len = bytes[at..]
+                    .iter()
+                    .take_while(|b| b.is_ascii_digit())
+                    .count();
+                // Floats, underscores and suffixes are minijinja's; so is a leading zero.
+                if bytes
+                    .get(at + len)
+                    .is_some_and(|b| b.is_ascii_alphanumeric() || matches!(b, b'_' | b'.'))
+                    || (len > 1 && byte == b'0')
+                {
+                    return None;
+                }
+                let number: i64 = expression[at..at + len].parse().ok()?;
+                tokens.push(Token::Literal(Value::from(number)));
+                at += len;
+            }
+            b'a'..=b'z' | b'A'..=b'Z' | b'_' => {
+                let len = bytes[at..]
+                    .iter()
+                    .take_while(|b| b.is_ascii_alphanumeric() || **b == b'_')
+                    .count();
+                let word = &expression[at..at + len];
+                tokens.push(match word {
+                    "true" | "True" => Token::Literal(Value::from(true)),
+                    "false" | "False" => Token::Literal(Value::from(false)),
+                    "none" | "None" => Token::Literal(Value::from(())),
+                    _ => Token::Name(word.to_owned()),
+                });
+                at += len;
+            }
+            _ => return None,
+        }
+    }
+    Some(tokens)
+}
+
+/// A recursive-descent parser with minijinja's precedence: `or` < `and` < `not` < one comparison
+/// (`==`, `!=`, `in`, `not in`) < one test (`is [not] defined|undefined|none`) < a path, a literal
+/// or a parenthesised expression. Anything the grammar does not cover makes the parse fail.
+struct Parser {
+    tokens: Vec<Token>,
+    at: usize,
+}
+
+impl Parser {
+    fn peek(&self) -> Option<&Token> {
+        self.tokens.get(self.at)
+    }
+
+    fn peek_name(&self, name: &str) -> bool {
+        matches!(self.peek(), Some(Token::Name(n)) if n == name)
+    }
+
+    fn name_at(&self, offset: usize, name: &str) -> bool {
+        matches!(self.tokens.get(self.at + offset), Some(Token::Name(n)) if n == name)
+    }
+
+    fn or(&mut self) -> Option<SimpleGate> {
+        let mut left = self.and()?;
+        while self.peek_name("or") {
+            self.at += 1;
+            left = SimpleGate::Or(Box::new(left), Box::new(self.and()?));
+        }
+        Some(left)
+    }
+
+    fn and(&mut self) -> Option<SimpleGate> {
+        let mut left = self.not()?;
+        while self.peek_name("and") {
+            self.at += 1;
+            left = SimpleGate::And(Box::new(left), Box::new(self.not()?));
+        }
+        Some(left)
+    }
+
+    fn not(&mut self) -> Option<SimpleGate> {
+        if self.peek_name("not") {
+            self.at += 1;
+            return Some(SimpleGate::Not(Box::new(self.not()?)));
+        }
+        self.comparison()
+    }
+
+    fn comparison(&mut self) -> Option<SimpleGate> {
+        let left = self.operand()?;
+        let gate = match self.peek() {
+            Some(Token::Equal | Token::NotEqual) => {
+                let negated = self.peek() == Some(&Token::NotEqual);
+                self.at += 1;
+                SimpleGate::Equal {
+                    left: Box::new(left),
+                    right: Box::new(self.operand()?),
+                    negated,
+                }
+            }
+            Some(Token::Name(n)) if n == "in" => {
+                self.at += 1;
+                SimpleGate::In {
+                    item: Box::new(left),
+                    container: Box::new(self.operand()?),
+                    negated: false,
+                }
+            }
+            Some(Token::Name(n)) if n == "not" && self.name_at(1, "in") => {
+                self.at += 2;
+                SimpleGate::In {
+                    item: Box::new(left),
+                    container: Box::new(self.operand()?),
+                    negated: true,
+                }
+            }
+            _ => return Some(left),
+        };
+        // A second comparison would chain; minijinja's rules for that are its own.
+        match self.peek() {
+            Some(Token::Equal | Token::NotEqual) => None,
+            Some(Token::Name(n)) if n == "in" || n == "not" => None,
+            _ => Some(gate),
+        }
+    }
+
+    fn operand(&mut self) -> Option<SimpleGate> {
+        let value = self.atom()?;
+        if !self.peek_name("is") {
+            return Some(value);
+        }
+        self.at += 1;
+        let negated = self.peek_name("not");
+        if negated {
+            self.at += 1;
+        }
+        let test = match self.peek() {
+            Some(Token::Name(n)) if n == "defined" => Test::Defined,
+            Some(Token::Name(n)) if n == "undefined" => Test::Undefined,
+            Some(Token::Literal(v)) if v.is_none() => Test::None,
+            _ => return None,
+        };
+        self.at += 1;
+        // minijinja reads almost any token after a test's name as the test's argument, so only
+        // what ends the test here may follow it.
+        let ends = match self.peek() {
+            None | Some(Token::Close | Token::Equal | Token::NotEqual) => true,
+            Some(Token::Name(n)) => n == "and" || n == "or",
+            _ => false,
+        };
+        if !ends {
+            return None;
+        }
+        Some(SimpleGate::Is {
+            value: Box::new(value),
+            test,
+            negated,
+        })
+    }
+
+    fn atom(&mut self) -> Option<SimpleGate> {
+        match self.peek()?.clone() {
+            Token::Open => {
+                self.at += 1;
+                let inner = self.or()?;
+                if self.peek() != Some(&Token::Close) {
+                    return None;
+                }
+                self.at += 1;
+                Some(inner)
+            }
+            Token::Literal(value) => {
+                self.at += 1;
+                // An attribute of a literal (`'a'.upper`) is left to minijinja.
+                (self.peek() != Some(&Token::Dot)).then_some(SimpleGate::Literal(value))
+            }
+            Token::Name(root) if !is_keyword(&root) => {
+                self.at += 1;
+                let mut parts = vec![root];
+                while self.peek() == Some(&Token::Dot) {
+                    self.at += 1;
+                    match self.peek()?.clone() {
+                        Token::Name(name) if !is_keyword(&name) => parts.push(name),
+                        _ => return None,
+                    }
+                    self.at += 1;
+                }
+                // A call or a subscript after the path is left to minijinja.
+                (self.peek() != Some(&Token::Open)).then_some(SimpleGate::Path(parts))
+            }
+            _ => None,
+        }
+    }
+}
+
+/// Words that are operators or tests in this grammar, never names.
+fn is_keyword(word: &str) -> bool {
+    matches!(
+        word,
+        "and" | "or" | "not" | "in" | "is" | "if" | "else" | "defined" | "undefined"
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::spec::RenderOptions;
+    use crate::template::{TemplateSet, context_value, to_value};
+    use proptest::prelude::*;
+
+    /// A JSON value of the kinds gates meet: none, booleans, numbers, strings (empty or not),
+    /// lists of strings, and maps.
+    fn json() -> impl Strategy<Value = serde_json::Value> {
+        let word = prop::sample::select(vec!["", "x", "read", "ab", "a"]);
+        let leaf = prop_oneof![
+            Just(serde_json::Value::Null),
+            any::<bool>().prop_map(serde_json::Value::from),
+            (-2i64..3).prop_map(serde_json::Value::from),
+            word.clone().prop_map(serde_json::Value::from),
+            prop::collection::vec(word.clone(), 0..4).prop_map(serde_json::Value::from),
+        ];
+        leaf.prop_recursive(2, 12, 4, move |inner| {
+            prop::collection::btree_map(
+                prop::sample::select(vec!["x", "read", "y", "a"]).prop_map(str::to_owned),
+                inner,
+                0..4,
+            )
+            .prop_map(|map| serde_json::Value::Object(map.into_iter().collect()))
+        })
+    }
+
+    /// A context like an assembly's: named roots (some absent) holding those values.
+    fn context() -> impl Strategy<Value = Value> {
+        prop::collection::vec(prop::option::of(json()), 4).prop_map(|values| {
+            let names = ["a", "b", "variables", "tools"];
+            context_value(
+                names
+                    .into_iter()
+                    .zip(values)
+                    .filter_map(|(name, value)| Some((name, to_value(value?)))),
+            )
+        })
+    }
+
+    /// Gate expressions: mostly inside the subset, some outside it, some that do not compile.
+    fn expression() -> impl Strategy<Value = String> {
+        let leaf = prop::sample::select(vec![
+            "a",
+            "b",
+            "c",
+            "a.x",
+            "a.read",
+            "b.x.y",
+            "variables.read",
+            "variables.x",
+            "tools",
+            "tools.a",
+            "'read'",
+            "\"x\"",
+            "''",
+            "1",
+            "0",
+            "true",
+            "False",
+            "none",
+            "None",
+            "range",
+            "a.0",
+            "a | length",
+            "a[0]",
+        ])
+        .prop_map(str::to_owned);
+        leaf.prop_recursive(4, 24, 2, |inner| {
+            prop_oneof![
+                inner.clone().prop_map(|e| format!("not {e}")),
+                inner.clone().prop_map(|e| format!("({e})")),
+                (inner.clone(), inner.clone()).prop_map(|(l, r)| format!("{l} and {r}")),
+                (inner.clone(), inner.clone()).prop_map(|(l, r)| format!("{l} or {r}")),
+                (inner.clone(), inner.clone()).prop_map(|(l, r)| format!("{l} in {r}")),
+                (inner.clone(), inner.clone()).prop_map(|(l, r)| format!("{l} not in {r}")),
+                (inner.clone(), inner.clone()).prop_map(|(l, r)| format!("{l} == {r}")),
+                (inner.clone(), inner.clone()).prop_map(|(l, r)| format!("{l} != {r}")),
+                (
+                    inner.clone(),
+                    prop::sample::select(vec![
+                        "is defined",
+                        "is not defined",
+                        "is none",
+                        "is not none",
+                        "is undefined",
+                    ])
+                )
+                    .prop_map(|(e, t)| format!("{e} {t}")),
+            ]
+        })
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(2000))]
+
+        /// Wherever the evaluator decides a gate, minijinja decides it the same way (and does
+        /// not fail).
+        #[test]
+        fn decides_as_minijinja_does(expression in expression(), context in context()) {
+            let mut templates = TemplateSet::new(&RenderOptions::default());
+            if templates.add_gate("gate".into(), &expression).is_err() {
+                return Ok(());
+            }
+            let engine = templates.render_gate("gate", &context).map_err(|e| e.to_string());
+            if let Some(open) = SimpleGate::parse(&expression).and_then(|g| g.decide(&context)) {
+                prop_assert_eq!(Ok(open), engine, "{}", expression);
+            }
+        }
+    }
+
+    #[test]
+    fn decides_the_common_gates() {
+        let context = context_value([
+            (
+                "variables",
+                to_value(serde_json::json!({"mode": "", "tools": ["read", "bash"]})),
+            ),
+            ("skills", to_value(serde_json::json!([{"name": "a"}]))),
+        ]);
+        for (expression, open) in [
+            ("variables.mode", false),
+            ("not variables.mode", true),
+            ("skills and 'read' in variables.tools", true),
+            (
+                "variables.other is not defined or variables.other is none",
+                true,
+            ),
+            ("'edit' not in variables.tools", true),
+            ("variables.mode == ''", true),
+        ] {
+            let gate = SimpleGate::parse(expression).expect("in the subset");
+            assert_eq!(gate.decide(&context), Some(open), "{expression}");
+        }
+        // Strict undefined: minijinja fails on these, so the evaluator does not decide them.
+        for undecided in ["nothing", "nothing.x", "'a' in nothing", "variables.other"] {
+            let gate = SimpleGate::parse(undecided).expect("in the subset");
+            assert_eq!(gate.decide(&context), None, "{undecided}");
+        }
+    }
+
+    #[test]
+    fn parses_the_subset_and_refuses_the_rest() {
+        for simple in [
+            "variables.custom_prompt",
+            "not variables.custom_prompt",
+            "skills and (variables.selected_tools is not defined or variables.selected_tools is none or 'read' in variables.selected_tools)",
+            "'x' not in tools",
+            "model.id == \"gpt-4o\"",
+            "model.context_window != 8000",
+            "true",
+        ] {
+            assert!(SimpleGate::parse(simple).is_some(), "{simple}");
+        }
+        for other in [
+            "skills | length > 2",
+            "a == b == c",
+            "a if b else c",
+            "tools['x']",
+            "x.0",
+            "f(x)",
+            "'a\\'b' in x",
+            "1.5 == x",
+            "x is defined is none",
+            "x is divisibleby(3)",
+            "x is startingwith 'a'",
+            "x is defined not in y",
+            "x is none y",
+            "a and",
+            "(a",
+            "a < b",
+            "-a",
+            "a ~ b",
+        ] {
+            assert!(SimpleGate::parse(other).is_none(), "{other}");
+        }
+    }
+}
