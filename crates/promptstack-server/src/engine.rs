@@ -238,7 +238,7 @@ pub async fn send_for(
         .map_err(|e| spec_problem("invalid-send", &e))?;
     if resolved.agent.spec().stage.is_none() {
         if !preview.is_empty() {
-            let diagnostic = promptstack::Diagnostic::error(
+            let diagnostic = promptstack::diagnostic::Diagnostic::error(
                 "invalid-settings",
                 "settings apply to agents with a `[stage]` only",
             )

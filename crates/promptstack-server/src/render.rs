@@ -5,8 +5,9 @@ use axum::Json;
 use axum::extract::rejection::JsonRejection;
 use axum::extract::{Path, State};
 use axum::response::{IntoResponse, Response};
+use promptstack::compose::Composition;
 use promptstack::provider::{Conversation, ConversationLimits, Format, RequestOptions, Rules};
-use promptstack::{Agent, Assembly, Composition};
+use promptstack::{Agent, Assembly};
 use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 
@@ -167,7 +168,7 @@ impl IntoResponse for RenderResponse {
 }
 
 fn diagnostics<'a>(
-    items: impl Iterator<Item = &'a promptstack::Diagnostic>,
+    items: impl Iterator<Item = &'a promptstack::diagnostic::Diagnostic>,
     warnings: &[String],
 ) -> Vec<serde_json::Value> {
     let mut out: Vec<serde_json::Value> =

@@ -6,8 +6,8 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use anyhow::Context as _;
-use promptstack::mcp::{McpServerListing, McpServerStatus};
 use promptstack::spec::{ResultTrust, SettingRequirement, ToolSpec};
+use promptstack::tools::mcp::{McpServerListing, McpServerStatus};
 use promptstack::toolset::{Tool, ToolOrigin};
 use promptstack::{Agent, Assembly, SendContext};
 use serde::Serialize;
@@ -216,10 +216,10 @@ fn server_rows(listings: &[McpServerListing]) -> Vec<ServerRow> {
                 failure: Some(format!(
                     "{} {}: {}",
                     match failure.stage {
-                        promptstack::mcp::McpFailureStage::Start => "start",
-                        promptstack::mcp::McpFailureStage::Connect => "connect",
-                        promptstack::mcp::McpFailureStage::List => "list",
-                        promptstack::mcp::McpFailureStage::Conflict => "conflict",
+                        promptstack::tools::mcp::McpFailureStage::Start => "start",
+                        promptstack::tools::mcp::McpFailureStage::Connect => "connect",
+                        promptstack::tools::mcp::McpFailureStage::List => "list",
+                        promptstack::tools::mcp::McpFailureStage::Conflict => "conflict",
                         _ => "discovery",
                     },
                     if failure.timed_out {
