@@ -358,7 +358,7 @@ pub struct RequestOutput {
 }
 
 impl Assembly {
-    fn composition(&self, target: &str) -> Result<promptstack::Composition> {
+    fn composition(&self, target: &str) -> Result<promptstack::compose::Composition> {
         self.inner.compose(target).map_err(|e| engine_failure(&e))
     }
 }

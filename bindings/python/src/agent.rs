@@ -619,8 +619,8 @@ pub struct Block {
     origin: String,
 }
 
-impl From<&promptstack::Block> for Block {
-    fn from(block: &promptstack::Block) -> Self {
+impl From<&promptstack::block::Block> for Block {
+    fn from(block: &promptstack::block::Block) -> Self {
         use promptstack::block::BlockState;
         Block {
             id: block.id.to_string(),
@@ -664,7 +664,7 @@ impl Block {
 /// The texts one target sends.
 #[pyclass(frozen, module = "promptstack")]
 pub struct Composition {
-    composition: promptstack::Composition,
+    composition: promptstack::compose::Composition,
     /// The spec's separator between parts, which also separates notes from the user's text.
     separator: String,
 }

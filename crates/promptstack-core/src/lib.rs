@@ -8,8 +8,9 @@
 //!
 //! 1. [`spec`]: parse an agent spec (TOML or JSON) and check it against its schema;
 //! 2. [`Agent`]: compile it — templates, gates, and every spec-level invariant;
-//! 3. [`Agent::assemble`]: for a [`SendContext`], resolve the [`Toolset`], render the blocks,
-//!    split the stable and volatile halves, count tokens, fingerprint → an [`Assembly`];
+//! 3. [`Agent::assemble`]: for a [`SendContext`], resolve the [`Toolset`](toolset::Toolset),
+//!    render the blocks, split the stable and volatile halves, count tokens, fingerprint → an
+//!    [`Assembly`];
 //! 4. [`Assembly::compose`]: the exact texts one target (engine) sends.
 //!
 //! Around the pipeline:
@@ -97,18 +98,23 @@ pub mod fuzzing;
 pub use promptstack_fence as fence;
 pub use promptstack_stream as stream;
 
+// One path per public item. The root holds the handles an embedder loads, assembles and matches
+// errors with; each is defined in a module that is not public (`context::send` and `spec::load`
+// are crate-visible submodules of public modules), so the root is its only path. Everything else
+// is reached through the public module that defines or re-exports it (`block::Block`,
+// `compose::Composition`, `diagnostic::Diagnostic`, `spec::AgentSpec`, `toolset::Toolset`, …);
+// the root never repeats it. The public-API test checks this.
 pub use agent::Agent;
 pub use assemble::Assembly;
-pub use block::Block;
 pub use caches::CacheStats;
-pub use compose::Composition;
-pub use context::SendContext;
-pub use diagnostic::{Diagnostic, Severity};
+pub use context::send::SendContext;
 pub use error::{Error, ErrorKind};
 pub use fingerprint::Fingerprint;
 pub use root::Root;
-pub use spec::{AgentSpec, SpecError, SpecFormat};
-pub use toolset::Toolset;
+pub use spec::load::{SpecError, SpecFormat};
+
+// A shorthand inside the crate for a type whose public path is its module's.
+pub(crate) use spec::AgentSpec;
 
 /// The handles an application shares across threads are `Send + Sync`; this fails to compile if
 /// one of them stops being so.

@@ -309,13 +309,13 @@ pub(crate) async fn publish_bundle(
     .await??;
     let (errors, warnings): (Vec<_>, Vec<_>) = findings
         .iter()
-        .filter(|f| f.diagnostic.severity >= promptstack::Severity::Warning)
+        .filter(|f| f.diagnostic.severity >= promptstack::diagnostic::Severity::Warning)
         .filter_map(|f| {
             serde_json::to_value(f)
                 .ok()
                 .map(|v| (f.diagnostic.severity, v))
         })
-        .partition(|(severity, _)| *severity == promptstack::Severity::Error);
+        .partition(|(severity, _)| *severity == promptstack::diagnostic::Severity::Error);
     if !errors.is_empty() {
         return Err(Problem::unprocessable(
             "lint-errors",

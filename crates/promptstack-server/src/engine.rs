@@ -275,7 +275,7 @@ impl Overrides {
     ) -> Result<Overrides, Problem> {
         if resolved.agent.spec().stage.is_none() {
             if !preview.is_empty() {
-                let diagnostic = promptstack::Diagnostic::error(
+                let diagnostic = promptstack::diagnostic::Diagnostic::error(
                     "invalid-settings",
                     "settings apply to agents with a `[stage]` only",
                 )

@@ -9,8 +9,9 @@
 use axum::Json;
 use axum::extract::{FromRequest, FromRequestParts, Path, Request, State};
 use axum::response::{IntoResponse, Response};
+use promptstack::compose::Composition;
 use promptstack::provider::{Conversation, ConversationLimits, Format, RequestOptions, Rules};
-use promptstack::{Agent, Assembly, Composition};
+use promptstack::{Agent, Assembly};
 use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
 use serde_json::value::RawValue;
@@ -189,7 +190,7 @@ impl IntoResponse for RenderResponse {
 }
 
 fn diagnostics<'a>(
-    items: impl Iterator<Item = &'a promptstack::Diagnostic>,
+    items: impl Iterator<Item = &'a promptstack::diagnostic::Diagnostic>,
     warnings: &[String],
 ) -> Vec<serde_json::Value> {
     let mut out: Vec<serde_json::Value> =
@@ -373,7 +374,7 @@ impl Prepared {
     /// `items`, then the warnings about stale settings or labels.
     fn diagnostics<'a>(
         &self,
-        items: impl Iterator<Item = &'a promptstack::Diagnostic>,
+        items: impl Iterator<Item = &'a promptstack::diagnostic::Diagnostic>,
     ) -> Vec<serde_json::Value> {
         diagnostics(items, &self.warnings)
     }

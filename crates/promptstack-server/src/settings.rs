@@ -49,7 +49,8 @@ impl Preview {
 /// A 422 `invalid-settings` located at `at` (a dotted path into the request body).
 fn invalid(at: &str, message: String) -> Problem {
     let diagnostic =
-        promptstack::Diagnostic::error("invalid-settings", message.clone()).subject(at.to_owned());
+        promptstack::diagnostic::Diagnostic::error("invalid-settings", message.clone())
+            .subject(at.to_owned());
     Problem::unprocessable("invalid-settings", format!("{at}: {message}")).with_diagnostics(
         serde_json::to_value(&diagnostic)
             .into_iter()

@@ -1,6 +1,7 @@
 //! promptstack for applications.
 //!
-//! [`promptstack_core`] is the pure engine; this crate re-exports it and adds the edges an
+//! [`promptstack_core`] is the pure engine; this crate re-exports all of it at the same paths
+//! (`promptstack::Agent`, `promptstack::context::ModelDescriptor`, …) and adds the edges an
 //! application needs around it: randomness from the operating system, the wall clock, files on
 //! disk and MCP servers. Everything here feeds data into the core; nothing here decides prompt text.
 //!
@@ -35,7 +36,8 @@ pub mod report;
 #[cfg(feature = "tenant")]
 pub mod tenant;
 
-pub use promptstack_core as core;
+// The engine's whole public surface, each item at the same path as in `promptstack_core` (one
+// path per item: there is no second way in through an alias of the crate).
 pub use promptstack_core::*;
 
 /// The embedding guide (`docs/embedding.md`), whose example runs as a doctest so it cannot rot.

@@ -10,8 +10,8 @@
 use std::path::{Path, PathBuf};
 
 use promptstack_core::inject::manifests::{Manifest, Published, REFERENCE_PREFIX, Registry};
-use promptstack_core::spec;
-use promptstack_core::{Agent, AgentSpec, SendContext, SpecError, SpecFormat};
+use promptstack_core::spec::{self, AgentSpec};
+use promptstack_core::{Agent, SendContext, SpecError, SpecFormat};
 
 use crate::limits::{InputError, InputKind, Limits, read_within};
 

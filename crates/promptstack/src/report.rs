@@ -4,6 +4,8 @@
 //! Both are plain serialisable structs built from an [`Agent`] and its assemblies, so a report
 //! printed by the command line and one returned to an application cannot differ.
 
+use promptstack_core::compose::Composition;
+use promptstack_core::diagnostic::{Diagnostic, Severity};
 use promptstack_core::inject::InjectionPreview;
 use promptstack_core::provider::{CachePlan, Conversation, Format, RequestOptions, Rules};
 use promptstack_core::spec::{ResultTrust, SettingRequirement, ToolSpec};
@@ -12,7 +14,7 @@ use promptstack_core::tools::mcp::{
     McpFailureStage, McpServerListing, McpServerStatus, reconcile_listings,
 };
 use promptstack_core::toolset::{Tool, ToolOrigin};
-use promptstack_core::{Agent, Assembly, Composition, Diagnostic, Error, SendContext, Severity};
+use promptstack_core::{Agent, Assembly, Error, SendContext};
 use serde::Serialize;
 
 /// An explained assembly: the assembly JSON, what each target composes with its token counts

@@ -24,7 +24,7 @@ use std::time::Duration;
 
 use futures::FutureExt as _;
 use futures::future::{BoxFuture, Shared};
-pub use promptstack_core::context::TenantInstructions;
+use promptstack_core::context::TenantInstructions;
 use tokio::time::Instant;
 
 /// Why a source could not answer.

@@ -5,10 +5,12 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use anyhow::Context as _;
+use promptstack::block::Block;
 use promptstack::block::BlockState;
+use promptstack::diagnostic::Severity;
 use promptstack::report::{BreakpointFormat, PlannedBreakpoints};
 use promptstack::spec::{BlockKind, Placement};
-use promptstack::{Agent, Assembly, Block, Severity};
+use promptstack::{Agent, Assembly};
 
 use crate::cmd::render::compose_all;
 use crate::input;
@@ -152,7 +154,7 @@ fn table(
     agent: &Agent,
     send: &promptstack::SendContext,
     assembly: &Assembly,
-    compositions: &[promptstack::Composition],
+    compositions: &[promptstack::compose::Composition],
     spec_path: &std::path::Path,
 ) -> String {
     let counting = assembly.counting();
@@ -331,7 +333,7 @@ fn table(
     out
 }
 
-fn summary(diagnostics: &[&promptstack::Diagnostic]) -> String {
+fn summary(diagnostics: &[&promptstack::diagnostic::Diagnostic]) -> String {
     let count = |s: Severity| diagnostics.iter().filter(|d| d.severity == s).count();
     format!(
         "{} error(s), {} warning(s), {} info",

@@ -3,7 +3,7 @@
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-use promptstack::Severity;
+use promptstack::diagnostic::Severity;
 
 use crate::input;
 

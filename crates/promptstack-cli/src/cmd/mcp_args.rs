@@ -7,7 +7,8 @@ use std::time::Duration;
 
 use anyhow::Context as _;
 use promptstack::SendContext;
-use promptstack::mcp::{DiscoveryConfig, McpServerConfig, McpServerListing};
+use promptstack::mcp::{DiscoveryConfig, McpServerConfig};
+use promptstack::tools::mcp::McpServerListing;
 
 use crate::exit::bad_input;
 use crate::input;

@@ -6,7 +6,9 @@ use std::process::ExitCode;
 
 use anyhow::Context as _;
 use clap::ValueEnum;
-use promptstack::{Assembly, Composition, Severity};
+use promptstack::Assembly;
+use promptstack::compose::Composition;
+use promptstack::diagnostic::Severity;
 use serde::Serialize;
 
 use crate::input;
@@ -95,7 +97,7 @@ struct JsonOutput<'a> {
     agent: &'a str,
     fingerprint: String,
     targets: Vec<Composition>,
-    diagnostics: Vec<&'a promptstack::Diagnostic>,
+    diagnostics: Vec<&'a promptstack::diagnostic::Diagnostic>,
 }
 
 pub fn run(args: Args) -> anyhow::Result<ExitCode> {
@@ -174,7 +176,9 @@ pub fn compose_all(assembly: &Assembly, targets: &[String]) -> anyhow::Result<Ve
 }
 
 /// Prints warnings and lint errors to stderr (informational findings only with `explain`).
-pub fn report_diagnostics<'a>(diagnostics: impl Iterator<Item = &'a promptstack::Diagnostic>) {
+pub fn report_diagnostics<'a>(
+    diagnostics: impl Iterator<Item = &'a promptstack::diagnostic::Diagnostic>,
+) {
     for diagnostic in diagnostics.filter(|d| d.severity >= Severity::Warning) {
         eprintln!("{diagnostic}");
     }

@@ -22,7 +22,7 @@ enum Which {
 
 pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     let schema = match args.which {
-        Which::Spec => promptstack::AgentSpec::json_schema(),
+        Which::Spec => promptstack::spec::AgentSpec::json_schema(),
         Which::Send => promptstack::SendContext::json_schema(),
     };
     println!("{}", serde_json::to_string_pretty(&schema)?);

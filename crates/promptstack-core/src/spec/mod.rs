@@ -3,7 +3,7 @@
 //! These types are the versioned format (`spec_version = 1`). They derive [`schemars::JsonSchema`], and
 //! that generated schema is also what [`load`] validates against, so the schema shipped to editors
 //! and the loader can never disagree. Loading reports every problem at once with a location; see
-//! [`load::SpecError`].
+//! [`SpecError`](crate::SpecError).
 
 pub(crate) mod load;
 pub(crate) mod shape;
@@ -15,10 +15,13 @@ use std::collections::BTreeMap;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
+// `SpecError` and `SpecFormat` are public at the crate root only; `crate::spec::…` keeps
+// naming them inside the crate.
 pub use load::{
     MAX_EXPRESSION_OPERATORS, MAX_NESTING, MAX_REPORTED_ERRORS, MAX_SPEC_BYTES, ParsedSpec,
-    SpecDiagnostic, SpecError, SpecFormat, parse,
+    SpecDiagnostic, parse,
 };
+pub(crate) use load::{SpecError, SpecFormat};
 pub use shape::Shape;
 pub(crate) use span::push_pointer as span_pointer;
 pub use span::{Location, SourceMap};

@@ -5,7 +5,8 @@
 
 use std::path::Path;
 
-use promptstack_core::{Agent, SendContext, Severity, SpecFormat};
+use promptstack_core::diagnostic::Severity;
+use promptstack_core::{Agent, SendContext, SpecFormat};
 
 /// What loading a spec says: the error, or (for specs that load) its lint errors.
 fn spec_report(bytes: &[u8], name: &str) -> String {

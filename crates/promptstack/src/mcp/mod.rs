@@ -23,7 +23,7 @@ use serde::{Deserialize, Serialize};
 
 pub use directory::{McpDirectory, RetryPolicy};
 pub use discover::{discover_all, discover_server};
-pub use promptstack_core::tools::mcp::{
+use promptstack_core::tools::mcp::{
     McpFailure, McpFailureStage, McpServerListing, McpServerStatus, McpTool,
 };
 

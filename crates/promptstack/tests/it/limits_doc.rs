@@ -39,19 +39,19 @@ fn changeable() -> String {
 
 /// The limits fixed in the code, each from the constant that enforces it.
 fn fixed() -> String {
-    use promptstack::core::layers::files::Caps;
+    use promptstack::layers::files::Caps;
     let caps = Caps::default();
     let kib = |n: usize| format!("{} KiB", n / 1024);
     let rows: Vec<[String; 4]> = vec![
         [
             "nesting of arrays and tables in a spec or send context".into(),
-            promptstack::core::spec::MAX_NESTING.to_string(),
+            promptstack::spec::MAX_NESTING.to_string(),
             "fixed".into(),
             "refused (`too-deep`), located at the first bracket too deep, before any parser recurses".into(),
         ],
         [
             "operators in one template tag or gate expression".into(),
-            promptstack::core::spec::MAX_EXPRESSION_OPERATORS.to_string(),
+            promptstack::spec::MAX_EXPRESSION_OPERATORS.to_string(),
             "fixed".into(),
             "refused (`expression-too-long`, exit 2) before the template is compiled, located at the first operator past it; `lint` too".into(),
         ],
@@ -60,14 +60,14 @@ fn fixed() -> String {
             "template fuel per render (an instruction costs 1, 64 bytes of data cost 1)".into(),
             format!(
                 "{}, at most 5000000",
-                promptstack::core::Agent::DEFAULT_TEMPLATE_MEMORY / 128
+                promptstack::Agent::DEFAULT_TEMPLATE_MEMORY / 128
             ),
             "`template-memory` / 128".into(),
             "the render fails with an out-of-fuel error (exit 1), before allocating what it cannot pay for; a runaway loop ends instead of hanging".into(),
         ],
         [
             "errors reported for one spec or send context".into(),
-            promptstack::core::spec::MAX_REPORTED_ERRORS.to_string(),
+            promptstack::spec::MAX_REPORTED_ERRORS.to_string(),
             "fixed".into(),
             "the first ones in source order are shown and the summary says more were found; no more are collected".into(),
         ],
@@ -85,25 +85,25 @@ fn fixed() -> String {
         ],
         [
             "citation labels in one conversation".into(),
-            promptstack::core::turn::DEFAULT_SOURCE_CAP.to_string(),
+            promptstack::turn::DEFAULT_SOURCE_CAP.to_string(),
             "`[turn] source_cap` in the spec".into(),
             "no label is issued past the cap".into(),
         ],
         [
             "tool name length".into(),
-            promptstack::core::tools::naming::MAX_TOOL_NAME_LEN.to_string(),
+            promptstack::tools::naming::MAX_TOOL_NAME_LEN.to_string(),
             "fixed (the providers' limit)".into(),
             "MCP names are shortened with a hash suffix; a longer spec tool name is refused".into(),
         ],
         [
             "stream processor lookahead".into(),
-            format!("{} bytes", promptstack::core::stream::MAX_LOOKAHEAD),
+            format!("{} bytes", promptstack::stream::MAX_LOOKAHEAD),
             "fixed".into(),
             "an undecided run longer than this is released as plain text".into(),
         ],
         [
             "one widget tag in model output (`cite --widgets`)".into(),
-            format!("{} bytes", promptstack::core::stream::WIDGET_MAX),
+            format!("{} bytes", promptstack::stream::WIDGET_MAX),
             "fixed".into(),
             "the tag is passed through as text".into(),
         ],
@@ -144,7 +144,7 @@ fn fixed() -> String {
             "input quoted in one message".into(),
             format!(
                 "{} characters",
-                promptstack::core::diagnostic::QUOTE_MAX_CHARS
+                promptstack::diagnostic::QUOTE_MAX_CHARS
             ),
             "fixed".into(),
             "the rest is shown as `…`; control characters are always escaped".into(),

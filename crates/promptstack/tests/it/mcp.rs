@@ -9,10 +9,13 @@ use std::path::{Path, PathBuf};
 use std::process::Stdio;
 use std::time::Duration;
 
-use promptstack::core::tools::mcp::merge_mcp_tools;
 use promptstack::mcp::{
-    DiscoveryConfig, McpDirectory, McpFailure, McpFailureStage, McpServerConfig, McpServerListing,
-    McpServerStatus, McpTool, McpTransport, RetryPolicy, discover_all, discover_server,
+    DiscoveryConfig, McpDirectory, McpServerConfig, McpTransport, RetryPolicy, discover_all,
+    discover_server,
+};
+use promptstack::tools::mcp::merge_mcp_tools;
+use promptstack::tools::mcp::{
+    McpFailure, McpFailureStage, McpServerListing, McpServerStatus, McpTool,
 };
 use tokio::io::{AsyncBufReadExt, BufReader};
 
@@ -261,7 +264,7 @@ async fn servers_sharing_tool_names_are_namespaced_apart_in_any_order() {
     let all: Vec<_> = merged.tools().collect();
     assert!(
         all.iter()
-            .all(|t| promptstack::core::tools::naming::is_valid_tool_name(t.name))
+            .all(|t| promptstack::tools::naming::is_valid_tool_name(t.name))
     );
     assert!(all.windows(2).all(|w| w[0].name < w[1].name));
 

@@ -311,3 +311,430 @@ fn public_api() {
     }
     insta::assert_snapshot!(all);
 }
+
+// ---------------------------------------------------------------------------------------------
+// One path per item. The rule: the crate root holds the headline types, each defined in a module
+// that is not public (or in a private submodule of a public one); every other public item is
+// reached only through the public module that defines or re-exports it. A `pub use` that makes
+// an item (or a module) reachable a second time — a root re-export of an item whose module is
+// public, a module alias next to a glob re-export, a re-export of another public module's item —
+// fails the check below, which follows every `pub use` (renames and globs included) to what it
+// names.
+// ---------------------------------------------------------------------------------------------
+
+/// What a name is bound to in a module.
+#[derive(Clone, Debug)]
+enum Binding {
+    /// An item defined here: its id (`crate::module::Name`).
+    Item(String),
+    /// A module declared here: its path.
+    Module(String),
+    /// A `use` of this path.
+    Use(Vec<String>),
+}
+
+/// What a path names in the end.
+#[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+enum Target {
+    Item(String),
+    Module(String),
+    /// Something outside the crates read (`std`, `serde_json`, …), by the path written.
+    External(String),
+}
+
+#[derive(Default)]
+struct Namespace {
+    /// `(name, binding, public)` in source order.
+    names: Vec<(String, Binding, bool)>,
+    /// `(path, public)` of glob imports.
+    globs: Vec<(Vec<String>, bool)>,
+    parent: Option<String>,
+    krate: String,
+}
+
+/// The modules of the crates read, by path (`promptstack_core::spec`).
+#[derive(Default)]
+struct Crates {
+    modules: std::collections::HashMap<String, Namespace>,
+}
+
+fn flatten_use(
+    tree: &syn::UseTree,
+    prefix: &[String],
+    names: &mut Vec<(String, Vec<String>)>,
+    globs: &mut Vec<Vec<String>>,
+) {
+    let with = |ident: &syn::Ident| {
+        let mut path = prefix.to_vec();
+        if ident != "self" {
+            path.push(ident.to_string());
+        }
+        path
+    };
+    match tree {
+        syn::UseTree::Path(p) => flatten_use(&p.tree, &with(&p.ident), names, globs),
+        syn::UseTree::Name(n) => {
+            let path = with(&n.ident);
+            names.push((path.last().cloned().unwrap_or_default(), path));
+        }
+        syn::UseTree::Rename(r) => names.push((r.rename.to_string(), with(&r.ident))),
+        syn::UseTree::Glob(_) => globs.push(prefix.to_vec()),
+        syn::UseTree::Group(g) => {
+            for item in &g.items {
+                flatten_use(item, prefix, names, globs);
+            }
+        }
+    }
+}
+
+impl Crates {
+    fn read(&mut self, krate: &str, dir: &str) {
+        let root = Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("..")
+            .join(dir)
+            .join("src");
+        let source = std::fs::read_to_string(root.join("lib.rs")).unwrap();
+        let parsed = syn::parse_file(&source).unwrap();
+        self.module(&parsed.items, &root, krate, None, krate);
+    }
+
+    fn module(
+        &mut self,
+        items: &[Item],
+        dir: &Path,
+        path: &str,
+        parent: Option<&str>,
+        krate: &str,
+    ) {
+        let mut ns = Namespace {
+            parent: parent.map(str::to_owned),
+            krate: krate.to_owned(),
+            ..Namespace::default()
+        };
+        for item in items {
+            let (name, vis) = match item {
+                Item::Struct(i) => (&i.ident, &i.vis),
+                Item::Enum(i) => (&i.ident, &i.vis),
+                Item::Union(i) => (&i.ident, &i.vis),
+                Item::Trait(i) => (&i.ident, &i.vis),
+                Item::Fn(i) => (&i.sig.ident, &i.vis),
+                Item::Const(i) => (&i.ident, &i.vis),
+                Item::Static(i) => (&i.ident, &i.vis),
+                Item::Type(i) => (&i.ident, &i.vis),
+                Item::Mod(module) => {
+                    if is_test(&module.attrs) {
+                        continue;
+                    }
+                    let name = module.ident.to_string();
+                    let child = format!("{path}::{name}");
+                    match &module.content {
+                        Some((_, inner)) => {
+                            self.module(inner, &dir.join(&name), &child, Some(path), krate)
+                        }
+                        None => {
+                            let (file, child_dir) = module_file(dir, &name);
+                            let source = std::fs::read_to_string(&file)
+                                .unwrap_or_else(|e| panic!("cannot read {}: {e}", file.display()));
+                            let parsed = syn::parse_file(&source).unwrap();
+                            self.module(&parsed.items, &child_dir, &child, Some(path), krate);
+                        }
+                    }
+                    ns.names
+                        .push((name, Binding::Module(child), is_pub(&module.vis)));
+                    continue;
+                }
+                Item::Use(using) => {
+                    if is_test(&using.attrs) {
+                        continue;
+                    }
+                    let (mut names, mut globs) = (Vec::new(), Vec::new());
+                    flatten_use(&using.tree, &[], &mut names, &mut globs);
+                    let public = is_pub(&using.vis);
+                    for (name, target) in names {
+                        if name != "_" {
+                            ns.names.push((name, Binding::Use(target), public));
+                        }
+                    }
+                    ns.globs.extend(globs.into_iter().map(|g| (g, public)));
+                    continue;
+                }
+                _ => continue,
+            };
+            if is_test(item_attrs(item)) {
+                continue;
+            }
+            ns.names.push((
+                name.to_string(),
+                Binding::Item(format!("{path}::{name}")),
+                is_pub(vis),
+            ));
+        }
+        self.modules.insert(path.to_owned(), ns);
+    }
+
+    /// What `name` means in `module`, through its own bindings, then its glob imports.
+    fn lookup(&self, module: &str, name: &str, depth: u32) -> Vec<Target> {
+        assert!(depth < 64, "the re-exports of {module} loop");
+        let Some(ns) = self.modules.get(module) else {
+            return Vec::new();
+        };
+        let mut found = Vec::new();
+        for (bound, binding, _) in &ns.names {
+            if bound == name {
+                found.extend(self.binding(module, binding, depth + 1));
+            }
+        }
+        if found.is_empty() {
+            for (glob, _) in &ns.globs {
+                for target in self.resolve(module, glob, depth + 1) {
+                    if let Target::Module(inner) = target {
+                        found.extend(self.lookup_public(&inner, name, depth + 1));
+                    }
+                }
+            }
+        }
+        found
+    }
+
+    /// What `name` means as a path prefix in `module`: a module declared there if there is one
+    /// (a prefix names a module, so a function of the same name does not count).
+    fn lookup_module(&self, module: &str, name: &str, depth: u32) -> Vec<Target> {
+        let declared: Vec<Target> = self.modules[module]
+            .names
+            .iter()
+            .filter(|(bound, binding, _)| bound == name && matches!(binding, Binding::Module(_)))
+            .flat_map(|(_, binding, _)| self.binding(module, binding, depth + 1))
+            .collect();
+        if declared.is_empty() {
+            self.lookup(module, name, depth)
+        } else {
+            declared
+        }
+    }
+
+    /// What `name` means in `module` from outside it: its public bindings and public globs.
+    fn lookup_public(&self, module: &str, name: &str, depth: u32) -> Vec<Target> {
+        self.public_names(module, depth)
+            .into_iter()
+            .filter(|(bound, _)| bound == name)
+            .flat_map(|(_, target)| target)
+            .collect()
+    }
+
+    fn binding(&self, module: &str, binding: &Binding, depth: u32) -> Vec<Target> {
+        match binding {
+            Binding::Item(id) => vec![Target::Item(id.clone())],
+            Binding::Module(path) => vec![Target::Module(path.clone())],
+            Binding::Use(path) => self.resolve(module, path, depth),
+        }
+    }
+
+    /// What `path` (as written in a `use` in `module`) names.
+    fn resolve(&self, module: &str, path: &[String], depth: u32) -> Vec<Target> {
+        let Some((first, rest)) = path.split_first() else {
+            return vec![Target::Module(module.to_owned())];
+        };
+        let ns = &self.modules[module];
+        let start = match first.as_str() {
+            "crate" => vec![Target::Module(ns.krate.clone())],
+            "self" => vec![Target::Module(module.to_owned())],
+            "super" => vec![Target::Module(
+                ns.parent.clone().expect("super of a crate root"),
+            )],
+            // Another crate read here (none of them names a module after a crate).
+            name if self.modules.get(name).is_some_and(|m| m.parent.is_none()) => {
+                vec![Target::Module(name.to_owned())]
+            }
+            name => {
+                let local = if rest.is_empty() {
+                    self.lookup(module, name, depth)
+                } else {
+                    self.lookup_module(module, name, depth)
+                };
+                if local.is_empty() {
+                    return vec![Target::External(path.join("::"))];
+                }
+                local
+            }
+        };
+        let mut current = start;
+        for (i, segment) in rest.iter().enumerate() {
+            let mut next = Vec::new();
+            for target in &current {
+                if let Target::Module(inner) = target {
+                    next.extend(if segment == "super" {
+                        vec![Target::Module(self.modules[inner].parent.clone().unwrap())]
+                    } else if i + 1 < rest.len() {
+                        self.lookup_module(inner, segment, depth)
+                    } else {
+                        self.lookup(inner, segment, depth)
+                    });
+                }
+            }
+            if next.is_empty() {
+                if current.iter().any(|t| matches!(t, Target::External(_))) {
+                    return vec![Target::External(path.join("::"))];
+                }
+                panic!(
+                    "in {module}: `{}` does not resolve at `{segment}` (segment {})",
+                    path.join("::"),
+                    i + 1
+                );
+            }
+            current = next;
+        }
+        current
+    }
+
+    /// Every name a module shows to the outside, with what it names: its public bindings, then
+    /// what its public globs bring in (unless a binding of its own shadows it).
+    fn public_names(&self, module: &str, depth: u32) -> Vec<(String, Vec<Target>)> {
+        assert!(depth < 64, "the glob re-exports of {module} loop");
+        let Some(ns) = self.modules.get(module) else {
+            return Vec::new();
+        };
+        let mut out: Vec<(String, Vec<Target>)> = ns
+            .names
+            .iter()
+            .filter(|(_, _, public)| *public)
+            .map(|(name, binding, _)| (name.clone(), self.binding(module, binding, depth + 1)))
+            .collect();
+        let own: HashSet<&str> = ns.names.iter().map(|(n, _, _)| n.as_str()).collect();
+        for (glob, public) in &ns.globs {
+            if !public {
+                continue;
+            }
+            for target in self.resolve(module, glob, depth + 1) {
+                if let Target::Module(inner) = target {
+                    for (name, targets) in self.public_names(&inner, depth + 1) {
+                        if !own.contains(name.as_str()) {
+                            out.push((name, targets));
+                        }
+                    }
+                }
+            }
+        }
+        out
+    }
+
+    /// Every public path of crate `krate`, by what it names.
+    fn paths(&self, krate: &str) -> std::collections::BTreeMap<Target, Vec<String>> {
+        let mut found: std::collections::BTreeMap<Target, Vec<String>> = Default::default();
+        let mut seen = HashSet::new();
+        let mut queue = vec![(krate.to_owned(), krate.to_owned())];
+        seen.insert(krate.to_owned());
+        while let Some((module, shown)) = queue.pop() {
+            for (name, targets) in self.public_names(&module, 0) {
+                let path = format!("{shown}::{name}");
+                for target in targets {
+                    if let Target::Module(inner) = &target
+                        && seen.insert(inner.clone())
+                    {
+                        queue.push((inner.clone(), path.clone()));
+                    }
+                    found.entry(target).or_default().push(path.clone());
+                }
+            }
+        }
+        found
+    }
+
+    /// Each item (or module) reachable by more than one public path of `krate`.
+    fn duplicates(&self, krate: &str) -> Vec<String> {
+        self.paths(krate)
+            .into_iter()
+            .filter(|(_, paths)| paths.len() > 1)
+            .map(|(target, mut paths)| {
+                paths.sort();
+                format!("{target:?} is reachable as {}", paths.join(" and "))
+            })
+            .collect()
+    }
+}
+
+fn item_attrs(item: &Item) -> &[Attribute] {
+    match item {
+        Item::Struct(i) => &i.attrs,
+        Item::Enum(i) => &i.attrs,
+        Item::Union(i) => &i.attrs,
+        Item::Trait(i) => &i.attrs,
+        Item::Fn(i) => &i.attrs,
+        Item::Const(i) => &i.attrs,
+        Item::Static(i) => &i.attrs,
+        Item::Type(i) => &i.attrs,
+        _ => &[],
+    }
+}
+
+/// The facade and the crates it re-exports, read from their sources.
+fn workspace_crates() -> Crates {
+    let mut crates = Crates::default();
+    for (name, dir) in [
+        ("promptstack", "promptstack"),
+        ("promptstack_core", "promptstack-core"),
+        ("promptstack_fence", "promptstack-fence"),
+        ("promptstack_stream", "promptstack-stream"),
+    ] {
+        crates.read(name, dir);
+    }
+    crates
+}
+
+#[test]
+fn each_public_item_is_reachable_by_one_path() {
+    let crates = workspace_crates();
+    let mut duplicates = Vec::new();
+    for krate in [
+        "promptstack",
+        "promptstack_core",
+        "promptstack_fence",
+        "promptstack_stream",
+    ] {
+        duplicates.extend(crates.duplicates(krate));
+    }
+    assert!(
+        duplicates.is_empty(),
+        "public items reachable by more than one path:\n{}",
+        duplicates.join("\n")
+    );
+}
+
+/// The check itself: it finds each way of reaching an item twice.
+#[test]
+fn the_one_path_check_finds_every_kind_of_duplicate() {
+    let source = r#"
+        pub mod block { pub struct Block; pub enum Origin { A } }
+        mod agent { pub struct Agent; }
+        pub mod report { pub use crate::block::Origin as Source; }
+        pub use agent::Agent;
+        pub use block::Block;
+        pub use self::block as blocks;
+    "#;
+    let mut crates = Crates::default();
+    let parsed = syn::parse_file(source).unwrap();
+    crates.module(&parsed.items, Path::new("/nonexistent"), "lib", None, "lib");
+    let facade = "pub mod extra { pub use lib::Agent; } pub use lib as core; pub use lib::*;";
+    let parsed = syn::parse_file(facade).unwrap();
+    crates.module(&parsed.items, Path::new("/nonexistent"), "app", None, "app");
+
+    let found = crates.duplicates("lib").join("\n");
+    // A root re-export of an item whose module is public.
+    assert!(
+        found.contains("lib::Block and lib::block::Block"),
+        "{found}"
+    );
+    // A re-export (renamed) of another public module's item.
+    assert!(
+        found.contains("lib::block::Origin and lib::report::Source"),
+        "{found}"
+    );
+    // A module alias.
+    assert!(found.contains("lib::block and lib::blocks"), "{found}");
+    // An item in a private module, re-exported once, is fine.
+    assert!(!found.contains("lib::agent::Agent"), "{found}");
+
+    let found = crates.duplicates("app").join("\n");
+    // A crate alias next to a glob re-export of the same crate.
+    assert!(found.contains("app::Agent and app::core::Agent"), "{found}");
+    assert!(found.contains("and app::extra::Agent"), "{found}");
+}

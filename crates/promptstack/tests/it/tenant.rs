@@ -5,8 +5,9 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+use promptstack::context::TenantInstructions;
 use promptstack::tenant::{
-    CacheConfig, CachedInstructions, FileSource, MemorySource, SourceError, TenantInstructions,
+    CacheConfig, CachedInstructions, FileSource, MemorySource, SourceError,
     TenantInstructionsSource,
 };
 
