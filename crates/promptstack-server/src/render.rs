@@ -420,6 +420,23 @@ impl<B: Names + DeserializeOwned + Send> FromRequest<AppState> for Op<B> {
     }
 }
 
+impl<B: Send + 'static> Op<B> {
+    /// Runs `work` on the prepared send and the body with the server's limits, on the request's
+    /// thread or the blocking pool as the version's recent cost decides (see `engine`).
+    async fn run<T: Send + 'static>(
+        self,
+        state: &AppState,
+        work: fn(&Prepared, &B, &promptstack::limits::Limits) -> Result<T, Problem>,
+    ) -> Result<T, Problem> {
+        let limits = state.inner.config.limits.clone();
+        let cost = std::sync::Arc::clone(&self.prepared.resolved.cost);
+        engine(state, &cost, move || {
+            work(&self.prepared, &self.body, &limits)
+        })
+        .await?
+    }
+}
+
 /// `POST /v1/agents/{name}/render`: the exact text (or request body) a target sends.
 #[utoipa::path(post, path = "/v1/agents/{name}/render", tag = "render",
     params(("name" = String, Path, description = "The agent")),
@@ -430,12 +447,7 @@ pub async fn render(
     State(state): State<AppState>,
     op: Op<RenderRequest>,
 ) -> Result<RenderResponse, Problem> {
-    let limits = state.inner.config.limits.clone();
-    let cost = std::sync::Arc::clone(&op.prepared.resolved.cost);
-    engine(&state, &cost, move || {
-        render_now(&op.prepared, &op.body, &limits)
-    })
-    .await?
+    op.run(&state, render_now).await
 }
 
 /// The engine work of `render`: composing, rendering in full, or building the request.
@@ -545,12 +557,7 @@ pub async fn request(
     State(state): State<AppState>,
     op: Op<RequestRequest>,
 ) -> Result<RenderResponse, Problem> {
-    let limits = state.inner.config.limits.clone();
-    let cost = std::sync::Arc::clone(&op.prepared.resolved.cost);
-    engine(&state, &cost, move || {
-        request_now(&op.prepared, &op.body, &limits)
-    })
-    .await?
+    op.run(&state, request_now).await
 }
 
 /// The engine work of `request`.
