@@ -557,6 +557,16 @@ mod tests {
             vec!["search", "x"]
         );
         assert!(message_slugs("see /usr/bin and a/b and http://x").is_empty());
+        assert!(message_slugs("see https://a.com/search and /usr/lib").is_empty());
+        assert_eq!(message_slugs("/Research rust, please"), vec!["Research"]);
+        assert_eq!(
+            message_slugs("a /search? then\t/research."),
+            vec!["search", "research"]
+        );
+        assert!(message_slugs("/").is_empty());
+        assert_eq!(message_slugs("é /x"), vec!["x"]);
+        // A file name or a label is not an intent.
+        assert!(message_slugs("open /notes.md and /search: now").is_empty());
     }
 
     #[test]

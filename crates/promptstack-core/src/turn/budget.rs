@@ -19,42 +19,6 @@ use serde_json::Value;
 
 use crate::canonical_url::canonicalize_url;
 
-/// The `/slug` tokens of a user message, lowercased, in order of appearance.
-///
-/// A slug starts with `/` at the start of the message or after whitespace, is made of ASCII
-/// letters, digits, `_` and `-`, and ends at the end of the message, at whitespace or at
-/// punctuation other than `/` (so `https://a/b` and `/usr/lib` name nothing).
-pub fn message_slugs(message: &str) -> Vec<String> {
-    let bytes = message.as_bytes();
-    let mut slugs = Vec::new();
-    let mut i = 0;
-    while let Some(offset) = memchr_slash(&bytes[i..]) {
-        let at = i + offset;
-        i = at + 1;
-        let starts_token = at == 0 || message[..at].ends_with(char::is_whitespace);
-        if !starts_token {
-            continue;
-        }
-        let len = bytes[at + 1..]
-            .iter()
-            .take_while(|b| b.is_ascii_alphanumeric() || matches!(b, b'_' | b'-'))
-            .count();
-        let end = at + 1 + len;
-        let ends_token = match message[end..].chars().next() {
-            None => true,
-            Some(c) => c.is_whitespace() || (c.is_ascii_punctuation() && c != '/'),
-        };
-        if len > 0 && ends_token {
-            slugs.push(message[at + 1..end].to_ascii_lowercase());
-        }
-    }
-    slugs
-}
-
-fn memchr_slash(bytes: &[u8]) -> Option<usize> {
-    bytes.iter().position(|&b| b == b'/')
-}
-
 /// The identity of a call, for dedupe and budgets alike: tool name plus the canonicalised input.
 ///
 /// Object keys are sorted; string values that are `http(s)` URLs go through
@@ -195,21 +159,6 @@ impl ClassLedger {
 mod tests {
     use super::*;
     use serde_json::json;
-
-    #[test]
-    fn slugs_are_tokens() {
-        assert_eq!(message_slugs("/Research rust, please"), ["research"]);
-        assert_eq!(
-            message_slugs("see https://a.com/search and /usr/lib"),
-            Vec::<String>::new()
-        );
-        assert_eq!(
-            message_slugs("a /search? then\t/research."),
-            ["search", "research"]
-        );
-        assert_eq!(message_slugs("/"), Vec::<String>::new());
-        assert_eq!(message_slugs("é /x"), ["x"]);
-    }
 
     #[test]
     fn keys_canonicalise_queries_and_urls() {

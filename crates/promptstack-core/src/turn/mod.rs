@@ -64,7 +64,6 @@ use crate::tools::naming::{ToolNameError, validate_tool_name};
 pub use crate::spec::turn_config::{
     BudgetPromotion, BudgetsConfig, ClassBudgetConfig, DEFAULT_SOURCE_CAP, TurnConfig,
 };
-pub use budget::message_slugs;
 pub use sources::{Registration, SourceRegistry};
 
 use budget::{ClassLedger, call_key};
@@ -453,10 +452,14 @@ pub struct TurnBuilder<'c> {
 }
 
 impl TurnBuilder<'_> {
-    /// Sets the user message whose `/slug` tokens select the budget intent (see
-    /// [`message_slugs`]). Without it, every class gets its `auto` cap.
+    /// Sets the user message whose `/slug` tokens select the budget intent (the tokens of
+    /// [`message_slugs`](crate::context::message_slugs), the same ones templates see; intents
+    /// match them case-insensitively). Without it, every class gets its `auto` cap.
     pub fn user_message(mut self, message: &str) -> Self {
-        self.slugs = message_slugs(message);
+        self.slugs = crate::context::message_slugs(message)
+            .into_iter()
+            .map(str::to_owned)
+            .collect();
         self
     }
 

@@ -152,6 +152,11 @@ fn intent_selects_the_cap_and_promotion_applies_once() {
             .cap("web"),
         Some(5)
     );
+    // The intent is read with the same tokens templates see: a file name is not one.
+    assert_eq!(
+        fixture(&config, "open /research.md", None).turn.cap("web"),
+        Some(5)
+    );
 
     let f = fixture(&config, "rust?", None);
     assert!(!f.turn.skill_loaded("writing"));
