@@ -171,9 +171,12 @@ impl TokenCounter {
         }
     }
 
-    /// Forgets every memoised count, so the next count of any text tokenises it again.
+    /// Forgets every memoised count, so the next count of any text tokenises it again; the
+    /// calling thread also forgets its memoised piece counts (other threads keep theirs: they
+    /// change no count, only how fast one is made).
     pub fn clear(&self) {
         self.lock().clear();
+        pieces::forget();
     }
 
     /// How many counts the memo served since this counter was made.

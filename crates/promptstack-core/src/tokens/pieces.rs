@@ -15,7 +15,9 @@
 //!   the piece's bytes and is compared in full, so a hit is the library's own count of that piece.
 //!
 //! Memory: one [`Memo`] per thread that counts, [`SLOTS`] × 32 bytes (512 KiB), allocated on the
-//! thread's first count and never grown. Threads share nothing, so counting takes no lock.
+//! thread's first count and never grown. Threads share nothing, so counting takes no lock. The
+//! memo is the one cache outside an agent's `Caches`: it belongs to the thread, not to an agent,
+//! and `TokenCounter::clear` empties the calling thread's.
 
 use std::cell::RefCell;
 
@@ -216,6 +218,12 @@ thread_local! {
     });
 }
 
+/// Empties this thread's memo, so its next counts start cold (for measuring them).
+pub(super) fn forget() {
+    // A thread that is being torn down has no memo to empty.
+    let _ = MEMO.try_with(|memo| memo.borrow_mut().slots.fill(EMPTY));
+}
+
 /// Never 0, which marks an empty slot.
 fn tag(encoding: Encoding) -> u8 {
     match encoding {
@@ -337,6 +345,28 @@ mod tests {
         ] {
             assert_eq!(split(text), library_split(text), "{text:?}");
         }
+    }
+
+    #[test]
+    fn forgetting_empties_this_threads_memo() {
+        let bpe = &bpe_openai::o200k_base().bpe;
+        piece_count(Encoding::O200k, bpe, b" remembered");
+        let held = || {
+            MEMO.with(|memo| {
+                memo.borrow()
+                    .slots
+                    .iter()
+                    .filter(|slot| slot.tag != 0)
+                    .count()
+            })
+        };
+        assert!(held() > 0);
+        forget();
+        assert_eq!(held(), 0);
+        assert_eq!(
+            piece_count(Encoding::O200k, bpe, b" remembered"),
+            bpe.count(b" remembered")
+        );
     }
 
     #[test]
