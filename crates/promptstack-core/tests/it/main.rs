@@ -17,5 +17,6 @@ mod purity;
 mod refresh;
 mod registry;
 mod spec_fuzz;
+mod tokens;
 mod tools;
 mod turn;
