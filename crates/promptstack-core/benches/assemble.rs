@@ -14,7 +14,7 @@ use std::path::{Path, PathBuf};
 use criterion::{BenchmarkId, Criterion, criterion_group, criterion_main};
 use promptstack_core::context::Now;
 use promptstack_core::inject::manifests::{Manifest, Registry};
-use promptstack_core::inject::refresh::{Change, Refresher};
+use promptstack_core::refresh::{Change, Refresher};
 use promptstack_core::{Agent, SendContext, SpecFormat};
 
 /// One example: its name, its compiled agent, and its sends by name.

@@ -703,7 +703,7 @@ impl AgentInner {
             );
         }
         for tab in ctx.tabs.all() {
-            if let Err(error) = crate::layers::sites::parse_url(&tab.url) {
+            if let Err(error) = crate::sites::parse_url(&tab.url) {
                 diagnostics.push(
                     Diagnostic::warning(
                         "bad-tab-url",
@@ -978,7 +978,7 @@ impl AgentInner {
     /// injected blocks that follow it are volatile too.
     pub(crate) fn authored_volatile(
         &self,
-        stage: &inject::CompiledStage,
+        stage: &crate::ir::CompiledStage,
         prompt: Prompt<'_>,
     ) -> bool {
         match prompt {
@@ -1068,7 +1068,7 @@ fn other_prompt_block(unit: &Unit, prompt: Prompt<'_>, counting: Counting) -> Bl
     }
 }
 
-fn origin_location(block: &Block) -> Option<crate::spec::Location> {
+fn origin_location(block: &Block) -> Option<crate::diagnostic::Location> {
     match &*block.origin {
         crate::block::Origin::Spec { location, .. } => location.clone(),
         _ => None,

@@ -9,7 +9,8 @@ use std::sync::{Arc, OnceLock};
 use serde::ser::SerializeStruct;
 use serde::{Serialize, Serializer};
 
-use crate::spec::{BlockKind, Location, Placement, Stability, Trust};
+use crate::diagnostic::Location;
+use crate::spec::{BlockKind, Placement, Stability, Trust};
 use crate::tokens::{Counting, TokenCount, TokenCounter};
 
 /// One block of an assembly.

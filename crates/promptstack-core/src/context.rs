@@ -460,7 +460,7 @@ pub struct Skill {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub location: Option<String>,
     /// Site patterns (`*.example.com`, `docs.example.com:8443/api`) the skill applies to; empty
-    /// means every site. See `layers::sites`.
+    /// means every site. See `sites`.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub sites: Vec<String>,
 }

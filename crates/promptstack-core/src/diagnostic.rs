@@ -14,7 +14,28 @@ use std::fmt::{self, Write as _};
 
 use serde::Serialize;
 
-use crate::spec::Location;
+/// A position in a source file, one-based, with the column counted in characters.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize)]
+pub struct Location {
+    /// The file name as the caller gave it.
+    pub file: String,
+    /// One-based line number.
+    pub line: usize,
+    /// One-based column, in characters (not bytes).
+    pub column: usize,
+}
+
+impl fmt::Display for Location {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "{}:{}:{}",
+            terminal_safe(&self.file),
+            self.line,
+            self.column
+        )
+    }
+}
 
 /// How serious a finding is.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]

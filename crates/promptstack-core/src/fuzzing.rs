@@ -143,7 +143,7 @@ pub fn send_load(data: &[u8]) {
 /// matching never panic; a parsed pattern matches the URL the same way twice, and the wildcard
 /// `*` matches every http(s) URL with a host.
 pub fn site_pattern(data: &[u8]) {
-    use crate::layers::sites::{SitePattern, parse_url};
+    use crate::sites::{SitePattern, parse_url};
     let Some((&split, rest)) = data.split_first() else {
         return;
     };

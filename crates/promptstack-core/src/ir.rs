@@ -3,14 +3,17 @@
 //!
 //! The compiler (`agent::compile`) builds these types and every later step reads them; they
 //! depend only on the spec's data types, the compiled templates and the caches, so nothing here
-//! reads assembly, composition or providers.
+//! reads injections, assembly, composition or providers. The compiled stage is here too: the
+//! injection builders read it, so it sits below them.
 
+use std::collections::BTreeMap;
 use std::sync::Arc;
+
+use serde_json::{Map, Value};
 
 use crate::block::Origin;
 use crate::caches::Caches;
 use crate::diagnostic::Diagnostic;
-use crate::inject::CompiledStage;
 use crate::root::{ReadRoots, VolatileInput};
 use crate::spec::{AgentSpec, BlockKind, Placement, SourceMap, Stability, Trust, UserPosition};
 use crate::template::{SimpleGate, TemplateSet};
@@ -129,4 +132,36 @@ pub(crate) struct CompiledTarget {
     pub budget: Option<u32>,
     /// Shedding priority and pinning of every block and note, by id (only with a budget).
     pub shedding: Vec<(Arc<str>, i32, bool)>,
+}
+
+/// A capability enabled on a stage, with its configuration resolved at compile time.
+#[derive(Debug, Clone)]
+pub(crate) struct CompiledCapability {
+    pub slug: String,
+    /// Whether it comes from a registry manifest (else it is built in).
+    pub registry: bool,
+    pub compliance: bool,
+    pub config: Map<String, Value>,
+    /// The unsubstituted default text for this configuration.
+    pub default_text: &'static str,
+    /// The registry fragment (registry capabilities only; `default_text` is empty then).
+    pub fragment: Option<String>,
+    /// The tools it registers, by name.
+    pub tools: Vec<String>,
+}
+
+impl CompiledCapability {
+    pub(crate) fn default_source(&self) -> &str {
+        self.fragment.as_deref().unwrap_or(self.default_text)
+    }
+}
+
+/// A stage, compiled.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct CompiledStage {
+    pub capabilities: Vec<CompiledCapability>,
+    /// Subagent topics with the index of their prompt's unit.
+    pub subagents: BTreeMap<String, usize>,
+    /// Whether the main prompt's authored body has a volatile block.
+    pub main_volatile: bool,
 }

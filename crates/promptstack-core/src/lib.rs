@@ -11,7 +11,8 @@
 //! 3. [`Agent::assemble`]: for a [`SendContext`], resolve the [`Toolset`](toolset::Toolset),
 //!    render the blocks, split the stable and volatile halves, count tokens, fingerprint → an
 //!    [`Assembly`];
-//! 4. [`Assembly::compose`]: the exact texts one target (engine) sends.
+//! 4. [`Assembly::compose`]: the exact texts one target (engine) sends (and the
+//!    [`FullPrompt`](compose::FullPrompt) of "copy full prompt").
 //!
 //! Around the pipeline:
 //!
@@ -23,11 +24,15 @@
 //! - [`layers`]: reusable agent-family layers (escaping, guidelines, site patterns, context
 //!   files, compact harness state), also registered as template filters.
 //! - [`canonical_url`]: the one canonical form of a URL (budgets, sources, evals).
+//! - [`sites`]: site patterns (`*.example.com`, exact hosts, ports, path prefixes) and which
+//!   URLs they match (skills and site instructions for the tabs of a send).
 //! - [`tools`]: provider-safe tool names, MCP namespacing and merging, UI labels.
 //! - [`turn`]: the Turn runtime: dedupe, budgets and the source registry around tool executors.
 //! - [`inject`]: what a multi-tenant platform appends to a stage's prompt (capability guidance,
 //!   tenant instructions, the UTC date and time), the one override decision point, subagent
-//!   visibility, registry manifests, the refresher and the full-prompt render.
+//!   visibility, registry manifests.
+//! - [`refresh`]: the [`Refresher`](refresh::Refresher), which keeps a live session's prompt
+//!   current across variable changes and topic switches.
 //! - [`provider`]: provider request bodies (Anthropic, OpenAI Chat and Responses, Gemini) with
 //!   cache breakpoints planned from a rules table, and a cache simulator.
 //!
@@ -83,7 +88,10 @@ mod ir;
 pub mod layers;
 mod placeholders;
 pub mod provider;
+pub mod refresh;
+mod room;
 mod root;
+pub mod sites;
 pub mod spec;
 mod template;
 pub mod tokens;

@@ -85,7 +85,7 @@ pub(super) fn compile(
     if !errors.is_empty() {
         return Err(SpecError::new(errors));
     }
-    let stage = spec.stage.as_ref().map(|_| crate::inject::CompiledStage {
+    let stage = spec.stage.as_ref().map(|_| crate::ir::CompiledStage {
         capabilities,
         main_volatile: units.iter().any(|u| {
             u.scope.is_none()

@@ -30,7 +30,7 @@ pub(crate) fn static_checks(
     gates_on_settings(units, tools, templates, out);
 }
 
-fn location(unit: &Unit) -> Option<crate::spec::Location> {
+fn location(unit: &Unit) -> Option<crate::diagnostic::Location> {
     match &*unit.origin {
         crate::block::Origin::Spec { location, .. } => location.clone(),
         _ => None,

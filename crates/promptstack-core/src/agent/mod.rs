@@ -14,10 +14,10 @@ use std::sync::Arc;
 
 use crate::assemble::Assembly;
 use crate::caches::CacheStats;
+use crate::compose::full::{self, FullPrompt};
 use crate::context::SendContext;
 use crate::diagnostic::Diagnostic;
 use crate::error::Error;
-use crate::inject::full::{self, FullPrompt};
 use crate::inject::manifests::{self, Published, Registry};
 use crate::inject::{self, InjectionPreview};
 use crate::ir::AgentInner;
@@ -346,7 +346,7 @@ impl Agent {
         let mut main = ctx.clone();
         main.topic = None;
         manifests::publish_stage(&self.inner.spec, ctx, registry, || {
-            self.assemble(&main)?.compose(target)
+            Ok(self.assemble(&main)?.compose(target)?.authored().to_owned())
         })
     }
 

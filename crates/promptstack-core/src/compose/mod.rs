@@ -6,15 +6,20 @@
 //! text. Every preview (`render`, `explain`, "copy full prompt") is this function's output, so
 //! preview and wire cannot differ.
 
+pub(crate) mod full;
 pub mod shedding;
 
 use std::ops::Range;
 
 use serde::Serialize;
 
+pub use full::FullPrompt;
+
 use crate::assemble::Assembly;
 use crate::block::Block;
 use crate::error::{Error, ErrorKind};
+use crate::inject::CAPABILITY_PREFIX;
+use crate::inject::manifests::is_ambient;
 use crate::ir::TargetItem;
 use crate::spec::{Stability, Trust, UserPosition};
 
@@ -68,6 +73,18 @@ pub struct Composition {
 }
 
 impl Composition {
+    /// The authored text of the prompt: the system text up to its first injected part (a
+    /// capability's guidance, the tenant instructions or the platform context).
+    pub(crate) fn authored(&self) -> &str {
+        let end = self
+            .parts
+            .iter()
+            .take_while(|p| !p.id.starts_with(CAPABILITY_PREFIX) && !is_ambient(&p.id))
+            .last()
+            .map_or(0, |p| p.range.end);
+        &self.system[..end]
+    }
+
     /// The user's message with this target's user-slot notes placed around it.
     pub fn user_message(&self, message: &str, separator: &str) -> String {
         if self.user.is_empty() {

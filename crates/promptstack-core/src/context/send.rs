@@ -255,7 +255,7 @@ impl SendContext {
                 Ok(context) => {
                     for (i, skill) in context.skills.iter().enumerate() {
                         for (j, pattern) in skill.sites.iter().enumerate() {
-                            if let Err(error) = crate::layers::sites::SitePattern::parse(pattern) {
+                            if let Err(error) = crate::sites::SitePattern::parse(pattern) {
                                 diagnostics.push(locator.at(
                                     "bad-site-pattern",
                                     &format!("/skills/{i}/sites/{j}"),

@@ -2,9 +2,10 @@
 
 use std::collections::HashSet;
 
+use super::builtin;
 use super::manifests::{REFERENCE_PREFIX, Registry};
 use super::substitute::substitute;
-use super::{CompiledCapability, builtin};
+use crate::ir::CompiledCapability;
 use crate::spec::AgentSpec;
 use crate::spec::load::{Locator, SpecDiagnostic, suggest};
 use crate::spec::span::push_pointer;

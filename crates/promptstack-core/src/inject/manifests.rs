@@ -18,9 +18,8 @@ use serde_json::{Map, Value};
 
 use super::overrides::{Decision, Injectable, Overrides};
 use super::substitute::{MissingKey, substitute};
-use super::{CAPABILITY_PREFIX, PLATFORM_CONTEXT, TENANT_INSTRUCTIONS, TENANT_INSTRUCTIONS_END};
+use super::{PLATFORM_CONTEXT, TENANT_INSTRUCTIONS, TENANT_INSTRUCTIONS_END};
 use crate::block::OverrideState;
-use crate::compose::Composition;
 use crate::context::SendContext;
 use crate::diagnostic::Diagnostic;
 use crate::error::{Error, ErrorKind};
@@ -260,14 +259,14 @@ pub fn decided_text(
     Ok(default_text)
 }
 
-/// Publishes the stage of `spec` for `ctx`: the authored text of the main prompt `compose`
+/// Publishes the stage of `spec` for `ctx`: the authored text of the main prompt that `authored`
 /// returns, expanded by [`publish`] with the stage's references and capability configuration,
 /// the registry's manifests, and the send's overrides (else the spec's).
 pub(crate) fn publish_stage(
     spec: &AgentSpec,
     ctx: &SendContext,
     registry: &Registry,
-    compose: impl FnOnce() -> Result<Composition, Error>,
+    authored: impl FnOnce() -> Result<String, Error>,
 ) -> Result<Published, Error> {
     let Some(stage) = &spec.stage else {
         return Err(Error::new(
@@ -275,30 +274,18 @@ pub(crate) fn publish_stage(
             "publishing needs a spec with a [stage]",
         ));
     };
-    let composition = compose()?;
-    let authored = authored(&composition);
+    let authored = authored()?;
     let overrides = ctx
         .auto_injections
         .as_ref()
         .or(spec.auto_injections.as_ref());
     publish(
-        authored,
+        &authored,
         &stage.capabilities,
         registry,
         &stage.capability_configs,
         overrides,
     )
-}
-
-/// The authored text of a composed prompt: the system text up to its first injected part.
-pub(crate) fn authored(composition: &Composition) -> &str {
-    let end = composition
-        .parts
-        .iter()
-        .take_while(|p| !p.id.starts_with(CAPABILITY_PREFIX) && !is_ambient(&p.id))
-        .last()
-        .map_or(0, |p| p.range.end);
-    &composition.system[..end]
 }
 
 /// Whether a block id is one of the tail's (ambient) blocks.

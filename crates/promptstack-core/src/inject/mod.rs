@@ -19,22 +19,19 @@
 
 pub mod builtin;
 mod compile;
-pub mod full;
 pub mod manifests;
 mod overrides;
-pub mod refresh;
 pub mod substitute;
 
-use std::collections::BTreeMap;
-
 use serde::Serialize;
-use serde_json::{Map, Value};
+use serde_json::Value;
 
 pub use overrides::{Decision, Injectable, Overrides, Prompt};
 
 use crate::block::{Exclusion, OverrideState};
 use crate::context::SendContext;
 use crate::diagnostic::Diagnostic;
+use crate::ir::{CompiledCapability, CompiledStage};
 use crate::spec::{BlockKind, Stability, Trust};
 
 /// The id of the platform context block.
@@ -59,38 +56,6 @@ pub enum InjectionFamily {
     TenantInstructions,
     /// The platform's date and time preamble.
     PlatformContext,
-}
-
-/// A capability enabled on a stage, with its configuration resolved at compile time.
-#[derive(Debug, Clone)]
-pub(crate) struct CompiledCapability {
-    pub slug: String,
-    /// Whether it comes from a registry manifest (else it is built in).
-    pub registry: bool,
-    pub compliance: bool,
-    pub config: Map<String, Value>,
-    /// The unsubstituted default text for this configuration.
-    pub default_text: &'static str,
-    /// The registry fragment (registry capabilities only; `default_text` is empty then).
-    pub fragment: Option<String>,
-    /// The tools it registers, by name.
-    pub tools: Vec<String>,
-}
-
-impl CompiledCapability {
-    fn default_source(&self) -> &str {
-        self.fragment.as_deref().unwrap_or(self.default_text)
-    }
-}
-
-/// A stage, compiled.
-#[derive(Debug, Clone, Default)]
-pub(crate) struct CompiledStage {
-    pub capabilities: Vec<CompiledCapability>,
-    /// Subagent topics with the index of their prompt's unit.
-    pub subagents: BTreeMap<String, usize>,
-    /// Whether the main prompt's authored body has a volatile block.
-    pub main_volatile: bool,
 }
 
 /// One injectable block, exactly as the live assembly would see it.

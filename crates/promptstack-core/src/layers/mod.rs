@@ -4,8 +4,8 @@
 //! - [`escape`]: XML-ish escaping of `& < > " '` (and its inverse, for tests and tools).
 //! - [`guidelines`]: trim (ECMAScript whitespace), drop empties, exact dedupe with the first
 //!   position winning.
-//! - [`sites`]: site patterns (`*.example.com`, exact hosts, ports, path prefixes) matched against
-//!   the tab at submit time and the tabs the user referenced.
+//! - [`crate::sites`] (a module of its own, since the send context checks skill patterns with it):
+//!   site patterns matched against the tab at submit time and the tabs the user referenced.
 //! - [`files`]: context files (AGENTS.md, CLAUDE.md) with relative `/` paths and per-file and
 //!   total size caps that leave a visible truncation note.
 //! - [`compact`]: harness state serialised compactly (bounded lists with `+N more`, long strings
@@ -19,12 +19,12 @@ pub mod compact;
 pub mod escape;
 pub mod files;
 pub mod guidelines;
-pub mod sites;
 
 use minijinja::value::{Kwargs, Value};
 use minijinja::{Environment, Error, ErrorKind, State};
 
-use crate::template::room::{ensure_room, ensure_value_fits};
+use crate::room::{ensure_room, ensure_value_fits};
+use crate::sites;
 
 /// Registers the layers as template filters:
 ///

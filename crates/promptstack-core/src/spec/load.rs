@@ -69,7 +69,7 @@ pub struct SpecDiagnostic {
     pub(crate) pointer: String,
     /// Where it is in the source, when known.
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub location: Option<super::Location>,
+    pub location: Option<crate::diagnostic::Location>,
     /// How to fix it, when there is something useful to say.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub hint: Option<String>,
@@ -360,17 +360,6 @@ pub struct ParsedSpec {
     /// Problems already found that did not stop parsing (unknown keys, which were set aside so
     /// the rest of the spec could still be checked). Compiling reports them with its own findings.
     pub recovered: Vec<SpecDiagnostic>,
-}
-
-impl ParsedSpec {
-    /// Adds tools registered in Rust to the spec's own `[[tools]]`, to be compiled with them.
-    ///
-    /// The registry has already checked each descriptor; compiling still refuses a registered
-    /// tool whose name the spec's `[[tools]]` already uses (`duplicate-tool`).
-    pub fn with_tools(mut self, registry: crate::tools::registration::ToolRegistry) -> Self {
-        self.spec.tools.extend(registry.into_tools());
-        self
-    }
 }
 
 /// Parses raw bytes as a generic tree with spans, enforcing size, encoding and nesting limits.

@@ -23,8 +23,8 @@ pub use load::{
 };
 pub(crate) use load::{SpecError, SpecFormat};
 pub use shape::Shape;
+pub use span::SourceMap;
 pub(crate) use span::push_pointer as span_pointer;
-pub use span::{Location, SourceMap};
 
 /// The only spec format version this build understands.
 pub const SPEC_VERSION: u32 = 1;

@@ -6,33 +6,9 @@
 //! index, so both TOML and JSON specs get `file:line:column` for every error.
 
 use std::collections::HashMap;
-use std::fmt;
 use std::ops::Range;
 
-use serde::Serialize;
-
-/// A position in a source file, one-based, with the column counted in characters.
-#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize)]
-pub struct Location {
-    /// The file name as the caller gave it.
-    pub file: String,
-    /// One-based line number.
-    pub line: usize,
-    /// One-based column, in characters (not bytes).
-    pub column: usize,
-}
-
-impl fmt::Display for Location {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(
-            f,
-            "{}:{}:{}",
-            crate::diagnostic::terminal_safe(&self.file),
-            self.line,
-            self.column
-        )
-    }
-}
+use crate::diagnostic::Location;
 
 /// A source text with its name, able to turn byte offsets into [`Location`]s.
 ///

@@ -22,11 +22,10 @@ std::thread_local! {
 }
 
 mod gate;
-pub(crate) mod room;
 
 pub(crate) use gate::SimpleGate;
 
-use room::{BYTES_PER_FUEL, ensure_room, ensure_value_fits, out_of_room, room};
+use crate::room::{BYTES_PER_FUEL, ensure_room, ensure_value_fits, out_of_room, room};
 
 /// The most fuel one render may use, whatever the memory allowed: an instruction costs one fuel,
 /// so a runaway loop fails instead of hanging.

@@ -23,7 +23,7 @@
 use std::collections::BTreeMap;
 use std::fmt;
 
-use crate::spec::ToolSpec;
+use crate::spec::{ParsedSpec, ToolSpec};
 use crate::tools::naming::validate_tool_name;
 
 /// One thing wrong with a tool descriptor.
@@ -394,6 +394,17 @@ pub(crate) fn parameters_problem(parameters: &serde_json::Value) -> Option<Strin
     match parameters.get("type") {
         Some(serde_json::Value::String(t)) if t == "object" => None,
         _ => Some("the top level must have `type = \"object\"`".into()),
+    }
+}
+
+impl ParsedSpec {
+    /// Adds tools registered in Rust to the spec's own `[[tools]]`, to be compiled with them.
+    ///
+    /// The registry has already checked each descriptor; compiling still refuses a registered
+    /// tool whose name the spec's `[[tools]]` already uses (`duplicate-tool`).
+    pub fn with_tools(mut self, registry: ToolRegistry) -> Self {
+        self.spec.tools.extend(registry.into_tools());
+        self
     }
 }
 

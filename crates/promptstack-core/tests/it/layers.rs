@@ -11,7 +11,7 @@ use promptstack_core::layers::compact::{Bounds, compact};
 use promptstack_core::layers::escape::{escape_xml, unescape_xml};
 use promptstack_core::layers::files::{Caps, prepare};
 use promptstack_core::layers::guidelines::{normalize, trim};
-use promptstack_core::layers::sites::{SitePattern, parse_url};
+use promptstack_core::sites::{SitePattern, parse_url};
 use promptstack_core::{Agent, SendContext, SpecFormat};
 use proptest::prelude::*;
 

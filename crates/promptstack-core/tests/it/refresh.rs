@@ -5,7 +5,7 @@
 use std::collections::BTreeMap;
 
 use promptstack_core::context::Now;
-use promptstack_core::inject::refresh::{Change, Refresher};
+use promptstack_core::refresh::{Change, Refresher};
 use proptest::prelude::*;
 use serde_json::{Value, json};
 

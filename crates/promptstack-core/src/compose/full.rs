@@ -2,8 +2,8 @@
 
 use serde::Serialize;
 
+use super::Part;
 use crate::assemble::Assembly;
-use crate::compose::Part;
 use crate::diagnostic::{Diagnostic, Severity};
 use crate::error::{Error, ErrorKind};
 

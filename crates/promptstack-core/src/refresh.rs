@@ -14,11 +14,11 @@
 
 use std::collections::BTreeMap;
 
-use super::CAPABILITY_PREFIX;
-use super::manifests::{CapabilitySegment, authored, is_ambient};
 use crate::compose::Composition;
 use crate::context::{Now, SendContext};
 use crate::error::{Error, ErrorKind};
+use crate::inject::manifests::{CapabilitySegment, is_ambient};
+use crate::inject::{self, CAPABILITY_PREFIX};
 use crate::{Agent, Assembly};
 
 /// A change to a live session.
@@ -57,8 +57,8 @@ impl<'a> Refresher<'a> {
                 "the refresher needs a spec with a [stage]",
             ));
         };
-        let overrides = super::overrides_for(agent.inner.spec.auto_injections.as_ref(), &ctx);
-        let segments = super::capability_segments(stage, &overrides);
+        let overrides = inject::overrides_for(agent.inner.spec.auto_injections.as_ref(), &ctx);
+        let segments = inject::capability_segments(stage, &overrides);
         let assembly = agent.assemble(&ctx)?;
         let composition = assembly.compose(target)?;
         let separator = assembly.separator().to_owned();
@@ -186,7 +186,7 @@ impl<'a> Refresher<'a> {
         let assembly: Assembly = self.agent.assemble(ctx)?;
         let composition = assembly.compose(&self.target)?;
         Ok((
-            authored(&composition).to_owned(),
+            composition.authored().to_owned(),
             tail(&composition).to_owned(),
         ))
     }
