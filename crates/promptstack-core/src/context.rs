@@ -17,6 +17,7 @@ use crate::spec::load::{
     schema_diagnostics,
 };
 
+mod fast;
 pub(crate) mod send;
 
 // `SendContext` is public at the crate root only; `crate::context::SendContext` keeps naming it

@@ -240,7 +240,23 @@ impl SendContext {
         Self::read(bytes, name, Some(spec))
     }
 
-    fn read(bytes: &[u8], name: &str, spec: Option<&crate::AgentSpec>) -> Result<Self, SpecError> {
+    /// The fast reader when it can decide, else the located one: the same sends accepted, read
+    /// to the same value, and every refusal located.
+    pub(super) fn read(
+        bytes: &[u8],
+        name: &str,
+        spec: Option<&crate::AgentSpec>,
+    ) -> Result<Self, SpecError> {
+        // Declined (refused, or not decidable without the tree): the located reader reads it.
+        fast::read(bytes, spec).or_else(|_| Self::read_located(bytes, name, spec))
+    }
+
+    /// Reads a send through its tree, its span index and its schema, locating every problem.
+    pub(super) fn read_located(
+        bytes: &[u8],
+        name: &str,
+        spec: Option<&crate::AgentSpec>,
+    ) -> Result<Self, SpecError> {
         let (tree, source, spans) = parse_tree(bytes, name, SpecFormat::Json, MAX_SEND_BYTES)
             .map_err(|e| e.about("send context"))?;
         let locator = Locator {
@@ -298,7 +314,7 @@ impl SendContext {
     }
 }
 
-static SEND_SCHEMA: std::sync::LazyLock<serde_json::Value> =
+pub(super) static SEND_SCHEMA: std::sync::LazyLock<serde_json::Value> =
     std::sync::LazyLock::new(SendContext::json_schema);
 static SEND_VALIDATOR: std::sync::LazyLock<Option<jsonschema::Validator>> =
     std::sync::LazyLock::new(|| jsonschema::validator_for(&SEND_SCHEMA).ok());

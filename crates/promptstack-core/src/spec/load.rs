@@ -527,7 +527,7 @@ pub(crate) fn parse_tree(
 
 /// Finds the first place where brackets nest deeper than [`MAX_NESTING`], ignoring strings and
 /// comments. Runs before the real parser so that no parser recurses without bound.
-fn nesting_exceeded(text: &str, format: SpecFormat) -> Option<usize> {
+pub(crate) fn nesting_exceeded(text: &str, format: SpecFormat) -> Option<usize> {
     let bytes = text.as_bytes();
     let mut depth = 0usize;
     let mut i = 0;
