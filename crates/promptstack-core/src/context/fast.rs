@@ -65,7 +65,7 @@ pub(crate) fn read(bytes: &[u8], spec: Option<&crate::AgentSpec>) -> Result<Send
     scan.value(skeleton)?;
     for skill in &context.skills {
         for pattern in &skill.sites {
-            if crate::layers::sites::SitePattern::parse(pattern).is_err() {
+            if crate::sites::SitePattern::parse(pattern).is_err() {
                 return Err(Declined::Refused);
             }
         }
