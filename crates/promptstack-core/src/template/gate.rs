@@ -32,7 +32,10 @@ const MAX_EXPRESSION_BYTES: usize = 4096;
 /// render their gates, so that running out of fuel fails as it always did.
 pub(crate) const MAX_GATE_FUEL: u64 = 1 << 16;
 
-/// A gate expression in the subset the evaluator handles.
+/// An expression in the subset the evaluator handles: a gate, or an expression of a planned
+/// template (see [`super::plan`]), which adds lists, `+` of lists, conditional expressions,
+/// subscripts and the project's string filters. The gate parser produces only the first eight
+/// variants.
 #[derive(Debug, Clone, PartialEq)]
 pub(crate) enum SimpleGate {
     /// A root and the attributes read from it (`variables.custom_prompt`).
@@ -60,6 +63,93 @@ pub(crate) enum SimpleGate {
         test: Test,
         negated: bool,
     },
+    /// A list literal, `[a, b]`.
+    List(Vec<SimpleGate>),
+    /// `left + right` of two sequences.
+    Concat(Box<SimpleGate>, Box<SimpleGate>),
+    /// `then if test else otherwise`.
+    Choose {
+        test: Box<SimpleGate>,
+        then: Box<SimpleGate>,
+        otherwise: Box<SimpleGate>,
+    },
+    /// `value[key]` of a map or a sequence.
+    Item {
+        value: Box<SimpleGate>,
+        key: Box<SimpleGate>,
+    },
+    /// `value | filter`, for a filter that takes no argument.
+    Filter {
+        value: Box<SimpleGate>,
+        filter: Filter,
+    },
+}
+
+/// The filters the evaluator applies, by calling the same functions as the engine's filters.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Filter {
+    EscapeXml,
+    PosixPath,
+    Guidelines,
+}
+
+impl Filter {
+    /// The filter registered under `name`, if the evaluator knows it.
+    pub(crate) fn named(name: &str) -> Option<Self> {
+        match name {
+            "escape_xml" => Some(Filter::EscapeXml),
+            "posix_path" => Some(Filter::PosixPath),
+            "guidelines" => Some(Filter::Guidelines),
+            _ => None,
+        }
+    }
+}
+
+/// Where the evaluator looks names up: the roots of the context for a gate; a planned template's
+/// own variables first, then the roots.
+pub(crate) trait Names {
+    /// The value of a name, or `None` when the evaluator must not decide: a name the context
+    /// lacks may be a global of the environment (`range`, …).
+    fn lookup(&self, name: &str) -> Option<Value>;
+}
+
+impl Names for Value {
+    fn lookup(&self, name: &str) -> Option<Value> {
+        self.get_attr(name)
+            .ok()
+            .filter(|value| !value.is_undefined())
+    }
+}
+
+/// The units of minijinja's fuel: one fuel is 64 units, a byte of data costs one.
+pub(crate) const UNITS_PER_FUEL: u64 = 64;
+
+/// What the evaluator charges for one node it evaluates: eight instructions, more than minijinja
+/// compiles any node of the subset to.
+pub(crate) const STEP: u64 = 8 * UNITS_PER_FUEL;
+
+/// What the evaluator charges for one item it visits or creates: more than minijinja charges for
+/// a slot (32 units), a visit (32) and a comparison (64) together.
+const ITEM: u64 = 2 * UNITS_PER_FUEL + 32;
+
+/// An upper bound of the fuel minijinja would spend on the work the evaluator did, in units; the
+/// evaluator gives up as soon as it passes its limit, so that whatever it decides, minijinja
+/// decides with fuel to spare, and nothing it builds outgrows the limit.
+pub(crate) struct Meter {
+    spent: u64,
+    limit: u64,
+}
+
+impl Meter {
+    pub(crate) fn new(limit: u64) -> Self {
+        Self { spent: 0, limit }
+    }
+
+    /// Charges `units`; `None` once the limit is passed.
+    pub(crate) fn charge(&mut self, units: u64) -> Option<()> {
+        self.spent = self.spent.saturating_add(units);
+        (self.spent <= self.limit).then_some(())
+    }
 }
 
 /// The tests the evaluator knows, all of which only look at the value's kind.
@@ -86,43 +176,43 @@ impl SimpleGate {
     /// Decides the gate against the context value, or `None` when minijinja must (see the
     /// module's documentation).
     pub(crate) fn decide(&self, context: &Value) -> Option<bool> {
-        truthy(&self.eval(context)?)
+        truthy(&self.eval(context, &mut Meter::new(u64::MAX))?)
     }
 
-    fn eval(&self, context: &Value) -> Option<Value> {
+    /// The value of the expression, or `None` when minijinja must decide it (or the meter ran
+    /// out). The value may be undefined (`x.missing`), which only a test may look at.
+    pub(crate) fn eval(&self, names: &dyn Names, meter: &mut Meter) -> Option<Value> {
+        meter.charge(STEP)?;
         match self {
             SimpleGate::Path(parts) => {
                 let (root, attributes) = parts.split_first()?;
-                let mut value = context.get_attr(root).ok()?;
-                // A name the context lacks may be a global of the environment (`range`, …).
-                if value.is_undefined() {
-                    return None;
-                }
+                let mut value = names.lookup(root)?;
                 for attribute in attributes {
                     // Strict undefined handling fails on an attribute of an undefined value.
                     if value.is_undefined() {
                         return None;
                     }
+                    meter.charge(STEP)?;
                     value = value.get_attr(attribute).ok()?;
                 }
                 (value.kind() != ValueKind::Invalid).then_some(value)
             }
             SimpleGate::Literal(value) => Some(value.clone()),
-            SimpleGate::Not(inner) => Some(Value::from(!truthy(&inner.eval(context)?)?)),
+            SimpleGate::Not(inner) => Some(Value::from(!truthy(&inner.eval(names, meter)?)?)),
             SimpleGate::And(left, right) => {
-                let left = left.eval(context)?;
+                let left = left.eval(names, meter)?;
                 if truthy(&left)? {
-                    right.eval(context)
+                    right.eval(names, meter)
                 } else {
                     Some(left)
                 }
             }
             SimpleGate::Or(left, right) => {
-                let left = left.eval(context)?;
+                let left = left.eval(names, meter)?;
                 if truthy(&left)? {
                     Some(left)
                 } else {
-                    right.eval(context)
+                    right.eval(names, meter)
                 }
             }
             SimpleGate::In {
@@ -130,20 +220,21 @@ impl SimpleGate {
                 container,
                 negated,
             } => {
-                let item = item.eval(context)?;
-                let container = container.eval(context)?;
-                Some(Value::from(contains(&container, &item)? != *negated))
+                let item = item.eval(names, meter)?;
+                let container = container.eval(names, meter)?;
+                Some(Value::from(contains(&container, &item, meter)? != *negated))
             }
             SimpleGate::Equal {
                 left,
                 right,
                 negated,
             } => {
-                let left = left.eval(context)?;
-                let right = right.eval(context)?;
+                let left = left.eval(names, meter)?;
+                let right = right.eval(names, meter)?;
                 if left.is_undefined() || right.is_undefined() {
                     return None;
                 }
+                meter.charge(size(&left)?.saturating_add(size(&right)?))?;
                 Some(Value::from((left == right) != *negated))
             }
             SimpleGate::Is {
@@ -151,7 +242,7 @@ impl SimpleGate {
                 test,
                 negated,
             } => {
-                let value = value.eval(context)?;
+                let value = value.eval(names, meter)?;
                 let passes = match test {
                     Test::Defined => !value.is_undefined(),
                     Test::Undefined => value.is_undefined(),
@@ -159,6 +250,115 @@ impl SimpleGate {
                 };
                 Some(Value::from(passes != *negated))
             }
+            SimpleGate::List(items) => {
+                meter.charge(ITEM.saturating_mul(items.len() as u64))?;
+                let mut values = Vec::with_capacity(items.len());
+                for item in items {
+                    let value = item.eval(names, meter)?;
+                    // An undefined item is the engine's to handle.
+                    if value.is_undefined() {
+                        return None;
+                    }
+                    values.push(value);
+                }
+                Some(Value::from(values))
+            }
+            SimpleGate::Concat(left, right) => {
+                let left = left.eval(names, meter)?;
+                let right = right.eval(names, meter)?;
+                let mut values = Vec::new();
+                for side in [&left, &right] {
+                    // Sequences only (tuples add by their own rule, strings and numbers too).
+                    if side.kind() != ValueKind::Seq || side.is_tuple() {
+                        return None;
+                    }
+                    meter.charge(ITEM.saturating_mul(side.len()? as u64))?;
+                    for item in side.try_iter().ok()? {
+                        if matches!(item.kind(), ValueKind::Undefined | ValueKind::Invalid) {
+                            return None;
+                        }
+                        values.push(item);
+                    }
+                }
+                Some(Value::from(values))
+            }
+            SimpleGate::Choose {
+                test,
+                then,
+                otherwise,
+            } => {
+                if truthy(&test.eval(names, meter)?)? {
+                    then.eval(names, meter)
+                } else {
+                    otherwise.eval(names, meter)
+                }
+            }
+            SimpleGate::Item { value, key } => {
+                let value = value.eval(names, meter)?;
+                let key = key.eval(names, meter)?;
+                if key.is_undefined() || !matches!(value.kind(), ValueKind::Map | ValueKind::Seq) {
+                    return None;
+                }
+                meter.charge(text_len(&key))?;
+                let item = value.get_item(&key).ok()?;
+                (item.kind() != ValueKind::Invalid).then_some(item)
+            }
+            SimpleGate::Filter { value, filter } => {
+                let value = value.eval(names, meter)?;
+                apply(*filter, &value, meter)
+            }
+        }
+    }
+}
+
+/// The bytes of a string value; 0 for any other kind.
+fn text_len(value: &Value) -> u64 {
+    value.as_str().map_or(0, |text| text.len() as u64)
+}
+
+/// What comparing a value may cost: its bytes, or its items for a container; `None` for a
+/// container of unknown length.
+fn size(value: &Value) -> Option<u64> {
+    if value.as_object().is_some() {
+        return Some(ITEM.saturating_mul(value.len()? as u64));
+    }
+    Some(text_len(value))
+}
+
+/// Applies a filter by calling the function its engine filter calls; `None` for a value the
+/// filter would refuse (the engine's error is the one to report).
+fn apply(filter: Filter, value: &Value, meter: &mut Meter) -> Option<Value> {
+    use crate::layers::{escape, files, guidelines};
+    match filter {
+        Filter::EscapeXml | Filter::PosixPath => {
+            if value.kind() != ValueKind::String {
+                return None;
+            }
+            let text = value.as_str()?;
+            let out = match filter {
+                Filter::EscapeXml => escape::escaped_len(text),
+                _ => text.len(),
+            };
+            // The input is charged, and so is the result (its size checked before it is made).
+            meter.charge((text.len() as u64).saturating_add(out as u64))?;
+            Some(Value::from(match filter {
+                Filter::EscapeXml => escape::escape_xml(text).into_owned(),
+                _ => files::posix_path(text),
+            }))
+        }
+        Filter::Guidelines => {
+            if value.kind() != ValueKind::Seq {
+                return None;
+            }
+            meter.charge(ITEM.saturating_mul(value.len()? as u64))?;
+            let mut items = Vec::new();
+            for item in value.try_iter().ok()? {
+                let text = item.as_str()?;
+                // Read, copied, and kept in the result: three times its bytes.
+                meter.charge(3 * text.len() as u64)?;
+                items.push(text.to_owned());
+            }
+            Some(Value::from(guidelines::normalize(&items)))
         }
     }
 }
@@ -169,7 +369,7 @@ fn truthy(value: &Value) -> Option<bool> {
 }
 
 /// `item in container` for a string, a sequence or a map holding defined values.
-fn contains(container: &Value, item: &Value) -> Option<bool> {
+fn contains(container: &Value, item: &Value, meter: &mut Meter) -> Option<bool> {
     if item.is_undefined() || container.is_undefined() {
         return None;
     }
@@ -179,12 +379,14 @@ fn contains(container: &Value, item: &Value) -> Option<bool> {
             if text.len() > MAX_SEARCH_BYTES {
                 return None;
             }
+            meter.charge(text.len() as u64)?;
             Some(text.contains(item.as_str()?))
         }
         ValueKind::Seq => {
             if container.len()? > MAX_SEARCH {
                 return None;
             }
+            meter.charge(ITEM.saturating_mul(container.len()? as u64))?;
             let mut found = false;
             for element in container.try_iter().ok()? {
                 if matches!(element.kind(), ValueKind::Undefined | ValueKind::Invalid) {

@@ -3,9 +3,12 @@
 //! Block texts are Jinja templates; gates (`when`) are Jinja expressions compiled as tiny templates
 //! so they share the environment, the filters and the static analysis. Rendering counts every
 //! emitted value that came out empty (`none`, `""`), so the assembler can warn about it; `none`
-//! renders as nothing rather than the word "none".
+//! renders as nothing rather than the word "none". Gates and templates in a simple subset are
+//! also compiled for the engine-free evaluators (`gate`, `plan`), which answer only where they
+//! know minijinja's answer and leave everything else to it.
 
-use std::collections::{BTreeMap, HashSet};
+use std::collections::{BTreeMap, HashMap, HashSet};
+use std::sync::Arc;
 
 use minijinja::value::Value;
 use minijinja::{AutoEscape, Environment, UndefinedBehavior};
@@ -21,7 +24,17 @@ std::thread_local! {
     static EMPTY_EMISSIONS: std::cell::Cell<u32> = const { std::cell::Cell::new(0) };
 }
 
+#[cfg(test)]
+std::thread_local! {
+    /// Every render requested on this thread, by template name and context, for the differential
+    /// test over the examples (`plan::tests`).
+    static RENDERS: std::cell::RefCell<Vec<(String, Value)>> = const {
+        std::cell::RefCell::new(Vec::new())
+    };
+}
+
 mod gate;
+mod plan;
 
 pub(crate) use gate::SimpleGate;
 
@@ -38,6 +51,10 @@ pub(crate) const DEFAULT_MEMORY: u64 = 64 * 1024 * 1024;
 #[derive(Clone)]
 pub(crate) struct TemplateSet {
     env: Environment<'static>,
+    /// The syntax the templates are parsed with, for planning them.
+    syntax: minijinja::syntax::SyntaxConfig,
+    /// Every template by name, with its plan when it has one (see [`plan`]).
+    plans: HashMap<String, Option<Arc<plan::Plan>>>,
     /// The memory the templates of one assembly may use; see [`TemplateSet::set_memory`].
     memory: u64,
 }
@@ -93,7 +110,7 @@ impl TemplateSet {
             .keep_trailing_newline(true)
             .build()
             .unwrap_or_default();
-        env.set_syntax(syntax);
+        env.set_syntax(syntax.clone());
         // `contains`: whether a sequence holds an item (or a string a substring), for filters such as
         // `skills | selectattr('tags', 'contains', 'widget')`.
         env.add_test("contains", |container: Value, item: Value| -> bool {
@@ -125,7 +142,12 @@ impl TemplateSet {
         });
         env.add_filter("join", join_filter);
         env.add_filter("string", string_filter);
-        let mut set = Self { env, memory: 0 };
+        let mut set = Self {
+            env,
+            syntax,
+            plans: HashMap::new(),
+            memory: 0,
+        };
         set.set_memory(DEFAULT_MEMORY);
         set
     }
@@ -153,9 +175,19 @@ impl TemplateSet {
         }
     }
 
-    /// Adds a template.
+    /// Adds a template, and its plan when it has one.
     pub fn add(&mut self, name: String, source: String) -> Result<(), minijinja::Error> {
-        self.env.add_template_owned(name, source)
+        let plan = plan::Plan::compile(&source, &self.syntax).map(Arc::new);
+        self.env.add_template_owned(name.clone(), source)?;
+        self.plans.insert(name, plan);
+        Ok(())
+    }
+
+    /// How many of the templates have a plan, and how many templates there are.
+    #[cfg(test)]
+    pub fn planned(&self) -> (usize, usize) {
+        let planned = self.plans.values().filter(|plan| plan.is_some()).count();
+        (planned, self.plans.len())
     }
 
     /// Adds a gate expression, checking first that it is exactly one expression.
@@ -193,10 +225,38 @@ impl TemplateSet {
         ctx: &Value,
         budget: &RenderBudget,
     ) -> Result<Rendered, minijinja::Error> {
+        #[cfg(test)]
+        RENDERS.with(|renders| renders.borrow_mut().push((name.to_owned(), ctx.clone())));
+        if let Some(written) = self
+            .plans
+            .get(name)
+            .and_then(Option::as_ref)
+            .and_then(|plan| plan.render(ctx, self.fuel()))
+        {
+            debug_assert_eq!(
+                Ok::<_, String>((written.text.as_str(), written.empty_emissions)),
+                self.render_engine(name, ctx)
+                    .as_ref()
+                    .map(|r| (r.text.as_str(), r.empty_emissions))
+                    .map_err(|e| e.to_string()),
+                "the plan and minijinja disagree on template `{name}`"
+            );
+            budget.spend(written.text.len())?;
+            return Ok(Rendered {
+                text: written.text,
+                empty_emissions: written.empty_emissions,
+            });
+        }
+        let rendered = self.render_engine(name, ctx)?;
+        budget.spend(rendered.text.len())?;
+        Ok(rendered)
+    }
+
+    /// Renders a template with minijinja, whether or not it has a plan.
+    fn render_engine(&self, name: &str, ctx: &Value) -> Result<Rendered, minijinja::Error> {
         let template = self.env.get_template(name)?;
         EMPTY_EMISSIONS.with(|n| n.set(0));
         let text = template.render(ctx.clone())?;
-        budget.spend(text.len())?;
         Ok(Rendered {
             text,
             empty_emissions: EMPTY_EMISSIONS.with(|n| n.get()),
@@ -636,7 +696,7 @@ impl NowObject {
 }
 
 impl minijinja::value::Object for NowObject {
-    fn get_value(self: &std::sync::Arc<Self>, key: &Value) -> Option<Value> {
+    fn get_value(self: &Arc<Self>, key: &Value) -> Option<Value> {
         let civil = if self.utc {
             self.now.utc()
         } else {
@@ -666,7 +726,7 @@ impl minijinja::value::Object for NowObject {
         }
     }
 
-    fn enumerate(self: &std::sync::Arc<Self>) -> minijinja::value::Enumerator {
+    fn enumerate(self: &Arc<Self>) -> minijinja::value::Enumerator {
         minijinja::value::Enumerator::Str(if self.utc {
             Self::UTC_FIELDS
         } else {
@@ -769,7 +829,7 @@ pub(crate) fn context_value(roots: impl IntoIterator<Item = (&'static str, Value
 struct Roots(Vec<(&'static str, Value)>);
 
 impl minijinja::value::Object for Roots {
-    fn get_value(self: &std::sync::Arc<Self>, key: &Value) -> Option<Value> {
+    fn get_value(self: &Arc<Self>, key: &Value) -> Option<Value> {
         let key = key.as_str()?;
         self.0
             .iter()
@@ -777,7 +837,7 @@ impl minijinja::value::Object for Roots {
             .map(|(_, value)| value.clone())
     }
 
-    fn enumerate(self: &std::sync::Arc<Self>) -> minijinja::value::Enumerator {
+    fn enumerate(self: &Arc<Self>) -> minijinja::value::Enumerator {
         minijinja::value::Enumerator::Values(
             self.0.iter().map(|(name, _)| Value::from(*name)).collect(),
         )
@@ -800,7 +860,7 @@ struct ModelView<'a> {
 struct Integrations(BTreeMap<String, Value>);
 
 impl minijinja::value::Object for Integrations {
-    fn get_value(self: &std::sync::Arc<Self>, key: &Value) -> Option<Value> {
+    fn get_value(self: &Arc<Self>, key: &Value) -> Option<Value> {
         let name = key.as_str()?;
         static NOT_CONNECTED: std::sync::LazyLock<Value> = std::sync::LazyLock::new(|| {
             to_value(IntegrationView {
@@ -817,7 +877,7 @@ impl minijinja::value::Object for Integrations {
         )
     }
 
-    fn enumerate(self: &std::sync::Arc<Self>) -> minijinja::value::Enumerator {
+    fn enumerate(self: &Arc<Self>) -> minijinja::value::Enumerator {
         minijinja::value::Enumerator::Values(
             self.0.keys().map(|k| Value::from(k.as_str())).collect(),
         )

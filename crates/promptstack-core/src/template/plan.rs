@@ -1,0 +1,744 @@
+//! Planned templates: simple template bodies written without the template engine.
+//!
+//! When a template is added, it is parsed again with minijinja's own parser (same syntax and
+//! whitespace settings, so literal text is already trimmed as the engine trims it) and, if every
+//! statement is in the subset below, kept as a plan: literal text ready to copy, `{{ expr }}` of
+//! a string (or `none`), `{% if %}`/`{% elif %}`/`{% else %}`, `{% for x in seq if … %}` with
+//! `{% else %}` (without `loop`), and `{% set %}` outside loops. Expressions are the gate
+//! evaluator's ([`SimpleGate`]), with lists, `+` of lists, conditional expressions, subscripts
+//! and the project's string filters.
+//!
+//! A plan follows the gate evaluator's discipline: it answers only where minijinja would give the
+//! same bytes without an error, and gives up (`None`) anywhere else (an undefined value where
+//! strict handling could fail, a value it does not emit, a name that may be a global, …), so the
+//! template is rendered by minijinja and every result and error stays minijinja's. It meters an
+//! upper bound of the fuel minijinja would spend and gives up past half of the render's fuel, so
+//! a render that could run out of fuel, or outgrow the memory, is minijinja's too. In debug
+//! builds every answer is compared with minijinja's render.
+
+use minijinja::machinery::ast::{self, Expr, Stmt};
+use minijinja::syntax::SyntaxConfig;
+use minijinja::value::{Value, ValueKind};
+
+use super::gate::{Filter, Meter, Names, STEP, SimpleGate, Test, UNITS_PER_FUEL};
+
+/// The deepest nesting of statements and expressions a plan holds; a deeper template is left to
+/// minijinja (its parser allows more).
+const MAX_DEPTH: usize = 48;
+
+/// The longest template source planned.
+const MAX_SOURCE_BYTES: usize = 256 * 1024;
+
+/// A template body written without the engine.
+#[derive(Debug, Clone)]
+pub(crate) struct Plan {
+    nodes: Vec<Node>,
+    /// The bytes of literal text in the plan, for the first allocation of the output.
+    literal_bytes: usize,
+}
+
+#[derive(Debug, Clone)]
+enum Node {
+    /// Literal text, as the engine emits it (whitespace control applied).
+    Text(Box<str>),
+    /// `{{ expr }}`.
+    Emit(SimpleGate),
+    If {
+        test: SimpleGate,
+        then: Vec<Node>,
+        otherwise: Vec<Node>,
+    },
+    /// `{% for name in items if filter %}body{% else %}empty{% endfor %}`.
+    For {
+        name: Box<str>,
+        items: SimpleGate,
+        filter: Option<SimpleGate>,
+        body: Vec<Node>,
+        empty: Vec<Node>,
+    },
+    /// `{% set name = value %}`.
+    Set { name: Box<str>, value: SimpleGate },
+}
+
+/// A planned render: the text and how many emitted values were empty.
+#[derive(Debug, PartialEq, Eq)]
+pub(crate) struct Written {
+    pub text: String,
+    pub empty_emissions: u32,
+}
+
+impl Plan {
+    /// Plans a template source, or `None` when any part of it is outside the subset (or it does
+    /// not parse: the engine reports that).
+    pub(crate) fn compile(source: &str, syntax: &SyntaxConfig) -> Option<Plan> {
+        if source.len() > MAX_SOURCE_BYTES {
+            return None;
+        }
+        let Stmt::Template(template) =
+            minijinja::machinery::parse(source, "<plan>", syntax.clone()).ok()?
+        else {
+            return None;
+        };
+        let mut literal_bytes = 0;
+        let nodes = Compiler {
+            literal_bytes: &mut literal_bytes,
+        }
+        .statements(&template.children, 0, false)?;
+        Some(Plan {
+            nodes,
+            literal_bytes,
+        })
+    }
+
+    /// Writes the template against the context, or `None` when minijinja must render it: the
+    /// plan met something it does not decide, or the work passed `fuel / 2` (the render's fuel).
+    pub(crate) fn render(&self, context: &Value, fuel: u64) -> Option<Written> {
+        let mut run = Run {
+            scope: Scope {
+                context,
+                locals: Vec::new(),
+            },
+            meter: Meter::new(fuel.saturating_mul(UNITS_PER_FUEL) / 2),
+            text: String::with_capacity(self.literal_bytes),
+            empty_emissions: 0,
+        };
+        run.nodes(&self.nodes)?;
+        Some(Written {
+            text: run.text,
+            empty_emissions: run.empty_emissions,
+        })
+    }
+}
+
+/// Turns minijinja's syntax tree into a plan.
+struct Compiler<'a> {
+    literal_bytes: &'a mut usize,
+}
+
+impl Compiler<'_> {
+    fn statements(&mut self, stmts: &[Stmt<'_>], depth: usize, in_loop: bool) -> Option<Vec<Node>> {
+        if depth > MAX_DEPTH {
+            return None;
+        }
+        let mut nodes = Vec::with_capacity(stmts.len());
+        for stmt in stmts {
+            nodes.push(match stmt {
+                Stmt::EmitRaw(raw) => {
+                    *self.literal_bytes += raw.raw.len();
+                    Node::Text(raw.raw.into())
+                }
+                Stmt::EmitExpr(emit) => Node::Emit(expression(&emit.expr, depth + 1)?),
+                Stmt::IfCond(cond) => Node::If {
+                    test: expression(&cond.expr, depth + 1)?,
+                    then: self.statements(&cond.true_body, depth + 1, in_loop)?,
+                    otherwise: self.statements(&cond.false_body, depth + 1, in_loop)?,
+                },
+                Stmt::ForLoop(lp) => {
+                    let Expr::Var(target) = &lp.target else {
+                        return None;
+                    };
+                    if lp.recursive || !is_plain_name(target.id) {
+                        return None;
+                    }
+                    Node::For {
+                        name: target.id.into(),
+                        items: expression(&lp.iter, depth + 1)?,
+                        filter: match &lp.filter_expr {
+                            Some(filter) => Some(expression(filter, depth + 1)?),
+                            None => None,
+                        },
+                        body: self.statements(&lp.body, depth + 1, true)?,
+                        empty: self.statements(&lp.else_body, depth + 1, true)?,
+                    }
+                }
+                // A `set` inside a loop lives in the loop's frame, by the engine's scoping
+                // rules; outside loops it lives to the end of the template.
+                Stmt::Set(set) if !in_loop => {
+                    let Expr::Var(target) = &set.target else {
+                        return None;
+                    };
+                    if !is_plain_name(target.id) {
+                        return None;
+                    }
+                    Node::Set {
+                        name: target.id.into(),
+                        value: expression(&set.expr, depth + 1)?,
+                    }
+                }
+                _ => return None,
+            });
+        }
+        Some(nodes)
+    }
+}
+
+/// A name the plan may bind or read: not `loop` (bound by the engine inside loops) and not a
+/// word the engine gives a meaning.
+fn is_plain_name(name: &str) -> bool {
+    !matches!(
+        name,
+        "loop" | "self" | "super" | "varargs" | "kwargs" | "caller"
+    )
+}
+
+/// Turns an expression into the evaluator's form, or `None` outside the subset.
+fn expression(expr: &Expr<'_>, depth: usize) -> Option<SimpleGate> {
+    if depth > MAX_DEPTH {
+        return None;
+    }
+    let sub = |e: &Expr<'_>| expression(e, depth + 1).map(Box::new);
+    Some(match expr {
+        Expr::Var(var) => {
+            if !is_plain_name(var.id) {
+                return None;
+            }
+            SimpleGate::Path(vec![var.id.to_owned()])
+        }
+        Expr::Const(c) => {
+            // Strings, numbers, booleans and none; anything else is the engine's.
+            if !matches!(
+                c.value.kind(),
+                ValueKind::String | ValueKind::Number | ValueKind::Bool | ValueKind::None
+            ) {
+                return None;
+            }
+            SimpleGate::Literal(c.value.clone())
+        }
+        Expr::GetAttr(attr) => match expression(&attr.expr, depth + 1)? {
+            SimpleGate::Path(mut parts) => {
+                parts.push(attr.name.to_owned());
+                SimpleGate::Path(parts)
+            }
+            _ => return None,
+        },
+        Expr::GetItem(item) => SimpleGate::Item {
+            value: sub(&item.expr)?,
+            key: sub(&item.subscript_expr)?,
+        },
+        Expr::UnaryOp(op) => match op.op {
+            ast::UnaryOpKind::Not => SimpleGate::Not(sub(&op.expr)?),
+            ast::UnaryOpKind::Neg => return None,
+        },
+        Expr::BinOp(op) => {
+            let (left, right) = (sub(&op.left)?, sub(&op.right)?);
+            match op.op {
+                ast::BinOpKind::ScAnd => SimpleGate::And(left, right),
+                ast::BinOpKind::ScOr => SimpleGate::Or(left, right),
+                ast::BinOpKind::Eq | ast::BinOpKind::Ne => SimpleGate::Equal {
+                    left,
+                    right,
+                    negated: matches!(op.op, ast::BinOpKind::Ne),
+                },
+                ast::BinOpKind::In => SimpleGate::In {
+                    item: left,
+                    container: right,
+                    negated: false,
+                },
+                ast::BinOpKind::Add => SimpleGate::Concat(left, right),
+                _ => return None,
+            }
+        }
+        Expr::Test(test) => {
+            if !test.args.is_empty() {
+                return None;
+            }
+            SimpleGate::Is {
+                value: sub(&test.expr)?,
+                test: match test.name {
+                    "defined" => Test::Defined,
+                    "undefined" => Test::Undefined,
+                    "none" => Test::None,
+                    _ => return None,
+                },
+                negated: false,
+            }
+        }
+        Expr::IfExpr(choose) => SimpleGate::Choose {
+            test: sub(&choose.test_expr)?,
+            then: sub(&choose.true_expr)?,
+            // Without `else` the engine yields an undefined value of its own kind.
+            otherwise: sub(choose.false_expr.as_ref()?)?,
+        },
+        Expr::Filter(filter) => {
+            if !filter.args.is_empty() {
+                return None;
+            }
+            SimpleGate::Filter {
+                value: sub(filter.expr.as_ref()?)?,
+                filter: Filter::named(filter.name)?,
+            }
+        }
+        Expr::List(list) => SimpleGate::List(
+            list.items
+                .iter()
+                .map(|item| expression(item, depth + 1))
+                .collect::<Option<_>>()?,
+        ),
+        _ => return None,
+    })
+}
+
+/// The names a plan sees: its own variables (latest first), then the roots of the context.
+struct Scope<'c> {
+    context: &'c Value,
+    locals: Vec<(Box<str>, Value)>,
+}
+
+impl Names for Scope<'_> {
+    fn lookup(&self, name: &str) -> Option<Value> {
+        match self.locals.iter().rev().find(|(local, _)| &**local == name) {
+            Some((_, value)) => Some(value.clone()),
+            None => self.context.lookup(name),
+        }
+    }
+}
+
+/// One planned render in progress.
+struct Run<'c> {
+    scope: Scope<'c>,
+    meter: Meter,
+    text: String,
+    empty_emissions: u32,
+}
+
+impl Run<'_> {
+    fn eval(&mut self, expr: &SimpleGate) -> Option<Value> {
+        expr.eval(&self.scope, &mut self.meter)
+    }
+
+    fn test(&mut self, expr: &SimpleGate) -> Option<bool> {
+        let value = self.eval(expr)?;
+        // Strict undefined handling fails on the truthiness of an undefined value.
+        (!value.is_undefined()).then(|| value.is_true())
+    }
+
+    fn nodes(&mut self, nodes: &[Node]) -> Option<()> {
+        for node in nodes {
+            self.meter.charge(STEP)?;
+            match node {
+                Node::Text(text) => self.write(text)?,
+                Node::Emit(expr) => {
+                    let value = self.eval(expr)?;
+                    if value.is_none() {
+                        self.empty_emissions = self.empty_emissions.saturating_add(1);
+                    } else if value.kind() == ValueKind::String {
+                        let text = value.as_str()?;
+                        if text.is_empty() {
+                            self.empty_emissions = self.empty_emissions.saturating_add(1);
+                        }
+                        self.write(text)?;
+                    } else {
+                        // Numbers, containers and undefined values are the engine's to format.
+                        return None;
+                    }
+                }
+                Node::If {
+                    test,
+                    then,
+                    otherwise,
+                } => {
+                    if self.test(test)? {
+                        self.nodes(then)?;
+                    } else {
+                        self.nodes(otherwise)?;
+                    }
+                }
+                Node::For {
+                    name,
+                    items,
+                    filter,
+                    body,
+                    empty,
+                } => {
+                    let items = self.eval(items)?;
+                    if items.kind() != ValueKind::Seq {
+                        return None;
+                    }
+                    let mark = self.scope.locals.len();
+                    let mut any = false;
+                    for item in items.try_iter().ok()? {
+                        self.meter.charge(2 * STEP)?;
+                        if item.kind() == ValueKind::Invalid {
+                            return None;
+                        }
+                        self.scope.locals.truncate(mark);
+                        self.scope.locals.push((name.clone(), item));
+                        if let Some(filter) = filter
+                            && !self.test(filter)?
+                        {
+                            continue;
+                        }
+                        any = true;
+                        self.nodes(body)?;
+                    }
+                    self.scope.locals.truncate(mark);
+                    if !any {
+                        self.nodes(empty)?;
+                    }
+                }
+                Node::Set { name, value } => {
+                    let value = self.eval(value)?;
+                    self.scope.locals.push((name.clone(), value));
+                }
+            }
+        }
+        Some(())
+    }
+
+    /// Writes text, charged a byte a unit as the engine charges its output.
+    fn write(&mut self, text: &str) -> Option<()> {
+        self.meter.charge(text.len() as u64)?;
+        self.text.push_str(text);
+        Some(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::spec::RenderOptions;
+    use crate::template::{RENDERS, TemplateSet, context_value, to_value};
+    use proptest::prelude::*;
+    use proptest::test_runner::{Config, TestRunner};
+
+    /// What the plan of `name` writes, if it has one and answers.
+    fn planned(set: &TemplateSet, name: &str, context: &Value) -> Option<Written> {
+        set.plans.get(name)?.as_ref()?.render(context, set.fuel())
+    }
+
+    /// What minijinja writes: the text and empty emissions, or the error's message.
+    fn engine(set: &TemplateSet, name: &str, context: &Value) -> Result<Written, String> {
+        set.render_engine(name, context)
+            .map(|r| Written {
+                text: r.text,
+                empty_emissions: r.empty_emissions,
+            })
+            .map_err(|e| e.to_string())
+    }
+
+    /// Every template every example send renders, rendered both ways: wherever the plan answers,
+    /// minijinja writes the same bytes and counts the same empty emissions.
+    #[test]
+    #[allow(clippy::disallowed_methods)] // The test reads the examples from disk.
+    fn examples_render_as_minijinja_does() {
+        let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples");
+        let mut examples: Vec<_> = std::fs::read_dir(&root)
+            .unwrap()
+            .map(|entry| entry.unwrap().path())
+            .filter(|path| path.join("agent.toml").is_file())
+            .collect();
+        examples.sort();
+        let (mut renders, mut answered) = (0, 0);
+        let mut report = Vec::new();
+        for example in &examples {
+            let spec = std::fs::read(example.join("agent.toml")).unwrap();
+            // Registry capabilities sit next to the spec, as the command line reads them.
+            let mut registry = crate::inject::manifests::Registry::new();
+            if let Ok(entries) = std::fs::read_dir(example.join("capabilities")) {
+                for entry in entries {
+                    let path = entry.unwrap().path();
+                    let text = std::fs::read_to_string(&path).unwrap();
+                    let manifest = crate::inject::manifests::Manifest::from_toml(
+                        &text,
+                        &path.display().to_string(),
+                    )
+                    .unwrap();
+                    registry.insert(manifest);
+                }
+            }
+            let agent = crate::Agent::from_source_with_registry(
+                &spec,
+                "agent.toml",
+                crate::SpecFormat::Toml,
+                &registry,
+            )
+            .unwrap();
+            let set = &agent.inner.templates;
+            let (planned_templates, templates) = set.planned();
+            let mut sends: Vec<_> = std::fs::read_dir(example.join("sends"))
+                .unwrap()
+                .map(|entry| entry.unwrap().path())
+                .collect();
+            sends.sort();
+            for send in sends {
+                let name = send.file_name().unwrap().to_string_lossy().into_owned();
+                let ctx =
+                    crate::SendContext::from_json(&std::fs::read(&send).unwrap(), &name).unwrap();
+                RENDERS.with(|r| r.borrow_mut().clear());
+                // A send may fail (the examples include broken ones); its renders still count.
+                let _ = agent.assemble(&ctx);
+                for (template, context) in RENDERS.with(|r| std::mem::take(&mut *r.borrow_mut())) {
+                    renders += 1;
+                    if let Some(written) = planned(set, &template, &context) {
+                        answered += 1;
+                        assert_eq!(
+                            Ok(&written),
+                            engine(set, &template, &context).as_ref(),
+                            "{} {name}: template `{template}`",
+                            example.display()
+                        );
+                    }
+                }
+            }
+            let example = example.file_name().unwrap().to_string_lossy().into_owned();
+            report.push(format!("{example}: {planned_templates} of {templates}"));
+            if example == "pi-compat" {
+                assert_eq!(
+                    planned_templates, templates,
+                    "every pi-compat template is planned"
+                );
+            }
+        }
+        println!(
+            "planned templates: {}; {answered} of {renders} renders answered by a plan",
+            report.join(", ")
+        );
+        assert!(answered * 2 > renders, "{answered} of {renders}");
+    }
+
+    /// Values of the kinds templates meet: none, booleans, numbers, strings with markup, lists of
+    /// strings and maps of them.
+    fn json() -> impl Strategy<Value = serde_json::Value> {
+        let word = prop::sample::select(vec!["", "x", "read", "a<b & 'c'", "C:\\dir\\f", "  x  "]);
+        let leaf = prop_oneof![
+            Just(serde_json::Value::Null),
+            any::<bool>().prop_map(serde_json::Value::from),
+            (-1i64..3).prop_map(serde_json::Value::from),
+            word.clone().prop_map(serde_json::Value::from),
+            word.clone().prop_map(serde_json::Value::from),
+            prop::collection::vec(word.clone(), 0..4).prop_map(serde_json::Value::from),
+        ];
+        leaf.prop_recursive(2, 12, 4, move |inner| {
+            prop_oneof![
+                prop::collection::btree_map(
+                    prop::sample::select(vec!["x", "read", "y", "a"]).prop_map(str::to_owned),
+                    inner.clone(),
+                    0..4,
+                )
+                .prop_map(|map| serde_json::Value::Object(map.into_iter().collect())),
+                prop::collection::vec(inner, 0..3).prop_map(serde_json::Value::from),
+            ]
+        })
+    }
+
+    /// A context like an assembly's: named roots (some absent) holding those values.
+    fn context() -> impl Strategy<Value = Value> {
+        prop::collection::vec(prop::option::weighted(0.85, json()), 4).prop_map(|values| {
+            context_value(
+                ["a", "b", "variables", "tools"]
+                    .into_iter()
+                    .zip(values)
+                    .filter_map(|(name, value)| Some((name, to_value(value?)))),
+            )
+        })
+    }
+
+    /// Expressions: mostly in the subset, some outside it.
+    fn expression() -> impl Strategy<Value = String> {
+        let inside = prop::sample::select(vec![
+            "a",
+            "b",
+            "c",
+            "a.x",
+            "a.read",
+            "b.x.y",
+            "variables.read",
+            "variables.x",
+            "tools",
+            "item",
+            "v",
+            "'read'",
+            "'a<b'",
+            "''",
+            "1",
+            "0",
+            "true",
+            "none",
+            "['x', 'read']",
+            "[]",
+        ]);
+        let outside =
+            prop::sample::select(vec!["range", "loop.index", "a | length", "a ~ b", "-a"]);
+        let leaf = prop_oneof![
+            24 => inside.prop_map(str::to_owned),
+            1 => outside.prop_map(str::to_owned),
+        ];
+        leaf.prop_recursive(2, 8, 2, |inner| {
+            let unary = prop::sample::select(vec![
+                "is defined",
+                "is not defined",
+                "is none",
+                "is not none",
+                "| escape_xml",
+                "| posix_path",
+                "| guidelines",
+            ]);
+            prop_oneof![
+                4 => inner.clone().prop_map(|e| format!("not {e}")),
+                4 => inner.clone().prop_map(|e| format!("({e})")),
+                4 => (inner.clone(), inner.clone()).prop_map(|(l, r)| format!("{l} and {r}")),
+                4 => (inner.clone(), inner.clone()).prop_map(|(l, r)| format!("{l} or {r}")),
+                4 => (inner.clone(), inner.clone()).prop_map(|(l, r)| format!("{l} in {r}")),
+                4 => (inner.clone(), inner.clone()).prop_map(|(l, r)| format!("{l} not in {r}")),
+                4 => (inner.clone(), inner.clone()).prop_map(|(l, r)| format!("{l} == {r}")),
+                4 => (inner.clone(), inner.clone()).prop_map(|(l, r)| format!("{l} + {r}")),
+                4 => (inner.clone(), inner.clone()).prop_map(|(l, r)| format!("{l}[{r}]")),
+                4 => (inner.clone(), inner.clone(), inner.clone())
+                    .prop_map(|(t, l, r)| format!("({l} if {t} else {r})")),
+                4 => (inner.clone(), unary).prop_map(|(e, t)| format!("{e} {t}")),
+                // Outside the subset.
+                1 => (inner.clone(), inner.clone()).prop_map(|(t, l)| format!("({l} if {t})")),
+                1 => inner.clone().prop_map(|e| format!("{e} | upper")),
+            ]
+        })
+    }
+
+    /// Template sources: text with whitespace around tags, emissions, conditions, loops and
+    /// assignments, mostly in the subset, some outside it.
+    fn template() -> impl Strategy<Value = String> {
+        let text = prop::sample::select(vec!["", "x", "\n", "  ", " a\n  ", "<b>\n"]);
+        let leaf = prop_oneof![
+            text.clone().prop_map(str::to_owned),
+            (expression(), text.clone()).prop_map(|(e, t)| format!("{{{{ {e} }}}}{t}")),
+            (expression(), text.clone()).prop_map(|(e, t)| format!("{t}{{{{- {e} -}}}}{t}")),
+            (expression(), text.clone()).prop_map(|(e, t)| format!("{{% set v = {e} %}}{t}")),
+        ];
+        let leaf = prop_oneof![8 => leaf, 1 => Just("{{ loop.index }}".to_owned())];
+        leaf.prop_recursive(2, 8, 3, move |inner| {
+            let body = prop::collection::vec(inner, 0..3).prop_map(|parts| parts.concat());
+            prop_oneof![
+                (expression(), body.clone(), body.clone(), text.clone()).prop_map(
+                    |(test, then, otherwise, t)| {
+                        format!("{{% if {test} %}}{then}{t}{{% else %}}{otherwise}{{% endif %}}\n")
+                    }
+                ),
+                (expression(), expression(), body.clone(), body.clone()).prop_map(
+                    |(test, other, then, otherwise)| {
+                        format!(
+                            "  {{%- if {test} %}}\n{then}{{% elif {other} -%}}\n{otherwise}  {{% endif %}}\n"
+                        )
+                    }
+                ),
+                (expression(), body.clone(), text.clone()).prop_map(|(items, b, t)| {
+                    format!("{{% for item in {items} %}}{t}{b}{{% endfor %}}\n")
+                }),
+                (expression(), expression(), body.clone(), body.clone()).prop_map(
+                    |(items, filter, b, empty)| {
+                        format!(
+                            "{{% for item in {items} if {filter} %}}\n{b}{{% else %}}{empty}{{% endfor %}}"
+                        )
+                    }
+                ),
+                body,
+            ]
+        })
+    }
+
+    /// Wherever a plan answers, minijinja writes the same bytes (and does not fail); the plan
+    /// answers for a good share of the generated templates and contexts, so the comparison is
+    /// not vacuous.
+    #[test]
+    fn plans_write_as_minijinja_does() {
+        let mut runner = TestRunner::new(Config {
+            cases: 3000,
+            failure_persistence: None,
+            ..Config::default()
+        });
+        let answered = std::cell::Cell::new(0u32);
+        let planned = std::cell::Cell::new(0u32);
+        let strategy = (template(), context(), any::<bool>(), any::<bool>());
+        runner
+            .run(
+                &strategy,
+                |(source, context, trim_blocks, lstrip_blocks)| {
+                    let options = RenderOptions {
+                        trim_blocks,
+                        lstrip_blocks,
+                        ..RenderOptions::default()
+                    };
+                    let mut set = TemplateSet::new(&options);
+                    if set.add("t".into(), source.clone()).is_err() {
+                        return Ok(());
+                    }
+                    if set.planned().0 == 1 {
+                        planned.set(planned.get() + 1);
+                    }
+                    if let Some(written) = planned_render(&set, &context) {
+                        answered.set(answered.get() + 1);
+                        prop_assert_eq!(Ok(written), engine(&set, "t", &context), "{:?}", source);
+                    }
+                    Ok(())
+                },
+            )
+            .unwrap();
+        // Generated templates are mostly in the subset, and random contexts often leave their
+        // names undefined, so a plan answers a fair share of cases.
+        println!("{} planned, {} answered", planned.get(), answered.get());
+        assert!(planned.get() > 800, "{} templates planned", planned.get());
+        assert!(answered.get() > 200, "{} renders answered", answered.get());
+    }
+
+    fn planned_render(set: &TemplateSet, context: &Value) -> Option<Written> {
+        planned(set, "t", context)
+    }
+
+    #[test]
+    fn plans_the_subset_and_leaves_the_rest() {
+        let syntax = SyntaxConfig::default();
+        for planned in [
+            "text only",
+            "{{ a.b }} and {{ c | escape_xml }}",
+            "{% if a %}x{% elif b is defined %}y{% else %}z{% endif %}",
+            "{% for x in a if x %}{{ x }}{% else %}none{% endfor %}",
+            "{% set t = a if a is not none else ['x'] %}{% for x in t + b %}{{ x }}{% endfor %}",
+            "{{ m[k] }}",
+            "{% raw %}{{{% endraw %}",
+        ] {
+            assert!(Plan::compile(planned, &syntax).is_some(), "{planned}");
+        }
+        for other in [
+            "{{ loop.index }}",
+            "{% for x in a %}{{ loop.index }}{% endfor %}",
+            "{% for x in a %}{% set y = x %}{% endfor %}",
+            "{% for k, v in a %}{% endfor %}",
+            "{{ a | upper }}",
+            "{{ a ~ b }}",
+            "{{ a if b }}",
+            "{{ f(x) }}",
+            "{% macro m() %}{% endmacro %}",
+            "{{ a[1:] }}",
+            "{{ -a }}",
+            "{% if a",
+        ] {
+            assert!(Plan::compile(other, &syntax).is_none(), "{other}");
+        }
+    }
+
+    #[test]
+    fn gives_up_where_minijinja_could_fail_or_run_out() {
+        let syntax = SyntaxConfig::default();
+        let context = context_value([
+            ("a", to_value(serde_json::json!({"x": "y", "n": 3}))),
+            ("items", to_value(serde_json::json!(["p", "q"]))),
+        ]);
+        let plan = |source: &str| Plan::compile(source, &syntax).expect(source);
+        // Undefined names (globals or strict errors), numbers, and undefined emissions.
+        for source in [
+            "{{ missing }}",
+            "{{ a.n }}",
+            "{{ a.missing }}",
+            "{% if a.z %}{% endif %}",
+        ] {
+            assert_eq!(plan(source).render(&context, u64::MAX), None, "{source}");
+        }
+        let written = plan("{% for i in items %}<{{ i }}>{% endfor %}{{ a.x }}")
+            .render(&context, u64::MAX)
+            .unwrap();
+        assert_eq!(written.text, "<p><q>y");
+        // The same template with too little fuel is left to minijinja.
+        assert_eq!(
+            plan("{% for i in items %}<{{ i }}>{% endfor %}").render(&context, 8),
+            None
+        );
+    }
+}
