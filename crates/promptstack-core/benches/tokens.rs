@@ -26,6 +26,7 @@ fn bench(c: &mut Criterion) {
     let corpus =
         texts::example_texts(&Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples"));
     let bytes: usize = corpus.iter().map(String::len).sum();
+    eprintln!("corpus: {} texts, {bytes} bytes", corpus.len());
     for (encoding, tokenizer) in [
         (Encoding::O200k, bpe_openai::o200k_base()),
         (Encoding::Cl100k, bpe_openai::cl100k_base()),

@@ -28,6 +28,18 @@ use super::Encoding;
 
 /// Counts `text` with `tokenizer`, the tokenizer of `encoding`: the library's count, piece by piece.
 pub(super) fn count(encoding: Encoding, tokenizer: &Tokenizer, text: &str) -> usize {
+    // A thread that is being torn down has no memo left, and counts without one.
+    MEMO.try_with(|memo| count_pieces(encoding, tokenizer, text, Some(&mut memo.borrow_mut())))
+        .unwrap_or_else(|_| count_pieces(encoding, tokenizer, text, None))
+}
+
+/// Sums the counts of `text`'s pieces, each from `memo` when it holds the piece.
+fn count_pieces(
+    encoding: Encoding,
+    tokenizer: &Tokenizer,
+    text: &str,
+    mut memo: Option<&mut Memo>,
+) -> usize {
     let bytes = text.as_bytes();
     let mut total = 0;
     let mut start = 0;
@@ -42,7 +54,11 @@ pub(super) fn count(encoding: Encoding, tokenizer: &Tokenizer, text: &str) -> us
             let rest = &text[start..];
             start + tokenizer.split(rest).next().map_or(rest.len(), str::len)
         });
-        total += piece_count(encoding, &tokenizer.bpe, &bytes[start..end]);
+        let piece = &bytes[start..end];
+        total += match memo.as_deref_mut() {
+            Some(memo) => memo.count(encoding, &tokenizer.bpe, piece),
+            None => tokenizer.bpe.count(piece),
+        };
         start = end;
     }
     total
@@ -70,19 +86,29 @@ enum Class {
 /// The class of the byte at `i`; `None` for a byte of a non-ASCII character, whose class only
 /// the library's split decides.
 fn class(bytes: &[u8], i: usize) -> Option<Class> {
-    let Some(&byte) = bytes.get(i) else {
-        return Some(Class::End);
-    };
-    Some(match byte {
-        b'A'..=b'Z' => Class::Upper,
-        b'a'..=b'z' => Class::Lower,
-        b'0'..=b'9' => Class::Digit,
-        b'\r' | b'\n' => Class::Newline,
-        b' ' | b'\t' | 0x0b | 0x0c => Class::Space,
-        0x80.. => return None,
-        _ => Class::Other,
-    })
+    match bytes.get(i) {
+        None => Some(Class::End),
+        Some(&byte) => ASCII_CLASSES.get(usize::from(byte)).copied(),
+    }
 }
+
+/// The class of every ASCII byte, looked up rather than matched: the scanner asks once per byte.
+static ASCII_CLASSES: [Class; 128] = {
+    let mut classes = [Class::Other; 128];
+    let mut byte = 0;
+    while byte < classes.len() {
+        classes[byte] = match byte as u8 {
+            b'A'..=b'Z' => Class::Upper,
+            b'a'..=b'z' => Class::Lower,
+            b'0'..=b'9' => Class::Digit,
+            b'\r' | b'\n' => Class::Newline,
+            b' ' | b'\t' | 0x0b | 0x0c => Class::Space,
+            _ => Class::Other,
+        };
+        byte += 1;
+    }
+    classes
+};
 
 /// The end of the run of bytes from `i` whose class is `in_run`.
 fn run(bytes: &[u8], mut i: usize, in_run: impl Fn(Class) -> bool) -> Option<usize> {
@@ -232,30 +258,28 @@ fn tag(encoding: Encoding) -> u8 {
     }
 }
 
-/// The byte-pair count of one piece, from this thread's memo when the piece was counted lately.
-fn piece_count(encoding: Encoding, bpe: &BytePairEncoding, piece: &[u8]) -> usize {
-    // Every single byte is a token of its own in a byte-level vocabulary.
-    if piece.len() <= 1 {
-        return piece.len();
-    }
-    let Ok(len) = u8::try_from(piece.len()) else {
-        return bpe.count(piece);
-    };
-    if piece.len() > KEY_MAX {
-        return bpe.count(piece);
-    }
-    let tag = tag(encoding);
-    let hash = xxhash_rust::xxh3::xxh3_64_with_seed(piece, u64::from(tag));
-    // The low bits pick the set; truncating the hash is the point.
-    let set = 2 * ((hash as usize) & (SLOTS / 2 - 1));
-    let holds = |slot: &Slot| {
-        slot.tag == tag && slot.len == len && slot.key.get(..piece.len()) == Some(piece)
-    };
-    // A thread that is being torn down has no memo left, and counts without one.
-    MEMO.try_with(|memo| {
-        let mut memo = memo.borrow_mut();
-        let Some(pair) = memo.slots.get_mut(set..set + 2) else {
+impl Memo {
+    /// The byte-pair count of one piece, from the memo when the piece was counted lately.
+    fn count(&mut self, encoding: Encoding, bpe: &BytePairEncoding, piece: &[u8]) -> usize {
+        // Every single byte is a token of its own in a byte-level vocabulary.
+        if piece.len() <= 1 {
+            return piece.len();
+        }
+        let Some(len) = u8::try_from(piece.len())
+            .ok()
+            .filter(|&len| usize::from(len) <= KEY_MAX)
+        else {
             return bpe.count(piece);
+        };
+        let tag = tag(encoding);
+        let hash = xxhash_rust::xxh3::xxh3_64_with_seed(piece, u64::from(tag));
+        // The low bits pick the set; truncating the hash is the point.
+        let set = 2 * ((hash as usize) & (SLOTS / 2 - 1));
+        let Some(pair) = self.slots.get_mut(set..set + 2) else {
+            return bpe.count(piece);
+        };
+        let holds = |slot: &Slot| {
+            slot.tag == tag && slot.len == len && slot.key.get(..piece.len()) == Some(piece)
         };
         if holds(&pair[0]) {
             return usize::from(pair[0].count);
@@ -280,8 +304,7 @@ fn piece_count(encoding: Encoding, bpe: &BytePairEncoding, piece: &[u8]) -> usiz
             };
         }
         count
-    })
-    .unwrap_or_else(|_| bpe.count(piece))
+    }
 }
 
 #[cfg(test)]
@@ -345,6 +368,11 @@ mod tests {
         ] {
             assert_eq!(split(text), library_split(text), "{text:?}");
         }
+    }
+
+    /// One piece's count through this thread's memo.
+    fn piece_count(encoding: Encoding, bpe: &BytePairEncoding, piece: &[u8]) -> usize {
+        MEMO.with(|memo| memo.borrow_mut().count(encoding, bpe, piece))
     }
 
     #[test]
