@@ -10,8 +10,9 @@
 //! sequence or a map) on defined values. Where strict undefined handling could fail (the
 //! truthiness, containment or attributes of an undefined value), or a value is of a kind it does
 //! not handle, it gives up (`None`) and the gate is rendered by minijinja as before, so every
-//! result and every error is minijinja's. A differential test (`tests/it/gates.rs`) compares the
-//! two on generated expressions and contexts, and on every gate of the examples.
+//! result and every error is minijinja's. A property test (`tests` below) compares the two on
+//! generated expressions and contexts, and in debug builds every decision is also rendered by
+//! minijinja and compared, so every test that assembles an example checks its gates.
 
 use minijinja::value::{Value, ValueKind};
 
