@@ -8,6 +8,7 @@
 
 use axum::Json;
 use axum::extract::{FromRequest, FromRequestParts, Path, Request, State};
+use axum::http::{HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use promptstack::compose::Composition;
 use promptstack::provider::{Conversation, ConversationLimits, Format, RequestOptions, Rules};
@@ -183,9 +184,34 @@ impl RenderResponse {
 }
 
 impl IntoResponse for RenderResponse {
+    /// The same bytes and headers as `(headers, Json(self))`, written into one buffer sized for
+    /// the answer (the text or body, its escapes, and the rest), where `Json` starts at 128 bytes
+    /// and grows by copying.
     fn into_response(self) -> Response {
         let headers = self.attribution.headers();
-        (headers, Json(self)).into_response()
+        let carried =
+            self.text.as_ref().map_or(0, String::len) + self.body.as_ref().map_or(0, String::len);
+        let mut bytes = Vec::with_capacity(carried + carried / 8 + 1024);
+        let answer = match serde_json::to_writer(&mut bytes, &self) {
+            Ok(()) => (
+                [(
+                    header::CONTENT_TYPE,
+                    HeaderValue::from_static("application/json"),
+                )],
+                bytes,
+            )
+                .into_response(),
+            Err(error) => (
+                StatusCode::INTERNAL_SERVER_ERROR,
+                [(
+                    header::CONTENT_TYPE,
+                    HeaderValue::from_static("text/plain; charset=utf-8"),
+                )],
+                error.to_string(),
+            )
+                .into_response(),
+        };
+        (headers, answer).into_response()
     }
 }
 
