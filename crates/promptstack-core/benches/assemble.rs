@@ -9,68 +9,18 @@
 // Benchmarks read the examples from disk; the library itself does no IO.
 #![allow(clippy::disallowed_methods, clippy::disallowed_types)]
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use criterion::{BenchmarkId, Criterion, criterion_group, criterion_main};
 use promptstack_core::context::Now;
-use promptstack_core::inject::manifests::{Manifest, Registry};
 use promptstack_core::refresh::{Change, Refresher};
-use promptstack_core::{Agent, SendContext, SpecFormat};
+use promptstack_core::{Agent, SendContext};
 
-/// One example: its name, its compiled agent, and its sends by name.
-type Example = (String, Agent, Vec<(String, SendContext)>);
+#[path = "support/examples.rs"]
+mod examples;
 
-fn examples() -> Vec<Example> {
-    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples");
-    let mut out = Vec::new();
-    let mut dirs: Vec<PathBuf> = std::fs::read_dir(&root)
-        .expect("examples dir")
-        .flatten()
-        .map(|e| e.path())
-        .collect();
-    dirs.sort();
-    for dir in dirs {
-        let spec = dir.join("agent.toml");
-        let sends_dir = dir.join("sends");
-        if !spec.exists() || !sends_dir.exists() {
-            continue;
-        }
-        let name = dir.file_name().unwrap().to_string_lossy().into_owned();
-        // Registry capabilities of a stage: every manifest in `capabilities/`.
-        let mut registry = Registry::new();
-        if let Ok(entries) = std::fs::read_dir(dir.join("capabilities")) {
-            for entry in entries.flatten() {
-                let path = entry.path();
-                let text = std::fs::read_to_string(&path).unwrap();
-                registry.insert(Manifest::from_toml(&text, &path.display().to_string()).unwrap());
-            }
-        }
-        let agent = Agent::from_source_with_registry(
-            &std::fs::read(&spec).unwrap(),
-            &spec.display().to_string(),
-            SpecFormat::Toml,
-            &registry,
-        )
-        .expect("example spec compiles");
-        let mut sends: Vec<PathBuf> = std::fs::read_dir(&sends_dir)
-            .unwrap()
-            .flatten()
-            .map(|e| e.path())
-            .collect();
-        sends.sort();
-        let sends = sends
-            .into_iter()
-            .filter(|p| p.extension().is_some_and(|e| e == "json"))
-            .map(|p| {
-                let ctx =
-                    SendContext::from_json(&std::fs::read(&p).unwrap(), &p.display().to_string())
-                        .unwrap();
-                (p.file_stem().unwrap().to_string_lossy().into_owned(), ctx)
-            })
-            .collect();
-        out.push((name, agent, sends));
-    }
-    out
+fn examples() -> Vec<examples::Example> {
+    examples::examples(&Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples"))
 }
 
 fn bench(c: &mut Criterion) {

@@ -1,5 +1,5 @@
 //! Exact token counting on the examples' text: every distinct block text and half of every send of
-//! every bundled example (see `support/texts.rs`), counted whole, text by text.
+//! every bundled example (see `support/examples.rs`), counted whole, text by text.
 //!
 //! - `library`: the tokenizer library's own count (`bpe_openai::Tokenizer::count`), the reference;
 //! - `count`: `Encoding::count`, the count the engine makes on a text-memo miss; after the first
@@ -19,12 +19,12 @@ use std::time::{Duration, Instant};
 use criterion::{Criterion, Throughput, criterion_group, criterion_main};
 use promptstack_core::tokens::Encoding;
 
-#[path = "support/texts.rs"]
-mod texts;
+#[path = "support/examples.rs"]
+mod examples;
 
 fn bench(c: &mut Criterion) {
     let corpus =
-        texts::example_texts(&Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples"));
+        examples::example_texts(&Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples"));
     let bytes: usize = corpus.iter().map(String::len).sum();
     eprintln!("corpus: {} texts, {bytes} bytes", corpus.len());
     for (encoding, tokenizer) in [

@@ -7,13 +7,13 @@ use std::path::Path;
 
 use promptstack_core::tokens::Encoding;
 
-#[path = "../../benches/support/texts.rs"]
-mod texts;
+#[path = "../../benches/support/examples.rs"]
+mod examples;
 
 #[test]
 fn every_example_text_counts_as_the_library_counts_it() {
     let corpus =
-        texts::example_texts(&Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples"));
+        examples::example_texts(&Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples"));
     assert!(
         corpus.len() > 100,
         "the examples give {} texts",
