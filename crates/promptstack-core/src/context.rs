@@ -461,7 +461,7 @@ pub struct Skill {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub location: Option<String>,
     /// Site patterns (`*.example.com`, `docs.example.com:8443/api`) the skill applies to; empty
-    /// means every site. See `sites`.
+    /// means every site. The patterns are described in docs/layers.md, "Site patterns".
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub sites: Vec<String>,
 }
