@@ -16,10 +16,8 @@ use utoipa::{IntoParams, ToSchema};
 
 use crate::auth::Auth;
 use crate::bundle::{BUNDLE_MEDIA_TYPE, Bundle};
-use crate::engine::{
-    DEFAULT_LABEL, agent_name, compiled, engine_problem, printable, require_agent,
-};
-use crate::problem::{Problem, json_rejection};
+use crate::engine::{DEFAULT_LABEL, agent_name, compiled, engine_problem, require_agent};
+use crate::problem::{Problem, json_rejection, printable};
 use crate::render::{ProviderFormat, RequestOptionsBody, cache_diff};
 use crate::state::AppState;
 
@@ -340,7 +338,7 @@ pub(crate) async fn publish_bundle(
     let agent = std::sync::Arc::new(agent);
     state.inner.compiled.insert(
         (tenant.clone(), name.clone(), id),
-        crate::engine::Compiled::new(std::sync::Arc::clone(&agent)),
+        crate::state::Compiled::new(std::sync::Arc::clone(&agent)),
     );
     // The version is committed: from here on nothing may turn the answer into an error.
     let mut warnings = warnings;

@@ -2,8 +2,7 @@
 //! render-like endpoint shares.
 
 use std::sync::Arc;
-use std::sync::atomic::{AtomicU64, Ordering};
-use std::time::Duration;
+use std::sync::atomic::Ordering;
 
 use axum::http::{HeaderMap, HeaderName, HeaderValue};
 use promptstack::{Agent, SendContext};
@@ -13,8 +12,9 @@ use utoipa::ToSchema;
 
 use crate::bundle::{Bundle, spec_problem};
 use crate::problem::Problem;
+use crate::problem::printable;
 use crate::settings::Preview;
-use crate::state::AppState;
+use crate::state::{AppState, Compiled, Cost};
 
 /// The label a reference defaults to.
 pub const DEFAULT_LABEL: &str = "production";
@@ -95,14 +95,6 @@ impl Resolved {
 pub fn agent_name(name: &str) -> Result<AgentName, Problem> {
     AgentName::parse(name)
         .map_err(|_| Problem::not_found(format!("no agent `{}`", printable(name))))
-}
-
-/// `text` cut short and stripped of control characters, for error messages.
-pub fn printable(text: &str) -> String {
-    text.chars()
-        .take(80)
-        .map(|c| if c.is_control() { '?' } else { c })
-        .collect()
 }
 
 fn store_error(state: &AppState, error: promptstack_store::Error) -> Problem {
@@ -191,25 +183,6 @@ pub async fn resolve(
         label,
         stale,
     })
-}
-
-/// A compiled version, and how long its engine work took lately.
-#[derive(Clone)]
-pub struct Compiled {
-    /// The compiled version.
-    pub agent: Arc<Agent>,
-    /// How long its engine work took lately.
-    pub cost: Arc<Cost>,
-}
-
-impl Compiled {
-    /// A version just compiled: its cost is not known yet.
-    pub fn new(agent: Arc<Agent>) -> Compiled {
-        Compiled {
-            agent,
-            cost: Arc::default(),
-        }
-    }
 }
 
 /// The compiled version, from memory or from the store (compiled on the blocking pool).
@@ -402,41 +375,6 @@ pub fn engine_problem(error: promptstack::Error) -> Problem {
         K::NotFound => Problem::unprocessable("unknown-target", error.to_string()),
         K::Request | K::Rules => Problem::unprocessable("invalid-request", error.to_string()),
         _ => Problem::unprocessable("render-failed", error.to_string()),
-    }
-}
-
-/// Engine work that took less than this on a version's recent runs is cheaper to do on the
-/// request's own thread than to hand to the blocking pool (a hand-off costs two thread wake-ups).
-const INLINE_BELOW: Duration = Duration::from_micros(100);
-
-/// How long a version's engine work took lately, in nanoseconds (`u64::MAX` until measured): a
-/// run longer than the estimate raises it at once, a shorter one lowers it by an eighth of the
-/// difference, so one slow run sends the next several to the blocking pool.
-#[derive(Debug)]
-pub struct Cost(AtomicU64);
-
-impl Default for Cost {
-    fn default() -> Self {
-        Cost(AtomicU64::new(u64::MAX))
-    }
-}
-
-impl Cost {
-    fn is_cheap(&self) -> bool {
-        u128::from(self.0.load(Ordering::Relaxed)) < INLINE_BELOW.as_nanos()
-    }
-
-    fn record(&self, took: Duration) {
-        let sample = u64::try_from(took.as_nanos()).unwrap_or(u64::MAX);
-        let _ = self
-            .0
-            .fetch_update(Ordering::Relaxed, Ordering::Relaxed, |old| {
-                Some(if old == u64::MAX || sample >= old {
-                    sample
-                } else {
-                    old - (old - sample) / 8
-                })
-            });
     }
 }
 

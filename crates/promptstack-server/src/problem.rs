@@ -164,3 +164,11 @@ fn body_text(error: &dyn std::error::Error) -> String {
         None => error.to_string(),
     }
 }
+
+/// `text` cut short and stripped of control characters, for error messages.
+pub fn printable(text: &str) -> String {
+    text.chars()
+        .take(80)
+        .map(|c| if c.is_control() { '?' } else { c })
+        .collect()
+}

@@ -7,8 +7,7 @@ use promptstack_store::SettingsScope;
 use serde::Deserialize;
 use utoipa::ToSchema;
 
-use crate::engine::printable;
-use crate::problem::Problem;
+use crate::problem::{Problem, printable};
 
 /// The settings a tenant's document holds.
 const TENANT_KEYS: &[&str] = &["instructions"];

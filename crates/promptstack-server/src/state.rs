@@ -7,13 +7,13 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use futures::StreamExt as _;
+use promptstack::Agent;
 use promptstack::limits::Limits;
 use promptstack_store::{
     AgentName, ChangeKind, ErrorKind, LabelName, Notification, Principal, Store, Tenant, VersionId,
 };
 use tokio::time::Instant;
 
-use crate::engine::Compiled;
 use crate::metrics::Metrics;
 
 /// How the server behaves; every field has a default.
@@ -576,6 +576,60 @@ impl RateLimiter {
             let wait = ((1.0 - *tokens) / self.rate).ceil();
             Err((wait as u64).max(1))
         }
+    }
+}
+
+/// A compiled version, and how long its engine work took lately.
+#[derive(Clone)]
+pub struct Compiled {
+    /// The compiled version.
+    pub agent: Arc<Agent>,
+    /// How long its engine work took lately.
+    pub cost: Arc<Cost>,
+}
+
+impl Compiled {
+    /// A version just compiled: its cost is not known yet.
+    pub fn new(agent: Arc<Agent>) -> Compiled {
+        Compiled {
+            agent,
+            cost: Arc::default(),
+        }
+    }
+}
+
+/// Engine work that took less than this on a version's recent runs is cheaper to do on the
+/// request's own thread than to hand to the blocking pool (a hand-off costs two thread wake-ups).
+const INLINE_BELOW: Duration = Duration::from_micros(100);
+
+/// How long a version's engine work took lately, in nanoseconds (`u64::MAX` until measured): a
+/// run longer than the estimate raises it at once, a shorter one lowers it by an eighth of the
+/// difference, so one slow run sends the next several to the blocking pool.
+#[derive(Debug)]
+pub struct Cost(AtomicU64);
+
+impl Default for Cost {
+    fn default() -> Self {
+        Cost(AtomicU64::new(u64::MAX))
+    }
+}
+
+impl Cost {
+    pub(crate) fn is_cheap(&self) -> bool {
+        u128::from(self.0.load(Ordering::Relaxed)) < INLINE_BELOW.as_nanos()
+    }
+
+    pub(crate) fn record(&self, took: Duration) {
+        let sample = u64::try_from(took.as_nanos()).unwrap_or(u64::MAX);
+        let _ = self
+            .0
+            .fetch_update(Ordering::Relaxed, Ordering::Relaxed, |old| {
+                Some(if old == u64::MAX || sample >= old {
+                    sample
+                } else {
+                    old - (old - sample) / 8
+                })
+            });
     }
 }
 
