@@ -561,10 +561,14 @@ impl AgentInner {
         if self.read_roots.variables() {
             roots.push((VARIABLES, self.variables_value(ctx, true)));
         }
-        // Tool gates see everything stable except the toolset itself.
+        // Tool gates see everything stable except the toolset itself (built only when a tool
+        // has a gate to read it).
         let tools = Root::Tools.name();
-        let tool_context =
-            template::context_value(roots.iter().filter(|(n, _)| *n != tools).cloned());
+        let tool_context = if self.tools.iter().any(|tool| tool.gate.is_some()) {
+            template::context_value(roots.iter().filter(|(n, _)| *n != tools).cloned())
+        } else {
+            Value::UNDEFINED
+        };
         let toolset = Arc::new(self.resolve_toolset(ctx, &tool_context)?);
         for (name, value) in roots.iter_mut() {
             if *name == tools {
@@ -650,9 +654,18 @@ impl AgentInner {
         memo: Option<Key>,
     ) -> Result<Assembly, Error> {
         let mut roots = stable.roots.clone();
-        for (name, value) in roots.iter_mut() {
-            if *name == VARIABLES {
-                *value = self.variables_value(ctx, false);
+        // The stable part holds the stable variables; with no volatile one declared, that is
+        // every variable a template can read.
+        if self
+            .spec
+            .variables
+            .values()
+            .any(|v| v.stability != Stability::Stable)
+        {
+            for (name, value) in roots.iter_mut() {
+                if *name == VARIABLES {
+                    *value = self.variables_value(ctx, false);
+                }
             }
         }
         let (toolset, mcp) = if ctx.mcp_servers.is_empty() {
@@ -1093,12 +1106,15 @@ fn join_halves(stable: &str, separator: &str, volatile: &str) -> String {
 /// Joins the included body blocks with the separator, recording each one's byte range (offset by
 /// `offset` in the final `full` text). Returns the text and the number of blocks joined.
 fn join_body(blocks: &mut [Block], separator: &str, offset: usize) -> (String, usize) {
-    let mut text = String::new();
+    let joins = |b: &Block| b.placement == Placement::Body && b.is_included();
+    // Sized once, so the text is written without growing (and copying) it.
+    let (count, bytes) = blocks
+        .iter()
+        .filter(|b| joins(b))
+        .fold((0usize, 0), |(n, len), b| (n + 1, len + b.text.len()));
+    let mut text = String::with_capacity(bytes + separator.len() * count.saturating_sub(1));
     let mut joined = 0;
-    for block in blocks
-        .iter_mut()
-        .filter(|b| b.placement == Placement::Body && b.is_included())
-    {
+    for block in blocks.iter_mut().filter(|b| joins(b)) {
         if joined > 0 {
             text.push_str(separator);
         }

@@ -49,12 +49,20 @@ pub fn trim(text: &str) -> &str {
 
 /// Trims every entry, drops empty ones, and keeps the first of each exact duplicate, in order.
 pub fn normalize<S: AsRef<str>>(entries: &[S]) -> Vec<String> {
+    kept(entries.iter().map(AsRef::as_ref))
+        .into_iter()
+        .map(|(_, text)| text.to_owned())
+        .collect()
+}
+
+/// What [`normalize`] keeps, without copying: each kept entry's position and its trimmed text.
+pub fn kept<'a>(entries: impl ExactSizeIterator<Item = &'a str>) -> Vec<(usize, &'a str)> {
     let mut seen = std::collections::HashSet::with_capacity(entries.len());
     let mut out = Vec::with_capacity(entries.len());
-    for entry in entries {
-        let trimmed = trim(entry.as_ref());
+    for (i, entry) in entries.enumerate() {
+        let trimmed = trim(entry);
         if !trimmed.is_empty() && seen.insert(trimmed) {
-            out.push(trimmed.to_owned());
+            out.push((i, trimmed));
         }
     }
     out

@@ -14,6 +14,8 @@
 //! generated expressions and contexts, and in debug builds every decision is also rendered by
 //! minijinja and compared, so every test that assembles an example checks its gates.
 
+use std::borrow::Cow;
+
 use minijinja::value::{Value, ValueKind};
 
 /// The longest sequence the evaluator searches for `in`: minijinja charges fuel per item it
@@ -336,30 +338,43 @@ fn apply(filter: Filter, value: &Value, meter: &mut Meter) -> Option<Value> {
                 return None;
             }
             let text = value.as_str()?;
+            // The input is charged, and so is the result (at most six bytes a byte of it).
+            meter.charge(text.len() as u64)?;
             let out = match filter {
-                Filter::EscapeXml => escape::escaped_len(text),
-                _ => text.len(),
+                Filter::EscapeXml => match escape::escape_xml(text) {
+                    // Nothing to escape: the same plain string, without a copy.
+                    Cow::Borrowed(_) if !value.is_safe() => value.clone(),
+                    escaped => Value::from(escaped.into_owned()),
+                },
+                _ => Value::from(files::posix_path(text)),
             };
-            // The input is charged, and so is the result (its size checked before it is made).
-            meter.charge((text.len() as u64).saturating_add(out as u64))?;
-            Some(Value::from(match filter {
-                Filter::EscapeXml => escape::escape_xml(text).into_owned(),
-                _ => files::posix_path(text),
-            }))
+            meter.charge(out.as_str().map_or(0, str::len) as u64)?;
+            Some(out)
         }
         Filter::Guidelines => {
             if value.kind() != ValueKind::Seq {
                 return None;
             }
             meter.charge(ITEM.saturating_mul(value.len()? as u64))?;
-            let mut items = Vec::new();
+            let mut items = Vec::with_capacity(value.len()?);
             for item in value.try_iter().ok()? {
                 let text = item.as_str()?;
                 // Read, copied, and kept in the result: three times its bytes.
                 meter.charge(3 * text.len() as u64)?;
-                items.push(text.to_owned());
+                items.push(item);
             }
-            Some(Value::from(guidelines::normalize(&items)))
+            let texts = items.iter().map(|item| item.as_str().unwrap_or_default());
+            let kept = guidelines::kept(texts)
+                .into_iter()
+                .map(|(i, text)| match &items[i] {
+                    // Kept whole: the same plain string, without a copy.
+                    item if item.as_str().map(str::len) == Some(text.len()) && !item.is_safe() => {
+                        item.clone()
+                    }
+                    _ => Value::from(text),
+                })
+                .collect::<Vec<Value>>();
+            Some(Value::from(kept))
         }
     }
 }

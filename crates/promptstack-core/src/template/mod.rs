@@ -655,20 +655,22 @@ pub(crate) fn project_value(project: Option<&crate::context::Project>) -> Value 
 /// The `skills` root.
 pub(crate) fn skills_value(skills: &[crate::context::Skill]) -> Value {
     // Hidden skills never reach a template, so no spec can leak them by accident.
-    let skills: Vec<SkillView> = skills
-        .iter()
-        .filter(|s| !s.disable_model_invocation)
-        .map(|s| SkillView {
-            name: &s.name,
-            slug: s.slug(),
-            description: &s.description,
-            instructions: &s.instructions,
-            tags: &s.tags,
-            location: s.location.as_deref(),
-            sites: &s.sites,
-        })
-        .collect();
-    to_value(&skills)
+    let mut views = Vec::with_capacity(skills.len());
+    views.extend(
+        skills
+            .iter()
+            .filter(|s| !s.disable_model_invocation)
+            .map(|s| SkillView {
+                name: &s.name,
+                slug: s.slug(),
+                description: &s.description,
+                instructions: &s.instructions,
+                tags: &s.tags,
+                location: s.location.as_deref(),
+                sites: &s.sites,
+            }),
+    );
+    to_value(&views)
 }
 
 /// The `now` root: fields are formatted on access, so a template pays only for what it reads.

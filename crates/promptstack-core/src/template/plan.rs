@@ -16,11 +16,14 @@
 //! a render that could run out of fuel, or outgrow the memory, is minijinja's too. In debug
 //! builds every answer is compared with minijinja's render.
 
+use std::sync::atomic::{AtomicUsize, Ordering};
+
 use minijinja::machinery::ast::{self, Expr, Stmt};
 use minijinja::syntax::SyntaxConfig;
 use minijinja::value::{Value, ValueKind};
 
 use super::gate::{Filter, Meter, Names, STEP, SimpleGate, Test, UNITS_PER_FUEL};
+use crate::layers::escape;
 
 /// The deepest nesting of statements and expressions a plan holds; a deeper template is left to
 /// minijinja (its parser allows more).
@@ -29,12 +32,19 @@ const MAX_DEPTH: usize = 48;
 /// The longest template source planned.
 const MAX_SOURCE_BYTES: usize = 256 * 1024;
 
+/// The most output a plan reserves up front from what it wrote before (see `Plan::reserve`).
+const MAX_RESERVED_BYTES: usize = 1 << 20;
+
 /// A template body written without the engine.
-#[derive(Debug, Clone)]
+#[derive(Debug)]
 pub(crate) struct Plan {
     nodes: Vec<Node>,
     /// The bytes of literal text in the plan, for the first allocation of the output.
     literal_bytes: usize,
+    /// The length of the text the last render wrote: the next render of a template is usually
+    /// about as long (context files and skills change little between sends), so reserving that
+    /// much writes the output without growing it, and without copying what it holds each time.
+    written: AtomicUsize,
 }
 
 #[derive(Debug, Clone)]
@@ -87,6 +97,7 @@ impl Plan {
         Some(Plan {
             nodes,
             literal_bytes,
+            written: AtomicUsize::new(0),
         })
     }
 
@@ -99,14 +110,28 @@ impl Plan {
                 locals: Vec::new(),
             },
             meter: Meter::new(fuel.saturating_mul(UNITS_PER_FUEL) / 2),
-            text: String::with_capacity(self.literal_bytes),
+            text: String::with_capacity(self.reserve()),
             empty_emissions: 0,
         };
         run.nodes(&self.nodes)?;
+        self.written.store(run.text.len(), Ordering::Relaxed);
+        if run.text.capacity() > 2 * run.text.len() {
+            // Much shorter than the last render: do not keep the rest of the reservation alive
+            // with the block.
+            run.text.shrink_to_fit();
+        }
         Some(Written {
             text: run.text,
             empty_emissions: run.empty_emissions,
         })
+    }
+
+    /// The bytes to reserve for a render's output: the literal text, or what the last render
+    /// wrote when that was more (up to [`MAX_RESERVED_BYTES`], so one huge send does not make
+    /// every later one reserve as much).
+    fn reserve(&self) -> usize {
+        let written = self.written.load(Ordering::Relaxed).min(MAX_RESERVED_BYTES);
+        self.literal_bytes.max(written)
     }
 }
 
@@ -279,29 +304,39 @@ fn expression(expr: &Expr<'_>, depth: usize) -> Option<SimpleGate> {
 }
 
 /// The names a plan sees: its own variables (latest first), then the roots of the context.
-struct Scope<'c> {
+struct Scope<'c, 'p> {
     context: &'c Value,
-    locals: Vec<(Box<str>, Value)>,
+    /// The plan's own variables, innermost last, named by the plan's text.
+    locals: Vec<(&'p str, Value)>,
 }
 
-impl Names for Scope<'_> {
+impl Names for Scope<'_, '_> {
     fn lookup(&self, name: &str) -> Option<Value> {
-        match self.locals.iter().rev().find(|(local, _)| &**local == name) {
+        match self.locals.iter().rev().find(|(local, _)| *local == name) {
             Some((_, value)) => Some(value.clone()),
             None => self.context.lookup(name),
         }
     }
 }
 
+/// The text of a string value; `None` for any other kind (the filters take only strings).
+fn string(value: &Value) -> Option<&str> {
+    if value.kind() == ValueKind::String {
+        value.as_str()
+    } else {
+        None
+    }
+}
+
 /// One planned render in progress.
-struct Run<'c> {
-    scope: Scope<'c>,
+struct Run<'c, 'p> {
+    scope: Scope<'c, 'p>,
     meter: Meter,
     text: String,
     empty_emissions: u32,
 }
 
-impl Run<'_> {
+impl<'p> Run<'_, 'p> {
     fn eval(&mut self, expr: &SimpleGate) -> Option<Value> {
         expr.eval(&self.scope, &mut self.meter)
     }
@@ -312,11 +347,28 @@ impl Run<'_> {
         (!value.is_undefined()).then(|| value.is_true())
     }
 
-    fn nodes(&mut self, nodes: &[Node]) -> Option<()> {
+    fn nodes(&mut self, nodes: &'p [Node]) -> Option<()> {
         for node in nodes {
             self.meter.charge(STEP)?;
             match node {
                 Node::Text(text) => self.write(text)?,
+                Node::Emit(SimpleGate::Filter {
+                    value,
+                    filter: Filter::EscapeXml,
+                }) => {
+                    // Escaped straight into the text, charged as the filter and the write are.
+                    let value = self.eval(value)?;
+                    let text = string(&value)?;
+                    self.meter.charge(text.len() as u64)?;
+                    let start = self.text.len();
+                    escape::escape_xml_into(text, &mut self.text);
+                    let written = (self.text.len() - start) as u64;
+                    self.meter.charge(written)?;
+                    self.meter.charge(written)?;
+                    if text.is_empty() {
+                        self.empty_emissions = self.empty_emissions.saturating_add(1);
+                    }
+                }
                 Node::Emit(expr) => {
                     let value = self.eval(expr)?;
                     if value.is_none() {
@@ -362,7 +414,7 @@ impl Run<'_> {
                             return None;
                         }
                         self.scope.locals.truncate(mark);
-                        self.scope.locals.push((name.clone(), item));
+                        self.scope.locals.push((name, item));
                         if let Some(filter) = filter
                             && !self.test(filter)?
                         {
@@ -378,7 +430,7 @@ impl Run<'_> {
                 }
                 Node::Set { name, value } => {
                     let value = self.eval(value)?;
-                    self.scope.locals.push((name.clone(), value));
+                    self.scope.locals.push((name, value));
                 }
             }
         }

@@ -8,7 +8,7 @@ use std::path::Path;
 
 use promptstack_core::context::ContextFile;
 use promptstack_core::layers::compact::{Bounds, compact};
-use promptstack_core::layers::escape::{escape_xml, unescape_xml};
+use promptstack_core::layers::escape::{escape_xml, escape_xml_into, escaped_len, unescape_xml};
 use promptstack_core::layers::files::{Caps, prepare};
 use promptstack_core::layers::guidelines::{normalize, trim};
 use promptstack_core::sites::{SitePattern, parse_url};
@@ -43,9 +43,14 @@ proptest! {
     }
 
     #[test]
-    fn escaping_round_trips_and_leaves_no_markup(text in any::<String>()) {
+    fn escaping_round_trips_and_leaves_no_markup(text in any::<String>(), before in "[a-z<&]{0,4}") {
         let escaped = escape_xml(&text);
         prop_assert_eq!(unescape_xml(&escaped), text.clone());
+        prop_assert_eq!(escaped.len(), escaped_len(&text));
+        // Appending escapes exactly as `escape_xml` does, after what was there.
+        let mut appended = before.clone();
+        escape_xml_into(&text, &mut appended);
+        prop_assert_eq!(appended, format!("{before}{escaped}"));
         prop_assert!(!escaped.contains(['<', '>', '"', '\'']));
         for (i, _) in escaped.match_indices('&') {
             let rest = &escaped[i..];
