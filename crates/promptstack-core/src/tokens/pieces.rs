@@ -219,7 +219,9 @@ const SLOTS: usize = 16_384;
 /// One memoised piece: its bytes, its encoding, its count.
 #[derive(Clone, Copy)]
 struct Slot {
-    /// The encoding's tag ([`tag`]); 0 for an empty slot.
+    /// The memo's epoch when the slot was written; a slot of another epoch is empty.
+    epoch: u8,
+    /// The encoding's tag ([`tag`]).
     tag: u8,
     len: u8,
     count: u8,
@@ -227,6 +229,7 @@ struct Slot {
 }
 
 const EMPTY: Slot = Slot {
+    epoch: 0,
     tag: 0,
     len: 0,
     count: 0,
@@ -236,18 +239,25 @@ const EMPTY: Slot = Slot {
 /// A fixed table of recent piece counts, one per thread.
 struct Memo {
     slots: Box<[Slot]>,
+    /// The slots written since the memo was last emptied carry this epoch (never 0, the
+    /// epoch of [`EMPTY`]).
+    epoch: u8,
 }
 
 thread_local! {
     static MEMO: RefCell<Memo> = RefCell::new(Memo {
         slots: vec![EMPTY; SLOTS].into_boxed_slice(),
+        epoch: 1,
     });
 }
 
 /// Empties this thread's memo, so its next counts start cold (for measuring them).
+///
+/// Emptying starts a new epoch, which leaves every slot written before it unread, instead of
+/// writing the whole table (half a megabyte); the table is wiped only when the epochs wrap.
 pub(super) fn forget() {
     // A thread that is being torn down has no memo to empty.
-    let _ = MEMO.try_with(|memo| memo.borrow_mut().slots.fill(EMPTY));
+    let _ = MEMO.try_with(|memo| memo.borrow_mut().forget());
 }
 
 /// Never 0, which marks an empty slot.
@@ -259,6 +269,14 @@ fn tag(encoding: Encoding) -> u8 {
 }
 
 impl Memo {
+    fn forget(&mut self) {
+        self.epoch = self.epoch.wrapping_add(1);
+        if self.epoch == 0 {
+            self.slots.fill(EMPTY);
+            self.epoch = 1;
+        }
+    }
+
     /// The byte-pair count of one piece, from the memo when the piece was counted lately.
     fn count(&mut self, encoding: Encoding, bpe: &BytePairEncoding, piece: &[u8]) -> usize {
         // Every single byte is a token of its own in a byte-level vocabulary.
@@ -278,8 +296,12 @@ impl Memo {
         let Some(pair) = self.slots.get_mut(set..set + 2) else {
             return bpe.count(piece);
         };
+        let epoch = self.epoch;
         let holds = |slot: &Slot| {
-            slot.tag == tag && slot.len == len && slot.key.get(..piece.len()) == Some(piece)
+            slot.epoch == epoch
+                && slot.tag == tag
+                && slot.len == len
+                && slot.key.get(..piece.len()) == Some(piece)
         };
         if holds(&pair[0]) {
             return usize::from(pair[0].count);
@@ -297,6 +319,7 @@ impl Memo {
             key[..piece.len()].copy_from_slice(piece);
             pair[1] = pair[0];
             pair[0] = Slot {
+                epoch,
                 tag,
                 len,
                 count: stored,
@@ -379,12 +402,13 @@ mod tests {
     fn forgetting_empties_this_threads_memo() {
         let bpe = &bpe_openai::o200k_base().bpe;
         piece_count(Encoding::O200k, bpe, b" remembered");
+        // The slots this epoch can read.
         let held = || {
             MEMO.with(|memo| {
-                memo.borrow()
-                    .slots
+                let memo = memo.borrow();
+                memo.slots
                     .iter()
-                    .filter(|slot| slot.tag != 0)
+                    .filter(|slot| slot.epoch == memo.epoch)
                     .count()
             })
         };
@@ -395,6 +419,16 @@ mod tests {
             piece_count(Encoding::O200k, bpe, b" remembered"),
             bpe.count(b" remembered")
         );
+        // Through a wrap of the epochs, which wipes the table: nothing written before is read.
+        for _ in 0..300 {
+            forget();
+            assert_eq!(held(), 0);
+            assert_eq!(
+                piece_count(Encoding::O200k, bpe, b" remembered"),
+                bpe.count(b" remembered")
+            );
+            assert_eq!(held(), 1);
+        }
     }
 
     #[test]
