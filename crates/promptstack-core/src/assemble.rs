@@ -541,7 +541,7 @@ impl AgentInner {
                 return None;
             }
             let value = ctx.variables.get(name).or(spec.default.as_ref())?;
-            Some((name.clone(), template::to_value(value)))
+            Some((name.clone(), template::json_value(value)))
         }))
     }
 

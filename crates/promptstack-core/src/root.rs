@@ -205,7 +205,7 @@ impl Root {
             Root::Model => template::model_value(&ctx.model),
             Root::Tools => sources.toolset.template_value(),
             Root::Integrations => template::integrations_value(&ctx.integrations),
-            Root::Settings => template::to_value(&ctx.settings),
+            Root::Settings => template::json_map_value(&ctx.settings),
             Root::User => template::user_value(&ctx.user),
             Root::Language => template::language_value(&ctx.user),
             Root::Project => template::project_value(ctx.project.as_ref()),
@@ -215,7 +215,7 @@ impl Root {
             Root::ContextFiles => template::to_value(&ctx.context_files),
             Root::MessagesPath => template::to_value(ctx.messages_path.as_deref()),
             Root::Tabs => template::tabs_value(&ctx.tabs),
-            Root::HarnessState => template::to_value(ctx.harness_state.as_ref()),
+            Root::HarnessState => template::json_value_or_none(ctx.harness_state.as_ref()),
             Root::Mcp => match &sources.mcp {
                 Some((_, value)) => value.clone(),
                 None => template::mcp_value(&ctx.mcp_servers, sources.toolset),

@@ -976,3 +976,86 @@ struct UserMessageView<'a> {
 pub(crate) fn to_value<T: Serialize>(value: T) -> Value {
     Value::from(minijinja::value::Serde(value))
 }
+
+/// Converts JSON into the template value [`to_value`] makes of it, without going through
+/// serialisation: the same kinds (an unsigned number before a signed one before a float), strings,
+/// sequences and maps, built directly (a property test holds the two equal).
+pub(crate) fn json_value(value: &serde_json::Value) -> Value {
+    use serde_json::Value as Json;
+    match value {
+        Json::Null => Value::from(()),
+        Json::Bool(b) => Value::from(*b),
+        Json::Number(n) => match (n.as_u64(), n.as_i64()) {
+            (Some(u), _) => Value::from(u),
+            (None, Some(i)) => Value::from(i),
+            (None, None) => Value::from(n.as_f64().unwrap_or(f64::NAN)),
+        },
+        Json::String(text) => Value::from(text.as_str()),
+        Json::Array(items) => Value::from_object(items.iter().map(json_value).collect::<Vec<_>>()),
+        Json::Object(map) => Value::from_pairs(
+            map.iter()
+                .map(|(k, v)| (Value::from(k.as_str()), json_value(v))),
+        ),
+    }
+}
+
+/// [`json_value`] of an optional value: `none` when it is absent.
+pub(crate) fn json_value_or_none(value: Option<&serde_json::Value>) -> Value {
+    value.map_or_else(|| Value::from(()), json_value)
+}
+
+/// A JSON map as a template map (the `settings` root).
+pub(crate) fn json_map_value(map: &BTreeMap<String, serde_json::Value>) -> Value {
+    Value::from_pairs(
+        map.iter()
+            .map(|(k, v)| (Value::from(k.as_str()), json_value(v))),
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use proptest::prelude::*;
+
+    use super::*;
+
+    /// Any JSON: numbers of every representation, strings short and long, nested lists and maps.
+    fn json() -> impl Strategy<Value = serde_json::Value> {
+        let leaf = prop_oneof![
+            Just(serde_json::Value::Null),
+            any::<bool>().prop_map(serde_json::Value::from),
+            any::<u64>().prop_map(serde_json::Value::from),
+            any::<i64>().prop_map(serde_json::Value::from),
+            any::<f64>()
+                .prop_filter("JSON numbers are finite", |f| f.is_finite())
+                .prop_map(serde_json::Value::from),
+            ".{0,40}".prop_map(serde_json::Value::from),
+        ];
+        leaf.prop_recursive(3, 24, 5, |inner| {
+            prop_oneof![
+                prop::collection::vec(inner.clone(), 0..5).prop_map(serde_json::Value::from),
+                prop::collection::btree_map(".{0,8}", inner, 0..5)
+                    .prop_map(|map| serde_json::Value::Object(map.into_iter().collect())),
+            ]
+        })
+    }
+
+    proptest! {
+        /// The direct conversion makes exactly the value serialisation makes: equal, of the same
+        /// kind, and printed alike (which also shows the same concrete objects and map order).
+        #[test]
+        fn json_converts_as_serialisation_does(json in json()) {
+            let direct = json_value(&json);
+            let serialised = to_value(&json);
+            prop_assert_eq!(direct.kind(), serialised.kind());
+            prop_assert_eq!(format!("{direct:?}"), format!("{serialised:?}"));
+            prop_assert_eq!(&direct, &serialised);
+            let map: BTreeMap<String, serde_json::Value> =
+                [("k".to_owned(), json.clone())].into();
+            prop_assert_eq!(format!("{:?}", json_map_value(&map)), format!("{:?}", to_value(&map)));
+            prop_assert_eq!(
+                format!("{:?}", json_value_or_none(None)),
+                format!("{:?}", to_value(None::<&serde_json::Value>))
+            );
+        }
+    }
+}
