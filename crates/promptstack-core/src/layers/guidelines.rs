@@ -56,7 +56,7 @@ pub fn normalize<S: AsRef<str>>(entries: &[S]) -> Vec<String> {
 }
 
 /// What [`normalize`] keeps, without copying: each kept entry's position and its trimmed text.
-pub fn kept<'a>(entries: impl ExactSizeIterator<Item = &'a str>) -> Vec<(usize, &'a str)> {
+pub(crate) fn kept<'a>(entries: impl ExactSizeIterator<Item = &'a str>) -> Vec<(usize, &'a str)> {
     let mut seen = std::collections::HashSet::with_capacity(entries.len());
     let mut out = Vec::with_capacity(entries.len());
     for (i, entry) in entries.enumerate() {
