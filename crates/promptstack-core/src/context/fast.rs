@@ -230,14 +230,18 @@ impl Node {
         self.properties.get(key).or(self.additional.as_deref())
     }
 
-    /// Both this and `other` (the keywords of one schema, or a `$ref` next to them).
-    fn and(self, other: Self) -> Self {
-        let keys: std::collections::BTreeSet<&String> = self
-            .properties
+    /// The names of the properties either node declares, each once, in order.
+    fn property_names<'a>(&'a self, other: &'a Self) -> std::collections::BTreeSet<&'a String> {
+        self.properties
             .keys()
             .chain(other.properties.keys())
-            .collect();
-        let properties = keys
+            .collect()
+    }
+
+    /// Both this and `other` (the keywords of one schema, or a `$ref` next to them).
+    fn and(self, other: Self) -> Self {
+        let properties = self
+            .property_names(&other)
             .into_iter()
             .map(|key| {
                 let child = match (self.property(key), other.property(key)) {
@@ -280,12 +284,8 @@ impl Node {
             (0, _) => (other.properties.clone(), other.additional.clone()),
             (_, 0) => (self.properties.clone(), self.additional.clone()),
             _ => {
-                let keys: std::collections::BTreeSet<&String> = self
-                    .properties
-                    .keys()
-                    .chain(other.properties.keys())
-                    .collect();
-                let properties = keys
+                let properties = self
+                    .property_names(other)
                     .into_iter()
                     .filter_map(|key| {
                         either(self.property(key), other.property(key))

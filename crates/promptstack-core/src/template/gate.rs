@@ -671,7 +671,7 @@ fn is_keyword(word: &str) -> bool {
 }
 
 #[cfg(test)]
-mod tests {
+pub(super) mod tests {
     use super::*;
     use crate::spec::RenderOptions;
     use crate::template::{TemplateSet, context_value, to_value};
@@ -698,17 +698,25 @@ mod tests {
         })
     }
 
-    /// A context like an assembly's: named roots (some absent) holding those values.
-    fn context() -> impl Strategy<Value = Value> {
-        prop::collection::vec(prop::option::of(json()), 4).prop_map(|values| {
-            let names = ["a", "b", "variables", "tools"];
+    /// A context like an assembly's: named roots holding generated values, each present with
+    /// probability `present` (shared with the plan tests).
+    pub(in crate::template) fn roots(
+        json: impl Strategy<Value = serde_json::Value>,
+        present: f64,
+    ) -> impl Strategy<Value = Value> {
+        prop::collection::vec(prop::option::weighted(present, json), 4).prop_map(|values| {
             context_value(
-                names
+                ["a", "b", "variables", "tools"]
                     .into_iter()
                     .zip(values)
                     .filter_map(|(name, value)| Some((name, to_value(value?)))),
             )
         })
+    }
+
+    /// Gate contexts: each root absent half the time.
+    fn context() -> impl Strategy<Value = Value> {
+        roots(json(), 0.5)
     }
 
     /// Gate expressions: mostly inside the subset, some outside it, some that do not compile.

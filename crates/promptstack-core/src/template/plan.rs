@@ -573,16 +573,9 @@ mod tests {
         })
     }
 
-    /// A context like an assembly's: named roots (some absent) holding those values.
+    /// Plan contexts: roots mostly present, so that loops and emissions have values to write.
     fn context() -> impl Strategy<Value = Value> {
-        prop::collection::vec(prop::option::weighted(0.85, json()), 4).prop_map(|values| {
-            context_value(
-                ["a", "b", "variables", "tools"]
-                    .into_iter()
-                    .zip(values)
-                    .filter_map(|(name, value)| Some((name, to_value(value?)))),
-            )
-        })
+        super::super::gate::tests::roots(json(), 0.85)
     }
 
     /// Expressions: mostly in the subset, some outside it.
