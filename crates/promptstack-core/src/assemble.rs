@@ -541,7 +541,8 @@ impl AgentInner {
                 return None;
             }
             let value = ctx.variables.get(name).or(spec.default.as_ref())?;
-            Some((name.clone(), template::json_value(value)))
+            // Names up to 22 bytes are kept inline by the template value, without an allocation.
+            Some((name.as_str(), template::json_value(value)))
         }))
     }
 
@@ -554,10 +555,12 @@ impl AgentInner {
             mcp: None,
         };
         // Only the roots some template can read are built; see `ReadRoots`.
-        let mut roots: Vec<(&'static str, Value)> = Root::of(Stability::Stable)
-            .filter(|root| self.read_roots.root(*root))
-            .map(|root| (root.name(), root.value(&sources)))
-            .collect();
+        let mut roots: Vec<(&'static str, Value)> = Vec::with_capacity(Root::ALL.len() + 1);
+        roots.extend(
+            Root::of(Stability::Stable)
+                .filter(|root| self.read_roots.root(*root))
+                .map(|root| (root.name(), root.value(&sources))),
+        );
         if self.read_roots.variables() {
             roots.push((VARIABLES, self.variables_value(ctx, true)));
         }
@@ -577,7 +580,8 @@ impl AgentInner {
         }
         let context = template::context_value(roots.iter().cloned());
         let mut diagnostics = self.lint.clone();
-        let mut blocks = Vec::new();
+        // Every stable unit gives a block, and the stage a few injected ones.
+        let mut blocks = Vec::with_capacity(self.units.len() + 4);
         let prompt = self.active_prompt(ctx)?;
         let budget = self.templates.budget(0);
         for unit in self
@@ -653,7 +657,9 @@ impl AgentInner {
         stable: Arc<StablePart>,
         memo: Option<Key>,
     ) -> Result<Assembly, Error> {
-        let mut roots = stable.roots.clone();
+        // Room for every root, so that the volatile ones join without growing a copy.
+        let mut roots = Vec::with_capacity(Root::ALL.len() + 1);
+        roots.extend(stable.roots.iter().cloned());
         // The stable part holds the stable variables; with no volatile one declared, that is
         // every variable a template can read.
         if self
@@ -742,7 +748,7 @@ impl AgentInner {
                 );
             }
         }
-        let mut volatile_blocks = Vec::new();
+        let mut volatile_blocks = Vec::with_capacity(self.units.len() + 4);
         let prompt = self.active_prompt(ctx)?;
         let budget = self.templates.budget(stable.rendered);
         for (i, unit) in self

@@ -62,12 +62,17 @@ pub struct Counting {
 impl Counting {
     /// Chooses the counting for a model: its own encoding where bundled, else an o200k estimate.
     pub fn for_model(model: &ModelDescriptor) -> Self {
-        let id = model.id.to_ascii_lowercase();
-        let id = id.rsplit('/').next().unwrap_or(&id);
-        let openai = matches!(
-            model.provider.to_ascii_lowercase().as_str(),
-            "openai" | "azure" | "azure_openai"
-        );
+        // Compared without regard to ASCII case, without making lowercase copies (this runs on
+        // every assembly).
+        let id = model.id.rsplit('/').next().unwrap_or(&model.id);
+        let starts_with = |prefix: &&str| {
+            id.as_bytes()
+                .get(..prefix.len())
+                .is_some_and(|head| head.eq_ignore_ascii_case(prefix.as_bytes()))
+        };
+        let openai = ["openai", "azure", "azure_openai"]
+            .iter()
+            .any(|p| model.provider.eq_ignore_ascii_case(p));
         const O200K: &[&str] = &[
             "gpt-4o",
             "chatgpt-4o",
@@ -80,14 +85,14 @@ impl Counting {
             "gpt-oss",
         ];
         const CL100K: &[&str] = &["gpt-4", "gpt-3.5", "text-embedding-3", "text-embedding-ada"];
-        if openai || id.starts_with("gpt-") {
-            if O200K.iter().any(|p| id.starts_with(p)) {
+        if openai || starts_with(&"gpt-") {
+            if O200K.iter().any(starts_with) {
                 return Self {
                     encoding: Encoding::O200k,
                     exact: true,
                 };
             }
-            if CL100K.iter().any(|p| id.starts_with(p)) {
+            if CL100K.iter().any(starts_with) {
                 return Self {
                     encoding: Encoding::Cl100k,
                     exact: true,
@@ -198,6 +203,32 @@ impl TokenCounter {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    proptest::proptest! {
+        /// The case-insensitive comparison decides as comparing lowercase copies does.
+        #[test]
+        fn counting_ignores_ascii_case_as_lowercasing_does(
+            id in "([a-zA-Z]{0,3}/)?(gpt|GPT|o|O|chatgpt|Text-Embedding|x)[-.]?[0-9a-zA-Zé.-]{0,6}",
+            provider in "(OpenAI|openai|Azure|azure_OPENAI|anthropic|é)",
+        ) {
+            let by_copies = |model: &ModelDescriptor| {
+                let id = model.id.to_ascii_lowercase();
+                let id = id.rsplit('/').next().unwrap_or(&id).to_owned();
+                let provider = model.provider.to_ascii_lowercase();
+                let openai = matches!(provider.as_str(), "openai" | "azure" | "azure_openai");
+                let o200k = ["gpt-4o", "chatgpt-4o", "gpt-4.1", "gpt-4.5", "gpt-5", "o1", "o3", "o4", "gpt-oss"];
+                let cl100k = ["gpt-4", "gpt-3.5", "text-embedding-3", "text-embedding-ada"];
+                match (openai || id.starts_with("gpt-"), o200k.iter().any(|p| id.starts_with(p)), cl100k.iter().any(|p| id.starts_with(p))) {
+                    (true, true, _) => (Encoding::O200k, true),
+                    (true, false, true) => (Encoding::Cl100k, true),
+                    _ => (Encoding::O200k, false),
+                }
+            };
+            let model = ModelDescriptor::new(id, "m", provider);
+            let counting = Counting::for_model(&model);
+            proptest::prop_assert_eq!((counting.encoding, counting.exact), by_copies(&model));
+        }
+    }
 
     #[test]
     fn known_counts() {

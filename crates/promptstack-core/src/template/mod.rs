@@ -704,7 +704,11 @@ impl minijinja::value::Object for NowObject {
         } else {
             self.now.local()
         };
-        let text = |format: &str| Some(Value::from(civil.strftime(format).to_string()));
+        let text = |format: &str| {
+            Some(Value::from(
+                civil_text(&civil, format).unwrap_or_else(|| civil.strftime(format).to_string()),
+            ))
+        };
         match key.as_str()? {
             "rfc3339" if self.utc => Some(Value::from(
                 self.now
@@ -735,6 +739,43 @@ impl minijinja::value::Object for NowObject {
             Self::LOCAL_FIELDS
         })
     }
+}
+
+/// `%Y-%m-%d`, `%H:%M` or `%Y-%m-%d %H:%M` of a date in the years 0–9999, written directly
+/// (strftime reads its format on every call); `None` for any other format or year, which
+/// strftime writes. A property test compares the two.
+fn civil_text(civil: &jiff::civil::DateTime, format: &str) -> Option<String> {
+    let (date, time) = match format {
+        "%Y-%m-%d" => (true, false),
+        "%H:%M" => (false, true),
+        "%Y-%m-%d %H:%M" => (true, true),
+        _ => return None,
+    };
+    let year = u32::try_from(civil.year()).ok().filter(|y| *y <= 9999)?;
+    // Zero-padded to `width` digits; every value here fits its width.
+    fn push_digits(out: &mut String, value: u32, width: u32) {
+        for place in (0..width).rev() {
+            let digit = (value / 10u32.pow(place) % 10) as u8;
+            out.push(char::from(b'0' + digit));
+        }
+    }
+    let mut out = String::with_capacity(16);
+    if date {
+        push_digits(&mut out, year, 4);
+        out.push('-');
+        push_digits(&mut out, u32::from(civil.month().unsigned_abs()), 2);
+        out.push('-');
+        push_digits(&mut out, u32::from(civil.day().unsigned_abs()), 2);
+    }
+    if date && time {
+        out.push(' ');
+    }
+    if time {
+        push_digits(&mut out, u32::from(civil.hour().unsigned_abs()), 2);
+        out.push(':');
+        push_digits(&mut out, u32::from(civil.minute().unsigned_abs()), 2);
+    }
+    Some(out)
 }
 
 /// The `user_message` root.
@@ -1039,7 +1080,47 @@ mod tests {
         })
     }
 
+    /// Early years, the edges of a day and the last year written directly.
+    #[test]
+    fn dates_at_the_edges_are_strftimes() {
+        for (year, month, day, hour, minute) in [
+            (0, 1, 1, 0, 0),
+            (5, 2, 3, 4, 5),
+            (999, 12, 31, 23, 59),
+            (9999, 12, 31, 23, 59),
+        ] {
+            let civil = jiff::civil::date(year, month, day).at(hour, minute, 0, 0);
+            for format in ["%Y-%m-%d", "%H:%M", "%Y-%m-%d %H:%M"] {
+                assert_eq!(
+                    civil_text(&civil, format),
+                    Some(civil.strftime(format).to_string())
+                );
+            }
+        }
+        let before = jiff::civil::date(-1, 1, 1).at(0, 0, 0, 0);
+        assert_eq!(civil_text(&before, "%Y-%m-%d"), None);
+    }
+
     proptest! {
+        /// The directly written dates and times are strftime's, at any instant jiff holds and
+        /// any offset.
+        #[test]
+        fn dates_are_written_as_strftime_writes_them(
+            seconds in jiff::Timestamp::MIN.as_second()..=jiff::Timestamp::MAX.as_second(),
+            offset in -93_599i32..=93_599,
+        ) {
+            let instant = jiff::Timestamp::from_second(seconds).expect("in range");
+            let offset = jiff::tz::Offset::from_seconds(offset).expect("in range");
+            let civil = offset.to_datetime(instant);
+            for format in ["%Y-%m-%d", "%H:%M", "%Y-%m-%d %H:%M"] {
+                let strftime = civil.strftime(format).to_string();
+                match civil_text(&civil, format) {
+                    Some(text) => prop_assert_eq!(text, strftime),
+                    None => prop_assert!(!(0..=9999).contains(&civil.year())),
+                }
+            }
+        }
+
         /// The direct conversion makes exactly the value serialisation makes: equal, of the same
         /// kind, and printed alike (which also shows the same concrete objects and map order).
         #[test]
