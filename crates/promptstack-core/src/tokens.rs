@@ -59,6 +59,22 @@ pub struct Counting {
     pub exact: bool,
 }
 
+/// Model id prefixes (lowercase) of OpenAI's o200k models, checked before [`CL100K_MODELS`].
+const O200K_MODELS: &[&str] = &[
+    "gpt-4o",
+    "chatgpt-4o",
+    "gpt-4.1",
+    "gpt-4.5",
+    "gpt-5",
+    "o1",
+    "o3",
+    "o4",
+    "gpt-oss",
+];
+
+/// Model id prefixes (lowercase) of OpenAI's cl100k models.
+const CL100K_MODELS: &[&str] = &["gpt-4", "gpt-3.5", "text-embedding-3", "text-embedding-ada"];
+
 impl Counting {
     /// Chooses the counting for a model: its own encoding where bundled, else an o200k estimate.
     pub fn for_model(model: &ModelDescriptor) -> Self {
@@ -73,26 +89,14 @@ impl Counting {
         let openai = ["openai", "azure", "azure_openai"]
             .iter()
             .any(|p| model.provider.eq_ignore_ascii_case(p));
-        const O200K: &[&str] = &[
-            "gpt-4o",
-            "chatgpt-4o",
-            "gpt-4.1",
-            "gpt-4.5",
-            "gpt-5",
-            "o1",
-            "o3",
-            "o4",
-            "gpt-oss",
-        ];
-        const CL100K: &[&str] = &["gpt-4", "gpt-3.5", "text-embedding-3", "text-embedding-ada"];
         if openai || starts_with(&"gpt-") {
-            if O200K.iter().any(starts_with) {
+            if O200K_MODELS.iter().any(starts_with) {
                 return Self {
                     encoding: Encoding::O200k,
                     exact: true,
                 };
             }
-            if CL100K.iter().any(starts_with) {
+            if CL100K_MODELS.iter().any(starts_with) {
                 return Self {
                     encoding: Encoding::Cl100k,
                     exact: true,
@@ -216,9 +220,11 @@ mod tests {
                 let id = id.rsplit('/').next().unwrap_or(&id).to_owned();
                 let provider = model.provider.to_ascii_lowercase();
                 let openai = matches!(provider.as_str(), "openai" | "azure" | "azure_openai");
-                let o200k = ["gpt-4o", "chatgpt-4o", "gpt-4.1", "gpt-4.5", "gpt-5", "o1", "o3", "o4", "gpt-oss"];
-                let cl100k = ["gpt-4", "gpt-3.5", "text-embedding-3", "text-embedding-ada"];
-                match (openai || id.starts_with("gpt-"), o200k.iter().any(|p| id.starts_with(p)), cl100k.iter().any(|p| id.starts_with(p))) {
+                match (
+                    openai || id.starts_with("gpt-"),
+                    O200K_MODELS.iter().any(|p| id.starts_with(p)),
+                    CL100K_MODELS.iter().any(|p| id.starts_with(p)),
+                ) {
                     (true, true, _) => (Encoding::O200k, true),
                     (true, false, true) => (Encoding::Cl100k, true),
                     _ => (Encoding::O200k, false),

@@ -14,8 +14,6 @@
 //! generated expressions and contexts, and in debug builds every decision is also rendered by
 //! minijinja and compared, so every test that assembles an example checks its gates.
 
-use std::borrow::Cow;
-
 use minijinja::value::{Value, ValueKind};
 
 /// The longest sequence the evaluator searches for `in`: minijinja charges fuel per item it
@@ -338,18 +336,19 @@ fn apply(filter: Filter, value: &Value, meter: &mut Meter) -> Option<Value> {
                 return None;
             }
             let text = value.as_str()?;
-            // The input is charged, and so is the result (at most six bytes a byte of it).
-            meter.charge(text.len() as u64)?;
             let out = match filter {
-                Filter::EscapeXml => match escape::escape_xml(text) {
-                    // Nothing to escape: the same plain string, without a copy.
-                    Cow::Borrowed(_) if !value.is_safe() => value.clone(),
-                    escaped => Value::from(escaped.into_owned()),
-                },
-                _ => Value::from(files::posix_path(text)),
+                Filter::EscapeXml => escape::escaped_len(text),
+                _ => text.len(),
             };
-            meter.charge(out.as_str().map_or(0, str::len) as u64)?;
-            Some(out)
+            // The input is charged, and so is the result (its size checked before it is made).
+            meter.charge((text.len() as u64).saturating_add(out as u64))?;
+            Some(match filter {
+                // Nothing to escape (every escape lengthens the text): the same plain string,
+                // without a copy.
+                Filter::EscapeXml if out == text.len() && !value.is_safe() => value.clone(),
+                Filter::EscapeXml => Value::from(escape::escape_xml(text).into_owned()),
+                _ => Value::from(files::posix_path(text)),
+            })
         }
         Filter::Guidelines => {
             if value.kind() != ValueKind::Seq {
@@ -359,7 +358,7 @@ fn apply(filter: Filter, value: &Value, meter: &mut Meter) -> Option<Value> {
             let mut items = Vec::with_capacity(value.len()?);
             for item in value.try_iter().ok()? {
                 let text = item.as_str()?;
-                // Read, copied, and kept in the result: three times its bytes.
+                // Three times its bytes (read, copied, kept): an upper bound of the engine's work.
                 meter.charge(3 * text.len() as u64)?;
                 items.push(item);
             }
@@ -368,7 +367,10 @@ fn apply(filter: Filter, value: &Value, meter: &mut Meter) -> Option<Value> {
                 .into_iter()
                 .map(|(i, text)| match &items[i] {
                     // Kept whole: the same plain string, without a copy.
-                    item if item.as_str().map(str::len) == Some(text.len()) && !item.is_safe() => {
+                    item if item.kind() == ValueKind::String
+                        && item.as_str().map(str::len) == Some(text.len())
+                        && !item.is_safe() =>
+                    {
                         item.clone()
                     }
                     _ => Value::from(text),

@@ -356,15 +356,16 @@ impl<'p> Run<'_, 'p> {
                     value,
                     filter: Filter::EscapeXml,
                 }) => {
-                    // Escaped straight into the text, charged as the filter and the write are.
+                    // Escaped straight into the text, charged as the filter's node, the filter
+                    // and the write are, before anything is made.
+                    self.meter.charge(STEP)?;
                     let value = self.eval(value)?;
                     let text = string(&value)?;
-                    self.meter.charge(text.len() as u64)?;
-                    let start = self.text.len();
+                    let escaped = escape::escaped_len(text) as u64;
+                    self.meter
+                        .charge((text.len() as u64).saturating_add(escaped))?;
+                    self.meter.charge(escaped)?;
                     escape::escape_xml_into(text, &mut self.text);
-                    let written = (self.text.len() - start) as u64;
-                    self.meter.charge(written)?;
-                    self.meter.charge(written)?;
                     if text.is_empty() {
                         self.empty_emissions = self.empty_emissions.saturating_add(1);
                     }
