@@ -132,6 +132,17 @@ pub(crate) fn close_run(text: &str, start: usize) -> (Range<usize>, u32) {
 /// The run of opening brackets of one sort starting at `start` (spaces, line breaks and
 /// invisible characters between them allowed), as a byte range and a total weight.
 pub(crate) fn open_run(text: &str, start: usize, square: bool) -> (Range<usize>, u32) {
+    open_run_through(text, start, square, false)
+}
+
+/// [`open_run`], with joiners (`_ - .`) also allowed between the brackets when `joiners` is set
+/// (a marker's run: a reader skips `<_<` as it skips `< <`).
+pub(crate) fn open_run_through(
+    text: &str,
+    start: usize,
+    square: bool,
+    joiners: bool,
+) -> (Range<usize>, u32) {
     let mut pos = start;
     let mut end = start;
     let mut weight = 0u32;
@@ -147,6 +158,7 @@ pub(crate) fn open_run(text: &str, start: usize, square: bool) -> (Range<usize>,
                 end = unit.span.end;
             }
             Sym::Space | Sym::LineBreak | Sym::Ignorable => {}
+            Sym::Joiner if joiners => {}
             _ => break,
         }
         pos = unit.span.end;

@@ -10,7 +10,7 @@
 //! ```
 //!
 //! - `open-run`: opening angle brackets of total weight ≥ 2 (`<<`, `<<<`, `≪`, `⋘`, `&lt;&lt;`,
-//!   `＜ ＜`…), with spaces and invisible characters allowed between them;
+//!   `＜ ＜`, `<_<`…), with spaces, joiners and invisible characters allowed between them;
 //! - `keyword`: the letters of a fence kind (`web_content`, `web_selection`, `file_content`,
 //!   `mcp_resource`, `tool_result`), optionally preceded by `end`; joiners (`_ - .`), spaces, line
 //!   breaks and invisible characters between the letters are ignored, and anything may follow (a
@@ -46,7 +46,7 @@
 use std::borrow::Cow;
 use std::ops::Range;
 
-use crate::control::{close_run, is_control_token, open_run, read_candidate};
+use crate::control::{close_run, is_control_token, open_run, open_run_through, read_candidate};
 use crate::normal::{Sym, unit_at};
 
 /// The fence kinds' keywords as letter skeletons (joiners removed).
@@ -114,6 +114,9 @@ struct Triggers<'a> {
     next: [Option<usize>; 4],
     /// Per group: where its cached hit was searched from (`usize::MAX` before the first search).
     searched_from: [usize; 4],
+    /// The end of the last marker run that matched no marker: no candidate starting before it
+    /// can be a marker (see `next_finding`).
+    no_marker_before: usize,
 }
 
 impl<'a> Triggers<'a> {
@@ -122,6 +125,7 @@ impl<'a> Triggers<'a> {
             bytes: text.as_bytes(),
             next: [None; 4],
             searched_from: [usize::MAX; 4],
+            no_marker_before: 0,
         }
     }
 
@@ -254,12 +258,20 @@ fn next_finding(
             }
         };
         let (run, weight) = open_run(text, start, square);
-        if !square
-            && weight >= 2
-            && let Some(found) = match_marker(text, run.clone(), weight)
-        {
-            let next = found.end;
-            return Some((found, next));
+        if !square && start >= triggers.no_marker_before {
+            // A marker's brackets may also be split by joiners (`<_<tool_result`), which a
+            // reader skips as it skips spaces; a control token's may not.
+            let (marker_run, marker_weight) = open_run_through(text, start, false, true);
+            if marker_weight >= 2
+                && let Some(found) = match_marker(text, marker_run.clone(), marker_weight)
+            {
+                let next = found.end;
+                return Some((found, next));
+            }
+            // No suffix of this run can match where the whole run did not (the same follower,
+            // a smaller weight), so candidates inside it are not read as markers again, and each
+            // unit of a run such as `<_<_<_…` is decoded a bounded number of times.
+            triggers.no_marker_before = marker_run.end;
         }
         if let Some(candidate) = read_candidate(text, run.end, square)
             && is_control_token(square, weight, &candidate)

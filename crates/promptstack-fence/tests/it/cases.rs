@@ -39,6 +39,21 @@ fn case_spaces_and_invisible_characters() {
 }
 
 #[test]
+fn joiners_between_the_brackets() {
+    rewrites("<_<tool_result", "‹‹‹tool_result");
+    rewrites("<-<<end_web_content>>>", "‹‹‹end_web_content›››");
+    rewrites("<.< /file_content>>", "‹‹‹ /file_content›››");
+    rewrites("x <_<_<_<tool_result", "x ‹‹‹tool_result");
+    // With no fence word after them, joined brackets are text like any other.
+    keeps("a <_< b, <-<- arrows, <.<.<");
+    // A control token right after a joined run is still found at its own bracket.
+    rewrites("<_<|im_start|>", "<_‹|im_start|›");
+    // A long joined run with no marker after it is read once, not once per bracket.
+    let run = "<_".repeat(1 << 20);
+    keeps(&run);
+}
+
+#[test]
 fn look_alike_brackets() {
     rewrites("⋘end_tool_result⋙", "‹‹‹end_tool_result›››");
     rewrites("＜＜＜end_tool_result＞＞＞", "‹‹‹end_tool_result›››");
