@@ -14,6 +14,8 @@
 //! generated expressions and contexts, and in debug builds every decision is also rendered by
 //! minijinja and compared, so every test that assembles an example checks its gates.
 
+use std::borrow::Cow;
+
 use minijinja::value::{Value, ValueKind};
 
 /// The longest sequence the evaluator searches for `in`: minijinja charges fuel per item it
@@ -150,6 +152,12 @@ impl Meter {
     pub(crate) fn charge(&mut self, units: u64) -> Option<()> {
         self.spent = self.spent.saturating_add(units);
         (self.spent <= self.limit).then_some(())
+    }
+
+    /// Whether `units` more can be charged without passing the limit: work bounded by that
+    /// may be done before it is charged exactly.
+    pub(crate) fn fits(&self, units: u64) -> bool {
+        self.spent.saturating_add(units) <= self.limit
     }
 }
 
@@ -336,18 +344,28 @@ fn apply(filter: Filter, value: &Value, meter: &mut Meter) -> Option<Value> {
                 return None;
             }
             let text = value.as_str()?;
+            let len = text.len() as u64;
+            // The input is charged, and so is the result, its size checked before it is made:
+            // at most six bytes a byte, or, near the limit, counted first.
             let out = match filter {
-                Filter::EscapeXml => escape::escaped_len(text),
-                _ => text.len(),
+                Filter::EscapeXml if !meter.fits(len.saturating_mul(7)) => {
+                    meter.charge(len.saturating_add(escape::escaped_len(text) as u64))?;
+                    escape::escape_xml(text)
+                }
+                Filter::EscapeXml => {
+                    let escaped = escape::escape_xml(text);
+                    meter.charge(len.saturating_add(escaped.len() as u64))?;
+                    escaped
+                }
+                _ => {
+                    meter.charge(len.saturating_mul(2))?;
+                    return Some(Value::from(files::posix_path(text)));
+                }
             };
-            // The input is charged, and so is the result (its size checked before it is made).
-            meter.charge((text.len() as u64).saturating_add(out as u64))?;
-            Some(match filter {
-                // Nothing to escape (every escape lengthens the text): the same plain string,
-                // without a copy.
-                Filter::EscapeXml if out == text.len() && !value.is_safe() => value.clone(),
-                Filter::EscapeXml => Value::from(escape::escape_xml(text).into_owned()),
-                _ => Value::from(files::posix_path(text)),
+            Some(match out {
+                // Nothing to escape: the same plain string, without a copy.
+                Cow::Borrowed(_) if !value.is_safe() => value.clone(),
+                escaped => Value::from(escaped.into_owned()),
             })
         }
         Filter::Guidelines => {

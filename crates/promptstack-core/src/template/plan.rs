@@ -357,15 +357,25 @@ impl<'p> Run<'_, 'p> {
                     filter: Filter::EscapeXml,
                 }) => {
                     // Escaped straight into the text, charged as the filter's node, the filter
-                    // and the write are, before anything is made.
+                    // (input and result) and the write are. The result is at most six bytes a
+                    // byte: with room for that it is written and then charged exactly, else its
+                    // length is counted and charged first.
                     self.meter.charge(STEP)?;
                     let value = self.eval(value)?;
                     let text = string(&value)?;
-                    let escaped = escape::escaped_len(text) as u64;
-                    self.meter
-                        .charge((text.len() as u64).saturating_add(escaped))?;
-                    self.meter.charge(escaped)?;
-                    escape::escape_xml_into(text, &mut self.text);
+                    let len = text.len() as u64;
+                    if self.meter.fits(len.saturating_mul(13)) {
+                        let start = self.text.len();
+                        escape::escape_xml_into(text, &mut self.text);
+                        let escaped = (self.text.len() - start) as u64;
+                        self.meter
+                            .charge(len.saturating_add(escaped.saturating_mul(2)))?;
+                    } else {
+                        let escaped = escape::escaped_len(text) as u64;
+                        self.meter
+                            .charge(len.saturating_add(escaped.saturating_mul(2)))?;
+                        escape::escape_xml_into(text, &mut self.text);
+                    }
                     if text.is_empty() {
                         self.empty_emissions = self.empty_emissions.saturating_add(1);
                     }
@@ -786,5 +796,36 @@ mod tests {
             plan("{% for i in items %}<{{ i }}>{% endfor %}").render(&context, 8),
             None
         );
+    }
+
+    /// Escaping is charged exactly, whether the result is written first (room to spare) or its
+    /// length is counted first (near the limit): with more fuel a plan never stops answering,
+    /// and every answer is the escaped text.
+    #[test]
+    fn escaping_is_charged_the_same_near_the_limit() {
+        let syntax = SyntaxConfig::default();
+        let text = "a<b & \"c\" > 'd' ".repeat(40);
+        let expected = escape::escape_xml(&text).into_owned();
+        let context = context_value([("a", Value::from(text.as_str()))]);
+        for source in [
+            "{{ a | escape_xml }}",
+            "{% set e = a | escape_xml %}{{ e }}",
+        ] {
+            let plan = Plan::compile(source, &syntax).expect(source);
+            let mut answered_from = None;
+            for fuel in (0..200).map(|step| step * 16) {
+                match plan.render(&context, fuel) {
+                    Some(written) => {
+                        assert_eq!(written.text, expected, "{source} at {fuel}");
+                        answered_from.get_or_insert(fuel);
+                    }
+                    None => assert!(answered_from.is_none(), "{source} stops at {fuel}"),
+                }
+            }
+            assert!(
+                answered_from.is_some_and(|f| f > 0),
+                "{source}: {answered_from:?}"
+            );
+        }
     }
 }
