@@ -334,39 +334,62 @@ fn size(value: &Value) -> Option<u64> {
     Some(text_len(value))
 }
 
+/// The text of a string value; `None` for any other kind (the string filters take only strings).
+pub(crate) fn string(value: &Value) -> Option<&str> {
+    if value.kind() == ValueKind::String {
+        value.as_str()
+    } else {
+        None
+    }
+}
+
+/// Escapes `text` with `escape` (which returns what it made and the length of the result),
+/// charging the input's bytes and `charges_per_byte` units per byte of the result. The result is
+/// at most six bytes a byte: with room for that, `escape` runs first and its result is charged
+/// exactly; nearer the limit the result's length is counted without allocating and charged first,
+/// so nothing is made past the limit. The total charged is the same either way.
+pub(crate) fn escape_charged<'t, T>(
+    text: &'t str,
+    charges_per_byte: u64,
+    meter: &mut Meter,
+    escape: impl FnOnce(&'t str) -> (T, usize),
+) -> Option<T> {
+    let len = text.len() as u64;
+    let cost =
+        |escaped: usize| len.saturating_add((escaped as u64).saturating_mul(charges_per_byte));
+    if meter.fits(cost(text.len().saturating_mul(6))) {
+        let (made, escaped) = escape(text);
+        meter.charge(cost(escaped))?;
+        Some(made)
+    } else {
+        meter.charge(cost(crate::layers::escape::escaped_len(text)))?;
+        Some(escape(text).0)
+    }
+}
+
 /// Applies a filter by calling the function its engine filter calls; `None` for a value the
 /// filter would refuse (the engine's error is the one to report).
 fn apply(filter: Filter, value: &Value, meter: &mut Meter) -> Option<Value> {
     use crate::layers::{escape, files, guidelines};
     match filter {
-        Filter::EscapeXml | Filter::PosixPath => {
-            if value.kind() != ValueKind::String {
-                return None;
-            }
-            let text = value.as_str()?;
-            let len = text.len() as u64;
-            // The input is charged, and so is the result, its size checked before it is made:
-            // at most six bytes a byte, or, near the limit, counted first.
-            let out = match filter {
-                Filter::EscapeXml if !meter.fits(len.saturating_mul(7)) => {
-                    meter.charge(len.saturating_add(escape::escaped_len(text) as u64))?;
-                    escape::escape_xml(text)
-                }
-                Filter::EscapeXml => {
-                    let escaped = escape::escape_xml(text);
-                    meter.charge(len.saturating_add(escaped.len() as u64))?;
-                    escaped
-                }
-                _ => {
-                    meter.charge(len.saturating_mul(2))?;
-                    return Some(Value::from(files::posix_path(text)));
-                }
-            };
-            Some(match out {
+        Filter::EscapeXml => {
+            let text = string(value)?;
+            let escaped = escape_charged(text, 1, meter, |text| {
+                let escaped = escape::escape_xml(text);
+                let len = escaped.len();
+                (escaped, len)
+            })?;
+            Some(match escaped {
                 // Nothing to escape: the same plain string, without a copy.
                 Cow::Borrowed(_) if !value.is_safe() => value.clone(),
                 escaped => Value::from(escaped.into_owned()),
             })
+        }
+        Filter::PosixPath => {
+            let text = string(value)?;
+            // The input is charged, and so is the result, as long as the input.
+            meter.charge((text.len() as u64).saturating_mul(2))?;
+            Some(Value::from(files::posix_path(text)))
         }
         Filter::Guidelines => {
             if value.kind() != ValueKind::Seq {
@@ -385,10 +408,7 @@ fn apply(filter: Filter, value: &Value, meter: &mut Meter) -> Option<Value> {
                 .into_iter()
                 .map(|(i, text)| match &items[i] {
                     // Kept whole: the same plain string, without a copy.
-                    item if item.kind() == ValueKind::String
-                        && item.as_str().map(str::len) == Some(text.len())
-                        && !item.is_safe() =>
-                    {
+                    item if string(item).map(str::len) == Some(text.len()) && !item.is_safe() => {
                         item.clone()
                     }
                     _ => Value::from(text),

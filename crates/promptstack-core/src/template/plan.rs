@@ -22,7 +22,9 @@ use minijinja::machinery::ast::{self, Expr, Stmt};
 use minijinja::syntax::SyntaxConfig;
 use minijinja::value::{Value, ValueKind};
 
-use super::gate::{Filter, Meter, Names, STEP, SimpleGate, Test, UNITS_PER_FUEL};
+use super::gate::{
+    Filter, Meter, Names, STEP, SimpleGate, Test, UNITS_PER_FUEL, escape_charged, string,
+};
 use crate::layers::escape;
 
 /// The deepest nesting of statements and expressions a plan holds; a deeper template is left to
@@ -319,15 +321,6 @@ impl Names for Scope<'_, '_> {
     }
 }
 
-/// The text of a string value; `None` for any other kind (the filters take only strings).
-fn string(value: &Value) -> Option<&str> {
-    if value.kind() == ValueKind::String {
-        value.as_str()
-    } else {
-        None
-    }
-}
-
 /// One planned render in progress.
 struct Run<'c, 'p> {
     scope: Scope<'c, 'p>,
@@ -357,25 +350,16 @@ impl<'p> Run<'_, 'p> {
                     filter: Filter::EscapeXml,
                 }) => {
                     // Escaped straight into the text, charged as the filter's node, the filter
-                    // (input and result) and the write are. The result is at most six bytes a
-                    // byte: with room for that it is written and then charged exactly, else its
-                    // length is counted and charged first.
+                    // (input and result) and the write of the result are.
                     self.meter.charge(STEP)?;
                     let value = self.eval(value)?;
                     let text = string(&value)?;
-                    let len = text.len() as u64;
-                    if self.meter.fits(len.saturating_mul(13)) {
-                        let start = self.text.len();
-                        escape::escape_xml_into(text, &mut self.text);
-                        let escaped = (self.text.len() - start) as u64;
-                        self.meter
-                            .charge(len.saturating_add(escaped.saturating_mul(2)))?;
-                    } else {
-                        let escaped = escape::escaped_len(text) as u64;
-                        self.meter
-                            .charge(len.saturating_add(escaped.saturating_mul(2)))?;
-                        escape::escape_xml_into(text, &mut self.text);
-                    }
+                    let out = &mut self.text;
+                    escape_charged(text, 2, &mut self.meter, |text| {
+                        let start = out.len();
+                        escape::escape_xml_into(text, out);
+                        ((), out.len() - start)
+                    })?;
                     if text.is_empty() {
                         self.empty_emissions = self.empty_emissions.saturating_add(1);
                     }
