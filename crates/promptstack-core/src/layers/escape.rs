@@ -29,15 +29,29 @@ pub fn escape_xml_into(text: &str, out: &mut String) {
 fn escape_runs(mut text: &str, out: &mut String) {
     while let Some(i) = next_special(text.as_bytes()) {
         out.push_str(&text[..i]);
-        out.push_str(entity(text.as_bytes()[i]));
+        out.push_str(entity(text.as_bytes()[i]).unwrap_or_default());
         text = &text[i + 1..];
     }
     out.push_str(text);
 }
 
+/// The five bytes and the entities that replace them, `&` first.
+const ENTITIES: [(u8, &str); 5] = [
+    (b'&', "&amp;"),
+    (b'<', "&lt;"),
+    (b'>', "&gt;"),
+    (b'"', "&quot;"),
+    (b'\'', "&apos;"),
+];
+
+/// The entity that replaces a byte, if it is one of the five.
+fn entity(byte: u8) -> Option<&'static str> {
+    ENTITIES.iter().find(|(b, _)| *b == byte).map(|(_, e)| *e)
+}
+
 /// Whether a byte is one of the five.
 fn is_special(byte: u8) -> bool {
-    matches!(byte, b'&' | b'<' | b'>' | b'"' | b'\'')
+    entity(byte).is_some()
 }
 
 /// The position of the first byte to escape, looked for eight bytes at a time.
@@ -51,7 +65,7 @@ fn next_special(bytes: &[u8]) -> Option<usize> {
         // A byte of `word ^ (c * ONES)` is zero where `word` holds `c`; `(y - ONES) & !y & HIGHS`
         // marks every zero byte, and may mark a byte above one by the borrow, never one below,
         // so the lowest mark is the first match.
-        let found = [b'&', b'<', b'>', b'"', b'\''].iter().fold(0, |marks, &c| {
+        let found = ENTITIES.iter().fold(0, |marks, &(c, _)| {
             let y = word ^ (u64::from(c) * ONES);
             marks | (y.wrapping_sub(ONES) & !y & HIGHS)
         });
@@ -64,17 +78,6 @@ fn next_special(bytes: &[u8]) -> Option<usize> {
     rest.iter().position(|&b| is_special(b)).map(|i| offset + i)
 }
 
-/// The entity that replaces one of the five bytes.
-fn entity(byte: u8) -> &'static str {
-    match byte {
-        b'&' => "&amp;",
-        b'<' => "&lt;",
-        b'>' => "&gt;",
-        b'"' => "&quot;",
-        _ => "&apos;",
-    }
-}
-
 /// The length of `text` once [`escape_xml`] has escaped it, computed without allocating.
 pub fn escaped_len(text: &str) -> usize {
     let bytes = text.as_bytes();
@@ -82,7 +85,7 @@ pub fn escaped_len(text: &str) -> usize {
     let mut at = 0;
     while let Some(i) = bytes.get(at..).and_then(next_special) {
         // Each entity replaces one byte.
-        len = len.saturating_add(entity(bytes[at + i]).len() - 1);
+        len = len.saturating_add(entity(bytes[at + i]).map_or(0, |e| e.len() - 1));
         at += i + 1;
     }
     len
@@ -97,15 +100,9 @@ pub fn unescape_xml(text: &str) -> String {
         out.push_str(&rest[..i]);
         rest = &rest[i..];
         let mut matched = false;
-        for (entity, c) in [
-            ("&amp;", '&'),
-            ("&lt;", '<'),
-            ("&gt;", '>'),
-            ("&quot;", '"'),
-            ("&apos;", '\''),
-        ] {
+        for (c, entity) in ENTITIES {
             if let Some(after) = rest.strip_prefix(entity) {
-                out.push(c);
+                out.push(char::from(c));
                 rest = after;
                 matched = true;
                 break;

@@ -1033,11 +1033,16 @@ pub(crate) fn json_value(value: &serde_json::Value) -> Value {
         },
         Json::String(text) => Value::from(text.as_str()),
         Json::Array(items) => Value::from_object(items.iter().map(json_value).collect::<Vec<_>>()),
-        Json::Object(map) => Value::from_pairs(
-            map.iter()
-                .map(|(k, v)| (Value::from(k.as_str()), json_value(v))),
-        ),
+        Json::Object(map) => json_pairs(map),
     }
+}
+
+/// A map of JSON values by name as a template map, as serialisation makes it.
+fn json_pairs<'a>(map: impl IntoIterator<Item = (&'a String, &'a serde_json::Value)>) -> Value {
+    Value::from_pairs(
+        map.into_iter()
+            .map(|(k, v)| (Value::from(k.as_str()), json_value(v))),
+    )
 }
 
 /// [`json_value`] of an optional value: `none` when it is absent.
@@ -1047,10 +1052,7 @@ pub(crate) fn json_value_or_none(value: Option<&serde_json::Value>) -> Value {
 
 /// A JSON map as a template map (the `settings` root).
 pub(crate) fn json_map_value(map: &BTreeMap<String, serde_json::Value>) -> Value {
-    Value::from_pairs(
-        map.iter()
-            .map(|(k, v)| (Value::from(k.as_str()), json_value(v))),
-    )
+    json_pairs(map)
 }
 
 #[cfg(test)]
