@@ -13,7 +13,6 @@
 
 use std::sync::{Arc, OnceLock};
 
-use minijinja::value::Value;
 use serde::Serialize;
 
 use crate::block::{Block, BlockState, Exclusion, LazyTokens, OverrideState};
@@ -28,7 +27,7 @@ use crate::ir::AgentInner;
 use crate::ir::{Body, CompiledTarget, Unit};
 use crate::root::{Root, RootSources, VARIABLES, VolatileInput};
 use crate::spec::{BlockKind, Placement, Stability};
-use crate::template::{self, path_is_empty};
+use crate::template::{self, Val, path_is_empty};
 use crate::tokens::{Counting, TokenCount};
 use crate::toolset::{ExcludedTool, Tool, Toolset};
 
@@ -353,7 +352,11 @@ impl AgentInner {
         key.finish()
     }
 
-    fn resolve_toolset(&self, ctx: &SendContext, roots: &Value) -> Result<Toolset, Error> {
+    fn resolve_toolset(
+        &self,
+        ctx: &SendContext,
+        roots: &template::Context<'_>,
+    ) -> Result<Toolset, Error> {
         let mut included = Vec::new();
         let mut excluded = Vec::new();
         if !ctx.model.can_use_tools() {
@@ -398,7 +401,7 @@ impl AgentInner {
     fn decide_tools(
         &self,
         ctx: &SendContext,
-        context: &Value,
+        context: &template::Context<'_>,
     ) -> Result<Vec<Result<bool, String>>, Error> {
         let mut decided: Vec<(&str, bool)> = Vec::new();
         let mut open = Vec::with_capacity(self.tools.len());
@@ -440,7 +443,7 @@ impl AgentInner {
     fn render_unit(
         &self,
         unit: &Unit,
-        context: &Value,
+        context: &template::Context<'_>,
         budget: &template::RenderBudget,
     ) -> Result<Outcome, Error> {
         let decision = self.decide_unit(unit, context)?;
@@ -471,7 +474,7 @@ impl AgentInner {
     }
 
     /// Evaluates one unit's gate and variant gates, in order, stopping at the first true variant.
-    fn decide_unit(&self, unit: &Unit, context: &Value) -> Result<Decision, Error> {
+    fn decide_unit(&self, unit: &Unit, context: &template::Context<'_>) -> Result<Decision, Error> {
         if let Some(gate) = &unit.gate {
             let open = self
                 .templates
@@ -535,15 +538,13 @@ impl AgentInner {
         Ok(())
     }
 
-    fn variables_value(&self, ctx: &SendContext, only_stable: bool) -> Value {
-        Value::from_pairs(self.spec.variables.iter().filter_map(|(name, spec)| {
-            if only_stable && spec.stability != Stability::Stable {
-                return None;
-            }
-            let value = ctx.variables.get(name).or(spec.default.as_ref())?;
-            // Names up to 22 bytes are kept inline by the template value, without an allocation.
-            Some((name.as_str(), template::json_value(value)))
-        }))
+    /// The `variables` root of a send: of the stable variables only, or of all of them.
+    fn variables<'a>(&'a self, ctx: &'a SendContext, only_stable: bool) -> template::Variables<'a> {
+        template::Variables {
+            declared: &self.spec.variables,
+            sent: &ctx.variables,
+            only_stable,
+        }
     }
 
     fn build_stable(&self, ctx: &SendContext) -> Result<StablePart, Error> {
@@ -554,31 +555,36 @@ impl AgentInner {
             toolset: &no_tools,
             mcp: None,
         };
-        // Only the roots some template can read are built; see `ReadRoots`.
-        let mut roots: Vec<(&'static str, Value)> = Vec::with_capacity(Root::ALL.len() + 1);
+        // Only the roots some template can read are built (see `ReadRoots`); the send's own data
+        // is borrowed, not copied into template values (see `Root::read`).
+        let mut roots: Vec<(&'static str, Val<'_>)> = Vec::with_capacity(Root::ALL.len() + 1);
         roots.extend(
             Root::of(Stability::Stable)
                 .filter(|root| self.read_roots.root(*root))
-                .map(|root| (root.name(), root.value(&sources))),
+                .map(|root| (root.name(), root.read(&sources))),
         );
         if self.read_roots.variables() {
-            roots.push((VARIABLES, self.variables_value(ctx, true)));
+            roots.push((VARIABLES, Val::Variables(self.variables(ctx, true))));
         }
-        // Tool gates see everything stable except the toolset itself (built only when a tool
+        // Tool gates see everything stable except the toolset itself (given only when a tool
         // has a gate to read it).
         let tools = Root::Tools.name();
-        let tool_context = if self.tools.iter().any(|tool| tool.gate.is_some()) {
-            template::context_value(roots.iter().filter(|(n, _)| *n != tools).cloned())
+        let tool_context = template::Context::new(if self.tools.iter().any(|t| t.gate.is_some()) {
+            roots
+                .iter()
+                .filter(|(name, _)| *name != tools)
+                .cloned()
+                .collect()
         } else {
-            Value::UNDEFINED
-        };
+            Vec::new()
+        });
         let toolset = Arc::new(self.resolve_toolset(ctx, &tool_context)?);
         for (name, value) in roots.iter_mut() {
             if *name == tools {
-                *value = toolset.template_value();
+                *value = Val::Value(toolset.template_value());
             }
         }
-        let context = template::context_value(roots.iter().cloned());
+        let context = template::Context::new(roots);
         let mut diagnostics = self.lint.clone();
         // Every stable unit gives a block, and the stage a few injected ones.
         let mut blocks = Vec::with_capacity(self.units.len() + 4);
@@ -643,7 +649,7 @@ impl AgentInner {
             fingerprint: OnceLock::new(),
             counting,
             diagnostics,
-            roots,
+            roots: context.values(),
             rendered: budget.spent(),
             model: ctx.model.clone(),
         })
@@ -657,23 +663,6 @@ impl AgentInner {
         stable: Arc<StablePart>,
         memo: Option<Key>,
     ) -> Result<Assembly, Error> {
-        // Room for every root, so that the volatile ones join without growing a copy.
-        let mut roots = Vec::with_capacity(Root::ALL.len() + 1);
-        roots.extend(stable.roots.iter().cloned());
-        // The stable part holds the stable variables; with no volatile one declared, that is
-        // every variable a template can read.
-        if self
-            .spec
-            .variables
-            .values()
-            .any(|v| v.stability != Stability::Stable)
-        {
-            for (name, value) in roots.iter_mut() {
-                if *name == VARIABLES {
-                    *value = self.variables_value(ctx, false);
-                }
-            }
-        }
         let (toolset, mcp) = if ctx.mcp_servers.is_empty() {
             (stable.toolset.clone(), None)
         } else {
@@ -686,12 +675,24 @@ impl AgentInner {
             toolset: &stable.toolset,
             mcp,
         };
-        roots.extend(
-            Root::of(Stability::Volatile)
-                .filter(|root| self.read_roots.root(*root))
-                .map(|root| (root.name(), root.value(&sources))),
-        );
-        let context = template::context_value(roots);
+        // The stable roots the stable part built as template values, the send's own data
+        // borrowed from this send (whose stable inputs are the stable part's, by its key), every
+        // variable, and the volatile roots.
+        let mut roots: Vec<(&'static str, Val<'_>)> = Vec::with_capacity(Root::ALL.len() + 1);
+        for root in Root::ALL
+            .into_iter()
+            .filter(|root| self.read_roots.root(*root))
+        {
+            let value = match stable.roots.iter().find(|(name, _)| *name == root.name()) {
+                Some((_, value)) => Val::Value(value.clone()),
+                None => root.read(&sources),
+            };
+            roots.push((root.name(), value));
+        }
+        if self.read_roots.variables() {
+            roots.push((VARIABLES, Val::Variables(self.variables(ctx, false))));
+        }
+        let context = template::Context::new(roots);
         let mut diagnostics: Vec<Diagnostic> = Vec::new();
         for skipped in toolset.skipped_servers() {
             let failure = &skipped.failure;
@@ -825,7 +826,7 @@ impl AgentInner {
         &self,
         unit: &Unit,
         outcome: Outcome,
-        context: &Value,
+        context: &template::Context<'_>,
         (counting, toolset): (Counting, &Toolset),
         diagnostics: &mut Vec<Diagnostic>,
     ) -> Block {
@@ -872,7 +873,7 @@ impl AgentInner {
                 .reads
                 .iter()
                 .map(String::as_str)
-                .filter(|p| path_is_empty(context, p))
+                .filter(|p| path_is_empty(context.value(), p))
                 .collect();
             let message = if empty.is_empty() {
                 format!("an expression in `{}` rendered empty", unit.id)

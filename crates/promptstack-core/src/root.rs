@@ -11,7 +11,7 @@ use minijinja::value::Value;
 use crate::context::SendContext;
 use crate::hash::{Key, KeyBuilder};
 use crate::spec::{Stability, Trust};
-use crate::template;
+use crate::template::{self, Val};
 use crate::toolset::Toolset;
 
 /// The name of the root that holds the spec's variables, whose stability and trust the spec
@@ -195,6 +195,30 @@ impl Root {
         Self::ALL
             .into_iter()
             .filter(move |root| root.stability() == stability)
+    }
+
+    /// The root as the engine-free evaluators read it: borrowed from the send where the root is
+    /// the send's own data (its [`Val::to_value`] is [`Root::value`]), else the template value.
+    pub(crate) fn read<'a>(self, sources: &RootSources<'a>) -> Val<'a> {
+        let ctx = sources.ctx;
+        match self {
+            Root::Skills => Val::Skills(&ctx.skills),
+            Root::ContextFiles => Val::Files(&ctx.context_files),
+            Root::Cwd => Val::text(ctx.cwd.as_deref()),
+            Root::MessagesPath => Val::text(ctx.messages_path.as_deref()),
+            Root::Now
+            | Root::Model
+            | Root::Tools
+            | Root::Integrations
+            | Root::Settings
+            | Root::User
+            | Root::Language
+            | Root::Project
+            | Root::UserMessage
+            | Root::Tabs
+            | Root::HarnessState
+            | Root::Mcp => Val::Value(self.value(sources)),
+        }
     }
 
     /// Builds the root's template value for a send.

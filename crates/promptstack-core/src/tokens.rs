@@ -158,7 +158,7 @@ impl TokenCounter {
         }
         let key = (
             counting.encoding,
-            xxhash_rust::xxh3::xxh3_128(text.as_bytes()),
+            twox_hash::XxHash3_128::oneshot(text.as_bytes()),
         );
         if let Some(&count) = self.lock().get(&key) {
             self.hits.fetch_add(1, Ordering::Relaxed);

@@ -341,11 +341,11 @@ pub(crate) fn prefix_tokens(units: &[PlanUnit]) -> Vec<u32> {
 
 /// The chained XXH3-128 identity of a prefix, extended by one unit's canonical bytes.
 pub(crate) fn chain(previous: u128, bytes: &[u8]) -> u128 {
-    let mut hasher = xxhash_rust::xxh3::Xxh3::new();
-    hasher.update(&previous.to_le_bytes());
-    hasher.update(&(bytes.len() as u64).to_le_bytes());
-    hasher.update(bytes);
-    hasher.digest128()
+    let mut hasher = crate::hash::xxh3_128_hasher();
+    hasher.write(&previous.to_le_bytes());
+    hasher.write(&(bytes.len() as u64).to_le_bytes());
+    hasher.write(bytes);
+    hasher.finish_128()
 }
 
 /// SHA-256 fingerprints of the prefixes ending at the given unit indices (ascending).

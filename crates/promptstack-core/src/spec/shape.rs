@@ -110,20 +110,22 @@ impl Shape {
     /// Whether `value` has this shape. Returns the JSON pointer (relative to the value) of the
     /// first part that does not fit, or `None` when it fits.
     pub fn mismatch(&self, value: &serde_json::Value) -> Option<String> {
-        self.mismatch_at(value, self.lists, String::new())
+        self.mismatch_at(value, self.lists)
     }
 
-    fn mismatch_at(&self, value: &serde_json::Value, lists: u8, at: String) -> Option<String> {
+    /// The pointer is made only for a mismatch, from the inside out: a value that fits costs no
+    /// allocation, however long its lists.
+    fn mismatch_at(&self, value: &serde_json::Value, lists: u8) -> Option<String> {
         if lists == 0 {
-            return (!self.item.fits(value)).then_some(at);
+            return (!self.item.fits(value)).then(String::new);
         }
         match value {
             serde_json::Value::Null => None,
-            serde_json::Value::Array(items) => items
-                .iter()
-                .enumerate()
-                .find_map(|(i, item)| self.mismatch_at(item, lists - 1, format!("{at}/{i}"))),
-            _ => Some(at),
+            serde_json::Value::Array(items) => items.iter().enumerate().find_map(|(i, item)| {
+                self.mismatch_at(item, lists - 1)
+                    .map(|inner| format!("/{i}{inner}"))
+            }),
+            _ => Some(String::new()),
         }
     }
 
@@ -228,5 +230,13 @@ mod tests {
         let integer = Shape::parse("integer").unwrap();
         assert_eq!(integer.mismatch(&json!(1.5)), Some(String::new()));
         assert_eq!(integer.mismatch(&json!(3)), None);
+        let nested = Shape::parse("list of list of integer").unwrap();
+        assert_eq!(nested.mismatch(&json!([[1], [2, 3]])), None);
+        assert_eq!(
+            nested.mismatch(&json!([[1], [2, "x"]])),
+            Some("/1/1".into())
+        );
+        assert_eq!(nested.mismatch(&json!([[1], 2])), Some("/1".into()));
+        assert_eq!(nested.expected_at("/1").to_string(), "list of integer");
     }
 }

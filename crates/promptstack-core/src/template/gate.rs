@@ -18,6 +18,8 @@ use std::borrow::Cow;
 
 use minijinja::value::{Value, ValueKind};
 
+use super::val::{Context, Val};
+
 /// The longest sequence the evaluator searches for `in`: minijinja charges fuel per item it
 /// compares, so a longer search is left to it (and its fuel limit).
 const MAX_SEARCH: usize = 1024;
@@ -110,17 +112,17 @@ impl Filter {
 
 /// Where the evaluator looks names up: the roots of the context for a gate; a planned template's
 /// own variables first, then the roots.
-pub(crate) trait Names {
+pub(crate) trait Names<'a> {
     /// The value of a name, or `None` when the evaluator must not decide: a name the context
     /// lacks may be a global of the environment (`range`, …).
-    fn lookup(&self, name: &str) -> Option<Value>;
+    fn lookup(&self, name: &str) -> Option<Val<'a>>;
 }
 
-impl Names for Value {
-    fn lookup(&self, name: &str) -> Option<Value> {
-        self.get_attr(name)
-            .ok()
+impl<'a> Names<'a> for Context<'a> {
+    fn lookup(&self, name: &str) -> Option<Val<'a>> {
+        self.root(name)
             .filter(|value| !value.is_undefined())
+            .cloned()
     }
 }
 
@@ -182,15 +184,15 @@ impl SimpleGate {
         (parser.at == parser.tokens.len()).then_some(gate)
     }
 
-    /// Decides the gate against the context value, or `None` when minijinja must (see the
-    /// module's documentation).
-    pub(crate) fn decide(&self, context: &Value) -> Option<bool> {
+    /// Decides the gate against the context, or `None` when minijinja must (see the module's
+    /// documentation).
+    pub(crate) fn decide(&self, context: &Context<'_>) -> Option<bool> {
         truthy(&self.eval(context, &mut Meter::new(u64::MAX))?)
     }
 
     /// The value of the expression, or `None` when minijinja must decide it (or the meter ran
     /// out). The value may be undefined (`x.missing`), which only a test may look at.
-    pub(crate) fn eval(&self, names: &dyn Names, meter: &mut Meter) -> Option<Value> {
+    pub(crate) fn eval<'a>(&self, names: &dyn Names<'a>, meter: &mut Meter) -> Option<Val<'a>> {
         meter.charge(STEP)?;
         match self {
             SimpleGate::Path(parts) => {
@@ -202,12 +204,12 @@ impl SimpleGate {
                         return None;
                     }
                     meter.charge(STEP)?;
-                    value = value.get_attr(attribute).ok()?;
+                    value = value.attr(attribute)?;
                 }
                 (value.kind() != ValueKind::Invalid).then_some(value)
             }
-            SimpleGate::Literal(value) => Some(value.clone()),
-            SimpleGate::Not(inner) => Some(Value::from(!truthy(&inner.eval(names, meter)?)?)),
+            SimpleGate::Literal(value) => Some(Val::Value(value.clone())),
+            SimpleGate::Not(inner) => Some(boolean(!truthy(&inner.eval(names, meter)?)?)),
             SimpleGate::And(left, right) => {
                 let left = left.eval(names, meter)?;
                 if truthy(&left)? {
@@ -231,7 +233,7 @@ impl SimpleGate {
             } => {
                 let item = item.eval(names, meter)?;
                 let container = container.eval(names, meter)?;
-                Some(Value::from(contains(&container, &item, meter)? != *negated))
+                Some(boolean(contains(&container, &item, meter)? != *negated))
             }
             SimpleGate::Equal {
                 left,
@@ -244,7 +246,7 @@ impl SimpleGate {
                     return None;
                 }
                 meter.charge(size(&left)?.saturating_add(size(&right)?))?;
-                Some(Value::from((left == right) != *negated))
+                Some(boolean((left == right) != *negated))
             }
             SimpleGate::Is {
                 value,
@@ -257,7 +259,7 @@ impl SimpleGate {
                     Test::Undefined => value.is_undefined(),
                     Test::None => value.is_none(),
                 };
-                Some(Value::from(passes != *negated))
+                Some(boolean(passes != *negated))
             }
             SimpleGate::List(items) => {
                 meter.charge(ITEM.saturating_mul(items.len() as u64))?;
@@ -270,7 +272,7 @@ impl SimpleGate {
                     }
                     values.push(value);
                 }
-                Some(Value::from(values))
+                Some(Val::List(values.into()))
             }
             SimpleGate::Concat(left, right) => {
                 let left = left.eval(names, meter)?;
@@ -282,14 +284,14 @@ impl SimpleGate {
                         return None;
                     }
                     meter.charge(ITEM.saturating_mul(side.len()? as u64))?;
-                    for item in side.try_iter().ok()? {
+                    for item in side.items()? {
                         if matches!(item.kind(), ValueKind::Undefined | ValueKind::Invalid) {
                             return None;
                         }
                         values.push(item);
                     }
                 }
-                Some(Value::from(values))
+                Some(Val::List(values.into()))
             }
             SimpleGate::Choose {
                 test,
@@ -309,7 +311,7 @@ impl SimpleGate {
                     return None;
                 }
                 meter.charge(text_len(&key))?;
-                let item = value.get_item(&key).ok()?;
+                let item = value.item(&key)?;
                 (item.kind() != ValueKind::Invalid).then_some(item)
             }
             SimpleGate::Filter { value, filter } => {
@@ -320,27 +322,28 @@ impl SimpleGate {
     }
 }
 
+/// A boolean result.
+fn boolean<'a>(value: bool) -> Val<'a> {
+    Val::Value(Value::from(value))
+}
+
 /// The bytes of a string value; 0 for any other kind.
-fn text_len(value: &Value) -> u64 {
+fn text_len(value: &Val<'_>) -> u64 {
     value.as_str().map_or(0, |text| text.len() as u64)
 }
 
 /// What comparing a value may cost: its bytes, or its items for a container; `None` for a
 /// container of unknown length.
-fn size(value: &Value) -> Option<u64> {
-    if value.as_object().is_some() {
+fn size(value: &Val<'_>) -> Option<u64> {
+    let container = match value {
+        Val::Value(value) => value.as_object().is_some(),
+        Val::Str(_) => false,
+        _ => true,
+    };
+    if container {
         return Some(ITEM.saturating_mul(value.len()? as u64));
     }
     Some(text_len(value))
-}
-
-/// The text of a string value; `None` for any other kind (the string filters take only strings).
-pub(crate) fn string(value: &Value) -> Option<&str> {
-    if value.kind() == ValueKind::String {
-        value.as_str()
-    } else {
-        None
-    }
 }
 
 /// Escapes `text` with `escape` (which returns what it made and the length of the result),
@@ -369,11 +372,11 @@ pub(crate) fn escape_charged<'t, T>(
 
 /// Applies a filter by calling the function its engine filter calls; `None` for a value the
 /// filter would refuse (the engine's error is the one to report).
-fn apply(filter: Filter, value: &Value, meter: &mut Meter) -> Option<Value> {
+fn apply<'a>(filter: Filter, value: &Val<'a>, meter: &mut Meter) -> Option<Val<'a>> {
     use crate::layers::{escape, files, guidelines};
     match filter {
         Filter::EscapeXml => {
-            let text = string(value)?;
+            let text = value.as_str()?;
             let escaped = escape_charged(text, 1, meter, |text| {
                 let escaped = escape::escape_xml(text);
                 let len = escaped.len();
@@ -382,50 +385,49 @@ fn apply(filter: Filter, value: &Value, meter: &mut Meter) -> Option<Value> {
             Some(match escaped {
                 // Nothing to escape: the same plain string, without a copy.
                 Cow::Borrowed(_) if !value.is_safe() => value.clone(),
-                escaped => Value::from(escaped.into_owned()),
+                escaped => Val::Value(Value::from(escaped.into_owned())),
             })
         }
         Filter::PosixPath => {
-            let text = string(value)?;
+            let text = value.as_str()?;
             // The input is charged, and so is the result, as long as the input.
             meter.charge((text.len() as u64).saturating_mul(2))?;
-            Some(Value::from(files::posix_path(text)))
+            Some(Val::Value(Value::from(files::posix_path(text))))
         }
         Filter::Guidelines => {
             if value.kind() != ValueKind::Seq {
                 return None;
             }
             meter.charge(ITEM.saturating_mul(value.len()? as u64))?;
-            let mut items = Vec::with_capacity(value.len()?);
-            for item in value.try_iter().ok()? {
+            let items = value.items()?;
+            for item in &items {
                 let text = item.as_str()?;
                 // Three times its bytes (read, copied, kept): an upper bound of the engine's work.
                 meter.charge(3 * text.len() as u64)?;
-                items.push(item);
             }
             let texts = items.iter().map(|item| item.as_str().unwrap_or_default());
             let kept = guidelines::kept(texts)
                 .into_iter()
                 .map(|(i, text)| match &items[i] {
                     // Kept whole: the same plain string, without a copy.
-                    item if string(item).map(str::len) == Some(text.len()) && !item.is_safe() => {
+                    item if item.as_str().map(str::len) == Some(text.len()) && !item.is_safe() => {
                         item.clone()
                     }
-                    _ => Value::from(text),
+                    _ => Val::Value(Value::from(text)),
                 })
-                .collect::<Vec<Value>>();
-            Some(Value::from(kept))
+                .collect::<Vec<_>>();
+            Some(Val::List(kept.into()))
         }
     }
 }
 
 /// Truthiness as an `if` sees it; strict undefined handling fails on an undefined value.
-fn truthy(value: &Value) -> Option<bool> {
+fn truthy(value: &Val<'_>) -> Option<bool> {
     (!value.is_undefined()).then(|| value.is_true())
 }
 
 /// `item in container` for a string, a sequence or a map holding defined values.
-fn contains(container: &Value, item: &Value, meter: &mut Meter) -> Option<bool> {
+fn contains(container: &Val<'_>, item: &Val<'_>, meter: &mut Meter) -> Option<bool> {
     if item.is_undefined() || container.is_undefined() {
         return None;
     }
@@ -439,12 +441,13 @@ fn contains(container: &Value, item: &Value, meter: &mut Meter) -> Option<bool> 
             Some(text.contains(item.as_str()?))
         }
         ValueKind::Seq => {
-            if container.len()? > MAX_SEARCH {
+            let len = container.len()?;
+            if len > MAX_SEARCH {
                 return None;
             }
-            meter.charge(ITEM.saturating_mul(container.len()? as u64))?;
+            meter.charge(ITEM.saturating_mul(len as u64))?;
             let mut found = false;
-            for element in container.try_iter().ok()? {
+            for element in container.items()? {
                 if matches!(element.kind(), ValueKind::Undefined | ValueKind::Invalid) {
                     return None;
                 }
@@ -456,8 +459,8 @@ fn contains(container: &Value, item: &Value, meter: &mut Meter) -> Option<bool> 
             Some(found)
         }
         // A key is present when its lookup is defined: no map of the context holds an
-        // undefined value (they come from serde or from the roots' objects).
-        ValueKind::Map => Some(!container.get_item(item).ok()?.is_undefined()),
+        // undefined value (they come from serde, the send or the roots' objects).
+        ValueKind::Map => container.has_key(item),
         _ => None,
     }
 }
@@ -714,7 +717,7 @@ fn is_keyword(word: &str) -> bool {
 pub(super) mod tests {
     use super::*;
     use crate::spec::RenderOptions;
-    use crate::template::{TemplateSet, context_value, to_value};
+    use crate::template::{TemplateSet, to_value};
     use proptest::prelude::*;
 
     /// A JSON value of the kinds gates meet: none, booleans, numbers, strings (empty or not),
@@ -738,24 +741,44 @@ pub(super) mod tests {
         })
     }
 
-    /// A context like an assembly's: named roots holding generated values, each present with
+    /// Roots like an assembly's: named roots holding generated values, each present with
     /// probability `present` (shared with the plan tests).
     pub(in crate::template) fn roots(
         json: impl Strategy<Value = serde_json::Value>,
         present: f64,
-    ) -> impl Strategy<Value = Value> {
+    ) -> impl Strategy<Value = Vec<(&'static str, serde_json::Value)>> {
         prop::collection::vec(prop::option::weighted(present, json), 4).prop_map(|values| {
-            context_value(
-                ["a", "b", "variables", "tools"]
-                    .into_iter()
-                    .zip(values)
-                    .filter_map(|(name, value)| Some((name, to_value(value?)))),
-            )
+            ["a", "b", "variables", "tools"]
+                .into_iter()
+                .zip(values)
+                .filter_map(|(name, value)| Some((name, value?)))
+                .collect()
         })
     }
 
+    /// The two contexts of the same roots: borrowed from the JSON, as an assembly reads the
+    /// send's own data, and built as template values, as it reads every other root.
+    pub(in crate::template) fn contexts<'a>(
+        roots: &'a [(&'static str, serde_json::Value)],
+    ) -> [Context<'a>; 2] {
+        [
+            Context::new(
+                roots
+                    .iter()
+                    .map(|(name, json)| (*name, Val::json(json)))
+                    .collect(),
+            ),
+            Context::new(
+                roots
+                    .iter()
+                    .map(|(name, json)| (*name, Val::Value(to_value(json))))
+                    .collect(),
+            ),
+        ]
+    }
+
     /// Gate contexts: each root absent half the time.
-    fn context() -> impl Strategy<Value = Value> {
+    fn context() -> impl Strategy<Value = Vec<(&'static str, serde_json::Value)>> {
         roots(json(), 0.5)
     }
 
@@ -818,27 +841,39 @@ pub(super) mod tests {
         /// Wherever the evaluator decides a gate, minijinja decides it the same way (and does
         /// not fail).
         #[test]
-        fn decides_as_minijinja_does(expression in expression(), context in context()) {
+        fn decides_as_minijinja_does(expression in expression(), roots in context()) {
             let mut templates = TemplateSet::new(&RenderOptions::default());
             if templates.add_gate("gate".into(), &expression).is_err() {
                 return Ok(());
             }
-            let engine = templates.render_gate("gate", &context).map_err(|e| e.to_string());
-            if let Some(open) = SimpleGate::parse(&expression).and_then(|g| g.decide(&context)) {
-                prop_assert_eq!(Ok(open), engine, "{}", expression);
+            for context in contexts(&roots) {
+                let engine = templates
+                    .render_gate("gate", context.value())
+                    .map_err(|e| e.to_string());
+                if let Some(open) =
+                    SimpleGate::parse(&expression).and_then(|g| g.decide(&context))
+                {
+                    prop_assert_eq!(Ok(open), engine, "{}", expression);
+                }
             }
         }
     }
 
     #[test]
     fn decides_the_common_gates() {
-        let context = context_value([
+        let roots = [
             (
                 "variables",
-                to_value(serde_json::json!({"mode": "", "tools": ["read", "bash"]})),
+                serde_json::json!({"mode": "", "tools": ["read", "bash"]}),
             ),
-            ("skills", to_value(serde_json::json!([{"name": "a"}]))),
-        ]);
+            ("skills", serde_json::json!([{"name": "a"}])),
+        ];
+        for context in contexts(&roots) {
+            decides_the_common_gates_in(&context);
+        }
+    }
+
+    fn decides_the_common_gates_in(context: &Context<'_>) {
         for (expression, open) in [
             ("variables.mode", false),
             ("not variables.mode", true),
@@ -851,12 +886,12 @@ pub(super) mod tests {
             ("variables.mode == ''", true),
         ] {
             let gate = SimpleGate::parse(expression).expect("in the subset");
-            assert_eq!(gate.decide(&context), Some(open), "{expression}");
+            assert_eq!(gate.decide(context), Some(open), "{expression}");
         }
         // Strict undefined: minijinja fails on these, so the evaluator does not decide them.
         for undecided in ["nothing", "nothing.x", "'a' in nothing", "variables.other"] {
             let gate = SimpleGate::parse(undecided).expect("in the subset");
-            assert_eq!(gate.decide(&context), None, "{undecided}");
+            assert_eq!(gate.decide(context), None, "{undecided}");
         }
     }
 

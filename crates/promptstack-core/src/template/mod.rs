@@ -26,17 +26,20 @@ std::thread_local! {
 
 #[cfg(test)]
 std::thread_local! {
-    /// Every render requested on this thread, by template name and context, for the differential
-    /// test over the examples (`plan::tests`).
-    static RENDERS: std::cell::RefCell<Vec<(String, Value)>> = const {
+    /// Every render requested on this thread, by template name, with the context as minijinja
+    /// sees it and what the plan wrote from the borrowed context (if it answered), for the
+    /// differential test over the examples (`plan::tests`).
+    static RENDERS: std::cell::RefCell<Vec<(String, Value, Option<plan::Written>)>> = const {
         std::cell::RefCell::new(Vec::new())
     };
 }
 
 mod gate;
 mod plan;
+mod val;
 
 pub(crate) use gate::SimpleGate;
+pub(crate) use val::{Context, Val, Variables};
 
 use crate::room::{BYTES_PER_FUEL, ensure_room, ensure_value_fits, out_of_room, room};
 
@@ -222,20 +225,24 @@ impl TemplateSet {
     pub fn render(
         &self,
         name: &str,
-        ctx: &Value,
+        ctx: &Context<'_>,
         budget: &RenderBudget,
     ) -> Result<Rendered, minijinja::Error> {
-        #[cfg(test)]
-        RENDERS.with(|renders| renders.borrow_mut().push((name.to_owned(), ctx.clone())));
-        if let Some(written) = self
+        let planned = self
             .plans
             .get(name)
             .and_then(Option::as_ref)
-            .and_then(|plan| plan.render(ctx, self.fuel()))
-        {
+            .and_then(|plan| plan.render(ctx, self.fuel()));
+        #[cfg(test)]
+        RENDERS.with(|renders| {
+            renders
+                .borrow_mut()
+                .push((name.to_owned(), ctx.value().clone(), planned.clone()));
+        });
+        if let Some(written) = planned {
             debug_assert_eq!(
                 Ok::<_, String>((written.text.as_str(), written.empty_emissions)),
-                self.render_engine(name, ctx)
+                self.render_engine(name, ctx.value())
                     .as_ref()
                     .map(|r| (r.text.as_str(), r.empty_emissions))
                     .map_err(|e| e.to_string()),
@@ -247,7 +254,7 @@ impl TemplateSet {
                 empty_emissions: written.empty_emissions,
             });
         }
-        let rendered = self.render_engine(name, ctx)?;
+        let rendered = self.render_engine(name, ctx.value())?;
         budget.spend(rendered.text.len())?;
         Ok(rendered)
     }
@@ -273,19 +280,20 @@ impl TemplateSet {
         &self,
         name: &str,
         simple: Option<&SimpleGate>,
-        ctx: &Value,
+        ctx: &Context<'_>,
     ) -> Result<bool, minijinja::Error> {
         if self.fuel() > gate::MAX_GATE_FUEL
             && let Some(open) = simple.and_then(|gate| gate.decide(ctx))
         {
             debug_assert_eq!(
                 Ok::<_, String>(open),
-                self.render_gate(name, ctx).map_err(|e| e.to_string()),
+                self.render_gate(name, ctx.value())
+                    .map_err(|e| e.to_string()),
                 "the simple evaluator and minijinja disagree on gate `{name}`"
             );
             return Ok(open);
         }
-        self.render_gate(name, ctx)
+        self.render_gate(name, ctx.value())
     }
 
     /// Evaluates a gate by rendering its template.
@@ -652,25 +660,22 @@ pub(crate) fn project_value(project: Option<&crate::context::Project>) -> Value 
     to_value(&project)
 }
 
-/// The `skills` root.
+/// The `skills` root: the visible skills (see [`val::visible`]).
 pub(crate) fn skills_value(skills: &[crate::context::Skill]) -> Value {
-    // Hidden skills never reach a template, so no spec can leak them by accident.
-    let mut views = Vec::with_capacity(skills.len());
-    views.extend(
-        skills
-            .iter()
-            .filter(|s| !s.disable_model_invocation)
-            .map(|s| SkillView {
-                name: &s.name,
-                slug: s.slug(),
-                description: &s.description,
-                instructions: &s.instructions,
-                tags: &s.tags,
-                location: s.location.as_deref(),
-                sites: &s.sites,
-            }),
-    );
-    to_value(&views)
+    Value::from_object(val::visible(skills).map(skill_value).collect::<Vec<_>>())
+}
+
+/// One skill as the `skills` root shows it.
+pub(crate) fn skill_value(skill: &crate::context::Skill) -> Value {
+    to_value(SkillView {
+        name: &skill.name,
+        slug: skill.slug(),
+        description: &skill.description,
+        instructions: &skill.instructions,
+        tags: &skill.tags,
+        location: skill.location.as_deref(),
+        sites: &skill.sites,
+    })
 }
 
 /// The `now` root: fields are formatted on access, so a template pays only for what it reads.

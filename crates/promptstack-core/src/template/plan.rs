@@ -20,11 +20,10 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 
 use minijinja::machinery::ast::{self, Expr, Stmt};
 use minijinja::syntax::SyntaxConfig;
-use minijinja::value::{Value, ValueKind};
+use minijinja::value::ValueKind;
 
-use super::gate::{
-    Filter, Meter, Names, STEP, SimpleGate, Test, UNITS_PER_FUEL, escape_charged, string,
-};
+use super::gate::{Filter, Meter, Names, STEP, SimpleGate, Test, UNITS_PER_FUEL, escape_charged};
+use super::val::{Context, Val};
 use crate::layers::escape;
 
 /// The deepest nesting of statements and expressions a plan holds; a deeper template is left to
@@ -73,7 +72,7 @@ enum Node {
 }
 
 /// A planned render: the text and how many emitted values were empty.
-#[derive(Debug, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) struct Written {
     pub text: String,
     pub empty_emissions: u32,
@@ -105,7 +104,7 @@ impl Plan {
 
     /// Writes the template against the context, or `None` when minijinja must render it: the
     /// plan met something it does not decide, or the work passed `fuel / 2` (the render's fuel).
-    pub(crate) fn render(&self, context: &Value, fuel: u64) -> Option<Written> {
+    pub(crate) fn render(&self, context: &Context<'_>, fuel: u64) -> Option<Written> {
         let mut run = Run {
             scope: Scope {
                 context,
@@ -306,14 +305,14 @@ fn expression(expr: &Expr<'_>, depth: usize) -> Option<SimpleGate> {
 }
 
 /// The names a plan sees: its own variables (latest first), then the roots of the context.
-struct Scope<'c, 'p> {
-    context: &'c Value,
+struct Scope<'c, 'a, 'p> {
+    context: &'c Context<'a>,
     /// The plan's own variables, innermost last, named by the plan's text.
-    locals: Vec<(&'p str, Value)>,
+    locals: Vec<(&'p str, Val<'a>)>,
 }
 
-impl Names for Scope<'_, '_> {
-    fn lookup(&self, name: &str) -> Option<Value> {
+impl<'a> Names<'a> for Scope<'_, 'a, '_> {
+    fn lookup(&self, name: &str) -> Option<Val<'a>> {
         match self.locals.iter().rev().find(|(local, _)| *local == name) {
             Some((_, value)) => Some(value.clone()),
             None => self.context.lookup(name),
@@ -322,15 +321,15 @@ impl Names for Scope<'_, '_> {
 }
 
 /// One planned render in progress.
-struct Run<'c, 'p> {
-    scope: Scope<'c, 'p>,
+struct Run<'c, 'a, 'p> {
+    scope: Scope<'c, 'a, 'p>,
     meter: Meter,
     text: String,
     empty_emissions: u32,
 }
 
-impl<'p> Run<'_, 'p> {
-    fn eval(&mut self, expr: &SimpleGate) -> Option<Value> {
+impl<'a, 'p> Run<'_, 'a, 'p> {
+    fn eval(&mut self, expr: &SimpleGate) -> Option<Val<'a>> {
         expr.eval(&self.scope, &mut self.meter)
     }
 
@@ -353,7 +352,7 @@ impl<'p> Run<'_, 'p> {
                     // (input and result) and the write of the result are.
                     self.meter.charge(STEP)?;
                     let value = self.eval(value)?;
-                    let text = string(&value)?;
+                    let text = value.as_str()?;
                     let out = &mut self.text;
                     escape_charged(text, 2, &mut self.meter, |text| {
                         let start = out.len();
@@ -368,8 +367,7 @@ impl<'p> Run<'_, 'p> {
                     let value = self.eval(expr)?;
                     if value.is_none() {
                         self.empty_emissions = self.empty_emissions.saturating_add(1);
-                    } else if value.kind() == ValueKind::String {
-                        let text = value.as_str()?;
+                    } else if let Some(text) = value.as_str() {
                         if text.is_empty() {
                             self.empty_emissions = self.empty_emissions.saturating_add(1);
                         }
@@ -403,7 +401,7 @@ impl<'p> Run<'_, 'p> {
                     }
                     let mark = self.scope.locals.len();
                     let mut any = false;
-                    for item in items.try_iter().ok()? {
+                    for item in items.items()? {
                         self.meter.charge(2 * STEP)?;
                         if item.kind() == ValueKind::Invalid {
                             return None;
@@ -444,12 +442,14 @@ impl<'p> Run<'_, 'p> {
 mod tests {
     use super::*;
     use crate::spec::RenderOptions;
-    use crate::template::{RENDERS, TemplateSet, context_value, to_value};
+    use crate::template::gate::tests::contexts;
+    use crate::template::{RENDERS, TemplateSet};
+    use minijinja::value::Value;
     use proptest::prelude::*;
     use proptest::test_runner::{Config, TestRunner};
 
     /// What the plan of `name` writes, if it has one and answers.
-    fn planned(set: &TemplateSet, name: &str, context: &Value) -> Option<Written> {
+    fn planned(set: &TemplateSet, name: &str, context: &Context<'_>) -> Option<Written> {
         set.plans.get(name)?.as_ref()?.render(context, set.fuel())
     }
 
@@ -514,9 +514,11 @@ mod tests {
                 RENDERS.with(|r| r.borrow_mut().clear());
                 // A send may fail (the examples include broken ones); its renders still count.
                 let _ = agent.assemble(&ctx);
-                for (template, context) in RENDERS.with(|r| std::mem::take(&mut *r.borrow_mut())) {
+                for (template, context, planned) in
+                    RENDERS.with(|r| std::mem::take(&mut *r.borrow_mut()))
+                {
                     renders += 1;
-                    if let Some(written) = planned(set, &template, &context) {
+                    if let Some(written) = planned {
                         answered += 1;
                         assert_eq!(
                             Ok(&written),
@@ -569,7 +571,7 @@ mod tests {
     }
 
     /// Plan contexts: roots mostly present, so that loops and emissions have values to write.
-    fn context() -> impl Strategy<Value = Value> {
+    fn context() -> impl Strategy<Value = Vec<(&'static str, serde_json::Value)>> {
         super::super::gate::tests::roots(json(), 0.85)
     }
 
@@ -685,41 +687,41 @@ mod tests {
             ..Config::default()
         });
         let answered = std::cell::Cell::new(0u32);
-        let planned = std::cell::Cell::new(0u32);
+        let plans = std::cell::Cell::new(0u32);
         let strategy = (template(), context(), any::<bool>(), any::<bool>());
         runner
-            .run(
-                &strategy,
-                |(source, context, trim_blocks, lstrip_blocks)| {
-                    let options = RenderOptions {
-                        trim_blocks,
-                        lstrip_blocks,
-                        ..RenderOptions::default()
-                    };
-                    let mut set = TemplateSet::new(&options);
-                    if set.add("t".into(), source.clone()).is_err() {
-                        return Ok(());
-                    }
-                    if set.planned().0 == 1 {
-                        planned.set(planned.get() + 1);
-                    }
-                    if let Some(written) = planned_render(&set, &context) {
+            .run(&strategy, |(source, roots, trim_blocks, lstrip_blocks)| {
+                let options = RenderOptions {
+                    trim_blocks,
+                    lstrip_blocks,
+                    ..RenderOptions::default()
+                };
+                let mut set = TemplateSet::new(&options);
+                if set.add("t".into(), source.clone()).is_err() {
+                    return Ok(());
+                }
+                if set.planned().0 == 1 {
+                    plans.set(plans.get() + 1);
+                }
+                for context in contexts(&roots) {
+                    if let Some(written) = planned(&set, "t", &context) {
                         answered.set(answered.get() + 1);
-                        prop_assert_eq!(Ok(written), engine(&set, "t", &context), "{:?}", source);
+                        prop_assert_eq!(
+                            Ok(written),
+                            engine(&set, "t", context.value()),
+                            "{:?}",
+                            source
+                        );
                     }
-                    Ok(())
-                },
-            )
+                }
+                Ok(())
+            })
             .unwrap();
         // Generated templates are mostly in the subset, and random contexts often leave their
         // names undefined, so a plan answers a fair share of cases.
-        println!("{} planned, {} answered", planned.get(), answered.get());
-        assert!(planned.get() > 800, "{} templates planned", planned.get());
+        println!("{} planned, {} answered", plans.get(), answered.get());
+        assert!(plans.get() > 800, "{} templates planned", plans.get());
         assert!(answered.get() > 200, "{} renders answered", answered.get());
-    }
-
-    fn planned_render(set: &TemplateSet, context: &Value) -> Option<Written> {
-        planned(set, "t", context)
     }
 
     #[test]
@@ -757,11 +759,20 @@ mod tests {
     #[test]
     fn gives_up_where_minijinja_could_fail_or_run_out() {
         let syntax = SyntaxConfig::default();
-        let context = context_value([
-            ("a", to_value(serde_json::json!({"x": "y", "n": 3}))),
-            ("items", to_value(serde_json::json!(["p", "q"]))),
-        ]);
-        let plan = |source: &str| Plan::compile(source, &syntax).expect(source);
+        let roots = [
+            ("a", serde_json::json!({"x": "y", "n": 3})),
+            ("items", serde_json::json!(["p", "q"])),
+        ];
+        for context in contexts(&roots) {
+            gives_up_where_minijinja_could_fail_or_run_out_in(&syntax, &context);
+        }
+    }
+
+    fn gives_up_where_minijinja_could_fail_or_run_out_in(
+        syntax: &SyntaxConfig,
+        context: &Context<'_>,
+    ) {
+        let plan = |source: &str| Plan::compile(source, syntax).expect(source);
         // Undefined names (globals or strict errors), numbers, and undefined emissions.
         for source in [
             "{{ missing }}",
@@ -769,15 +780,15 @@ mod tests {
             "{{ a.missing }}",
             "{% if a.z %}{% endif %}",
         ] {
-            assert_eq!(plan(source).render(&context, u64::MAX), None, "{source}");
+            assert_eq!(plan(source).render(context, u64::MAX), None, "{source}");
         }
         let written = plan("{% for i in items %}<{{ i }}>{% endfor %}{{ a.x }}")
-            .render(&context, u64::MAX)
+            .render(context, u64::MAX)
             .unwrap();
         assert_eq!(written.text, "<p><q>y");
         // The same template with too little fuel is left to minijinja.
         assert_eq!(
-            plan("{% for i in items %}<{{ i }}>{% endfor %}").render(&context, 8),
+            plan("{% for i in items %}<{{ i }}>{% endfor %}").render(context, 8),
             None
         );
     }
@@ -790,7 +801,7 @@ mod tests {
         let syntax = SyntaxConfig::default();
         let text = "a<b & \"c\" > 'd' ".repeat(40);
         let expected = escape::escape_xml(&text).into_owned();
-        let context = context_value([("a", Value::from(text.as_str()))]);
+        let context = Context::new(vec![("a", Val::Str(&text))]);
         for source in [
             "{{ a | escape_xml }}",
             "{% set e = a | escape_xml %}{{ e }}",

@@ -1,0 +1,357 @@
+//! The values the engine-free evaluators compute with, and the context they read.
+//!
+//! A planned template or a simple gate reads the send where it lies: a skill's name, a context
+//! file's content or a variable's JSON are borrowed, not copied into template values first. A
+//! [`Val`] is such a borrowed value, or a template [`Value`] for everything else (literals, the
+//! roots built as values, what an operation made). Every operation the evaluators use has a path
+//! for the borrowed kinds that gives what minijinja gives for the value [`Val::to_value`] makes of
+//! it; anything else is done on that value, by minijinja's own operations. The tests of `gate` and
+//! `plan` compare both evaluators, over borrowed and built roots, with minijinja.
+//!
+//! A [`Context`] holds one render's roots as [`Val`]s, and makes the one template value minijinja
+//! renders against only when a template or gate needs the engine.
+
+use std::cell::OnceCell;
+use std::collections::BTreeMap;
+use std::rc::Rc;
+
+use minijinja::value::{Value, ValueKind};
+
+use crate::context::{ContextFile, Skill};
+use crate::spec::{Stability, VariableSpec};
+
+/// A value an evaluator reads or makes: borrowed from the send where it can be.
+#[derive(Debug, Clone)]
+pub(crate) enum Val<'a> {
+    /// A template value: a literal, a root built as a value, or what an operation made.
+    Value(Value),
+    /// A string of the send.
+    Str(&'a str),
+    /// A JSON list or map of the send (its strings are [`Val::Str`], its scalars [`Val::Value`]).
+    Json(&'a serde_json::Value),
+    /// A list of the send's strings (a skill's tags or sites).
+    Strs(&'a [String]),
+    /// The `variables` root.
+    Variables(Variables<'a>),
+    /// The `skills` root: the send's skills, of which only the visible ones are items.
+    Skills(&'a [Skill]),
+    /// One visible skill, as the `skills` root shows it.
+    Skill(&'a Skill),
+    /// The `context_files` root.
+    Files(&'a [ContextFile]),
+    /// One context file.
+    File(&'a ContextFile),
+    /// A list an expression made (a list literal, `+` of lists, a filter's result).
+    List(Rc<[Val<'a>]>),
+}
+
+/// The `variables` root as the send holds it: every variable the spec declares (of the stable
+/// ones only, in a stable render) with the send's value or else its default; a variable with
+/// neither is absent.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Variables<'a> {
+    pub declared: &'a BTreeMap<String, VariableSpec>,
+    pub sent: &'a BTreeMap<String, serde_json::Value>,
+    pub only_stable: bool,
+}
+
+impl<'a> Variables<'a> {
+    /// The value of one variable, if it is present.
+    fn get(&self, name: &str) -> Option<&'a serde_json::Value> {
+        let spec = self.declared.get(name)?;
+        if self.only_stable && spec.stability != Stability::Stable {
+            return None;
+        }
+        self.sent.get(name).or(spec.default.as_ref())
+    }
+
+    /// Every present variable, in the spec's order.
+    fn present(&self) -> impl Iterator<Item = (&'a str, &'a serde_json::Value)> + '_ {
+        self.declared.iter().filter_map(|(name, spec)| {
+            if self.only_stable && spec.stability != Stability::Stable {
+                return None;
+            }
+            let value = self.sent.get(name).or(spec.default.as_ref())?;
+            Some((name.as_str(), value))
+        })
+    }
+
+    /// The root as a template value.
+    pub(crate) fn to_value(self) -> Value {
+        // Names up to 22 bytes are kept inline by the template value, without an allocation.
+        Value::from_pairs(
+            self.present()
+                .map(|(name, value)| (name, super::json_value(value))),
+        )
+    }
+}
+
+/// The fields of a skill as the `skills` root shows it.
+const SKILL_FIELDS: usize = 7;
+
+/// The fields of a context file.
+const FILE_FIELDS: usize = 2;
+
+impl<'a> Val<'a> {
+    /// A JSON value of the send: strings borrowed, lists and maps borrowed whole, scalars made.
+    pub(crate) fn json(value: &'a serde_json::Value) -> Self {
+        match value {
+            serde_json::Value::String(text) => Val::Str(text),
+            serde_json::Value::Array(_) | serde_json::Value::Object(_) => Val::Json(value),
+            scalar => Val::Value(super::json_value(scalar)),
+        }
+    }
+
+    /// An optional string of the send: the string, or `none`.
+    pub(crate) fn text(text: Option<&'a str>) -> Self {
+        text.map_or_else(|| Val::Value(Value::from(())), Val::Str)
+    }
+
+    /// The undefined value.
+    pub(crate) fn undefined() -> Self {
+        Val::Value(Value::UNDEFINED)
+    }
+
+    /// The template value minijinja would see for this value.
+    pub(crate) fn to_value(&self) -> Value {
+        match self {
+            Val::Value(value) => value.clone(),
+            Val::Str(text) => Value::from(*text),
+            Val::Json(json) => super::json_value(json),
+            Val::Strs(texts) => Value::from_object(
+                texts
+                    .iter()
+                    .map(|text| Value::from(text.as_str()))
+                    .collect::<Vec<_>>(),
+            ),
+            Val::Variables(variables) => variables.to_value(),
+            Val::Skills(skills) => super::skills_value(skills),
+            Val::Skill(skill) => super::skill_value(skill),
+            Val::Files(files) => super::to_value(files),
+            Val::File(file) => super::to_value(file),
+            Val::List(items) => {
+                Value::from_object(items.iter().map(Val::to_value).collect::<Vec<_>>())
+            }
+        }
+    }
+
+    /// The kind minijinja gives the value.
+    pub(crate) fn kind(&self) -> ValueKind {
+        match self {
+            Val::Value(value) => value.kind(),
+            Val::Str(_) => ValueKind::String,
+            Val::Json(serde_json::Value::Object(_))
+            | Val::Variables(_)
+            | Val::Skill(_)
+            | Val::File(_) => ValueKind::Map,
+            Val::Json(_) | Val::Strs(_) | Val::Skills(_) | Val::Files(_) | Val::List(_) => {
+                ValueKind::Seq
+            }
+        }
+    }
+
+    pub(crate) fn is_undefined(&self) -> bool {
+        matches!(self, Val::Value(value) if value.is_undefined())
+    }
+
+    pub(crate) fn is_none(&self) -> bool {
+        matches!(self, Val::Value(value) if value.is_none())
+    }
+
+    /// Whether minijinja would take the value for a tuple (which adds by its own rule).
+    pub(crate) fn is_tuple(&self) -> bool {
+        matches!(self, Val::Value(value) if value.is_tuple())
+    }
+
+    /// Whether the value is a string marked safe (only template values can be).
+    pub(crate) fn is_safe(&self) -> bool {
+        matches!(self, Val::Value(value) if value.is_safe())
+    }
+
+    /// The text of a string; `None` for any other kind.
+    pub(crate) fn as_str(&self) -> Option<&str> {
+        match self {
+            Val::Str(text) => Some(text),
+            Val::Value(value) if value.kind() == ValueKind::String => value.as_str(),
+            _ => None,
+        }
+    }
+
+    /// Truthiness, as `Value::is_true` decides it (undefined is false; callers check it first).
+    pub(crate) fn is_true(&self) -> bool {
+        match self {
+            Val::Value(value) => value.is_true(),
+            Val::Str(text) => !text.is_empty(),
+            // A map or a list is true when it is not empty.
+            _ => self.len().is_none_or(|len| len != 0),
+        }
+    }
+
+    /// The length minijinja gives a container; `None` for other kinds (and for strings, whose
+    /// length the evaluators never ask for).
+    pub(crate) fn len(&self) -> Option<usize> {
+        match self {
+            Val::Value(value) => value.as_object().and_then(|_| value.len()),
+            Val::Str(_) => None,
+            Val::Json(serde_json::Value::Array(items)) => Some(items.len()),
+            Val::Json(serde_json::Value::Object(map)) => Some(map.len()),
+            Val::Json(_) => None,
+            Val::Strs(texts) => Some(texts.len()),
+            Val::Variables(variables) => Some(variables.present().count()),
+            Val::Skills(skills) => Some(visible(skills).count()),
+            Val::Skill(_) => Some(SKILL_FIELDS),
+            Val::Files(files) => Some(files.len()),
+            Val::File(_) => Some(FILE_FIELDS),
+            Val::List(items) => Some(items.len()),
+        }
+    }
+
+    /// `value.name`: `None` where minijinja fails (the evaluator then gives up); an absent
+    /// attribute is the undefined value.
+    pub(crate) fn attr(&self, name: &str) -> Option<Val<'a>> {
+        Some(match self {
+            Val::Value(value) => Val::Value(value.get_attr(name).ok()?),
+            Val::Json(serde_json::Value::Object(map)) => {
+                map.get(name).map_or_else(Val::undefined, Val::json)
+            }
+            Val::Variables(variables) => variables.get(name).map_or_else(Val::undefined, Val::json),
+            Val::Skill(skill) => match name {
+                "name" => Val::Str(&skill.name),
+                "slug" => Val::Str(skill.slug()),
+                "description" => Val::Str(&skill.description),
+                "instructions" => Val::Str(&skill.instructions),
+                "tags" => Val::Strs(&skill.tags),
+                "location" => Val::text(skill.location.as_deref()),
+                "sites" => Val::Strs(&skill.sites),
+                _ => Val::undefined(),
+            },
+            Val::File(file) => match name {
+                "path" => Val::Str(&file.path),
+                "content" => Val::Str(&file.content),
+                _ => Val::undefined(),
+            },
+            other => Val::Value(other.to_value().get_attr(name).ok()?),
+        })
+    }
+
+    /// `value[key]` of a map or a sequence: `None` where minijinja fails.
+    pub(crate) fn item(&self, key: &Val<'a>) -> Option<Val<'a>> {
+        if let Some(name) = key.as_str()
+            && matches!(
+                self,
+                Val::Json(serde_json::Value::Object(_))
+                    | Val::Variables(_)
+                    | Val::Skill(_)
+                    | Val::File(_)
+            )
+        {
+            return self.attr(name);
+        }
+        Some(Val::Value(self.to_value().get_item(&key.to_value()).ok()?))
+    }
+
+    /// The items of a sequence, in order; `None` for any other kind.
+    pub(crate) fn items(&self) -> Option<Vec<Val<'a>>> {
+        Some(match self {
+            Val::Value(value) if value.kind() == ValueKind::Seq => {
+                value.try_iter().ok()?.map(Val::Value).collect()
+            }
+            Val::Json(serde_json::Value::Array(items)) => items.iter().map(Val::json).collect(),
+            Val::Strs(texts) => texts.iter().map(|text| Val::Str(text)).collect(),
+            Val::Skills(skills) => visible(skills).map(Val::Skill).collect(),
+            Val::Files(files) => files.iter().map(Val::File).collect(),
+            Val::List(items) => items.to_vec(),
+            _ => return None,
+        })
+    }
+
+    /// Whether a map holds `key` (a map of the context never holds an undefined value); `None`
+    /// when the value is not a map or minijinja fails.
+    pub(crate) fn has_key(&self, key: &Val<'a>) -> Option<bool> {
+        if let Some(name) = key.as_str() {
+            match self {
+                Val::Json(serde_json::Value::Object(map)) => return Some(map.contains_key(name)),
+                Val::Variables(variables) => return Some(variables.get(name).is_some()),
+                Val::Skill(_) | Val::File(_) => return Some(!self.attr(name)?.is_undefined()),
+                _ => {}
+            }
+        }
+        let value = self.to_value();
+        (value.kind() == ValueKind::Map)
+            .then(|| value.get_item(&key.to_value()).ok())
+            .flatten()
+            .map(|item| !item.is_undefined())
+    }
+}
+
+impl PartialEq for Val<'_> {
+    /// `==` as minijinja decides it: two strings by their text, anything else on the template
+    /// values.
+    fn eq(&self, other: &Self) -> bool {
+        match (self.as_str(), other.as_str()) {
+            (Some(left), Some(right)) => left == right,
+            _ => self.to_value() == other.to_value(),
+        }
+    }
+}
+
+/// The skills a template may see: hidden skills never reach one, so no spec can leak them.
+pub(crate) fn visible(skills: &[Skill]) -> impl Iterator<Item = &Skill> {
+    skills
+        .iter()
+        .filter(|skill| !skill.disable_model_invocation)
+}
+
+/// The roots of one render, borrowed where they can be, and the template value minijinja renders
+/// against, made on first need.
+pub(crate) struct Context<'a> {
+    roots: Vec<(&'static str, Val<'a>)>,
+    value: OnceCell<Value>,
+}
+
+impl std::fmt::Debug for Context<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_list()
+            .entries(self.roots.iter().map(|(name, _)| name))
+            .finish()
+    }
+}
+
+impl<'a> Context<'a> {
+    pub(crate) fn new(roots: Vec<(&'static str, Val<'a>)>) -> Self {
+        Self {
+            roots,
+            value: OnceCell::new(),
+        }
+    }
+
+    /// A root by name; `None` for a name that is not a root (it may be a global of the engine).
+    pub(crate) fn root(&self, name: &str) -> Option<&Val<'a>> {
+        self.roots
+            .iter()
+            .find(|(root, _)| *root == name)
+            .map(|(_, value)| value)
+    }
+
+    /// The roots held as template values (not borrowed from the send), for a stable part to keep.
+    pub(crate) fn values(&self) -> Vec<(&'static str, Value)> {
+        self.roots
+            .iter()
+            .filter_map(|(name, value)| match value {
+                Val::Value(value) => Some((*name, value.clone())),
+                _ => None,
+            })
+            .collect()
+    }
+
+    /// The context as one template value, for minijinja.
+    pub(crate) fn value(&self) -> &Value {
+        self.value.get_or_init(|| {
+            super::context_value(
+                self.roots
+                    .iter()
+                    .map(|(name, value)| (*name, value.to_value())),
+            )
+        })
+    }
+}
