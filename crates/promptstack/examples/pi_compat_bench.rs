@@ -17,7 +17,8 @@
 //!
 //! `--profile cold|new-thread|reuse CASE` runs only that path on that case (`--warmup` calls,
 //! then `--calls` calls) and prints nothing, for a profiler such as
-//! `valgrind --tool=callgrind`.
+//! `valgrind --tool=callgrind --toggle-collect='pi_compat_bench::call'`, which then counts the
+//! calls alone (not the setup, which clones every case's send 512 times).
 
 use std::path::{Path, PathBuf};
 use std::time::Instant;
@@ -59,6 +60,22 @@ fn median(mut xs: Vec<f64>) -> f64 {
     }
 }
 
+/// One timed call: what a profiler collects (`--toggle-collect='pi_compat_bench::call'`), apart
+/// from the setup.
+#[inline(never)]
+fn call(agent: &Agent, send: &SendContext, mode: Mode) -> usize {
+    let assembly = match mode {
+        Mode::Full => {
+            agent.clear_caches();
+            agent.assemble(send).expect("assembles")
+        }
+        Mode::Render => agent.assemble_fresh(send).expect("assembles"),
+        Mode::Reuse => agent.assemble(send).expect("assembles"),
+    };
+    let composed = assembly.compose("system").expect("composes");
+    std::hint::black_box(composed.system.len())
+}
+
 fn main() -> Result<(), Box<dyn std::error::Error>> {
     let batches = flag("--batches", 41);
     let calls = flag("--calls", 2000);
@@ -96,18 +113,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             .collect();
         cases.push((name, send, later, expected.len()));
     }
-    let run = |send: &SendContext, mode: Mode| -> usize {
-        let assembly = match mode {
-            Mode::Full => {
-                agent.clear_caches();
-                agent.assemble(send).expect("assembles")
-            }
-            Mode::Render => agent.assemble_fresh(send).expect("assembles"),
-            Mode::Reuse => agent.assemble(send).expect("assembles"),
-        };
-        let composed = assembly.compose("system").expect("composes");
-        std::hint::black_box(composed.system.len())
-    };
+    let run = |send: &SendContext, mode: Mode| call(&agent, send, mode);
     let mut sink = 0usize;
     let args: Vec<String> = std::env::args().collect();
     if let Some(i) = args.iter().position(|a| a == "--profile") {

@@ -355,3 +355,243 @@ impl<'a> Context<'a> {
         })
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use proptest::prelude::*;
+    use proptest::test_runner::{Config, TestRunner};
+
+    use super::*;
+    use crate::context::SendContext;
+    use crate::root::{Root, RootSources, VARIABLES};
+    use crate::spec::{RenderOptions, Trust};
+    use crate::template::{SimpleGate, TemplateSet};
+    use crate::toolset::Toolset;
+
+    /// Texts with markup, paths with either separator, empty ones.
+    fn text() -> impl Strategy<Value = String> {
+        prop::sample::select(vec![
+            "",
+            "a",
+            "read",
+            "x<y & \"z\"",
+            "C:\\dir\\f.md",
+            "/s/SKILL.md",
+        ])
+        .prop_map(str::to_owned)
+    }
+
+    /// A send with skills (some hidden, some with a slug or a location), context files, paths and
+    /// variables (some declared, some stable, some with defaults), as JSON.
+    fn send() -> impl Strategy<Value = (serde_json::Value, BTreeMap<String, VariableSpec>)> {
+        let skill = (
+            text(),
+            prop::option::of(text()),
+            text(),
+            prop::collection::vec(text(), 0..3),
+            prop::collection::vec(
+                prop::sample::select(vec!["*", "docs.example.com", "*.example.com"]),
+                0..2,
+            ),
+            any::<bool>(),
+            prop::option::of(text()),
+        )
+            .prop_map(|(name, slug, description, tags, sites, hidden, location)| {
+                let mut skill = serde_json::json!({
+                    "name": name, "description": description, "tags": tags, "sites": sites,
+                    "disable_model_invocation": hidden, "instructions": description,
+                });
+                if let Some(slug) = slug {
+                    skill["slug"] = slug.into();
+                }
+                if let Some(location) = location {
+                    skill["location"] = location.into();
+                }
+                skill
+            });
+        let file = (text(), text())
+            .prop_map(|(path, content)| serde_json::json!({"path": path, "content": content}));
+        let json = prop_oneof![
+            Just(serde_json::Value::Null),
+            any::<bool>().prop_map(serde_json::Value::from),
+            (0i64..3).prop_map(serde_json::Value::from),
+            text().prop_map(serde_json::Value::from),
+            prop::collection::vec(text(), 0..3).prop_map(serde_json::Value::from),
+            prop::collection::btree_map(text(), text(), 0..3)
+                .prop_map(|map| serde_json::json!(map)),
+        ];
+        let variable = (
+            prop::option::of(json.clone()),
+            prop::option::of(json),
+            any::<bool>(),
+        );
+        (
+            prop::collection::vec(skill, 0..4),
+            prop::collection::vec(file, 0..3),
+            prop::option::of(text()),
+            prop::collection::btree_map(
+                prop::sample::select(vec!["x", "y", "tools"]),
+                variable,
+                0..3,
+            ),
+        )
+            .prop_map(|(skills, files, cwd, variables)| {
+                let mut send = serde_json::json!({
+                    "now": "2026-03-14T09:26:53Z",
+                    "model": {"id": "m", "name": "M", "provider": "openai"},
+                    "skills": skills, "context_files": files,
+                });
+                if let Some(cwd) = cwd {
+                    send["cwd"] = cwd.into();
+                }
+                let mut declared = BTreeMap::new();
+                let mut sent = serde_json::Map::new();
+                for (name, (value, default, stable)) in variables {
+                    if let Some(value) = value {
+                        sent.insert(name.to_owned(), value);
+                    }
+                    declared.insert(
+                        name.to_owned(),
+                        VariableSpec {
+                            stability: if stable {
+                                Stability::Stable
+                            } else {
+                                Stability::Volatile
+                            },
+                            trust: Trust::User,
+                            shape: None,
+                            default,
+                            description: None,
+                        },
+                    );
+                }
+                send["variables"] = serde_json::Value::Object(sent);
+                (send, declared)
+            })
+    }
+
+    /// Templates and gates over the borrowed roots: attributes, items, loops, tests,
+    /// containment, comparisons and filters, some of which fall back to template values.
+    const TEMPLATES: &[&str] = &[
+        "{% for s in skills %}{{ s.name }}|{{ s.slug }}|{{ s.description | escape_xml }}|{{ s.instructions }}|{{ s.location }}|{% for t in s.tags + s.sites %}{{ t }},{% endfor %}{% endfor %}",
+        "{% if skills %}y{% else %}n{% endif %}{% if context_files %}c{% endif %}{% if variables %}v{% endif %}{% if skills and skills[0] %}s{% endif %}",
+        "{% if 'a' in skills[0]['tags'] %}t{% endif %}{{ skills[0]['name'] }}",
+        "{% for s in skills if s.location is not none and 'read' not in s.tags %}{{ s.location | posix_path }}{% else %}-{% endfor %}",
+        "{% if skills[0] == skills[0] %}eq{% endif %}{% if skills[0]['missing'] is defined %}m{% endif %}{{ skills | guidelines }}",
+        "{% for f in context_files %}{{ f.path | posix_path }}:{% if f.content %}{{ f.content }}{% endif %};{% endfor %}{{ context_files[0]['path'] }}",
+        "{% if 'path' in context_files[0] %}p{% endif %}{% if context_files %}c{% endif %}{{ cwd }}{{ cwd | posix_path }}",
+        "{{ variables.x }}{% if variables.y is defined %}d{% endif %}{% if variables.tools %}t{% endif %}",
+        "{% if 'x' in variables %}in{% endif %}{{ variables['x'] }}{% for k in variables %}{{ k }}{% endfor %}",
+        "{% for t in variables.tools if t in ['read', 'a'] %}{{ t }}{% endfor %}{% if 'read' in variables.tools %}r{% endif %}",
+        "{% if variables.x == variables.y %}same{% endif %}{% if variables.x in variables.tools %}i{% endif %}{{ variables.tools['a'] }}",
+        "{% set all = (variables.tools if variables.tools is defined else []) + ['a'] %}{% for t in all | guidelines %}{{ t }}{% endfor %}",
+    ];
+
+    /// What a stable render's context would hold: every root (borrowed where `Root::read`
+    /// borrows) and the variables of the given stability.
+    fn roots<'a>(
+        ctx: &'a SendContext,
+        sources: &RootSources<'a>,
+        declared: &'a BTreeMap<String, VariableSpec>,
+        only_stable: bool,
+    ) -> [Context<'a>; 2] {
+        let variables = Variables {
+            declared,
+            sent: &ctx.variables,
+            only_stable,
+        };
+        let read = |root: Root| root.read(sources);
+        let borrowed: Vec<_> = Root::ALL
+            .into_iter()
+            .map(|root| (root.name(), read(root)))
+            .chain([(VARIABLES, Val::Variables(variables))])
+            .collect();
+        let built = borrowed
+            .iter()
+            .map(|(name, value)| (*name, Val::Value(value.to_value())))
+            .collect();
+        [Context::new(borrowed), Context::new(built)]
+    }
+
+    /// Over generated sends: a borrowed root is the value the root builds, and wherever a plan
+    /// or a simple gate answers from the borrowed roots, minijinja renders the same.
+    #[test]
+    fn borrowed_roots_render_as_minijinja_does() {
+        let mut set = TemplateSet::new(&RenderOptions::default());
+        for (i, source) in TEMPLATES.iter().enumerate() {
+            set.add(format!("t{i}"), (*source).to_owned()).unwrap();
+        }
+        let unplanned: Vec<_> = (0..TEMPLATES.len())
+            .filter(|i| set.plans[&format!("t{i}")].is_none())
+            .map(|i| TEMPLATES[i])
+            .collect();
+        assert!(unplanned.is_empty(), "not planned: {unplanned:?}");
+        let gates: Vec<_> = [
+            "skills and 'read' in variables.tools",
+            "skills",
+            "not variables",
+            "context_files and not cwd",
+            "variables.x == 'a' or variables.y is none",
+            "'x' in variables and variables.tools",
+        ]
+        .into_iter()
+        .map(|expression| (expression, SimpleGate::parse(expression).unwrap()))
+        .collect();
+        for (i, (expression, _)) in gates.iter().enumerate() {
+            set.add_gate(format!("g{i}"), expression).unwrap();
+        }
+        let answered = std::cell::Cell::new(0u32);
+        let mut runner = TestRunner::new(Config {
+            cases: 600,
+            failure_persistence: None,
+            ..Config::default()
+        });
+        runner
+            .run(
+                &(send(), any::<bool>()),
+                |((json, declared), only_stable)| {
+                    let ctx = SendContext::from_json(json.to_string().as_bytes(), "send.json")
+                        .map_err(|e| TestCaseError::fail(e.to_string()))?;
+                    let toolset = Toolset::default();
+                    let sources = RootSources {
+                        ctx: &ctx,
+                        toolset: &toolset,
+                        mcp: None,
+                    };
+                    for root in Root::ALL {
+                        prop_assert_eq!(root.read(&sources).to_value(), root.value(&sources));
+                    }
+                    for context in roots(&ctx, &sources, &declared, only_stable) {
+                        for i in 0..TEMPLATES.len() {
+                            let name = format!("t{i}");
+                            let plan = set.plans[&name].as_ref().unwrap();
+                            if let Some(written) = plan.render(&context, set.fuel()) {
+                                answered.set(answered.get() + 1);
+                                let engine = set
+                                    .render_engine(&name, context.value())
+                                    .map(|r| (r.text, r.empty_emissions))
+                                    .map_err(|e| e.to_string());
+                                prop_assert_eq!(
+                                    Ok((written.text, written.empty_emissions)),
+                                    engine,
+                                    "{}",
+                                    TEMPLATES[i]
+                                );
+                            }
+                        }
+                        for (i, (expression, gate)) in gates.iter().enumerate() {
+                            if let Some(open) = gate.decide(&context) {
+                                let engine = set
+                                    .render_gate(&format!("g{i}"), context.value())
+                                    .map_err(|e| e.to_string());
+                                prop_assert_eq!(Ok(open), engine, "{}", expression);
+                            }
+                        }
+                    }
+                    Ok(())
+                },
+            )
+            .unwrap();
+        assert!(answered.get() > 2000, "{} renders answered", answered.get());
+    }
+}
