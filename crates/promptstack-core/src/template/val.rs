@@ -562,7 +562,7 @@ mod tests {
                         prop_assert_eq!(root.read(&sources).to_value(), root.value(&sources));
                     }
                     for context in roots(&ctx, &sources, &declared, only_stable) {
-                        for i in 0..TEMPLATES.len() {
+                        for (i, source) in TEMPLATES.iter().enumerate() {
                             let name = format!("t{i}");
                             let plan = set.plans[&name].as_ref().unwrap();
                             if let Some(written) = plan.render(&context, set.fuel()) {
