@@ -575,7 +575,7 @@ mod tests {
                                     Ok((written.text, written.empty_emissions)),
                                     engine,
                                     "{}",
-                                    TEMPLATES[i]
+                                    source
                                 );
                             }
                         }
