@@ -86,6 +86,21 @@ impl<'a> Variables<'a> {
     }
 }
 
+/// The entry of a JSON map: a short map is searched in order (comparing lengths first, most keys
+/// are told apart without reading their bytes), a long one through its tree.
+fn entry<'a>(
+    map: &'a serde_json::Map<String, serde_json::Value>,
+    name: &str,
+) -> Option<&'a serde_json::Value> {
+    if map.len() <= 16 {
+        map.iter()
+            .find(|(key, _)| key.as_str() == name)
+            .map(|(_, value)| value)
+    } else {
+        map.get(name)
+    }
+}
+
 /// The fields of a skill as the `skills` root shows it.
 const SKILL_FIELDS: usize = 7;
 
@@ -212,7 +227,7 @@ impl<'a> Val<'a> {
         Some(match self {
             Val::Value(value) => Val::Value(value.get_attr(name).ok()?),
             Val::Json(serde_json::Value::Object(map)) => {
-                map.get(name).map_or_else(Val::undefined, Val::json)
+                entry(map, name).map_or_else(Val::undefined, Val::json)
             }
             Val::Variables(variables) => variables.get(name).map_or_else(Val::undefined, Val::json),
             Val::Skill(skill) => match name {
@@ -270,7 +285,9 @@ impl<'a> Val<'a> {
     pub(crate) fn has_key(&self, key: &Val<'a>) -> Option<bool> {
         if let Some(name) = key.as_str() {
             match self {
-                Val::Json(serde_json::Value::Object(map)) => return Some(map.contains_key(name)),
+                Val::Json(serde_json::Value::Object(map)) => {
+                    return Some(entry(map, name).is_some());
+                }
                 Val::Variables(variables) => return Some(variables.get(name).is_some()),
                 Val::Skill(_) | Val::File(_) => return Some(!self.attr(name)?.is_undefined()),
                 _ => {}
