@@ -12,6 +12,8 @@
 #   reuse      — assemble + compose for a thread's later sends: the stable half reused by its key.
 # "fixtures in turn" is every fixture once per round of calls (the large case left out).
 # Usage: examples/pi-compat/bench.sh [--rounds N] [--batches N] [--calls N] [--warmup N]
+# PI_COMPAT_BENCH_BIN=PATH times that build of the promptstack side (e.g. one of an earlier commit,
+# for a before/after comparison) instead of building this tree's.
 set -euo pipefail
 here="$(cd "$(dirname "$0")" && pwd)"
 root="$(cd "$here/../.." && pwd)"
@@ -19,7 +21,11 @@ out="$(mktemp -d)"
 trap 'rm -rf "$out"' EXIT
 
 (cd "$here/peer" && [ -d node_modules ] || npm ci --silent)
-cargo build --quiet --release -p promptstack --example pi_compat_bench --manifest-path "$root/Cargo.toml"
+bin="${PI_COMPAT_BENCH_BIN:-}"
+if [ -z "$bin" ]; then
+  cargo build --quiet --release -p promptstack --example pi_compat_bench --manifest-path "$root/Cargo.toml"
+  bin="$root/target/release/examples/pi_compat_bench"
+fi
 
 rounds=3
 args=()
@@ -32,7 +38,7 @@ done
 case "$rounds" in '' | *[!0-9]* | 0) echo "--rounds needs a positive integer" >&2; exit 2 ;; esac
 
 peer() { (cd "$here/peer" && TZ=UTC node bench.mjs "${args[@]}") > "$out/peer.$1.json"; }
-ours() { "$root/target/release/examples/pi_compat_bench" "${args[@]}" > "$out/promptstack.$1.json"; }
+ours() { "$bin" "${args[@]}" > "$out/promptstack.$1.json"; }
 for r in $(seq 1 "$rounds"); do
   if [ $((r % 2)) -eq 1 ]; then peer "$r"; ours "$r"; else ours "$r"; peer "$r"; fi
 done

@@ -353,21 +353,23 @@ impl ser::SerializeMap for HashSerializer<'_> {
     }
 }
 
+/// A struct's fields are written without their names: a type writes its fields in one order, and
+/// a key reads one type at each place (after the name of the root it keys), so the names say
+/// nothing the position does not.
 impl ser::SerializeStruct for HashSerializer<'_> {
     type Ok = ();
     type Error = HashError;
     fn serialize_field<T: Serialize + ?Sized>(
         &mut self,
-        key: &'static str,
+        _: &'static str,
         value: &T,
     ) -> Result<(), HashError> {
-        self.bytes(key.as_bytes());
         value.serialize(self.reborrow())
     }
-    fn skip_field(&mut self, key: &'static str) -> Result<(), HashError> {
-        // A skipped field (e.g. `None` with `skip_serializing_if`) must still differ from a present one.
+    fn skip_field(&mut self, _: &'static str) -> Result<(), HashError> {
+        // A skipped field (e.g. `None` with `skip_serializing_if`) must still differ from a
+        // present one, whose value starts with a tag below this one.
         self.tag(30);
-        self.bytes(key.as_bytes());
         Ok(())
     }
     fn end(self) -> Result<(), HashError> {
@@ -436,5 +438,18 @@ mod tests {
             key(&serde_json::json!({"a": [1, 2]})),
             key(&serde_json::json!({"a": [2, 1]}))
         );
+        // Fields are keyed by place: a skipped field differs from a present one of any value,
+        // and values moving between fields change the key.
+        #[derive(serde::Serialize)]
+        struct Record<'a> {
+            #[serde(skip_serializing_if = "Option::is_none")]
+            first: Option<&'a str>,
+            second: &'a str,
+        }
+        let record = |first, second| key(&Record { first, second });
+        assert_ne!(record(None, "a"), record(Some(""), "a"));
+        assert_ne!(record(Some("a"), ""), record(Some(""), "a"));
+        assert_ne!(record(None, ""), record(Some(""), ""));
+        assert_eq!(record(Some("a"), "b"), record(Some("a"), "b"));
     }
 }
