@@ -1,8 +1,10 @@
 //! Fast, allocation-free content keys for memoisation: any `Serialize` value fed into XXH3-128.
 //!
-//! XXH3 is twox-hash's, which picks its vector code (AVX2, else SSE2) when it runs, not when the
-//! crate is compiled: the long strings of a send (context files, skills) are most of what a key
-//! reads, and a build for a generic x86-64 target would otherwise hash them with SSE2 only.
+//! XXH3 of long inputs is twox-hash's, which picks its vector code (AVX2, else SSE2) when it runs,
+//! not when the crate is compiled: the long strings of a send (context files, skills) are most of
+//! what a key reads, and a build for a generic x86-64 target would otherwise hash them with SSE2
+//! only (half as fast). Short inputs (the tokenizer's pieces, MCP tool names) keep xxhash-rust's
+//! XXH3, whose path for a few bytes is faster; both compute the same function.
 //!
 //! These keys decide cache reuse inside one process (the stable half, token counts); they are not
 //! published. Published fingerprints use SHA-256 (see [`crate::fingerprint`]). Every value is
@@ -30,17 +32,17 @@ pub(crate) struct KeyBuilder {
 
 /// XXH3 fed in blocks: the many small writes of a serialised value (tags, lengths, short
 /// strings) are gathered on the stack and handed to the hasher a block at a time, since each
-/// streaming update has a fixed cost (about 40 ns, as much as hashing 1 KiB: a block of 4 KiB hashes
-/// a send's 27 KiB of skills and context files in half the time of 512-byte blocks). XXH3's
-/// streaming digest depends only on the concatenated bytes, so the key is the same as with one
-/// update per write.
+/// streaming update has a fixed cost; a write of a block or more (a context file) goes to the
+/// hasher as it is. The block stays small because it is zeroed for every key, and most keys are
+/// short. XXH3's streaming digest depends only on the concatenated bytes, so the key is the same
+/// as with one update per write.
 struct Blocks {
     hasher: Xxh3,
     block: [u8; BLOCK],
     len: usize,
 }
 
-const BLOCK: usize = 4096;
+const BLOCK: usize = 512;
 
 impl Blocks {
     #[inline]

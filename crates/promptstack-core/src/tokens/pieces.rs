@@ -293,7 +293,7 @@ impl Memo {
             return bpe.count(piece);
         };
         let tag = tag(encoding);
-        let hash = twox_hash::XxHash3_64::oneshot_with_seed(u64::from(tag), piece);
+        let hash = xxhash_rust::xxh3::xxh3_64_with_seed(piece, u64::from(tag));
         // The low bits pick the set; truncating the hash is the point.
         let set = 2 * ((hash as usize) & (SLOTS / 2 - 1));
         let Some(pair) = self.slots.get_mut(set..set + 2) else {

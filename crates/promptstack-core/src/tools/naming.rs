@@ -18,7 +18,6 @@
 
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::fmt;
-use std::hash::Hasher as _;
 
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
@@ -284,11 +283,11 @@ pub fn namespace_mcp_tools<'a>(
 /// XXH3 has a fixed specification, so names stay the same across releases and platforms. The
 /// `0xFF` separator never occurs in UTF-8, so `("ab", "c")` and `("a", "bc")` hash differently.
 fn pair_hash(server: &str, tool: &str) -> u64 {
-    let mut hasher = twox_hash::XxHash3_64::new();
-    hasher.write(server.as_bytes());
-    hasher.write(&[0xFF]);
-    hasher.write(tool.as_bytes());
-    hasher.finish()
+    let mut hasher = xxhash_rust::xxh3::Xxh3::new();
+    hasher.update(server.as_bytes());
+    hasher.update(&[0xFF]);
+    hasher.update(tool.as_bytes());
+    hasher.digest()
 }
 
 /// The name a pair would get at a given level of disambiguation.
