@@ -86,39 +86,51 @@ impl Serialize for Block {
 
 /// A block's token count: known, or made from its text on first request.
 #[derive(Clone)]
-pub(crate) struct LazyTokens {
-    value: OnceLock<TokenCount>,
-    counter: Option<(Arc<TokenCounter>, Counting)>,
+pub(crate) enum LazyTokens {
+    /// A count already known (an excluded block's zero, a count a limit needed).
+    Known(TokenCount),
+    /// A count `counter` makes from the block's text when first asked for, then kept.
+    Counted {
+        value: OnceLock<TokenCount>,
+        counter: Arc<TokenCounter>,
+        counting: Counting,
+    },
 }
 
 impl LazyTokens {
-    /// A count already known (an excluded block's zero).
+    /// A count already known.
     pub(crate) fn known(count: TokenCount) -> Self {
-        Self {
-            value: OnceLock::from(count),
-            counter: None,
-        }
+        LazyTokens::Known(count)
     }
 
     /// A count `counter` makes from the block's text when first asked for.
     pub(crate) fn counted_by(counter: Arc<TokenCounter>, counting: Counting) -> Self {
-        Self {
+        LazyTokens::Counted {
             value: OnceLock::new(),
-            counter: Some((counter, counting)),
+            counter,
+            counting,
         }
     }
 
     fn get(&self, text: &str) -> TokenCount {
-        *self.value.get_or_init(|| match &self.counter {
-            Some((counter, counting)) => counter.count(*counting, text),
-            None => TokenCount::ZERO,
-        })
+        match self {
+            LazyTokens::Known(count) => *count,
+            LazyTokens::Counted {
+                value,
+                counter,
+                counting,
+            } => *value.get_or_init(|| counter.count(*counting, text)),
+        }
     }
 }
 
 impl std::fmt::Debug for LazyTokens {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self.value.get() {
+        let count = match self {
+            LazyTokens::Known(count) => Some(count),
+            LazyTokens::Counted { value, .. } => value.get(),
+        };
+        match count {
             Some(count) => count.fmt(f),
             None => f.write_str("(not counted yet)"),
         }
