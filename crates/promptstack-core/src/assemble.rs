@@ -581,7 +581,7 @@ impl AgentInner {
         let toolset = Arc::new(self.resolve_toolset(ctx, &tool_context)?);
         for (name, value) in roots.iter_mut() {
             if *name == tools {
-                *value = Val::Value(toolset.template_value());
+                *value = Val::Tools(&toolset);
             }
         }
         let context = template::Context::new(roots);
@@ -623,6 +623,10 @@ impl AgentInner {
                 }
             }
         }
+        // The roots held as template values are kept for the volatile renders of later sends;
+        // the rest are read from each send again.
+        let roots = context.values();
+        drop(context);
         let (text, _) = join_body(&mut blocks, &self.spec.render.separator, 0);
         if let Some(last) = blocks
             .iter()
@@ -649,7 +653,7 @@ impl AgentInner {
             fingerprint: OnceLock::new(),
             counting,
             diagnostics,
-            roots: context.values(),
+            roots,
             rendered: budget.spent(),
             model: ctx.model.clone(),
         })

@@ -203,6 +203,8 @@ impl Root {
         let ctx = sources.ctx;
         match self {
             Root::Skills => Val::Skills(&ctx.skills),
+            // The root holds the local tools only; a toolset with MCP tools is read as a value.
+            Root::Tools if sources.toolset.is_local() => Val::Tools(sources.toolset),
             Root::ContextFiles => Val::Files(&ctx.context_files),
             Root::Cwd => Val::text(ctx.cwd.as_deref()),
             Root::MessagesPath => Val::text(ctx.messages_path.as_deref()),

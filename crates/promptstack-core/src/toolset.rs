@@ -5,7 +5,7 @@
 //! equal inputs give byte-equal tool lists and provider caches hit. Block gates read the resolved
 //! toolset (`'search' in tools`), never the settings that usually produce it.
 
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 
 use minijinja::value::Value;
 use serde::Serialize;
@@ -71,7 +71,7 @@ pub struct Tool {
     pub origin: ToolOrigin,
     /// The tool as templates see it, built once.
     #[serde(skip)]
-    view: std::sync::OnceLock<Value>,
+    view: OnceLock<Value>,
 }
 
 impl Tool {
@@ -89,7 +89,7 @@ impl Tool {
             category: spec.category.clone(),
             icon: spec.icon.clone(),
             origin: ToolOrigin::Local,
-            view: std::sync::OnceLock::new(),
+            view: OnceLock::new(),
         }
     }
 }
@@ -108,7 +108,9 @@ pub struct ExcludedTool {
 pub struct Toolset {
     tools: Vec<Arc<Tool>>,
     excluded: Vec<ExcludedTool>,
-    template_value: Value,
+    /// The `tools` root as a template value, made when the engine first needs it (the
+    /// engine-free evaluators read the toolset itself).
+    template_value: OnceLock<Value>,
     mcp: Arc<McpPart>,
 }
 
@@ -149,7 +151,7 @@ impl ResolvedMcp {
                         server: found.origin.server.clone(),
                         tool: found.origin.tool.clone(),
                     },
-                    view: std::sync::OnceLock::new(),
+                    view: OnceLock::new(),
                 }));
             } else {
                 withheld.push(ExcludedTool {
@@ -182,25 +184,10 @@ impl Toolset {
     pub fn new(mut tools: Vec<Arc<Tool>>, excluded: Vec<ExcludedTool>) -> Self {
         // Canonical order: by name, bytewise. Names are unique, so the order is total.
         tools.sort_by(|a, b| a.name.cmp(&b.name));
-        let template_value = Value::from_pairs(tools.iter().map(|t| {
-            (
-                t.name.clone(),
-                t.view
-                    .get_or_init(|| {
-                        Value::from(minijinja::value::Serde(ToolView {
-                            name: &t.name,
-                            description: &t.description,
-                            budget: t.budget.as_deref(),
-                            cacheable: t.cacheable,
-                        }))
-                    })
-                    .clone(),
-            )
-        }));
         Self {
             tools,
             excluded,
-            template_value,
+            template_value: OnceLock::new(),
             mcp: Arc::default(),
         }
     }
@@ -231,7 +218,8 @@ impl Toolset {
         Self {
             tools,
             excluded: self.excluded.clone(),
-            template_value: self.template_value.clone(),
+            // The root keeps the local tools only, so it is made from them, here.
+            template_value: OnceLock::from(self.template_value()),
             mcp: mcp.part.clone(),
         }
     }
@@ -282,8 +270,42 @@ impl Toolset {
     /// The `tools` template root: a map from name to `{name, description, budget, cacheable}`,
     /// of the local tools only.
     pub(crate) fn template_value(&self) -> Value {
-        self.template_value.clone()
+        self.template_value
+            .get_or_init(|| {
+                Value::from_pairs(self.tools.iter().map(|t| (t.name.clone(), tool_value(t))))
+            })
+            .clone()
     }
+
+    /// One tool of the `tools` root, as [`Toolset::template_value`] holds it; `None` for a name
+    /// the root does not hold.
+    pub(crate) fn template_tool(&self, name: &str) -> Option<Value> {
+        let at = self
+            .tools
+            .binary_search_by(|t| t.name.as_str().cmp(name))
+            .ok()?;
+        self.tools.get(at).map(|tool| tool_value(tool))
+    }
+
+    /// Whether every tool is the agent's own (no MCP tool joined): the `tools` root then holds
+    /// exactly the offered tools.
+    pub(crate) fn is_local(&self) -> bool {
+        self.tools.iter().all(|t| t.origin.is_local())
+    }
+}
+
+/// A tool as the `tools` root shows it, made once per tool and shared by every toolset.
+fn tool_value(tool: &Tool) -> Value {
+    tool.view
+        .get_or_init(|| {
+            Value::from(minijinja::value::Serde(ToolView {
+                name: &tool.name,
+                description: &tool.description,
+                budget: tool.budget.as_deref(),
+                cacheable: tool.cacheable,
+            }))
+        })
+        .clone()
 }
 
 #[derive(Serialize)]

@@ -19,6 +19,7 @@ use minijinja::value::{Value, ValueKind};
 
 use crate::context::{ContextFile, Skill};
 use crate::spec::{Stability, VariableSpec};
+use crate::toolset::Toolset;
 
 /// A value an evaluator reads or makes: borrowed from the send where it can be.
 #[derive(Debug, Clone)]
@@ -37,6 +38,8 @@ pub(crate) enum Val<'a> {
     Skills(&'a [Skill]),
     /// One visible skill, as the `skills` root shows it.
     Skill(&'a Skill),
+    /// The `tools` root: the offered tools by name (of a toolset of the agent's own tools).
+    Tools(&'a Toolset),
     /// The `context_files` root.
     Files(&'a [ContextFile]),
     /// One context file.
@@ -142,6 +145,7 @@ impl<'a> Val<'a> {
             Val::Variables(variables) => variables.to_value(),
             Val::Skills(skills) => super::skills_value(skills),
             Val::Skill(skill) => super::skill_value(skill),
+            Val::Tools(toolset) => toolset.template_value(),
             Val::Files(files) => super::to_value(files),
             Val::File(file) => super::to_value(file),
             Val::List(items) => {
@@ -158,6 +162,7 @@ impl<'a> Val<'a> {
             Val::Json(serde_json::Value::Object(_))
             | Val::Variables(_)
             | Val::Skill(_)
+            | Val::Tools(_)
             | Val::File(_) => ValueKind::Map,
             Val::Json(_) | Val::Strs(_) | Val::Skills(_) | Val::Files(_) | Val::List(_) => {
                 ValueKind::Seq
@@ -215,6 +220,7 @@ impl<'a> Val<'a> {
             Val::Variables(variables) => Some(variables.present().count()),
             Val::Skills(skills) => Some(visible(skills).count()),
             Val::Skill(_) => Some(SKILL_FIELDS),
+            Val::Tools(toolset) => Some(toolset.tools().len()),
             Val::Files(files) => Some(files.len()),
             Val::File(_) => Some(FILE_FIELDS),
             Val::List(items) => Some(items.len()),
@@ -245,6 +251,9 @@ impl<'a> Val<'a> {
                 "content" => Val::Str(&file.content),
                 _ => Val::undefined(),
             },
+            Val::Tools(toolset) => toolset
+                .template_tool(name)
+                .map_or_else(Val::undefined, Val::Value),
             other => Val::Value(other.to_value().get_attr(name).ok()?),
         })
     }
@@ -257,6 +266,7 @@ impl<'a> Val<'a> {
                 Val::Json(serde_json::Value::Object(_))
                     | Val::Variables(_)
                     | Val::Skill(_)
+                    | Val::Tools(_)
                     | Val::File(_)
             )
         {
@@ -289,6 +299,7 @@ impl<'a> Val<'a> {
                     return Some(entry(map, name).is_some());
                 }
                 Val::Variables(variables) => return Some(variables.get(name).is_some()),
+                Val::Tools(toolset) => return Some(toolset.contains(name)),
                 Val::Skill(_) | Val::File(_) => return Some(!self.attr(name)?.is_undefined()),
                 _ => {}
             }
