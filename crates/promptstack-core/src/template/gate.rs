@@ -399,7 +399,7 @@ fn apply<'a>(filter: Filter, value: &Val<'a>, meter: &mut Meter) -> Option<Val<'
                 return None;
             }
             meter.charge(ITEM.saturating_mul(value.len()? as u64))?;
-            let items = value.items()?;
+            let items: Vec<_> = value.items()?.collect();
             for item in &items {
                 let text = item.as_str()?;
                 // Three times its bytes (read, copied, kept): an upper bound of the engine's work.

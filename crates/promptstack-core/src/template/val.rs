@@ -275,17 +275,17 @@ impl<'a> Val<'a> {
         Some(Val::Value(self.to_value().get_item(&key.to_value()).ok()?))
     }
 
-    /// The items of a sequence, in order; `None` for any other kind.
-    pub(crate) fn items(&self) -> Option<Vec<Val<'a>>> {
+    /// The items of a sequence, in order, without collecting them; `None` for any other kind.
+    pub(crate) fn items(&self) -> Option<Items<'_, 'a>> {
         Some(match self {
             Val::Value(value) if value.kind() == ValueKind::Seq => {
-                value.try_iter().ok()?.map(Val::Value).collect()
+                Items::Value(value.try_iter().ok()?)
             }
-            Val::Json(serde_json::Value::Array(items)) => items.iter().map(Val::json).collect(),
-            Val::Strs(texts) => texts.iter().map(|text| Val::Str(text)).collect(),
-            Val::Skills(skills) => visible(skills).map(Val::Skill).collect(),
-            Val::Files(files) => files.iter().map(Val::File).collect(),
-            Val::List(items) => items.to_vec(),
+            Val::Json(serde_json::Value::Array(items)) => Items::Json(items.iter()),
+            Val::Strs(texts) => Items::Strs(texts.iter()),
+            Val::Skills(skills) => Items::Skills(skills.iter()),
+            Val::Files(files) => Items::Files(files.iter()),
+            Val::List(items) => Items::List(items.iter()),
             _ => return None,
         })
     }
@@ -312,6 +312,32 @@ impl<'a> Val<'a> {
     }
 }
 
+/// The items of a sequence (see [`Val::items`]).
+pub(crate) enum Items<'v, 'a> {
+    Value(minijinja::value::ValueIter),
+    Json(std::slice::Iter<'a, serde_json::Value>),
+    Strs(std::slice::Iter<'a, String>),
+    /// Every skill, of which the visible ones are items.
+    Skills(std::slice::Iter<'a, Skill>),
+    Files(std::slice::Iter<'a, ContextFile>),
+    List(std::slice::Iter<'v, Val<'a>>),
+}
+
+impl<'a> Iterator for Items<'_, 'a> {
+    type Item = Val<'a>;
+
+    fn next(&mut self) -> Option<Val<'a>> {
+        match self {
+            Items::Value(items) => items.next().map(Val::Value),
+            Items::Json(items) => items.next().map(Val::json),
+            Items::Strs(texts) => texts.next().map(|text| Val::Str(text)),
+            Items::Skills(skills) => skills.find(|skill| is_visible(skill)).map(Val::Skill),
+            Items::Files(files) => files.next().map(Val::File),
+            Items::List(items) => items.next().cloned(),
+        }
+    }
+}
+
 impl PartialEq for Val<'_> {
     /// `==` as minijinja decides it: two strings by their text, anything else on the template
     /// values.
@@ -325,9 +351,12 @@ impl PartialEq for Val<'_> {
 
 /// The skills a template may see: hidden skills never reach one, so no spec can leak them.
 pub(crate) fn visible(skills: &[Skill]) -> impl Iterator<Item = &Skill> {
-    skills
-        .iter()
-        .filter(|skill| !skill.disable_model_invocation)
+    skills.iter().filter(|skill| is_visible(skill))
+}
+
+/// Whether a template may see a skill (see [`visible`]).
+fn is_visible(skill: &Skill) -> bool {
+    !skill.disable_model_invocation
 }
 
 /// The roots of one render, borrowed where they can be, and the template value minijinja renders
