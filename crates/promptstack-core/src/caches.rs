@@ -60,7 +60,9 @@ pub(crate) struct StablePart {
     pub fingerprint: OnceLock<Fingerprint>,
     pub counting: Counting,
     pub diagnostics: Vec<Diagnostic>,
-    /// The stable template roots, reused to render the volatile blocks.
+    /// The stable template roots built as template values (the model, the user, settings, …),
+    /// reused to render the volatile blocks; the roots read from the send itself (skills,
+    /// context files, paths, the toolset, variables) are read from each send again.
     pub roots: Vec<(&'static str, Value)>,
     /// The bytes of text its templates rendered, which count against the template memory of
     /// every assembly built on it.

@@ -61,22 +61,23 @@ pub(crate) struct Variables<'a> {
 impl<'a> Variables<'a> {
     /// The value of one variable, if it is present.
     fn get(&self, name: &str) -> Option<&'a serde_json::Value> {
-        let spec = self.declared.get(name)?;
-        if self.only_stable && spec.stability != Stability::Stable {
-            return None;
-        }
-        self.sent.get(name).or(spec.default.as_ref())
+        self.value_of(name, self.declared.get(name)?)
     }
 
     /// Every present variable, in the spec's order.
     fn present(&self) -> impl Iterator<Item = (&'a str, &'a serde_json::Value)> + '_ {
-        self.declared.iter().filter_map(|(name, spec)| {
-            if self.only_stable && spec.stability != Stability::Stable {
-                return None;
-            }
-            let value = self.sent.get(name).or(spec.default.as_ref())?;
-            Some((name.as_str(), value))
-        })
+        self.declared
+            .iter()
+            .filter_map(|(name, spec)| Some((name.as_str(), self.value_of(name, spec)?)))
+    }
+
+    /// The value of a declared variable: the send's, else the default; none for a volatile one
+    /// in a stable render.
+    fn value_of(&self, name: &str, spec: &'a VariableSpec) -> Option<&'a serde_json::Value> {
+        if self.only_stable && spec.stability != Stability::Stable {
+            return None;
+        }
+        self.sent.get(name).or(spec.default.as_ref())
     }
 
     /// The root as a template value.
