@@ -3,15 +3,17 @@
 //! Most gates are a variable path, `not`, `and`/`or`, `in`, a test (`is defined`, `is none`) or a
 //! comparison with a literal. Rendering one through minijinja costs a template lookup, a VM state
 //! and an output buffer for a one-bit answer, on every send; here such a gate is parsed once, when
-//! the agent is compiled, and evaluated directly against the same context value.
+//! the agent is compiled, and evaluated directly against the render's [`Context`], reading the
+//! send's own data where a root is the send's (see [`super::val`]).
 //!
 //! The evaluator decides only what it knows minijinja decides the same way: it follows the
 //! engine's own operations (`Value::is_true`, `==`, attribute lookup, containment in a string, a
-//! sequence or a map) on defined values. Where strict undefined handling could fail (the
+//! sequence or a map) on defined values, directly on borrowed data where that gives the engine's
+//! answer and on template values otherwise. Where strict undefined handling could fail (the
 //! truthiness, containment or attributes of an undefined value), or a value is of a kind it does
 //! not handle, it gives up (`None`) and the gate is rendered by minijinja as before, so every
 //! result and every error is minijinja's. A property test (`tests` below) compares the two on
-//! generated expressions and contexts, and in debug builds every decision is also rendered by
+//! generated expressions and contexts (each over borrowed and over built roots), and in debug builds every decision is also rendered by
 //! minijinja and compared, so every test that assembles an example checks its gates.
 
 use std::borrow::Cow;
