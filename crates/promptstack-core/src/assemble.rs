@@ -557,34 +557,27 @@ impl AgentInner {
         };
         // Only the roots some template can read are built (see `ReadRoots`); the send's own data
         // is borrowed, not copied into template values (see `Root::read`).
-        let mut roots: Vec<(&'static str, Val<'_>)> = Vec::with_capacity(Root::ALL.len() + 1);
-        roots.extend(
+        // Tool gates see everything stable except the toolset itself, which joins the context
+        // once they are decided, at its place among the roots.
+        let read = |root: &Root| self.read_roots.root(*root);
+        let variables = self
+            .read_roots
+            .variables()
+            .then(|| (VARIABLES, Val::Variables(self.variables(ctx, true))));
+        let mut context = template::Context::new(
             Root::of(Stability::Stable)
-                .filter(|root| self.read_roots.root(*root))
-                .map(|root| (root.name(), root.read(&sources))),
+                .filter(|root| read(root) && *root != Root::Tools)
+                .map(|root| (root.name(), root.read(&sources)))
+                .chain(variables),
         );
-        if self.read_roots.variables() {
-            roots.push((VARIABLES, Val::Variables(self.variables(ctx, true))));
+        let toolset = Arc::new(self.resolve_toolset(ctx, &context)?);
+        if read(&Root::Tools) {
+            let at = Root::of(Stability::Stable)
+                .take_while(|root| *root != Root::Tools)
+                .filter(read)
+                .count();
+            context.insert(at, Root::Tools.name(), Val::Tools(&toolset));
         }
-        // Tool gates see everything stable except the toolset itself (given only when a tool
-        // has a gate to read it).
-        let tools = Root::Tools.name();
-        let tool_context = template::Context::new(if self.tools.iter().any(|t| t.gate.is_some()) {
-            roots
-                .iter()
-                .filter(|(name, _)| *name != tools)
-                .cloned()
-                .collect()
-        } else {
-            Vec::new()
-        });
-        let toolset = Arc::new(self.resolve_toolset(ctx, &tool_context)?);
-        for (name, value) in roots.iter_mut() {
-            if *name == tools {
-                *value = Val::Tools(&toolset);
-            }
-        }
-        let context = template::Context::new(roots);
         let mut diagnostics = self.lint.clone();
         // Every stable unit gives a block, and the stage a few injected ones.
         let mut blocks = Vec::with_capacity(self.units.len() + 4);
@@ -682,21 +675,23 @@ impl AgentInner {
         // The stable roots the stable part built as template values, the send's own data
         // borrowed from this send (whose stable inputs are the stable part's, by its key), every
         // variable, and the volatile roots.
-        let mut roots: Vec<(&'static str, Val<'_>)> = Vec::with_capacity(Root::ALL.len() + 1);
-        for root in Root::ALL
-            .into_iter()
-            .filter(|root| self.read_roots.root(*root))
-        {
-            let value = match stable.roots.iter().find(|(name, _)| *name == root.name()) {
-                Some((_, value)) => Val::Value(value.clone()),
-                None => root.read(&sources),
-            };
-            roots.push((root.name(), value));
-        }
-        if self.read_roots.variables() {
-            roots.push((VARIABLES, Val::Variables(self.variables(ctx, false))));
-        }
-        let context = template::Context::new(roots);
+        let variables = self
+            .read_roots
+            .variables()
+            .then(|| (VARIABLES, Val::Variables(self.variables(ctx, false))));
+        let context = template::Context::new(
+            Root::ALL
+                .into_iter()
+                .filter(|root| self.read_roots.root(*root))
+                .map(|root| {
+                    let value = match stable.roots.iter().find(|(name, _)| *name == root.name()) {
+                        Some((_, value)) => Val::Value(value.clone()),
+                        None => root.read(&sources),
+                    };
+                    (root.name(), value)
+                })
+                .chain(variables),
+        );
         let mut diagnostics: Vec<Diagnostic> = Vec::new();
         for skipped in toolset.skipped_servers() {
             let failure = &skipped.failure;

@@ -764,17 +764,11 @@ pub(super) mod tests {
         roots: &'a [(&'static str, serde_json::Value)],
     ) -> [Context<'a>; 2] {
         [
+            Context::new(roots.iter().map(|(name, json)| (*name, Val::json(json)))),
             Context::new(
                 roots
                     .iter()
-                    .map(|(name, json)| (*name, Val::json(json)))
-                    .collect(),
-            ),
-            Context::new(
-                roots
-                    .iter()
-                    .map(|(name, json)| (*name, Val::Value(to_value(json))))
-                    .collect(),
+                    .map(|(name, json)| (*name, Val::Value(to_value(json)))),
             ),
         ]
     }

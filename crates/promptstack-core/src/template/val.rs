@@ -361,7 +361,8 @@ fn is_visible(skill: &Skill) -> bool {
 }
 
 /// The roots of one render, borrowed where they can be, and the template value minijinja renders
-/// against, made on first need.
+/// against, made on first need. What the engine made of the roots is kept: by the context when a
+/// root joins it ([`Context::insert`]), and by the stable part ([`Context::values`]).
 pub(crate) struct Context<'a> {
     roots: Vec<(&'static str, Val<'a>)>,
     value: OnceCell<Value>,
@@ -376,11 +377,32 @@ impl std::fmt::Debug for Context<'_> {
 }
 
 impl<'a> Context<'a> {
-    pub(crate) fn new(roots: Vec<(&'static str, Val<'a>)>) -> Self {
+    pub(crate) fn new(roots: impl IntoIterator<Item = (&'static str, Val<'a>)>) -> Self {
+        // Room for every root and `variables`, so that neither a filtered list of them nor an
+        // inserted one grows the vector.
+        let mut all = Vec::with_capacity(crate::root::Root::ALL.len() + 1);
+        all.extend(roots);
         Self {
-            roots,
+            roots: all,
             value: OnceCell::new(),
         }
+    }
+
+    /// Adds a root at a place (the `tools` root, once the tool gates, which do not see it, have
+    /// been decided). If the engine already needed the context, the roots it made into template
+    /// values are read as those from now on, so they are not made again.
+    pub(crate) fn insert(&mut self, at: usize, name: &'static str, root: Val<'a>) {
+        if let Some(value) = self.value.take() {
+            for (name, root) in &mut self.roots {
+                if !matches!(root, Val::Value(_))
+                    && let Ok(built) = value.get_attr(name)
+                {
+                    *root = Val::Value(built);
+                }
+            }
+        }
+        let at = at.min(self.roots.len());
+        self.roots.insert(at, (name, root));
     }
 
     /// A root by name; `None` for a name that is not a root (it may be a global of the engine).
@@ -391,13 +413,18 @@ impl<'a> Context<'a> {
             .map(|(_, value)| value)
     }
 
-    /// The roots held as template values (not borrowed from the send), for a stable part to keep.
+    /// The roots held as template values: those not borrowed from the send, and, if the engine
+    /// needed the context, what it made of the others, for a stable part to keep (a later send's
+    /// volatile renders reuse them).
     pub(crate) fn values(&self) -> Vec<(&'static str, Value)> {
+        let built = self.value.get();
         self.roots
             .iter()
-            .filter_map(|(name, value)| match value {
+            .filter_map(|(name, root)| match root {
                 Val::Value(value) => Some((*name, value.clone())),
-                _ => None,
+                _ => built
+                    .and_then(|value| value.get_attr(name).ok())
+                    .map(|value| (*name, value)),
             })
             .collect()
     }
@@ -564,7 +591,7 @@ mod tests {
             .map(|root| (root.name(), read(root)))
             .chain([(VARIABLES, Val::Variables(variables))])
             .collect();
-        let built = borrowed
+        let built: Vec<_> = borrowed
             .iter()
             .map(|(name, value)| (*name, Val::Value(value.to_value())))
             .collect();
