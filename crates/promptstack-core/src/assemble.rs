@@ -647,6 +647,7 @@ impl AgentInner {
             counting,
             diagnostics,
             roots,
+            built_roots: OnceLock::new(),
             rendered: budget.spent(),
             model: ctx.model.clone(),
         })
@@ -684,7 +685,13 @@ impl AgentInner {
                 .into_iter()
                 .filter(|root| self.read_roots.root(*root))
                 .map(|root| {
-                    let value = match stable.roots.iter().find(|(name, _)| *name == root.name()) {
+                    let built = stable.built_roots.get().into_iter().flatten();
+                    let value = match stable
+                        .roots
+                        .iter()
+                        .chain(built)
+                        .find(|(name, _)| *name == root.name())
+                    {
                         Some((_, value)) => Val::Value(value.clone()),
                         None => root.read(&sources),
                     };
@@ -798,6 +805,19 @@ impl AgentInner {
             }
             let platform = inject::platform_injection(ctx, &overrides);
             volatile_blocks.push(self.injected_block(platform, stable.counting, &mut diagnostics));
+        }
+        if context.is_built() && stable.built_roots.get().is_none() {
+            // The engine made the stable roots read from this send into template values; they
+            // are the stable part's too (its key covers them), so later sends reuse them.
+            let built = context
+                .values()
+                .into_iter()
+                .filter(|(name, _)| {
+                    Root::from_name(name).is_some_and(|root| root.stability() == Stability::Stable)
+                        && !stable.roots.iter().any(|(kept, _)| kept == name)
+                })
+                .collect();
+            let _ = stable.built_roots.set(built);
         }
         let offset = if stable.text.is_empty() {
             0

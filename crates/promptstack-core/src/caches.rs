@@ -64,6 +64,9 @@ pub(crate) struct StablePart {
     /// reused to render the volatile blocks; the roots read from the send itself (skills,
     /// context files, paths, the toolset, variables) are read from each send again.
     pub roots: Vec<(&'static str, Value)>,
+    /// What the engine made of the stable roots read from the send, once a volatile render
+    /// needed them, so that later sends of the thread do not make them again.
+    pub built_roots: OnceLock<Vec<(&'static str, Value)>>,
     /// The bytes of text its templates rendered, which count against the template memory of
     /// every assembly built on it.
     pub rendered: u64,

@@ -429,6 +429,11 @@ impl<'a> Context<'a> {
             .collect()
     }
 
+    /// Whether the engine needed the context (its template value was made).
+    pub(crate) fn is_built(&self) -> bool {
+        self.value.get().is_some()
+    }
+
     /// The context as one template value, for minijinja.
     pub(crate) fn value(&self) -> &Value {
         self.value.get_or_init(|| {
