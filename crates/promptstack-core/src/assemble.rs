@@ -455,15 +455,19 @@ impl AgentInner {
         let (text, empty_emissions) = match body {
             Body::Text(text) => (text.clone(), 0),
             Body::Template(name) => {
-                let rendered = self.templates.render(name, context, budget).map_err(|e| {
-                    Error::new(
-                        ErrorKind::Render,
-                        format!("template failed to render: {}", detail(&e)),
-                    )
-                    .with_block(&*unit.id)
-                    .with_source(e)
-                })?;
-                (rendered.text, rendered.empty_emissions)
+                let mut text = String::new();
+                let empty_emissions = self
+                    .templates
+                    .render_into(name, context, budget, &mut text)
+                    .map_err(|e| {
+                        Error::new(
+                            ErrorKind::Render,
+                            format!("template failed to render: {}", detail(&e)),
+                        )
+                        .with_block(&*unit.id)
+                        .with_source(e)
+                    })?;
+                (text, empty_emissions)
             }
         };
         Ok(Outcome::Rendered {

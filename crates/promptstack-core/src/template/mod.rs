@@ -219,44 +219,56 @@ impl TemplateSet {
             .unwrap_or_default()
     }
 
-    /// Renders a template against the context.
+    /// Renders a template against the context, appending its text to `out`, and returns how many
+    /// of its emitted values were empty. On an error `out` is as it was.
     ///
     /// The text counts against `budget`; a render that would take more than is left fails.
-    pub fn render(
+    pub fn render_into(
         &self,
         name: &str,
         ctx: &Context<'_>,
         budget: &RenderBudget,
-    ) -> Result<Rendered, minijinja::Error> {
+        out: &mut String,
+    ) -> Result<u32, minijinja::Error> {
+        let start = out.len();
         let planned = self
             .plans
             .get(name)
             .and_then(Option::as_ref)
-            .and_then(|plan| plan.render(ctx, self.fuel()));
+            .and_then(|plan| plan.render_into(ctx, self.fuel(), out));
         #[cfg(test)]
         RENDERS.with(|renders| {
+            let written = planned.map(|empty_emissions| plan::Written {
+                text: out[start..].to_owned(),
+                empty_emissions,
+            });
             renders
                 .borrow_mut()
-                .push((name.to_owned(), ctx.value().clone(), planned.clone()));
+                .push((name.to_owned(), ctx.value().clone(), written));
         });
-        if let Some(written) = planned {
+        if let Some(empty_emissions) = planned {
             debug_assert_eq!(
-                Ok::<_, String>((written.text.as_str(), written.empty_emissions)),
+                Ok::<_, String>((&out[start..], empty_emissions)),
                 self.render_engine(name, ctx.value())
                     .as_ref()
                     .map(|r| (r.text.as_str(), r.empty_emissions))
                     .map_err(|e| e.to_string()),
                 "the plan and minijinja disagree on template `{name}`"
             );
-            budget.spend(written.text.len())?;
-            return Ok(Rendered {
-                text: written.text,
-                empty_emissions: written.empty_emissions,
-            });
+            if let Err(error) = budget.spend(out.len() - start) {
+                out.truncate(start);
+                return Err(error);
+            }
+            return Ok(empty_emissions);
         }
         let rendered = self.render_engine(name, ctx.value())?;
         budget.spend(rendered.text.len())?;
-        Ok(rendered)
+        if out.is_empty() {
+            *out = rendered.text;
+        } else {
+            out.push_str(&rendered.text);
+        }
+        Ok(rendered.empty_emissions)
     }
 
     /// Renders a template with minijinja, whether or not it has a plan.

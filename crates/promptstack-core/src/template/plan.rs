@@ -72,6 +72,7 @@ enum Node {
 }
 
 /// A planned render: the text and how many emitted values were empty.
+#[cfg(test)]
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) struct Written {
     pub text: String,
@@ -104,27 +105,44 @@ impl Plan {
 
     /// Writes the template against the context, or `None` when minijinja must render it: the
     /// plan met something it does not decide, or the work passed `fuel / 2` (the render's fuel).
+    #[cfg(test)]
     pub(crate) fn render(&self, context: &Context<'_>, fuel: u64) -> Option<Written> {
+        let mut text = String::new();
+        let empty_emissions = self.render_into(context, fuel, &mut text)?;
+        Some(Written {
+            text,
+            empty_emissions,
+        })
+    }
+
+    /// Appends the template's text to `out` and returns how many emitted values were empty, or
+    /// `None` when minijinja must render it (the plan met something it does not decide, or the
+    /// work passed `fuel / 2`, the render's fuel); `out` is then as it was.
+    pub(crate) fn render_into(
+        &self,
+        context: &Context<'_>,
+        fuel: u64,
+        out: &mut String,
+    ) -> Option<u32> {
+        let start = out.len();
+        out.reserve(self.reserve());
         let mut run = Run {
             scope: Scope {
                 context,
                 locals: Vec::new(),
             },
             meter: Meter::new(fuel.saturating_mul(UNITS_PER_FUEL) / 2),
-            text: String::with_capacity(self.reserve()),
+            text: out,
             empty_emissions: 0,
         };
-        run.nodes(&self.nodes)?;
-        self.written.store(run.text.len(), Ordering::Relaxed);
-        if run.text.capacity() > 2 * run.text.len() {
-            // Much shorter than the last render: do not keep the rest of the reservation alive
-            // with the block.
-            run.text.shrink_to_fit();
+        let written = run.nodes(&self.nodes);
+        let empty_emissions = run.empty_emissions;
+        if written.is_none() {
+            out.truncate(start);
+            return None;
         }
-        Some(Written {
-            text: run.text,
-            empty_emissions: run.empty_emissions,
-        })
+        self.written.store(out.len() - start, Ordering::Relaxed);
+        Some(empty_emissions)
     }
 
     /// The bytes to reserve for a render's output: the literal text, or what the last render
@@ -324,7 +342,8 @@ impl<'a> Names<'a> for Scope<'_, 'a, '_> {
 struct Run<'c, 'a, 'p> {
     scope: Scope<'c, 'a, 'p>,
     meter: Meter,
-    text: String,
+    /// The output, which may already hold text before this render's.
+    text: &'c mut String,
     empty_emissions: u32,
 }
 
@@ -353,7 +372,7 @@ impl<'a, 'p> Run<'_, 'a, 'p> {
                     self.meter.charge(STEP)?;
                     let value = self.eval(value)?;
                     let text = value.as_str()?;
-                    let out = &mut self.text;
+                    let out = &mut *self.text;
                     escape_charged(text, 2, &mut self.meter, |text| {
                         let start = out.len();
                         escape::escape_xml_into(text, out);
