@@ -11,12 +11,15 @@
 //! those inputs: a send that changes only the clock, the message or volatile variables re-renders
 //! only the volatile blocks.
 
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, OnceLock};
 
 use serde::Serialize;
 
-use crate::block::{Block, BlockState, Exclusion, LazyTokens, OverrideState};
-use crate::caches::{McpResolved, StablePart};
+use crate::block::{
+    Block, BlockState, Exclusion, LazyTokens, OverrideState, Source, Span, Status, Verdict,
+};
+use crate::caches::{McpResolved, StablePart, VolatileUnit};
 use crate::context::SendContext;
 use crate::diagnostic::Diagnostic;
 use crate::error::{Error, ErrorKind};
@@ -24,23 +27,12 @@ use crate::fingerprint::Fingerprint;
 use crate::hash::{Key, KeyBuilder};
 use crate::inject::{self, Prompt};
 use crate::ir::AgentInner;
-use crate::ir::{Body, CompiledTarget, Unit};
+use crate::ir::{Body, Unit};
 use crate::root::{Root, RootSources, VARIABLES, VolatileInput};
-use crate::spec::{BlockKind, Placement, Stability};
+use crate::spec::{BlockKind, Placement, Stability, Trust};
 use crate::template::{self, Val, path_is_empty};
 use crate::tokens::{Counting, TokenCount};
 use crate::toolset::{ExcludedTool, Tool, Toolset};
-
-/// A unit's result before trimming and counting.
-#[derive(Debug)]
-enum Outcome {
-    Excluded,
-    Rendered {
-        decision: Decision,
-        text: String,
-        empty_emissions: u32,
-    },
-}
 
 /// What the gates decided for one unit.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -57,19 +49,27 @@ enum Decision {
 /// the fingerprint. Compose a target's text with [`Assembly::compose`].
 #[derive(Clone)]
 pub struct Assembly {
+    /// The agent that built it: its units, targets and separator, read by composing and by the
+    /// blocks made on request.
+    pub(crate) agent: Arc<AgentInner>,
     pub(crate) stable: Arc<StablePart>,
     /// The stable part's toolset, plus this send's MCP tools.
     pub(crate) toolset: Arc<Toolset>,
-    pub(crate) volatile_blocks: Vec<Block>,
+    /// What was decided for the volatile blocks and notes, in order.
+    pub(crate) volatile: Vec<Verdict>,
+    /// The volatile half: the included volatile body blocks, joined.
     pub(crate) volatile_text: String,
+    /// The texts of the included volatile target-placed blocks and notes.
+    pub(crate) volatile_placed: String,
+    /// The public volatile blocks, made from the verdicts on first request.
+    pub(crate) volatile_blocks: OnceLock<Vec<Block>>,
     /// Counted on first request, like the stable half's.
     pub(crate) volatile_tokens: OnceLock<TokenCount>,
     /// The body text, joined on first use (most callers compose a target instead).
     pub(crate) full: OnceLock<String>,
-    /// Findings of this send only; the spec's lint and the stable part's are in `stable`.
+    /// Findings of this send only; the spec's lint is the agent's and the stable part's are in
+    /// `stable`.
     pub(crate) diagnostics: Vec<Diagnostic>,
-    pub(crate) targets: Arc<Vec<CompiledTarget>>,
-    pub(crate) separator: String,
     /// The send's user message, which a request or a Turn built from the assembly places.
     pub(crate) user_message: Option<String>,
 }
@@ -83,13 +83,27 @@ impl std::fmt::Debug for Assembly {
     }
 }
 
+/// One block of an assembly as composing reads it, without making the public [`Block`].
+pub(crate) struct Placed<'a> {
+    pub id: &'a Arc<str>,
+    pub text: &'a str,
+    pub stability: Stability,
+    pub trust: Trust,
+    /// Its byte range in its half's body text, for a body block.
+    pub body: Option<std::ops::Range<usize>>,
+}
+
 impl Assembly {
     /// Every block, included or not: the body in order, then target-placed blocks, then notes.
+    ///
+    /// The blocks are made on the first call (of this method or [`Assembly::block`]) and kept:
+    /// assembling and composing do not need them.
     pub fn blocks(&self) -> impl Iterator<Item = &Block> {
         let body = |b: &&Block| b.placement == Placement::Body;
         let placed = |b: &&Block| b.placement == Placement::Target && b.kind != BlockKind::Note;
         let notes = |b: &&Block| b.kind == BlockKind::Note;
-        let all = || self.stable.blocks.iter().chain(self.volatile_blocks.iter());
+        let (stable, volatile) = (self.stable_blocks(), self.volatile_blocks());
+        let all = || stable.iter().chain(volatile.iter());
         all()
             .filter(body)
             .chain(all().filter(placed))
@@ -98,11 +112,170 @@ impl Assembly {
 
     /// A block (or note) by id.
     pub fn block(&self, id: &str) -> Option<&Block> {
-        self.stable
-            .blocks
+        self.stable_blocks()
             .iter()
-            .chain(self.volatile_blocks.iter())
+            .chain(self.volatile_blocks().iter())
             .find(|b| &*b.id == id)
+    }
+
+    /// The stable blocks, made once per stable part.
+    fn stable_blocks(&self) -> &[Block] {
+        let stable = &*self.stable;
+        stable
+            .blocks
+            .get_or_init(|| self.make_blocks(&stable.verdicts, &stable.text, &stable.placed, 0))
+    }
+
+    /// The volatile blocks, made once per assembly.
+    fn volatile_blocks(&self) -> &[Block] {
+        self.volatile_blocks.get_or_init(|| {
+            let offset = if self.stable.text.is_empty() {
+                0
+            } else {
+                self.stable.text.len() + self.separator().len()
+            };
+            self.make_blocks(
+                &self.volatile,
+                &self.volatile_text,
+                &self.volatile_placed,
+                offset,
+            )
+        })
+    }
+
+    /// Makes the public blocks of one half from its verdicts; body ranges are offset by where
+    /// the half starts in the full body text.
+    fn make_blocks(
+        &self,
+        verdicts: &[Verdict],
+        body: &str,
+        placed: &str,
+        offset: usize,
+    ) -> Vec<Block> {
+        let counting = self.stable.counting;
+        let zero = LazyTokens::known(TokenCount {
+            count: 0,
+            exact: counting.exact,
+        });
+        verdicts
+            .iter()
+            .map(|verdict| {
+                let mut block = match &verdict.source {
+                    Source::Unit(index) => {
+                        let unit = &self.agent.units[*index];
+                        Block {
+                            id: unit.id.clone(),
+                            kind: unit.kind,
+                            trust: unit.trust,
+                            stability: unit.stability,
+                            placement: unit.placement,
+                            origin: unit.origin.clone(),
+                            state: BlockState::Included,
+                            override_state: OverrideState::Default,
+                            variant: verdict
+                                .variant
+                                .and_then(|i| unit.variants.get(i))
+                                .map(|v| v.id.clone()),
+                            text: String::new(),
+                            range: None,
+                            tokens: zero.clone(),
+                        }
+                    }
+                    Source::Injected(block) => (**block).clone(),
+                };
+                let reason = match &verdict.status {
+                    Status::Included => None,
+                    Status::GateFalse => Some(Exclusion::Gate {
+                        when: match &verdict.source {
+                            Source::Unit(index) => self.agent.units[*index]
+                                .gate
+                                .as_ref()
+                                .map(|g| g.expression.clone())
+                                .unwrap_or_default(),
+                            Source::Injected(_) => String::new(),
+                        },
+                    }),
+                    Status::Empty => Some(Exclusion::Empty),
+                    Status::Excluded(reason) => Some(reason.clone()),
+                };
+                if let Some(reason) = reason {
+                    block.state = BlockState::Excluded { reason };
+                }
+                if verdict.is_included() {
+                    block.text = verdict.text(body, placed).to_owned();
+                    if let Span::Body(range) = &verdict.span {
+                        block.range = Some(offset + range.start..offset + range.end);
+                    }
+                    block.tokens = match verdict.tokens {
+                        Some(count) => LazyTokens::known(count),
+                        None => LazyTokens::counted_by(self.agent.caches.counter.clone(), counting),
+                    };
+                } else {
+                    block.tokens = zero.clone();
+                }
+                block
+            })
+            .collect()
+    }
+
+    /// The id, stability and trust of a verdict's block.
+    fn head<'a>(&'a self, verdict: &'a Verdict) -> (&'a Arc<str>, Stability, Trust) {
+        match &verdict.source {
+            Source::Unit(index) => {
+                let unit = &self.agent.units[*index];
+                (&unit.id, unit.stability, unit.trust)
+            }
+            Source::Injected(block) => (&block.id, block.stability, block.trust),
+        }
+    }
+
+    /// The included body blocks of the stable half, then of the volatile half, in order, as
+    /// composing reads them.
+    pub(crate) fn body(&self, stability: Stability) -> impl Iterator<Item = Placed<'_>> {
+        let (verdicts, text, placed) = match stability {
+            Stability::Stable => (
+                &self.stable.verdicts,
+                &self.stable.text,
+                &self.stable.placed,
+            ),
+            Stability::Volatile => (&self.volatile, &self.volatile_text, &self.volatile_placed),
+        };
+        verdicts
+            .iter()
+            .filter(|v| v.is_included() && matches!(v.span, Span::Body(_)))
+            .map(move |verdict| self.placed(verdict, text, placed))
+    }
+
+    /// The block of a unit, by its place among the agent's units, as composing reads it; `None`
+    /// when the unit made no block on this send or its block is excluded.
+    pub(crate) fn unit(&self, index: usize) -> Option<Placed<'_>> {
+        let is_unit = |v: &&Verdict| matches!(v.source, Source::Unit(i) if i == index);
+        let stable = &*self.stable;
+        let (verdict, text, placed) = match stable.verdicts.iter().find(is_unit) {
+            Some(verdict) => (verdict, &stable.text, &stable.placed),
+            None => (
+                self.volatile.iter().find(is_unit)?,
+                &self.volatile_text,
+                &self.volatile_placed,
+            ),
+        };
+        verdict
+            .is_included()
+            .then(|| self.placed(verdict, text, placed))
+    }
+
+    fn placed<'a>(&'a self, verdict: &'a Verdict, text: &'a str, placed: &'a str) -> Placed<'a> {
+        let (id, stability, trust) = self.head(verdict);
+        Placed {
+            id,
+            text: verdict.text(text, placed),
+            stability,
+            trust,
+            body: match &verdict.span {
+                Span::Body(range) => Some(range.clone()),
+                _ => None,
+            },
+        }
     }
 
     /// The stable half: the included stable body blocks, joined. Byte-identical across the sends of
@@ -119,7 +292,7 @@ impl Assembly {
     /// The whole body: the stable half, the separator, the volatile half.
     pub fn full(&self) -> &str {
         self.full
-            .get_or_init(|| join_halves(&self.stable.text, &self.separator, &self.volatile_text))
+            .get_or_init(|| join_halves(&self.stable.text, self.separator(), &self.volatile_text))
     }
 
     /// The resolved toolset: the spec's tools whose requirements and gates hold, and the tools of
@@ -130,9 +303,10 @@ impl Assembly {
 
     /// Findings: spec lint, excluded tools, empty variables, token limits.
     pub fn diagnostics(&self) -> impl Iterator<Item = &Diagnostic> {
-        self.stable
-            .diagnostics
+        self.agent
+            .lint
             .iter()
+            .chain(self.stable.diagnostics.iter())
             .chain(self.diagnostics.iter())
     }
 
@@ -148,15 +322,19 @@ impl Assembly {
     /// Tokens of the stable half (counted on the joined text, so separators are included).
     pub fn stable_tokens(&self) -> TokenCount {
         let stable = &*self.stable;
-        *stable
-            .tokens
-            .get_or_init(|| stable.counter.count(stable.counting, &stable.text))
+        *stable.tokens.get_or_init(|| {
+            self.agent
+                .caches
+                .counter
+                .count(stable.counting, &stable.text)
+        })
     }
 
     /// Tokens of the volatile half.
     pub fn volatile_tokens(&self) -> TokenCount {
         *self.volatile_tokens.get_or_init(|| {
-            self.stable
+            self.agent
+                .caches
                 .counter
                 .count(self.stable.counting, &self.volatile_text)
         })
@@ -169,7 +347,7 @@ impl Assembly {
 
     /// The text placed between blocks (and between a user-slot note and the user's message).
     pub fn separator(&self) -> &str {
-        &self.separator
+        &self.agent.spec.render.separator
     }
 
     /// The model of the send the assembly was built for.
@@ -184,7 +362,7 @@ impl Assembly {
 
     /// The ids of the targets this assembly can compose.
     pub fn target_ids(&self) -> impl Iterator<Item = &str> {
-        self.targets.iter().map(|t| t.id.as_str())
+        self.agent.targets.iter().map(|t| t.id.as_str())
     }
 }
 
@@ -235,7 +413,7 @@ impl AgentInner {
     }
 
     /// The implementation of [`Agent::assemble`](crate::Agent::assemble).
-    pub(crate) fn assemble(&self, ctx: &SendContext) -> Result<Assembly, Error> {
+    pub(crate) fn assemble(self: &Arc<Self>, ctx: &SendContext) -> Result<Assembly, Error> {
         self.check_shapes(ctx)?;
         let key = self.stable_key(ctx);
         let stable = self.caches.stable_part(key, || self.build_stable(ctx))?;
@@ -243,7 +421,7 @@ impl AgentInner {
     }
 
     /// The implementation of [`Agent::assemble_fresh`](crate::Agent::assemble_fresh).
-    pub(crate) fn assemble_fresh(&self, ctx: &SendContext) -> Result<Assembly, Error> {
+    pub(crate) fn assemble_fresh(self: &Arc<Self>, ctx: &SendContext) -> Result<Assembly, Error> {
         self.check_shapes(ctx)?;
         let stable = Arc::new(self.build_stable(ctx)?);
         self.finish(ctx, stable, None)
@@ -439,42 +617,145 @@ impl AgentInner {
         Ok(open)
     }
 
-    /// Renders one unit: gate, then variants in order, then its template.
-    fn render_unit(
+    /// Writes one unit's block into its half: gate, then variants in order, then its text or
+    /// template, trimmed, with `{{TOOL:…}}` and `{{COMPONENT:…}}` tokens expanded; excluded if
+    /// its gate is false or its text is empty. A token count is made only when a limit needs it.
+    fn write_unit(
         &self,
-        unit: &Unit,
+        (index, unit): (usize, &Unit),
         context: &template::Context<'_>,
         budget: &template::RenderBudget,
-    ) -> Result<Outcome, Error> {
+        (counting, toolset): (Counting, &Toolset),
+        half: &mut Half<'_>,
+        diagnostics: &mut Vec<Diagnostic>,
+    ) -> Result<(), Error> {
         let decision = self.decide_unit(unit, context)?;
-        let body = match decision {
-            Decision::Excluded => return Ok(Outcome::Excluded),
-            Decision::Default => &unit.body,
-            Decision::Variant(i) => unit.variants.get(i).map_or(&unit.body, |v| &v.body),
-        };
-        let (text, empty_emissions) = match body {
-            Body::Text(text) => (text.clone(), 0),
-            Body::Template(name) => {
-                let mut text = String::new();
-                let empty_emissions = self
-                    .templates
-                    .render_into(name, context, budget, &mut text)
-                    .map_err(|e| {
-                        Error::new(
-                            ErrorKind::Render,
-                            format!("template failed to render: {}", detail(&e)),
-                        )
-                        .with_block(&*unit.id)
-                        .with_source(e)
-                    })?;
-                (text, empty_emissions)
+        let (body, variant) = match decision {
+            Decision::Excluded => {
+                half.verdicts
+                    .push(Verdict::excluded(Source::Unit(index), Status::GateFalse));
+                return Ok(());
             }
+            Decision::Default => (&unit.body, None),
+            Decision::Variant(i) => (
+                unit.variants.get(i).map_or(&unit.body, |v| &v.body),
+                Some(i),
+            ),
         };
-        Ok(Outcome::Rendered {
-            decision,
-            text,
-            empty_emissions,
-        })
+        let place = half.begin(unit.placement);
+        let out = half.out(&place);
+        let start = place.start;
+        let empty_emissions = match body {
+            Body::Text(text) => {
+                out.push_str(text);
+                0
+            }
+            Body::Template(name) => self
+                .templates
+                .render_into(name, context, budget, out)
+                .map_err(|e| {
+                    Error::new(
+                        ErrorKind::Render,
+                        format!("template failed to render: {}", detail(&e)),
+                    )
+                    .with_block(&*unit.id)
+                    .with_source(e)
+                })?,
+        };
+        if empty_emissions > 0 {
+            let empty: Vec<&str> = unit
+                .reads
+                .iter()
+                .map(String::as_str)
+                .filter(|p| path_is_empty(context.value(), p))
+                .collect();
+            let message = if empty.is_empty() {
+                format!("an expression in `{}` rendered empty", unit.id)
+            } else {
+                format!(
+                    "{} rendered empty in `{}`",
+                    empty
+                        .iter()
+                        .map(|p| format!("`{p}`"))
+                        .collect::<Vec<_>>()
+                        .join(", "),
+                    unit.id
+                )
+            };
+            diagnostics.push(
+                Diagnostic::warning("empty-variable", message)
+                    .subject(&*unit.id)
+                    .at(unit_location(unit))
+                    .hint("guard it with `{% if … %}` or give the send a value"),
+            );
+        }
+        if self.spec.render.trim {
+            trim_from(out, start);
+        }
+        if let Some((expanded, unresolved)) = crate::placeholders::expand(
+            &out[start..],
+            |name| toolset.contains(name),
+            &self.spec.components,
+        ) {
+            for tool in unresolved.tools {
+                diagnostics.push(
+                    Diagnostic::warning(
+                        "unresolved-tool-token",
+                        format!(
+                            "`{{{{TOOL:{tool}}}}}` in `{}` names a tool this send does not offer; it is left as written",
+                            unit.id
+                        ),
+                    )
+                    .subject(&*unit.id)
+                    .at(unit_location(unit))
+                    .hint("gate the text on the tool (`'name' in tools`) or fix the name"),
+                );
+            }
+            for component in unresolved.components {
+                diagnostics.push(
+                    Diagnostic::warning(
+                        "unknown-component",
+                        format!(
+                            "`{{{{COMPONENT:{component}}}}}` in `{}` names no component; it is left as written",
+                            unit.id
+                        ),
+                    )
+                    .subject(&*unit.id)
+                    .at(unit_location(unit))
+                    .hint("define it under [components]"),
+                );
+            }
+            out.truncate(start);
+            out.push_str(&expanded);
+        }
+        if out.len() == start {
+            half.abandon(place);
+            half.verdicts
+                .push(Verdict::excluded(Source::Unit(index), Status::Empty));
+            return Ok(());
+        }
+        // Counted now only when a limit needs checking; otherwise when someone asks.
+        let tokens = unit.max_tokens.map(|limit| {
+            let tokens = self.caches.counter.count(counting, &out[start..]);
+            if tokens.count > limit {
+                diagnostics.push(
+                    Diagnostic::error(
+                        "over-token-limit",
+                        format!(
+                            "`{}` is {} tokens; its limit is {limit}",
+                            unit.id,
+                            tokens.display()
+                        ),
+                    )
+                    .subject(&*unit.id)
+                    .at(unit_location(unit))
+                    .hint("shorten the text or raise `max_tokens`"),
+                );
+            }
+            tokens
+        });
+        half.commit(place, unit.trust, Source::Unit(index), variant, tokens);
+        Ok(())
     }
 
     /// Evaluates one unit's gate and variant gates, in order, stopping at the first true variant.
@@ -521,8 +802,13 @@ impl AgentInner {
     /// Refuses a send whose variables do not have the shapes the spec declares (a context read
     /// with [`SendContext::from_json_for`] was refused earlier, with the value's location).
     fn check_shapes(&self, ctx: &SendContext) -> Result<(), Error> {
-        for (name, value) in &ctx.variables {
-            let Some(shape) = self.spec.variables.get(name).and_then(|v| v.shape) else {
+        // Both maps are in name order, so the first misfit is the same whichever is walked; the
+        // declared one is, since most variables declare no shape and need no lookup.
+        for (name, spec) in &self.spec.variables {
+            let Some(shape) = spec.shape else {
+                continue;
+            };
+            let Some(value) = ctx.variables.get(name) else {
                 continue;
             };
             if let Some(inner) = shape.mismatch(value) {
@@ -582,28 +868,33 @@ impl AgentInner {
                 .count();
             context.insert(at, Root::Tools.name(), Val::Tools(&toolset));
         }
-        let mut diagnostics = self.lint.clone();
+        let mut diagnostics = Vec::new();
         // Every stable unit gives a block, and the stage a few injected ones.
-        let mut blocks = Vec::with_capacity(self.units.len() + 4);
+        let mut half = Half::new(
+            &self.spec.render.separator,
+            self.units.len() + 4,
+            &self.half_sizes.stable,
+        );
         let prompt = self.active_prompt(ctx)?;
         let budget = self.templates.budget(0);
         for unit in self
             .units
             .iter()
-            .filter(|u| u.stability == Stability::Stable)
+            .enumerate()
+            .filter(|(_, u)| u.stability == Stability::Stable)
         {
-            if !in_prompt(unit, prompt) {
-                blocks.push(other_prompt_block(unit, prompt, counting));
+            if !in_prompt(unit.1, prompt) {
+                half.verdicts.push(other_prompt(unit.0, prompt));
                 continue;
             }
-            let outcome = self.render_unit(unit, &context, &budget)?;
-            blocks.push(self.finish_block(
+            self.write_unit(
                 unit,
-                outcome,
                 &context,
+                &budget,
                 (counting, &toolset),
+                &mut half,
                 &mut diagnostics,
-            ));
+            )?;
         }
         if let Some(stage) = &self.stage {
             let overrides = inject::overrides_for(self.spec.auto_injections.as_ref(), ctx);
@@ -616,7 +907,7 @@ impl AgentInner {
                 for injection in
                     inject::stage_injections(stage, ctx, prompt, &overrides, Stability::Stable)
                 {
-                    blocks.push(self.injected_block(injection, counting, &mut diagnostics));
+                    write_injected(&mut half, injection, &mut diagnostics);
                 }
             }
         }
@@ -624,29 +915,30 @@ impl AgentInner {
         // the rest are read from each send again.
         let roots = context.values();
         drop(context);
-        let (text, _) = join_body(&mut blocks, &self.spec.render.separator, 0);
-        if let Some(last) = blocks
-            .iter()
-            .rev()
-            .find(|b| b.placement == Placement::Body && b.is_included())
-            && last.trust.is_user_controlled()
+        half.close(&self.half_sizes.stable);
+        if let Some((trust, at)) = half.last
+            && trust.is_user_controlled()
         {
+            let id = match &half.verdicts[at].source {
+                Source::Unit(index) => self.units[*index].id.clone(),
+                Source::Injected(block) => block.id.clone(),
+            };
             return Err(Error::new(
                     ErrorKind::TrailingUserText,
                     format!(
-                        "{}-controlled block `{}` would end the stable half because every trusted block after it was excluded",
-                        last.trust.as_str(),
-                        last.id
+                        "{}-controlled block `{id}` would end the stable half because every trusted block after it was excluded",
+                        trust.as_str(),
                     ),
                 )
-                .with_block(&*last.id));
+                .with_block(&*id));
         }
         Ok(StablePart {
             toolset,
-            blocks,
-            text,
+            verdicts: half.verdicts,
+            text: half.text,
+            placed: half.placed,
+            blocks: OnceLock::new(),
             tokens: OnceLock::new(),
-            counter: self.caches.counter.clone(),
             fingerprint: OnceLock::new(),
             counting,
             diagnostics,
@@ -660,7 +952,7 @@ impl AgentInner {
     /// Renders the volatile units on top of a stable part. With `memo` (the stable inputs' key), a
     /// volatile unit whose own volatile inputs are unchanged since an earlier send is reused.
     fn finish(
-        &self,
+        self: &Arc<Self>,
         ctx: &SendContext,
         stable: Arc<StablePart>,
         memo: Option<Key>,
@@ -759,7 +1051,11 @@ impl AgentInner {
                 );
             }
         }
-        let mut volatile_blocks = Vec::with_capacity(self.units.len() + 4);
+        let mut half = Half::new(
+            &self.spec.render.separator,
+            self.units.len() + 4,
+            &self.half_sizes.volatile,
+        );
         let prompt = self.active_prompt(ctx)?;
         let budget = self.templates.budget(stable.rendered);
         for (i, unit) in self
@@ -769,30 +1065,37 @@ impl AgentInner {
             .filter(|(_, u)| u.stability == Stability::Volatile)
         {
             if !in_prompt(unit, prompt) {
-                volatile_blocks.push(other_prompt_block(unit, prompt, stable.counting));
+                half.verdicts.push(other_prompt(i, prompt));
                 continue;
             }
             let key = memo.map(|stable_key| self.volatile_key(stable_key, i, unit, &sources));
-            if let Some((block, found)) = key.and_then(|k| self.caches.volatile_unit(k)) {
-                diagnostics.extend(found);
-                volatile_blocks.push(block);
+            if let Some(found) = key.and_then(|k| self.caches.volatile_unit(k)) {
+                diagnostics.extend(found.diagnostics.iter().cloned());
+                half.repeat(&found.verdict, &found.text, unit.placement, unit.trust);
                 continue;
             }
-            let outcome = self.render_unit(unit, &context, &budget)?;
-            let mut found = Vec::new();
-            let block = self.finish_block(
-                unit,
-                outcome,
+            let first_finding = diagnostics.len();
+            self.write_unit(
+                (i, unit),
                 &context,
+                &budget,
                 (stable.counting, &stable.toolset),
-                &mut found,
-            );
-            if let Some(key) = key {
-                self.caches
-                    .remember_volatile_unit(key, (block.clone(), found.clone()));
+                &mut half,
+                &mut diagnostics,
+            )?;
+            if let Some(key) = key
+                && let Some(verdict) = half.verdicts.last()
+            {
+                let text = verdict.text(&half.text, &half.placed).to_owned();
+                self.caches.remember_volatile_unit(
+                    key,
+                    Arc::new(VolatileUnit {
+                        verdict: verdict.clone(),
+                        text,
+                        diagnostics: diagnostics[first_finding..].to_vec(),
+                    }),
+                );
             }
-            diagnostics.extend(found);
-            volatile_blocks.push(block);
         }
         if let Some(stage) = &self.stage {
             let overrides = inject::overrides_for(self.spec.auto_injections.as_ref(), ctx);
@@ -800,15 +1103,11 @@ impl AgentInner {
                 for injection in
                     inject::stage_injections(stage, ctx, prompt, &overrides, Stability::Volatile)
                 {
-                    volatile_blocks.push(self.injected_block(
-                        injection,
-                        stable.counting,
-                        &mut diagnostics,
-                    ));
+                    write_injected(&mut half, injection, &mut diagnostics);
                 }
             }
             let platform = inject::platform_injection(ctx, &overrides);
-            volatile_blocks.push(self.injected_block(platform, stable.counting, &mut diagnostics));
+            write_injected(&mut half, platform, &mut diagnostics);
         }
         if context.is_built() && stable.built_roots.get().is_none() {
             // The engine made the stable roots read from this send into template values; they
@@ -823,174 +1122,21 @@ impl AgentInner {
                 .collect();
             let _ = stable.built_roots.set(built);
         }
-        let offset = if stable.text.is_empty() {
-            0
-        } else {
-            stable.text.len() + self.spec.render.separator.len()
-        };
-        let (volatile_text, _) =
-            join_body(&mut volatile_blocks, &self.spec.render.separator, offset);
+        drop(context);
+        half.close(&self.half_sizes.volatile);
         Ok(Assembly {
+            agent: Arc::clone(self),
             stable,
             toolset,
-            volatile_blocks,
-            volatile_text,
+            volatile: half.verdicts,
+            volatile_text: half.text,
+            volatile_placed: half.placed,
+            volatile_blocks: OnceLock::new(),
             volatile_tokens: OnceLock::new(),
             full: OnceLock::new(),
             diagnostics,
-            targets: self.targets.clone(),
-            separator: self.spec.render.separator.clone(),
             user_message: ctx.user_message.clone(),
         })
-    }
-
-    /// Turns a unit's outcome into a block: trim, exclude if empty, count tokens, check limits.
-    fn finish_block(
-        &self,
-        unit: &Unit,
-        outcome: Outcome,
-        context: &template::Context<'_>,
-        (counting, toolset): (Counting, &Toolset),
-        diagnostics: &mut Vec<Diagnostic>,
-    ) -> Block {
-        let mut block = Block {
-            id: unit.id.clone(),
-            kind: unit.kind,
-            trust: unit.trust,
-            stability: unit.stability,
-            placement: unit.placement,
-            origin: unit.origin.clone(),
-            state: BlockState::Included,
-            override_state: OverrideState::Default,
-            variant: None,
-            text: String::new(),
-            range: None,
-            tokens: LazyTokens::known(TokenCount {
-                count: 0,
-                exact: counting.exact,
-            }),
-        };
-        let (decision, text, empty_emissions) = match outcome {
-            Outcome::Excluded => {
-                let when = unit
-                    .gate
-                    .as_ref()
-                    .map(|g| g.expression.clone())
-                    .unwrap_or_default();
-                block.state = BlockState::Excluded {
-                    reason: Exclusion::Gate { when },
-                };
-                return block;
-            }
-            Outcome::Rendered {
-                decision,
-                text,
-                empty_emissions,
-            } => (decision, text, empty_emissions),
-        };
-        if let Decision::Variant(i) = decision {
-            block.variant = unit.variants.get(i).map(|v| v.id.clone());
-        }
-        if empty_emissions > 0 {
-            let empty: Vec<&str> = unit
-                .reads
-                .iter()
-                .map(String::as_str)
-                .filter(|p| path_is_empty(context.value(), p))
-                .collect();
-            let message = if empty.is_empty() {
-                format!("an expression in `{}` rendered empty", unit.id)
-            } else {
-                format!(
-                    "{} rendered empty in `{}`",
-                    empty
-                        .iter()
-                        .map(|p| format!("`{p}`"))
-                        .collect::<Vec<_>>()
-                        .join(", "),
-                    unit.id
-                )
-            };
-            diagnostics.push(
-                Diagnostic::warning("empty-variable", message)
-                    .subject(&*unit.id)
-                    .at(origin_location(&block))
-                    .hint("guard it with `{% if … %}` or give the send a value"),
-            );
-        }
-        let text = if self.spec.render.trim {
-            trim_block(text)
-        } else {
-            text
-        };
-        let text = match crate::placeholders::expand(
-            &text,
-            |name| toolset.contains(name),
-            &self.spec.components,
-        ) {
-            None => text,
-            Some((expanded, unresolved)) => {
-                for tool in unresolved.tools {
-                    diagnostics.push(
-                        Diagnostic::warning(
-                            "unresolved-tool-token",
-                            format!(
-                                "`{{{{TOOL:{tool}}}}}` in `{}` names a tool this send does not offer; it is left as written",
-                                unit.id
-                            ),
-                        )
-                        .subject(&*unit.id)
-                        .at(origin_location(&block))
-                        .hint("gate the text on the tool (`'name' in tools`) or fix the name"),
-                    );
-                }
-                for component in unresolved.components {
-                    diagnostics.push(
-                        Diagnostic::warning(
-                            "unknown-component",
-                            format!(
-                                "`{{{{COMPONENT:{component}}}}}` in `{}` names no component; it is left as written",
-                                unit.id
-                            ),
-                        )
-                        .subject(&*unit.id)
-                        .at(origin_location(&block))
-                        .hint("define it under [components]"),
-                    );
-                }
-                expanded
-            }
-        };
-        if text.is_empty() {
-            block.state = BlockState::Excluded {
-                reason: Exclusion::Empty,
-            };
-            return block;
-        }
-        // Counted now only when a limit needs checking; otherwise when someone asks.
-        block.tokens = match unit.max_tokens {
-            Some(_) => LazyTokens::known(self.caches.counter.count(counting, &text)),
-            None => LazyTokens::counted_by(self.caches.counter.clone(), counting),
-        };
-        if let Some(limit) = unit.max_tokens
-            && block.tokens().count > limit
-        {
-            diagnostics.push(
-                Diagnostic::error(
-                    "over-token-limit",
-                    format!(
-                        "`{}` is {} tokens; its limit is {limit}",
-                        unit.id,
-                        block.tokens().display()
-                    ),
-                )
-                .subject(&*unit.id)
-                .at(origin_location(&block))
-                .hint("shorten the text or raise `max_tokens`"),
-            );
-        }
-        block.text = text;
-        block
     }
 }
 
@@ -1032,47 +1178,6 @@ impl AgentInner {
                 .is_some_and(|&i| self.units[i].stability == Stability::Volatile),
         }
     }
-
-    /// Turns an injection into a block: included with its text, or excluded with its reason.
-    fn injected_block(
-        &self,
-        injection: inject::Injection,
-        counting: Counting,
-        diagnostics: &mut Vec<Diagnostic>,
-    ) -> Block {
-        // Decision findings are reported once, by `override_findings`.
-        diagnostics.extend(injection.diagnostics);
-        let preview = injection.preview;
-        let (state, text, tokens) = match injection.exclusion {
-            None => (
-                BlockState::Included,
-                preview.text,
-                LazyTokens::counted_by(self.caches.counter.clone(), counting),
-            ),
-            Some(reason) => (
-                BlockState::Excluded { reason },
-                String::new(),
-                LazyTokens::known(TokenCount {
-                    count: 0,
-                    exact: counting.exact,
-                }),
-            ),
-        };
-        Block {
-            id: Arc::from(preview.id.as_str()),
-            kind: injection.kind,
-            trust: preview.trust,
-            stability: preview.stability,
-            placement: Placement::Body,
-            origin: Arc::new(injection.origin),
-            state,
-            override_state: preview.override_state,
-            variant: None,
-            text,
-            range: None,
-            tokens,
-        }
-    }
 }
 
 /// Whether a unit takes part in the active prompt. Notes and target-placed blocks belong to every
@@ -1086,35 +1191,190 @@ fn in_prompt(unit: &Unit, prompt: Prompt<'_>) -> bool {
     }
 }
 
-/// The block of a unit that belongs to another prompt than the active one.
-fn other_prompt_block(unit: &Unit, prompt: Prompt<'_>, counting: Counting) -> Block {
-    Block {
-        id: unit.id.clone(),
-        kind: unit.kind,
-        trust: unit.trust,
-        stability: unit.stability,
-        placement: unit.placement,
-        origin: unit.origin.clone(),
-        state: BlockState::Excluded {
-            reason: Exclusion::OtherPrompt {
-                active: prompt.to_string(),
-            },
-        },
-        override_state: OverrideState::Default,
+/// The verdict on a unit that belongs to another prompt than the active one.
+fn other_prompt(index: usize, prompt: Prompt<'_>) -> Verdict {
+    Verdict::excluded(
+        Source::Unit(index),
+        Status::Excluded(Exclusion::OtherPrompt {
+            active: prompt.to_string(),
+        }),
+    )
+}
+
+/// Writes an injected block into its half: included with its text, or excluded with its reason.
+fn write_injected(
+    half: &mut Half<'_>,
+    injection: inject::Injection,
+    diagnostics: &mut Vec<Diagnostic>,
+) {
+    // Decision findings are reported once, by `override_findings`.
+    diagnostics.extend(injection.diagnostics);
+    let preview = injection.preview;
+    // The state and the count are the verdict's, set when the block is made.
+    let block = Block {
+        id: Arc::from(preview.id.as_str()),
+        kind: injection.kind,
+        trust: preview.trust,
+        stability: preview.stability,
+        placement: Placement::Body,
+        origin: Arc::new(injection.origin),
+        state: BlockState::Included,
+        override_state: preview.override_state,
         variant: None,
         text: String::new(),
         range: None,
         tokens: LazyTokens::known(TokenCount {
             count: 0,
-            exact: counting.exact,
+            exact: false,
         }),
+    };
+    let trust = block.trust;
+    let source = Source::Injected(Box::new(block));
+    if let Some(reason) = injection.exclusion {
+        half.verdicts
+            .push(Verdict::excluded(source, Status::Excluded(reason)));
+        return;
+    }
+    let place = half.begin(Placement::Body);
+    half.out(&place).push_str(&preview.text);
+    half.commit(place, trust, source, None, None);
+}
+
+/// Where a unit is declared in the spec, when known.
+fn unit_location(unit: &Unit) -> Option<crate::diagnostic::Location> {
+    match &*unit.origin {
+        crate::block::Origin::Spec { location, .. } => location.clone(),
+        _ => None,
     }
 }
 
-fn origin_location(block: &Block) -> Option<crate::diagnostic::Location> {
-    match &*block.origin {
-        crate::block::Origin::Spec { location, .. } => location.clone(),
-        _ => None,
+/// One half as it is written: the body text its included body blocks are joined into (with the
+/// separator between them), the texts of its target-placed blocks and notes, a verdict per block,
+/// and the last included body block, which decides whether user text would end the half.
+///
+/// A block is written straight into the text it joins: the separator goes in before it, on the
+/// chance that it is included, and is taken out again with its text if it turns out empty. So
+/// the half is written once, not rendered block by block and then copied into place.
+struct Half<'s> {
+    text: String,
+    placed: String,
+    verdicts: Vec<Verdict>,
+    separator: &'s str,
+    /// The trust of the last included body block, and its verdict's place.
+    last: Option<(Trust, usize)>,
+}
+
+/// Where a block's text is being written (see [`Half::begin`]).
+struct Place {
+    body: bool,
+    /// The length of the text before the block (and its separator).
+    mark: usize,
+    /// Where the block's own text starts.
+    start: usize,
+}
+
+/// The most a half reserves up front from the length of the last one (see [`HalfSizes`](crate::ir::HalfSizes)), so
+/// one huge send does not make every later one reserve as much.
+const MAX_RESERVED_BYTES: usize = 1 << 20;
+
+impl<'s> Half<'s> {
+    /// An empty half, its text reserved at the length of the last half of its kind.
+    fn new(separator: &'s str, blocks: usize, last: &AtomicUsize) -> Self {
+        let reserve = last.load(Ordering::Relaxed).min(MAX_RESERVED_BYTES);
+        Self {
+            text: String::with_capacity(reserve),
+            placed: String::new(),
+            verdicts: Vec::with_capacity(blocks),
+            separator,
+            last: None,
+        }
+    }
+
+    /// Records the half's length for the next one, and gives back what was reserved and not
+    /// used when that is most of it (the text is kept with the stable part).
+    fn close(&mut self, last: &AtomicUsize) {
+        last.store(self.text.len(), Ordering::Relaxed);
+        if self.text.capacity() > 2 * self.text.len() {
+            self.text.shrink_to_fit();
+        }
+    }
+
+    /// Starts a block of `placement`: a body block after the separator when another body block
+    /// is already in.
+    fn begin(&mut self, placement: Placement) -> Place {
+        let body = placement == Placement::Body;
+        let out = if body {
+            &mut self.text
+        } else {
+            &mut self.placed
+        };
+        let mark = out.len();
+        if body && self.last.is_some() {
+            out.push_str(self.separator);
+        }
+        Place {
+            body,
+            mark,
+            start: out.len(),
+        }
+    }
+
+    /// The text a block started with [`Half::begin`] is written to.
+    fn out(&mut self, place: &Place) -> &mut String {
+        if place.body {
+            &mut self.text
+        } else {
+            &mut self.placed
+        }
+    }
+
+    /// Takes a block out again (it rendered empty), with its separator.
+    fn abandon(&mut self, place: Place) {
+        let mark = place.mark;
+        self.out(&place).truncate(mark);
+    }
+
+    /// Keeps a block whose text is in, from `place.start` to the end of its text.
+    fn commit(
+        &mut self,
+        place: Place,
+        trust: Trust,
+        source: Source,
+        variant: Option<usize>,
+        tokens: Option<TokenCount>,
+    ) {
+        let end = self.out(&place).len();
+        let range = place.start..end;
+        let span = if place.body {
+            self.last = Some((trust, self.verdicts.len()));
+            Span::Body(range)
+        } else {
+            Span::Placed(range)
+        };
+        self.verdicts.push(Verdict {
+            source,
+            status: Status::Included,
+            variant,
+            span,
+            tokens,
+        });
+    }
+
+    /// Writes a block an earlier send rendered: its verdict and text, at its place in this half.
+    fn repeat(&mut self, verdict: &Verdict, text: &str, placement: Placement, trust: Trust) {
+        if !verdict.is_included() {
+            self.verdicts.push(verdict.clone());
+            return;
+        }
+        let place = self.begin(placement);
+        self.out(&place).push_str(text);
+        self.commit(
+            place,
+            trust,
+            verdict.source.clone(),
+            verdict.variant,
+            verdict.tokens,
+        );
     }
 }
 
@@ -1133,37 +1393,15 @@ fn join_halves(stable: &str, separator: &str, volatile: &str) -> String {
     }
 }
 
-/// Joins the included body blocks with the separator, recording each one's byte range (offset by
-/// `offset` in the final `full` text). Returns the text and the number of blocks joined.
-fn join_body(blocks: &mut [Block], separator: &str, offset: usize) -> (String, usize) {
-    let joins = |b: &Block| b.placement == Placement::Body && b.is_included();
-    // Sized once, so the text is written without growing (and copying) it.
-    let (count, bytes) = blocks
-        .iter()
-        .filter(|b| joins(b))
-        .fold((0usize, 0), |(n, len), b| (n + 1, len + b.text.len()));
-    let mut text = String::with_capacity(bytes + separator.len() * count.saturating_sub(1));
-    let mut joined = 0;
-    for block in blocks.iter_mut().filter(|b| joins(b)) {
-        if joined > 0 {
-            text.push_str(separator);
-        }
-        let start = offset + text.len();
-        text.push_str(&block.text);
-        block.range = Some(start..offset + text.len());
-        joined += 1;
-    }
-    (text, joined)
-}
-
-/// Strips leading and trailing whitespace (space, tab, CR, LF) — the characters template
-/// tags and TOML multi-line strings leave behind — and nothing else.
-fn trim_block(text: String) -> String {
-    let trimmed = text.trim_matches([' ', '\t', '\r', '\n']);
-    if trimmed.len() == text.len() {
-        text
-    } else {
-        trimmed.to_owned()
+/// Strips the leading and trailing whitespace (space, tab, CR, LF) — the characters template
+/// tags and TOML multi-line strings leave behind — and nothing else, of the text from `start` on.
+fn trim_from(text: &mut String, start: usize) {
+    const BLANK: [char; 4] = [' ', '\t', '\r', '\n'];
+    let end = start + text[start..].trim_end_matches(BLANK).len();
+    text.truncate(end);
+    let leading = text[start..].len() - text[start..].trim_start_matches(BLANK).len();
+    if leading > 0 {
+        text.drain(start..start + leading);
     }
 }
 

@@ -84,6 +84,85 @@ impl Serialize for Block {
     }
 }
 
+/// What one assembly decided for one block: whether it is in, the variant, and where its text
+/// lies. The public [`Block`] is made from it, its unit and that text only when first asked for
+/// (`Assembly::blocks`), so an assembly that is only composed copies no id, origin or text per
+/// block and counts nothing.
+#[derive(Debug, Clone)]
+pub(crate) struct Verdict {
+    /// Where the block comes from.
+    pub source: Source,
+    /// In, or why not.
+    pub status: Status,
+    /// The variant whose text was used, by its place among the unit's variants.
+    pub variant: Option<usize>,
+    /// Where the text lies.
+    pub span: Span,
+    /// The token count, when a limit made it known.
+    pub tokens: Option<TokenCount>,
+}
+
+/// Where a block comes from.
+#[derive(Debug, Clone)]
+pub(crate) enum Source {
+    /// A unit of the agent, by its place among the units.
+    Unit(usize),
+    /// An injected block of a stage, whole but for its text, range and count.
+    Injected(Box<Block>),
+}
+
+/// Whether a block is in the output; the reasons a unit's block is left out most often are kept
+/// without text, the others as the public [`Exclusion`] says them.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum Status {
+    Included,
+    /// Its unit's gate was false.
+    GateFalse,
+    /// It rendered empty.
+    Empty,
+    /// Another reason.
+    Excluded(Exclusion),
+}
+
+/// Where a block's text lies in the texts of its half.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum Span {
+    /// No text (an excluded block).
+    None,
+    /// This byte range of the half's body text.
+    Body(Range<usize>),
+    /// This byte range of the half's text of target-placed blocks and notes, which are not
+    /// joined into the body.
+    Placed(Range<usize>),
+}
+
+impl Verdict {
+    /// A block left out, with no text.
+    pub(crate) fn excluded(source: Source, status: Status) -> Self {
+        Self {
+            source,
+            status,
+            variant: None,
+            span: Span::None,
+            tokens: None,
+        }
+    }
+
+    /// Whether the block's text is part of the output.
+    pub(crate) fn is_included(&self) -> bool {
+        self.status == Status::Included
+    }
+
+    /// The block's text, from the half's body text and its placed text.
+    pub(crate) fn text<'t>(&self, body: &'t str, placed: &'t str) -> &'t str {
+        match &self.span {
+            Span::None => "",
+            Span::Body(range) => &body[range.clone()],
+            Span::Placed(range) => &placed[range.clone()],
+        }
+    }
+}
+
 /// A block's token count: known, or made from its text on first request.
 #[derive(Clone)]
 pub(crate) enum LazyTokens {

@@ -16,7 +16,7 @@ use std::sync::{Arc, Condvar, Mutex, MutexGuard, OnceLock};
 use minijinja::value::Value;
 use serde::Serialize;
 
-use crate::block::Block;
+use crate::block::{Block, Verdict};
 use crate::diagnostic::Diagnostic;
 use crate::error::Error;
 use crate::fingerprint::Fingerprint;
@@ -48,17 +48,22 @@ pub(crate) struct McpResolved {
 /// Everything about a send that depends only on its stable inputs.
 pub(crate) struct StablePart {
     pub toolset: Arc<Toolset>,
-    /// Stable body blocks, then stable target-placed blocks, in declaration order.
-    pub blocks: Vec<Block>,
+    /// What was decided for the stable body blocks, then the stable target-placed blocks and
+    /// notes, in declaration order.
+    pub verdicts: Vec<Verdict>,
+    /// The stable half: the included stable body blocks, joined.
     pub text: String,
+    /// The texts of the included stable target-placed blocks and notes, one after another.
+    pub placed: String,
+    /// The public blocks, made from the verdicts on first request (see `Assembly::blocks`).
+    pub blocks: OnceLock<Vec<Block>>,
     /// The half's token count, counted on first request (nothing on the render path needs it).
     pub tokens: OnceLock<TokenCount>,
-    /// The agent's memoised counter, for counting the halves on request.
-    pub counter: Arc<TokenCounter>,
     /// The stable half's fingerprint, computed when first asked for (nothing on the render path
     /// needs it).
     pub fingerprint: OnceLock<Fingerprint>,
     pub counting: Counting,
+    /// Findings of the stable part (the spec's own lint is the agent's).
     pub diagnostics: Vec<Diagnostic>,
     /// The stable template roots built as template values (the model, the user, settings, …),
     /// reused to render the volatile blocks; the roots read from the send itself (skills,
@@ -72,6 +77,14 @@ pub(crate) struct StablePart {
     pub rendered: u64,
     /// The model the part was built for (a stable input).
     pub model: crate::context::ModelDescriptor,
+}
+
+/// A volatile unit as a send rendered it: what was decided, its text, and the diagnostics it
+/// raised.
+pub(crate) struct VolatileUnit {
+    pub verdict: Verdict,
+    pub text: String,
+    pub diagnostics: Vec<Diagnostic>,
 }
 
 /// A tool definition as a request unit: its JSON, canonical text and tokens.
@@ -144,7 +157,7 @@ fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
 pub(crate) struct Caches {
     stable: Mutex<StableParts>,
     stable_counters: Counters,
-    volatile: Mutex<HashMap<Key, (Block, Vec<Diagnostic>)>>,
+    volatile: Mutex<HashMap<Key, Arc<VolatileUnit>>>,
     volatile_counters: Counters,
     mcp: Mutex<VecDeque<(Key, Arc<McpResolved>)>>,
     mcp_counters: Counters,
@@ -284,7 +297,7 @@ impl Caches {
     }
 
     /// A volatile unit rendered by an earlier send, with the diagnostics it raised.
-    pub fn volatile_unit(&self, key: Key) -> Option<(Block, Vec<Diagnostic>)> {
+    pub fn volatile_unit(&self, key: Key) -> Option<Arc<VolatileUnit>> {
         let found = lock(&self.volatile).get(&key).cloned();
         match found {
             Some(_) => self.volatile_counters.hit(),
@@ -294,7 +307,7 @@ impl Caches {
     }
 
     /// Remembers a rendered volatile unit.
-    pub fn remember_volatile_unit(&self, key: Key, unit: (Block, Vec<Diagnostic>)) {
+    pub fn remember_volatile_unit(&self, key: Key, unit: Arc<VolatileUnit>) {
         let mut memo = lock(&self.volatile);
         if memo.len() >= VOLATILE_CAPACITY {
             memo.clear();

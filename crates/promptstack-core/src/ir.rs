@@ -34,6 +34,17 @@ pub(crate) struct AgentInner {
     pub(crate) caches: Caches,
     /// The stage, when the spec declares one: capabilities, subagents, injected blocks.
     pub(crate) stage: Option<CompiledStage>,
+    /// How long the halves the agent wrote last were.
+    pub(crate) half_sizes: HalfSizes,
+}
+
+/// How long the last stable and volatile halves an agent wrote were: the next sends' halves are
+/// usually about as long, so reserving that much writes them without growing (and copying) the
+/// text as each block goes in.
+#[derive(Debug, Default)]
+pub(crate) struct HalfSizes {
+    pub stable: std::sync::atomic::AtomicUsize,
+    pub volatile: std::sync::atomic::AtomicUsize,
 }
 
 impl AgentInner {
@@ -50,6 +61,7 @@ impl AgentInner {
             lint: self.lint.clone(),
             caches: Caches::default(),
             stage: self.stage.clone(),
+            half_sizes: HalfSizes::default(),
         }
     }
 }

@@ -111,7 +111,9 @@ pub struct Toolset {
     /// The `tools` root as a template value, made when the engine first needs it (the
     /// engine-free evaluators read the toolset itself).
     template_value: OnceLock<Value>,
-    mcp: Arc<McpPart>,
+    /// What MCP discovery added; `None` for a toolset of the agent's own tools only (most of
+    /// them: no allocation for it).
+    mcp: Option<Arc<McpPart>>,
 }
 
 /// The tools of a send's MCP servers, named and built once; shared by every toolset of sends with
@@ -188,7 +190,7 @@ impl Toolset {
             tools,
             excluded,
             template_value: OnceLock::new(),
-            mcp: Arc::default(),
+            mcp: None,
         }
     }
 
@@ -220,29 +222,35 @@ impl Toolset {
             excluded: self.excluded.clone(),
             // The root keeps the local tools only, so it is made from them, here.
             template_value: OnceLock::from(self.template_value()),
-            mcp: mcp.part.clone(),
+            mcp: Some(mcp.part.clone()),
         }
+    }
+
+    /// What MCP discovery added (nothing, for a toolset of the agent's own tools).
+    fn mcp_part(&self) -> &McpPart {
+        static NONE: std::sync::LazyLock<McpPart> = std::sync::LazyLock::new(McpPart::default);
+        self.mcp.as_deref().unwrap_or(&NONE)
     }
 
     /// The server and original name behind an MCP tool's provider-facing name.
     pub fn mcp_origin(&self, name: &str) -> Option<&McpToolOrigin> {
-        self.mcp.names.origin(name)
+        self.mcp_part().names.origin(name)
     }
 
     /// Every MCP tool name of this send with its server and original name (for history and UI),
     /// including tools withheld from a model that cannot call tools.
     pub fn mcp_names(&self) -> &NamespacedTools {
-        &self.mcp.names
+        &self.mcp_part().names
     }
 
     /// MCP servers whose discovery failed: they contribute no tools to this send.
     pub fn skipped_servers(&self) -> &[SkippedMcpServer] {
-        &self.mcp.skipped
+        &self.mcp_part().skipped
     }
 
     /// MCP tools left out of this send (a model that cannot call tools), with the reason.
     pub fn withheld_mcp_tools(&self) -> &[ExcludedTool] {
-        &self.mcp.withheld
+        &self.mcp_part().withheld
     }
 
     /// The offered tools, in canonical order.

@@ -16,7 +16,7 @@ use crate::caches::Caches;
 use crate::diagnostic::Diagnostic;
 use crate::ir::AgentInner;
 use crate::ir::{
-    Body, CompiledTarget, CompiledTool, Gate, MAX_VARIANTS, TargetItem, Unit, Variant,
+    Body, CompiledTarget, CompiledTool, Gate, HalfSizes, MAX_VARIANTS, TargetItem, Unit, Variant,
 };
 use crate::root::{ReadRoots, root_of};
 use crate::spec::load::{
@@ -149,6 +149,7 @@ pub(super) fn compile(
         lint,
         caches: Caches::default(),
         stage,
+        half_sizes: HalfSizes::default(),
     })
 }
 

@@ -15,8 +15,7 @@ use serde::Serialize;
 
 pub use full::FullPrompt;
 
-use crate::assemble::Assembly;
-use crate::block::Block;
+use crate::assemble::{Assembly, Placed};
 use crate::error::{Error, ErrorKind};
 use crate::inject::CAPABILITY_PREFIX;
 use crate::inject::manifests::is_ambient;
@@ -106,11 +105,8 @@ struct Builder<'a> {
 }
 
 impl Builder<'_> {
-    fn push_block(&mut self, block: &Block) {
-        if !block.is_included() {
-            return;
-        }
-        self.push_text(&block.id, &block.text, block.stability, block.trust);
+    fn push_block(&mut self, block: Placed<'_>) {
+        self.push_text(block.id, block.text, block.stability, block.trust);
     }
 
     fn push_text(
@@ -145,8 +141,9 @@ impl Assembly {
     /// send, a user-controlled part would end the system text (validation rules this out for
     /// ungated trusted closers; this check holds even if a closer rendered empty).
     pub fn compose(&self, target: &str) -> Result<Composition, Error> {
-        let Some(plan) = self.targets.iter().find(|t| t.id == target) else {
+        let Some(plan) = self.agent.targets.iter().find(|t| t.id == target) else {
             let known = self
+                .agent
                 .targets
                 .iter()
                 .map(|t| t.id.as_str())
@@ -159,7 +156,8 @@ impl Assembly {
         };
         let mut system = Builder {
             text: String::with_capacity(self.stable.text.len() + self.volatile_text.len() + 256),
-            parts: Vec::new(),
+            // Every block has at most one part.
+            parts: Vec::with_capacity(self.stable.verdicts.len() + self.volatile.len()),
             separator: &plan.separator,
             slot: Slot::System,
             pending_separator: false,
@@ -176,15 +174,10 @@ impl Assembly {
                     }
                     let base = system.text.len();
                     system.text.push_str(self.stable());
-                    for block in self
-                        .stable
-                        .blocks
-                        .iter()
-                        .filter(|b| b.range.is_some() && b.is_included())
-                    {
-                        let range = block.range.clone().unwrap_or_default();
+                    for block in self.body(Stability::Stable) {
+                        let range = block.body.unwrap_or_default();
                         system.parts.push(Part {
-                            id: std::sync::Arc::clone(&block.id),
+                            id: std::sync::Arc::clone(block.id),
                             slot: Slot::System,
                             range: base + range.start..base + range.end,
                             stability: block.stability,
@@ -194,12 +187,12 @@ impl Assembly {
                     system.pending_separator = true;
                 }
                 TargetItem::Volatile => {
-                    for block in self.volatile_blocks.iter().filter(|b| b.range.is_some()) {
+                    for block in self.body(Stability::Volatile) {
                         system.push_block(block);
                     }
                 }
-                TargetItem::Unit(_, id) => {
-                    if let Some(block) = self.block(id) {
+                TargetItem::Unit(index, _) => {
+                    if let Some(block) = self.unit(*index) {
                         system.push_block(block);
                     }
                 }
@@ -230,8 +223,8 @@ impl Assembly {
             slot: Slot::User,
             pending_separator: false,
         };
-        for (_, id) in &plan.user {
-            if let Some(block) = self.block(id) {
+        for (index, _) in &plan.user {
+            if let Some(block) = self.unit(*index) {
                 user.push_block(block);
             }
         }

@@ -381,7 +381,7 @@ fn tool_result(turn: u32) -> String {
 impl AgentInner {
     /// The implementation of [`Agent::simulate_cache`](crate::Agent::simulate_cache).
     pub(crate) fn simulate_cache(
-        &self,
+        self: &Arc<Self>,
         sends: &[SendContext],
         rules: &Rules,
         config: &SimConfig,

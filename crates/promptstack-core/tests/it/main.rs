@@ -1,5 +1,6 @@
 //! The core's integration tests: one binary, one module per area.
 
+mod blocks;
 mod caches;
 mod canonical_url;
 mod examples_turn;
