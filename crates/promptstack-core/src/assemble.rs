@@ -799,6 +799,17 @@ impl AgentInner {
         Ok(Decision::Default)
     }
 
+    /// About how many blocks a half of this stability has: one per unit, and room for a
+    /// stage's injected blocks.
+    fn blocks_of(&self, stability: Stability) -> usize {
+        let units = self
+            .units
+            .iter()
+            .filter(|u| u.stability == stability)
+            .count();
+        units + if self.stage.is_some() { 8 } else { 0 }
+    }
+
     /// Refuses a send whose variables do not have the shapes the spec declares (a context read
     /// with [`SendContext::from_json_for`] was refused earlier, with the value's location).
     fn check_shapes(&self, ctx: &SendContext) -> Result<(), Error> {
@@ -872,7 +883,7 @@ impl AgentInner {
         // Every stable unit gives a block, and the stage a few injected ones.
         let mut half = Half::new(
             &self.spec.render.separator,
-            self.units.len() + 4,
+            self.blocks_of(Stability::Stable),
             &self.half_sizes.stable,
         );
         let prompt = self.active_prompt(ctx)?;
@@ -1053,7 +1064,7 @@ impl AgentInner {
         }
         let mut half = Half::new(
             &self.spec.render.separator,
-            self.units.len() + 4,
+            self.blocks_of(Stability::Volatile),
             &self.half_sizes.volatile,
         );
         let prompt = self.active_prompt(ctx)?;

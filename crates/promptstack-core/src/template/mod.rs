@@ -263,7 +263,8 @@ impl TemplateSet {
         }
         let rendered = self.render_engine(name, ctx.value())?;
         budget.spend(rendered.text.len())?;
-        if out.is_empty() {
+        if out.is_empty() && out.capacity() < rendered.text.len() {
+            // Nothing to keep: the engine's text is taken whole, not copied.
             *out = rendered.text;
         } else {
             out.push_str(&rendered.text);
