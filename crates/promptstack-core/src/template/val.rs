@@ -11,13 +11,14 @@
 //! A [`Context`] holds one render's roots as [`Val`]s, and makes the one template value minijinja
 //! renders against only when a template or gate needs the engine.
 
-use std::cell::OnceCell;
+use std::cell::{Cell, OnceCell};
 use std::collections::BTreeMap;
 use std::rc::Rc;
 
 use minijinja::value::{Value, ValueKind};
 
 use crate::context::{ContextFile, Skill};
+use crate::root::{Root, VARIABLES};
 use crate::spec::{Stability, VariableSpec};
 use crate::toolset::Toolset;
 
@@ -60,7 +61,7 @@ pub(crate) struct Variables<'a> {
 
 impl<'a> Variables<'a> {
     /// The value of one variable, if it is present.
-    fn get(&self, name: &str) -> Option<&'a serde_json::Value> {
+    pub(crate) fn get(&self, name: &str) -> Option<&'a serde_json::Value> {
         self.value_of(name, self.declared.get(name)?)
     }
 
@@ -110,6 +111,62 @@ const SKILL_FIELDS: usize = 7;
 
 /// The fields of a context file.
 const FILE_FIELDS: usize = 2;
+
+/// An attribute name as a template writes it (`skill.name`), with the field of a borrowed record
+/// it names, found once when the expression is compiled rather than by comparing names on every
+/// read.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Attribute {
+    name: Box<str>,
+    field: Field,
+}
+
+/// The fields of the borrowed records (a skill, a context file), and every other name.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Field {
+    Name,
+    Slug,
+    Description,
+    Instructions,
+    Tags,
+    Location,
+    Sites,
+    Path,
+    Content,
+    Other,
+}
+
+impl Field {
+    /// The field a name names.
+    fn of(name: &str) -> Self {
+        match name {
+            "name" => Field::Name,
+            "slug" => Field::Slug,
+            "description" => Field::Description,
+            "instructions" => Field::Instructions,
+            "tags" => Field::Tags,
+            "location" => Field::Location,
+            "sites" => Field::Sites,
+            "path" => Field::Path,
+            "content" => Field::Content,
+            _ => Field::Other,
+        }
+    }
+}
+
+impl Attribute {
+    pub(crate) fn new(name: &str) -> Self {
+        Self {
+            name: name.into(),
+            field: Field::of(name),
+        }
+    }
+
+    /// The name as written.
+    pub(crate) fn name(&self) -> &str {
+        &self.name
+    }
+}
 
 impl<'a> Val<'a> {
     /// A JSON value of the send: strings borrowed, lists and maps borrowed whole, scalars made.
@@ -231,25 +288,36 @@ impl<'a> Val<'a> {
     /// `value.name`: `None` where minijinja fails (the evaluator then gives up); an absent
     /// attribute is the undefined value.
     pub(crate) fn attr(&self, name: &str) -> Option<Val<'a>> {
+        self.named(name, None)
+    }
+
+    /// `value.name` of an attribute compiled with its field (see [`Val::attr`]).
+    pub(crate) fn field(&self, attribute: &Attribute) -> Option<Val<'a>> {
+        self.named(&attribute.name, Some(attribute.field))
+    }
+
+    /// `value.name`, with the field `name` names when it is known.
+    fn named(&self, name: &str, field: Option<Field>) -> Option<Val<'a>> {
+        let field = || field.unwrap_or_else(|| Field::of(name));
         Some(match self {
             Val::Value(value) => Val::Value(value.get_attr(name).ok()?),
             Val::Json(serde_json::Value::Object(map)) => {
                 entry(map, name).map_or_else(Val::undefined, Val::json)
             }
             Val::Variables(variables) => variables.get(name).map_or_else(Val::undefined, Val::json),
-            Val::Skill(skill) => match name {
-                "name" => Val::Str(&skill.name),
-                "slug" => Val::Str(skill.slug()),
-                "description" => Val::Str(&skill.description),
-                "instructions" => Val::Str(&skill.instructions),
-                "tags" => Val::Strs(&skill.tags),
-                "location" => Val::text(skill.location.as_deref()),
-                "sites" => Val::Strs(&skill.sites),
-                _ => Val::undefined(),
+            Val::Skill(skill) => match field() {
+                Field::Name => Val::Str(&skill.name),
+                Field::Slug => Val::Str(skill.slug()),
+                Field::Description => Val::Str(&skill.description),
+                Field::Instructions => Val::Str(&skill.instructions),
+                Field::Tags => Val::Strs(&skill.tags),
+                Field::Location => Val::text(skill.location.as_deref()),
+                Field::Sites => Val::Strs(&skill.sites),
+                Field::Path | Field::Content | Field::Other => Val::undefined(),
             },
-            Val::File(file) => match name {
-                "path" => Val::Str(&file.path),
-                "content" => Val::Str(&file.content),
+            Val::File(file) => match field() {
+                Field::Path => Val::Str(&file.path),
+                Field::Content => Val::Str(&file.content),
                 _ => Val::undefined(),
             },
             Val::Tools(toolset) => toolset
@@ -360,11 +428,42 @@ fn is_visible(skill: &Skill) -> bool {
     !skill.disable_model_invocation
 }
 
+/// How many root slots there are: one for each [`Root`], in [`Root::ALL`]'s order, then one
+/// for `variables`.
+const SLOTS: usize = Root::ALL.len() + 1;
+
+/// The slot of a root's name (see [`Context::slot`]), if it is one.
+pub(crate) fn root_slot(name: &str) -> Option<u8> {
+    let slot = match Root::from_name(name) {
+        Some(root) => Root::ALL.iter().position(|r| *r == root)?,
+        None if name == VARIABLES => Root::ALL.len(),
+        None => return None,
+    };
+    u8::try_from(slot).ok()
+}
+
+/// The name of a root slot.
+fn slot_name(slot: usize) -> &'static str {
+    Root::ALL.get(slot).map_or(VARIABLES, |root| root.name())
+}
+
+/// Where a root slot's value is among a context's roots, before it is first looked for.
+const UNKNOWN: u32 = u32::MAX;
+
+/// Where a root slot's value is when the context lacks the root.
+const ABSENT: u32 = u32::MAX - 1;
+
 /// The roots of one render, borrowed where they can be, and the template value minijinja renders
 /// against, made on first need. What the engine made of the roots is kept: by the context when a
 /// root joins it ([`Context::insert`]), and by the stable part ([`Context::values`]).
+///
+/// The evaluators read a root by its slot (see [`root_slot`]): its place among the roots is
+/// found on the first read and kept, so later reads compare no names.
 pub(crate) struct Context<'a> {
     roots: Vec<(&'static str, Val<'a>)>,
+    /// The place of each slot's root in `roots`: [`UNKNOWN`] until it is first read, [`ABSENT`]
+    /// when there is none.
+    places: [Cell<u32>; SLOTS],
     value: OnceCell<Value>,
 }
 
@@ -380,10 +479,11 @@ impl<'a> Context<'a> {
     pub(crate) fn new(roots: impl IntoIterator<Item = (&'static str, Val<'a>)>) -> Self {
         // Room for every root and `variables`, so that neither a filtered list of them nor an
         // inserted one grows the vector.
-        let mut all = Vec::with_capacity(crate::root::Root::ALL.len() + 1);
+        let mut all = Vec::with_capacity(SLOTS);
         all.extend(roots);
         Self {
             roots: all,
+            places: std::array::from_fn(|_| Cell::new(UNKNOWN)),
             value: OnceCell::new(),
         }
     }
@@ -403,6 +503,33 @@ impl<'a> Context<'a> {
         }
         let at = at.min(self.roots.len());
         self.roots.insert(at, (name, root));
+        // The roots after it moved.
+        for place in &self.places {
+            place.set(UNKNOWN);
+        }
+    }
+
+    /// The root in a slot (see [`root_slot`]); `None` for a root the context lacks.
+    pub(crate) fn slot(&self, slot: u8) -> Option<&Val<'a>> {
+        let slot = usize::from(slot);
+        let place = self.places.get(slot)?;
+        match place.get() {
+            ABSENT => None,
+            UNKNOWN => {
+                let name = slot_name(slot);
+                let found = self.roots.iter().position(|(root, _)| *root == name);
+                match found.map(u32::try_from) {
+                    Some(Ok(at)) if at < ABSENT => place.set(at),
+                    // Too far to keep (never in practice): found again on the next read.
+                    Some(_) => {}
+                    None => place.set(ABSENT),
+                }
+                found
+                    .and_then(|at| self.roots.get(at))
+                    .map(|(_, value)| value)
+            }
+            at => self.roots.get(at as usize).map(|(_, value)| value),
+        }
     }
 
     /// A root by name; `None` for a name that is not a root (it may be a global of the engine).
@@ -630,7 +757,7 @@ mod tests {
         for (i, (expression, _)) in gates.iter().enumerate() {
             set.add_gate(format!("g{i}"), expression).unwrap();
         }
-        let answered = std::cell::Cell::new(0u32);
+        let answered = Cell::new(0u32);
         let mut runner = TestRunner::new(Config {
             cases: 600,
             failure_persistence: None,
