@@ -434,23 +434,9 @@ impl Expr {
                 meter.charge(STEP.saturating_mul(len))?;
                 Some(Val::Strs(texts))
             }
-            Expr::Concat(left, right) => {
-                let left = left.eval(scope, meter)?;
-                let right = right.eval(scope, meter)?;
+            Expr::Concat(..) => {
                 let mut values = Vec::new();
-                for side in [&left, &right] {
-                    // Sequences only (tuples add by their own rule, strings and numbers too).
-                    if side.kind() != ValueKind::Seq || side.is_tuple() {
-                        return None;
-                    }
-                    meter.charge(ITEM.saturating_mul(side.len()? as u64))?;
-                    for item in side.items()? {
-                        if matches!(item.kind(), ValueKind::Undefined | ValueKind::Invalid) {
-                            return None;
-                        }
-                        values.push(item);
-                    }
-                }
+                self.concat_into(scope, meter, &mut values)?;
                 Some(Val::List(values.into()))
             }
             Expr::Choose {
@@ -480,6 +466,49 @@ impl Expr {
             }
         }
     }
+}
+
+impl Expr {
+    /// Appends the items of this `left + right` (whose node is charged) to `values`. A chain
+    /// `a + b + c` makes one list rather than one for each `+`, charged as the engine's lists
+    /// are: the left list's items once more for the outer `+`.
+    fn concat_into<'a>(
+        &'a self,
+        scope: &Scope<'_, 'a>,
+        meter: &mut Meter,
+        values: &mut Vec<Val<'a>>,
+    ) -> Option<()> {
+        let Expr::Concat(left, right) = self else {
+            return None;
+        };
+        if let Expr::Concat(..) = **left {
+            meter.charge(STEP)?;
+            let start = values.len();
+            left.concat_into(scope, meter, values)?;
+            meter.charge(ITEM.saturating_mul((values.len() - start) as u64))?;
+        } else {
+            let left = left.eval(scope, meter)?;
+            push_items(&left, meter, values)?;
+        }
+        let right = right.eval(scope, meter)?;
+        push_items(&right, meter, values)
+    }
+}
+
+/// Appends the items of one side of a `+` of sequences to `values`, charging each.
+fn push_items<'a>(side: &Val<'a>, meter: &mut Meter, values: &mut Vec<Val<'a>>) -> Option<()> {
+    // Sequences only (tuples add by their own rule, strings and numbers too).
+    if side.kind() != ValueKind::Seq || side.is_tuple() {
+        return None;
+    }
+    meter.charge(ITEM.saturating_mul(side.len()? as u64))?;
+    for item in side.items()? {
+        if matches!(item.kind(), ValueKind::Undefined | ValueKind::Invalid) {
+            return None;
+        }
+        values.push(item);
+    }
+    Some(())
 }
 
 /// A boolean result.
@@ -559,8 +588,15 @@ fn apply<'a>(filter: Filter, value: &Val<'a>, meter: &mut Meter) -> Option<Val<'
                 return None;
             }
             meter.charge(ITEM.saturating_mul(value.len()? as u64))?;
-            let items: Vec<_> = value.items()?.collect();
-            for item in &items {
+            let collected: Vec<_>;
+            let items: &[Val<'a>] = match value {
+                Val::List(items) => items,
+                _ => {
+                    collected = value.items()?.collect();
+                    &collected
+                }
+            };
+            for item in items {
                 let text = item.as_str()?;
                 // Three times its bytes (read, copied, kept): an upper bound of the engine's work.
                 meter.charge(3 * text.len() as u64)?;
@@ -575,8 +611,8 @@ fn apply<'a>(filter: Filter, value: &Val<'a>, meter: &mut Meter) -> Option<Val<'
                     }
                     _ => Val::Value(Value::from(text)),
                 })
-                .collect::<Vec<_>>();
-            Some(Val::List(kept.into()))
+                .collect();
+            Some(Val::List(kept))
         }
     }
 }
@@ -606,6 +642,20 @@ fn contains(container: &Val<'_>, item: &Val<'_>, meter: &mut Meter) -> Option<bo
                 return None;
             }
             meter.charge(ITEM.saturating_mul(len as u64))?;
+            // A string among the send's strings or JSON: compared as `==` compares two strings,
+            // by their text, without making a value of each item.
+            if let Some(needle) = item.as_str() {
+                match container {
+                    Val::Strs(texts) => return Some(texts.iter().any(|text| text == needle)),
+                    Val::Json(serde_json::Value::Array(items)) => {
+                        return Some(items.iter().any(|element| match element {
+                            serde_json::Value::String(text) => text == needle,
+                            other => Val::json(other) == *item,
+                        }));
+                    }
+                    _ => {}
+                }
+            }
             let mut found = false;
             for element in container.items()? {
                 if matches!(element.kind(), ValueKind::Undefined | ValueKind::Invalid) {

@@ -517,7 +517,14 @@ impl<'a> Context<'a> {
             ABSENT => None,
             UNKNOWN => {
                 let name = slot_name(slot);
-                let found = self.roots.iter().position(|(root, _)| *root == name);
+                // The context's names are the roots' own, so the same text at the same place is
+                // found first, without comparing bytes; any other copy of a name is found by its
+                // text.
+                let found = self
+                    .roots
+                    .iter()
+                    .position(|(root, _)| std::ptr::eq(*root, name))
+                    .or_else(|| self.roots.iter().position(|(root, _)| *root == name));
                 match found.map(u32::try_from) {
                     Some(Ok(at)) if at < ABSENT => place.set(at),
                     // Too far to keep (never in practice): found again on the next read.
