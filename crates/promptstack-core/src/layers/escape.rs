@@ -29,7 +29,15 @@ pub fn escape_xml_into(text: &str, out: &mut String) {
 fn escape_runs(mut text: &str, out: &mut String) {
     while let Some(i) = next_special(text.as_bytes()) {
         out.push_str(&text[..i]);
-        out.push_str(entity(text.as_bytes()[i]).unwrap_or_default());
+        // Each entity written as a literal, so it is copied as the few bytes it is rather than
+        // through a call for a copy of any length.
+        match text.as_bytes()[i] {
+            b'&' => out.push_str("&amp;"),
+            b'<' => out.push_str("&lt;"),
+            b'>' => out.push_str("&gt;"),
+            b'"' => out.push_str("&quot;"),
+            _ => out.push_str("&apos;"),
+        }
         text = &text[i + 1..];
     }
     out.push_str(text);
@@ -151,6 +159,18 @@ mod tests {
             let expected = text.bytes().position(is_special);
             proptest::prop_assert_eq!(next_special(text.as_bytes()), expected);
             proptest::prop_assert_eq!(escaped_len(&text), escape_xml(&text).len());
+            let replaced: String = text
+                .chars()
+                .map(|c| match c {
+                    '&' => "&amp;".to_owned(),
+                    '<' => "&lt;".to_owned(),
+                    '>' => "&gt;".to_owned(),
+                    '"' => "&quot;".to_owned(),
+                    '\'' => "&apos;".to_owned(),
+                    c => c.to_string(),
+                })
+                .collect();
+            proptest::prop_assert_eq!(escape_xml(&text), replaced);
         }
     }
 }

@@ -722,14 +722,20 @@ mod tests {
     }
 
     /// Template sources: text with whitespace around tags, emissions, conditions, loops and
-    /// assignments, mostly in the subset, some outside it.
+    /// assignments, mostly in the subset, some outside it. Loops and assignments bind names that
+    /// other loops and assignments bind too, that are roots' names, or that are read before or
+    /// outside their binding: nested loops with a repeated name, a local named like a root, a
+    /// name bound in one branch only.
     fn template() -> impl Strategy<Value = String> {
         let text = prop::sample::select(vec!["", "x", "\n", "  ", " a\n  ", "<b>\n"]);
+        let set_name = prop::sample::select(vec!["v", "v", "a", "variables", "item"]);
+        let loop_name = prop::sample::select(vec!["item", "a", "v", "a", "variables"]);
         let leaf = prop_oneof![
             text.clone().prop_map(str::to_owned),
             (expression(), text.clone()).prop_map(|(e, t)| format!("{{{{ {e} }}}}{t}")),
             (expression(), text.clone()).prop_map(|(e, t)| format!("{t}{{{{- {e} -}}}}{t}")),
-            (expression(), text.clone()).prop_map(|(e, t)| format!("{{% set v = {e} %}}{t}")),
+            (set_name, expression(), text.clone())
+                .prop_map(|(name, e, t)| format!("{{% set {name} = {e} %}}{t}")),
         ];
         let leaf = prop_oneof![8 => leaf, 1 => Just("{{ loop.index }}".to_owned())];
         leaf.prop_recursive(2, 8, 3, move |inner| {
@@ -747,13 +753,19 @@ mod tests {
                         )
                     }
                 ),
-                (expression(), body.clone(), text.clone()).prop_map(|(items, b, t)| {
-                    format!("{{% for item in {items} %}}{t}{b}{{% endfor %}}\n")
+                (loop_name.clone(), expression(), body.clone(), text.clone()).prop_map(
+                    |(name, items, b, t)| {
+                        format!("{{% for {name} in {items} %}}{t}{b}{{% endfor %}}\n")
+                    }
+                ),
+                // The loop's name read again once the loop is over.
+                (loop_name.clone(), expression(), body.clone()).prop_map(|(name, items, b)| {
+                    format!("{{% for {name} in {items} %}}{b}{{{{ {name} }}}}{{% endfor %}}{{{{ {name} }}}}")
                 }),
-                (expression(), expression(), body.clone(), body.clone()).prop_map(
-                    |(items, filter, b, empty)| {
+                (loop_name.clone(), expression(), expression(), body.clone(), body.clone()).prop_map(
+                    |(name, items, filter, b, empty)| {
                         format!(
-                            "{{% for item in {items} if {filter} %}}\n{b}{{% else %}}{empty}{{% endfor %}}"
+                            "{{% for {name} in {items} if {filter} %}}\n{b}{{% else %}}{empty}{{% endfor %}}"
                         )
                     }
                 ),
@@ -839,6 +851,59 @@ mod tests {
             "{% if a",
         ] {
             assert!(Plan::compile(other, &syntax).is_none(), "{other}");
+        }
+    }
+
+    /// The engine's scoping, template by template: a loop's name shadows a root or an outer
+    /// binding and is dropped at the loop's end, a `set` in a branch binds only when the branch
+    /// runs, and a name read before its binding is the root's. Each is answered by the plan and
+    /// written as minijinja writes it.
+    #[test]
+    fn binds_names_as_minijinja_scopes_them() {
+        let roots = [
+            ("a", serde_json::json!("root")),
+            ("b", serde_json::json!(["p", "q"])),
+            (
+                "variables",
+                serde_json::json!({"x": "vx", "read": ["r1", "r2"]}),
+            ),
+        ];
+        for (source, expected) in [
+            // Nested loops with a repeated name: the inner one shadows, the outer one returns.
+            (
+                "{% for a in b %}{{ a }}{% for a in variables.read %}({{ a }}){% endfor %}{{ a }};{% endfor %}{{ a }}",
+                "p(r1)(r2)p;q(r1)(r2)q;root",
+            ),
+            // A local named like a root, bound in one branch only.
+            (
+                "{{ a }}{% if b %}{% set a = 'local' %}{% endif %}{{ a }}{% if not b %}{% set a = 'other' %}{% endif %}{{ a }}",
+                "rootlocallocal",
+            ),
+            // A loop's name outside the loop is whatever it named before: a set, then a root.
+            (
+                "{% set v = 'set' %}{% for v in b %}{{ v }}{% endfor %}{{ v }}{% for variables in [variables] %}{{ variables.x }}{% endfor %}{{ variables.x }}",
+                "pqsetvxvx",
+            ),
+            // `variables` shadowed by a local: its attributes are the local's.
+            (
+                "{{ variables.x }}{% set variables = variables.read if b else [] %}{{ variables[1] }}{% for variables in b %}{{ variables }}{% endfor %}",
+                "vxr2pq",
+            ),
+            // A filtered loop: the name is bound while the filter is tested, and the else branch
+            // runs outside the loop.
+            (
+                "{% for v in b if v == 'q' %}{{ v }}{% endfor %}{% for a in b if false %}{% else %}{{ a }}{% endfor %}",
+                "qroot",
+            ),
+        ] {
+            let mut set = TemplateSet::new(&RenderOptions::default());
+            set.add("t".into(), source.to_owned()).unwrap();
+            for context in contexts(&roots) {
+                let written = planned(&set, "t", &context)
+                    .unwrap_or_else(|| panic!("not answered: {source}"));
+                assert_eq!(written.text, expected, "{source}");
+                assert_eq!(Ok(written), engine(&set, "t", context.value()), "{source}");
+            }
         }
     }
 

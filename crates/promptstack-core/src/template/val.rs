@@ -62,7 +62,11 @@ pub(crate) struct Variables<'a> {
 impl<'a> Variables<'a> {
     /// The value of one variable, if it is present.
     pub(crate) fn get(&self, name: &str) -> Option<&'a serde_json::Value> {
-        self.value_of(name, self.declared.get(name)?)
+        let spec = named_entry(self.declared, name)?;
+        if self.only_stable && spec.stability != Stability::Stable {
+            return None;
+        }
+        named_entry(self.sent, name).or(spec.default.as_ref())
     }
 
     /// Every present variable, in the spec's order.
@@ -78,7 +82,7 @@ impl<'a> Variables<'a> {
         if self.only_stable && spec.stability != Stability::Stable {
             return None;
         }
-        self.sent.get(name).or(spec.default.as_ref())
+        named_entry(self.sent, name).or(spec.default.as_ref())
     }
 
     /// The root as a template value.
@@ -91,15 +95,15 @@ impl<'a> Variables<'a> {
     }
 }
 
-/// The entry of a JSON map: a short map is searched in order (comparing lengths first, most keys
-/// are told apart without reading their bytes), a long one through its tree.
+/// The entry of a JSON map: a short map is searched in order (comparing lengths and first bytes
+/// first, most keys are told apart without comparing the rest), a long one through its tree.
 fn entry<'a>(
     map: &'a serde_json::Map<String, serde_json::Value>,
     name: &str,
 ) -> Option<&'a serde_json::Value> {
     if map.len() <= 16 {
         map.iter()
-            .find(|(key, _)| key.as_str() == name)
+            .find(|(key, _)| same_name(key, name))
             .map(|(_, value)| value)
     } else {
         map.get(name)
@@ -447,6 +451,28 @@ fn slot_name(slot: usize) -> &'static str {
     Root::ALL.get(slot).map_or(VARIABLES, |root| root.name())
 }
 
+/// Whether two names are the same: the same text at the same address (the context's names are
+/// the roots' own), else the same text, compared only when the lengths and first bytes agree
+/// (which tells every two roots' names apart).
+fn same_name(left: &str, right: &str) -> bool {
+    std::ptr::eq(left, right)
+        || (left.len() == right.len()
+            && left.as_bytes().first() == right.as_bytes().first()
+            && left == right)
+}
+
+/// A map's entry by name: a short map is searched in order with [`same_name`], which compares
+/// few bytes, a long one through its tree.
+fn named_entry<'m, V>(map: &'m BTreeMap<String, V>, name: &str) -> Option<&'m V> {
+    if map.len() <= 16 {
+        map.iter()
+            .find(|(key, _)| same_name(key, name))
+            .map(|(_, value)| value)
+    } else {
+        map.get(name)
+    }
+}
+
 /// Where a root slot's value is among a context's roots, before it is first looked for.
 const UNKNOWN: u32 = u32::MAX;
 
@@ -517,14 +543,10 @@ impl<'a> Context<'a> {
             ABSENT => None,
             UNKNOWN => {
                 let name = slot_name(slot);
-                // The context's names are the roots' own, so the same text at the same place is
-                // found first, without comparing bytes; any other copy of a name is found by its
-                // text.
                 let found = self
                     .roots
                     .iter()
-                    .position(|(root, _)| std::ptr::eq(*root, name))
-                    .or_else(|| self.roots.iter().position(|(root, _)| *root == name));
+                    .position(|(root, _)| same_name(root, name));
                 match found.map(u32::try_from) {
                     Some(Ok(at)) if at < ABSENT => place.set(at),
                     // Too far to keep (never in practice): found again on the next read.
@@ -709,6 +731,12 @@ mod tests {
         "{% for t in variables.tools if t in ['read', 'a'] %}{{ t }}{% endfor %}{% if 'read' in variables.tools %}r{% endif %}",
         "{% if variables.x == variables.y %}same{% endif %}{% if variables.x in variables.tools %}i{% endif %}{{ variables.tools['a'] }}",
         "{% set all = (variables.tools if variables.tools is defined else []) + ['a'] %}{% for t in all | guidelines %}{{ t }}{% endfor %}",
+        // Locals named like roots, nested loops with a repeated name, a binding in one branch.
+        "{% for cwd in [cwd, 'x'] if cwd %}{{ cwd }},{% endfor %}{{ cwd }}{% for skills in skills %}{{ skills.name }}{% endfor %}{{ skills[0]['name'] }}",
+        "{% for cwd in ['read', 'x'] %}{% for cwd in [cwd, 'a'] %}{{ cwd }}{% endfor %}{{ cwd }}{% endfor %}{{ cwd }}",
+        "{% for variables in [variables, variables] %}{{ variables.x }}{% for variables in variables.tools %}{{ variables }}{% endfor %}{{ variables.y }}{% endfor %}{{ variables.x }}",
+        "{{ variables.x }}{% if variables.y %}{% set variables = variables.tools %}{% endif %}{% if variables.x is defined %}{{ variables.x }}{% endif %}",
+        "{% if context_files %}{% set skills = context_files %}{% endif %}{% for s in skills %}{{ s.path if s.path is defined else s.name }}{% endfor %}",
     ];
 
     /// What a stable render's context would hold: every root (borrowed where `Root::read`
