@@ -121,7 +121,7 @@ pub(crate) enum Expr {
 #[derive(Debug, Clone, PartialEq)]
 pub(crate) struct Name {
     text: Box<str>,
-    /// The name's slot among the roots of a context (see [`val::root_slot`]), if it is a root's.
+    /// The slot in which a context keeps the place of the name's root (see [`val::root_slot`]).
     root: Option<u8>,
     /// The slot of the planned template's own variable of this name, if the template binds it
     /// anywhere; while it is unbound there, the name is read from the roots.
@@ -143,18 +143,20 @@ impl Expr {
     /// A path of a name and attributes, remembering `variables.NAME` in the slots `remembered`
     /// names (by the variables' names, in order; one is added when there is room).
     pub(crate) fn path(name: Name, attributes: Vec<String>, remembered: &mut Vec<String>) -> Self {
+        // Kept by the name and the attribute; used only when the name is the `variables` root.
         let slot = match attributes.first() {
-            Some(first) if &*name.text == crate::root::VARIABLES => {
-                match remembered.iter().position(|known| known == first) {
+            Some(first) => {
+                let key = format!("{}.{first}", name.text);
+                match remembered.iter().position(|known| *known == key) {
                     Some(slot) => u8::try_from(slot).ok(),
                     None if remembered.len() < MAX_REMEMBERED => {
-                        remembered.push(first.clone());
+                        remembered.push(key);
                         u8::try_from(remembered.len() - 1).ok()
                     }
                     None => None,
                 }
             }
-            _ => None,
+            None => None,
         };
         Expr::Path {
             name,
@@ -220,7 +222,8 @@ pub(crate) struct Scope<'s, 'a> {
     pub context: &'s Context<'a>,
     /// The template's own variables by slot: `None` where one is unbound.
     pub locals: &'s [Option<Val<'a>>],
-    pub remembered: &'s [Remembered<'a>; MAX_REMEMBERED],
+    /// What the evaluation remembers, by slot; a slot past its end is looked up each time.
+    pub remembered: &'s [Remembered<'a>],
 }
 
 impl<'a> Scope<'_, 'a> {
@@ -233,7 +236,7 @@ impl<'a> Scope<'_, 'a> {
     /// lacks may be a global of the environment (`range`, …).
     fn root(&self, name: &Name) -> Option<&Val<'a>> {
         match name.root {
-            Some(slot) => self.context.slot(slot),
+            Some(slot) => self.context.slot(slot, &name.text),
             None => self.context.root(&name.text),
         }
         .filter(|value| !value.is_undefined())
@@ -310,11 +313,12 @@ impl SimpleGate {
     /// Decides the gate against the context, or `None` when minijinja must (see the module's
     /// documentation).
     pub(crate) fn decide(&self, context: &Context<'_>) -> Option<bool> {
-        let remembered = remembered();
+        // A gate reads few variables, each once or twice: it remembers none, which saves making
+        // the memory on every decision.
         let scope = Scope {
             context,
             locals: &[],
-            remembered: &remembered,
+            remembered: &[],
         };
         truthy(&self.expr.eval(&scope, &mut Meter::new(u64::MAX))?)
     }
@@ -336,14 +340,16 @@ impl Expr {
                     None => match (scope.root(name)?, remembered, attributes.split_first()) {
                         (Val::Variables(variables), Some(slot), Some((first, rest))) => {
                             meter.charge(STEP)?;
-                            let known = scope.remembered.get(usize::from(*slot))?;
-                            let found = match known.get() {
-                                Some(found) => found,
-                                None => {
-                                    let found = variables.get(first.name());
-                                    known.set(Some(found));
-                                    found
-                                }
+                            let found = match scope.remembered.get(usize::from(*slot)) {
+                                Some(known) => match known.get() {
+                                    Some(found) => found,
+                                    None => {
+                                        let found = variables.get(first.name());
+                                        known.set(Some(found));
+                                        found
+                                    }
+                                },
+                                None => variables.get(first.name()),
                             };
                             (found.map_or_else(Val::undefined, Val::json), rest)
                         }

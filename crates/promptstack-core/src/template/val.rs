@@ -18,7 +18,6 @@ use std::rc::Rc;
 use minijinja::value::{Value, ValueKind};
 
 use crate::context::{ContextFile, Skill};
-use crate::root::{Root, VARIABLES};
 use crate::spec::{Stability, VariableSpec};
 use crate::toolset::Toolset;
 
@@ -432,23 +431,16 @@ fn is_visible(skill: &Skill) -> bool {
     !skill.disable_model_invocation
 }
 
-/// How many root slots there are: one for each [`Root`], in [`Root::ALL`]'s order, then one
-/// for `variables`.
-const SLOTS: usize = Root::ALL.len() + 1;
+/// How many places a context keeps (see [`Context::slot`]).
+const SLOTS: usize = 32;
 
-/// The slot of a root's name (see [`Context::slot`]), if it is one.
+/// The slot a name's place is kept in by every context (see [`Context::slot`]): from its length
+/// and first byte, which tell every two roots' names apart. Other names may share a slot; a
+/// kept place is checked against the name, so sharing costs a search, never a wrong value.
 pub(crate) fn root_slot(name: &str) -> Option<u8> {
-    let slot = match Root::from_name(name) {
-        Some(root) => Root::ALL.iter().position(|r| *r == root)?,
-        None if name == VARIABLES => Root::ALL.len(),
-        None => return None,
-    };
+    let first = *name.as_bytes().first()?;
+    let slot = (name.len().wrapping_mul(5) ^ usize::from(first)) % SLOTS;
     u8::try_from(slot).ok()
-}
-
-/// The name of a root slot.
-fn slot_name(slot: usize) -> &'static str {
-    Root::ALL.get(slot).map_or(VARIABLES, |root| root.name())
 }
 
 /// Whether two names are the same: the same text at the same address (the context's names are
@@ -473,22 +465,18 @@ fn named_entry<'m, V>(map: &'m BTreeMap<String, V>, name: &str) -> Option<&'m V>
     }
 }
 
-/// Where a root slot's value is among a context's roots, before it is first looked for.
-const UNKNOWN: u32 = u32::MAX;
-
-/// Where a root slot's value is when the context lacks the root.
-const ABSENT: u32 = u32::MAX - 1;
+/// A slot that keeps no place.
+const NOWHERE: u32 = u32::MAX;
 
 /// The roots of one render, borrowed where they can be, and the template value minijinja renders
 /// against, made on first need. What the engine made of the roots is kept: by the context when a
 /// root joins it ([`Context::insert`]), and by the stable part ([`Context::values`]).
 ///
-/// The evaluators read a root by its slot (see [`root_slot`]): its place among the roots is
-/// found on the first read and kept, so later reads compare no names.
+/// The evaluators read a root by its name's slot (see [`root_slot`]): its place among the roots
+/// is found on the first read and kept, so later reads compare one name at most.
 pub(crate) struct Context<'a> {
     roots: Vec<(&'static str, Val<'a>)>,
-    /// The place of each slot's root in `roots`: [`UNKNOWN`] until it is first read, [`ABSENT`]
-    /// when there is none.
+    /// The place in `roots` of the root last read through each slot, or [`NOWHERE`].
     places: [Cell<u32>; SLOTS],
     value: OnceCell<Value>,
 }
@@ -505,11 +493,12 @@ impl<'a> Context<'a> {
     pub(crate) fn new(roots: impl IntoIterator<Item = (&'static str, Val<'a>)>) -> Self {
         // Room for every root and `variables`, so that neither a filtered list of them nor an
         // inserted one grows the vector.
-        let mut all = Vec::with_capacity(SLOTS);
+        let roots = roots.into_iter();
+        let mut all = Vec::with_capacity(roots.size_hint().0 + 1);
         all.extend(roots);
         Self {
             roots: all,
-            places: std::array::from_fn(|_| Cell::new(UNKNOWN)),
+            places: std::array::from_fn(|_| Cell::new(NOWHERE)),
             value: OnceCell::new(),
         }
     }
@@ -531,34 +520,28 @@ impl<'a> Context<'a> {
         self.roots.insert(at, (name, root));
         // The roots after it moved.
         for place in &self.places {
-            place.set(UNKNOWN);
+            place.set(NOWHERE);
         }
     }
 
-    /// The root in a slot (see [`root_slot`]); `None` for a root the context lacks.
-    pub(crate) fn slot(&self, slot: u8) -> Option<&Val<'a>> {
-        let slot = usize::from(slot);
-        let place = self.places.get(slot)?;
-        match place.get() {
-            ABSENT => None,
-            UNKNOWN => {
-                let name = slot_name(slot);
-                let found = self
-                    .roots
-                    .iter()
-                    .position(|(root, _)| same_name(root, name));
-                match found.map(u32::try_from) {
-                    Some(Ok(at)) if at < ABSENT => place.set(at),
-                    // Too far to keep (never in practice): found again on the next read.
-                    Some(_) => {}
-                    None => place.set(ABSENT),
-                }
-                found
-                    .and_then(|at| self.roots.get(at))
-                    .map(|(_, value)| value)
-            }
-            at => self.roots.get(at as usize).map(|(_, value)| value),
+    /// The root of a name whose slot is `slot` (see [`root_slot`]); `None` for a root the
+    /// context lacks.
+    pub(crate) fn slot(&self, slot: u8, name: &str) -> Option<&Val<'a>> {
+        let place = self.places.get(usize::from(slot))?;
+        if let Some((root, value)) = self.roots.get(place.get() as usize)
+            && same_name(root, name)
+        {
+            return Some(value);
         }
+        let found = self
+            .roots
+            .iter()
+            .position(|(root, _)| same_name(root, name))?;
+        // A place too far to keep (never in practice) is found again on the next read.
+        if let Ok(at) = u32::try_from(found) {
+            place.set(at);
+        }
+        self.roots.get(found).map(|(_, value)| value)
     }
 
     /// A root by name; `None` for a name that is not a root (it may be a global of the engine).
