@@ -55,10 +55,24 @@ pub fn normalize<S: AsRef<str>>(entries: &[S]) -> Vec<String> {
         .collect()
 }
 
+/// Up to this many entries, a duplicate is found by comparing an entry with the ones kept before
+/// it, which is cheaper than hashing them all; a longer list is deduplicated through a hash set,
+/// so the work stays linear.
+const COMPARED: usize = 16;
+
 /// What [`normalize`] keeps, without copying: each kept entry's position and its trimmed text.
 pub(crate) fn kept<'a>(entries: impl ExactSizeIterator<Item = &'a str>) -> Vec<(usize, &'a str)> {
+    let mut out: Vec<(usize, &str)> = Vec::with_capacity(entries.len());
+    if entries.len() <= COMPARED {
+        for (i, entry) in entries.enumerate().take(COMPARED) {
+            let trimmed = trim(entry);
+            if !trimmed.is_empty() && out.iter().all(|(_, kept)| *kept != trimmed) {
+                out.push((i, trimmed));
+            }
+        }
+        return out;
+    }
     let mut seen = std::collections::HashSet::with_capacity(entries.len());
-    let mut out = Vec::with_capacity(entries.len());
     for (i, entry) in entries.enumerate() {
         let trimmed = trim(entry);
         if !trimmed.is_empty() && seen.insert(trimmed) {
@@ -70,7 +84,30 @@ pub(crate) fn kept<'a>(entries: impl ExactSizeIterator<Item = &'a str>) -> Vec<(
 
 #[cfg(test)]
 mod tests {
+    use proptest::prelude::*;
+
     use super::*;
+
+    proptest! {
+        /// Short lists (compared) and long ones (hashed) keep exactly the first of each trimmed
+        /// entry, in order.
+        #[test]
+        fn keeps_the_first_of_each(
+            entries in prop::collection::vec(
+                prop::sample::select(vec!["", " ", "a", " a", "a\u{3000}", "b", "ab", "B"]),
+                0..40,
+            )
+        ) {
+            let mut expected: Vec<(usize, &str)> = Vec::new();
+            for (i, entry) in entries.iter().enumerate() {
+                let trimmed = trim(entry);
+                if !trimmed.is_empty() && !expected.iter().any(|(_, kept)| *kept == trimmed) {
+                    expected.push((i, trimmed));
+                }
+            }
+            prop_assert_eq!(kept(entries.iter().copied()), expected);
+        }
+    }
 
     #[test]
     fn trims_dedupes_first_wins() {

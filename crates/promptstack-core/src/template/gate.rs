@@ -17,10 +17,11 @@
 //! minijinja and compared, so every test that assembles an example checks its gates.
 
 use std::borrow::Cow;
+use std::cell::Cell;
 
 use minijinja::value::{Value, ValueKind};
 
-use super::val::{Context, Val};
+use super::val::{self, Attribute, Context, Val};
 
 /// The longest sequence the evaluator searches for `in`: minijinja charges fuel per item it
 /// compares, so a longer search is left to it (and its fuel limit).
@@ -39,57 +40,155 @@ const MAX_EXPRESSION_BYTES: usize = 4096;
 /// render their gates, so that running out of fuel fails as it always did.
 pub(crate) const MAX_GATE_FUEL: u64 = 1 << 16;
 
-/// An expression in the subset the evaluator handles: a gate, or an expression of a planned
-/// template (see [`super::plan`]), which adds lists, `+` of lists, conditional expressions,
-/// subscripts and the project's string filters. The gate parser produces only the first eight
-/// variants.
+/// The most distinct `variables.NAME` reads of one gate or template whose values are looked up
+/// once per evaluation (see [`Scope`]); reads of further names are looked up each time.
+pub(crate) const MAX_REMEMBERED: usize = 8;
+
+/// A gate in the subset the evaluator decides: an expression of the gate grammar (see
+/// [`SimpleGate::parse`]).
 #[derive(Debug, Clone, PartialEq)]
-pub(crate) enum SimpleGate {
-    /// A root and the attributes read from it (`variables.custom_prompt`).
-    Path(Vec<String>),
-    /// A literal: a string, an integer, `true`/`false` or `none`.
+pub(crate) struct SimpleGate {
+    expr: Expr,
+}
+
+/// An expression in the subset the evaluator handles: a gate's, or one of a planned template
+/// (see [`super::plan`]), which adds lists, `+` of lists, conditional expressions, subscripts and
+/// the project's string filters. The gate parser produces neither of those nor [`Expr::Texts`].
+///
+/// Names are resolved when the expression is compiled: a root to its place in every
+/// [`Context`], a template's own variable to its slot in the render, an attribute to the field
+/// of a borrowed record it names; so evaluating compares no names.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) enum Expr {
+    /// A name and the attributes read from it (`variables.custom_prompt`).
+    Path {
+        name: Name,
+        attributes: Box<[Attribute]>,
+        /// For `variables.NAME…`, the slot in which the evaluation keeps what `NAME` is, so
+        /// that each variable is looked up once (see [`MAX_REMEMBERED`]).
+        remembered: Option<u8>,
+    },
+    /// A string literal.
+    Text(Box<str>),
+    /// Any other literal: an integer, `true`/`false` or `none`.
     Literal(Value),
-    Not(Box<SimpleGate>),
-    And(Box<SimpleGate>, Box<SimpleGate>),
-    Or(Box<SimpleGate>, Box<SimpleGate>),
+    Not(Box<Expr>),
+    And(Box<Expr>, Box<Expr>),
+    Or(Box<Expr>, Box<Expr>),
     /// `item in container`, or `not in` when negated.
     In {
-        item: Box<SimpleGate>,
-        container: Box<SimpleGate>,
+        item: Box<Expr>,
+        container: Box<Expr>,
         negated: bool,
     },
     /// `left == right`, or `!=` when negated.
     Equal {
-        left: Box<SimpleGate>,
-        right: Box<SimpleGate>,
+        left: Box<Expr>,
+        right: Box<Expr>,
         negated: bool,
     },
     /// `value is test`, or `is not test` when negated.
     Is {
-        value: Box<SimpleGate>,
+        value: Box<Expr>,
         test: Test,
         negated: bool,
     },
     /// A list literal, `[a, b]`.
-    List(Vec<SimpleGate>),
+    List(Vec<Expr>),
+    /// A list literal of strings only, `["read", "bash"]`: read where it is, never built.
+    Texts(Box<[String]>),
     /// `left + right` of two sequences.
-    Concat(Box<SimpleGate>, Box<SimpleGate>),
+    Concat(Box<Expr>, Box<Expr>),
     /// `then if test else otherwise`.
     Choose {
-        test: Box<SimpleGate>,
-        then: Box<SimpleGate>,
-        otherwise: Box<SimpleGate>,
+        test: Box<Expr>,
+        then: Box<Expr>,
+        otherwise: Box<Expr>,
     },
     /// `value[key]` of a map or a sequence.
     Item {
-        value: Box<SimpleGate>,
-        key: Box<SimpleGate>,
+        value: Box<Expr>,
+        key: Box<Expr>,
     },
     /// `value | filter`, for a filter that takes no argument.
     Filter {
-        value: Box<SimpleGate>,
+        value: Box<Expr>,
         filter: Filter,
     },
+}
+
+/// A name an expression reads, resolved when it is compiled.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) struct Name {
+    text: Box<str>,
+    /// The slot in which a context keeps the place of the name's root (see [`val::root_slot`]).
+    root: Option<u8>,
+    /// The slot of the planned template's own variable of this name, if the template binds it
+    /// anywhere; while it is unbound there, the name is read from the roots.
+    local: Option<u16>,
+}
+
+impl Name {
+    /// A name, of a root or not, bound by the template at `local` if at all.
+    pub(crate) fn new(text: &str, local: Option<u16>) -> Self {
+        Self {
+            text: text.into(),
+            root: val::root_slot(text),
+            local,
+        }
+    }
+}
+
+impl Expr {
+    /// A path of a name and attributes, remembering `variables.NAME` in the slots `remembered`
+    /// names (by the variables' names, in order; one is added when there is room).
+    pub(crate) fn path(name: Name, attributes: Vec<String>, remembered: &mut Vec<String>) -> Self {
+        // Kept by the name and the attribute; used only when the name is the `variables` root.
+        let slot = match attributes.first() {
+            Some(first) => {
+                let key = format!("{}.{first}", name.text);
+                match remembered.iter().position(|known| *known == key) {
+                    Some(slot) => u8::try_from(slot).ok(),
+                    None if remembered.len() < MAX_REMEMBERED => {
+                        remembered.push(key);
+                        u8::try_from(remembered.len() - 1).ok()
+                    }
+                    None => None,
+                }
+            }
+            None => None,
+        };
+        Expr::Path {
+            name,
+            attributes: attributes.iter().map(|a| Attribute::new(a)).collect(),
+            remembered: slot,
+        }
+    }
+
+    /// A literal, strings kept as text.
+    pub(crate) fn literal(value: Value) -> Self {
+        match value.as_str() {
+            Some(text) if value.kind() == ValueKind::String && !value.is_safe() => {
+                Expr::Text(text.into())
+            }
+            _ => Expr::Literal(value),
+        }
+    }
+
+    /// A list literal; one of plain string literals only is kept as their texts.
+    pub(crate) fn list(items: Vec<Expr>) -> Self {
+        if items.iter().all(|item| matches!(item, Expr::Text(_))) {
+            let texts = items
+                .into_iter()
+                .map(|item| match item {
+                    Expr::Text(text) => text.into_string(),
+                    _ => String::new(),
+                })
+                .collect();
+            return Expr::Texts(texts);
+        }
+        Expr::List(items)
+    }
 }
 
 /// The filters the evaluator applies, by calling the same functions as the engine's filters.
@@ -112,20 +211,41 @@ impl Filter {
     }
 }
 
-/// Where the evaluator looks names up: the roots of the context for a gate; a planned template's
-/// own variables first, then the roots.
-pub(crate) trait Names<'a> {
-    /// The value of a name, or `None` when the evaluator must not decide: a name the context
-    /// lacks may be a global of the environment (`range`, …).
-    fn lookup(&self, name: &str) -> Option<Val<'a>>;
+/// What one evaluation remembers of a `variables.NAME` it read: unread, or the variable's value
+/// (`None` for an absent variable).
+pub(crate) type Remembered<'a> = Cell<Option<Option<&'a serde_json::Value>>>;
+
+/// Where an evaluation looks names up: a planned template's own variables (by slot), then the
+/// roots of the context (by slot, or by name for a name that is no root's). It also remembers
+/// the variables read through `variables.NAME`.
+pub(crate) struct Scope<'s, 'a> {
+    pub context: &'s Context<'a>,
+    /// The template's own variables by slot: `None` where one is unbound.
+    pub locals: &'s [Option<Val<'a>>],
+    /// What the evaluation remembers, by slot; a slot past its end is looked up each time.
+    pub remembered: &'s [Remembered<'a>],
 }
 
-impl<'a> Names<'a> for Context<'a> {
-    fn lookup(&self, name: &str) -> Option<Val<'a>> {
-        self.root(name)
-            .filter(|value| !value.is_undefined())
-            .cloned()
+impl<'a> Scope<'_, 'a> {
+    /// The value of a bound local variable.
+    fn local(&self, name: &Name) -> Option<&Val<'a>> {
+        self.locals.get(usize::from(name.local?))?.as_ref()
     }
+
+    /// The value of a root, or `None` when the evaluator must not decide: a name the context
+    /// lacks may be a global of the environment (`range`, …).
+    fn root(&self, name: &Name) -> Option<&Val<'a>> {
+        match name.root {
+            Some(slot) => self.context.slot(slot, &name.text),
+            None => self.context.root(&name.text),
+        }
+        .filter(|value| !value.is_undefined())
+    }
+}
+
+/// A fresh memory of the variables read, for one evaluation.
+pub(crate) fn remembered<'a>() -> [Remembered<'a>; MAX_REMEMBERED] {
+    std::array::from_fn(|_| Cell::new(None))
 }
 
 /// The units of minijinja's fuel: one fuel is 64 units, a byte of data costs one.
@@ -181,81 +301,118 @@ impl SimpleGate {
             return None;
         }
         let tokens = tokenize(expression)?;
-        let mut parser = Parser { tokens, at: 0 };
-        let gate = parser.or()?;
-        (parser.at == parser.tokens.len()).then_some(gate)
+        let mut parser = Parser {
+            tokens,
+            at: 0,
+            remembered: Vec::new(),
+        };
+        let expr = parser.or()?;
+        (parser.at == parser.tokens.len()).then_some(SimpleGate { expr })
     }
 
     /// Decides the gate against the context, or `None` when minijinja must (see the module's
     /// documentation).
     pub(crate) fn decide(&self, context: &Context<'_>) -> Option<bool> {
-        truthy(&self.eval(context, &mut Meter::new(u64::MAX))?)
+        // A gate reads few variables, each once or twice: it remembers none, which saves making
+        // the memory on every decision.
+        let scope = Scope {
+            context,
+            locals: &[],
+            remembered: &[],
+        };
+        truthy(&self.expr.eval(&scope, &mut Meter::new(u64::MAX))?)
     }
+}
 
+impl Expr {
     /// The value of the expression, or `None` when minijinja must decide it (or the meter ran
     /// out). The value may be undefined (`x.missing`), which only a test may look at.
-    pub(crate) fn eval<'a>(&self, names: &dyn Names<'a>, meter: &mut Meter) -> Option<Val<'a>> {
+    pub(crate) fn eval<'a>(&'a self, scope: &Scope<'_, 'a>, meter: &mut Meter) -> Option<Val<'a>> {
         meter.charge(STEP)?;
         match self {
-            SimpleGate::Path(parts) => {
-                let (root, attributes) = parts.split_first()?;
-                let mut value = names.lookup(root)?;
+            Expr::Path {
+                name,
+                attributes,
+                remembered,
+            } => {
+                let (mut value, attributes) = match scope.local(name) {
+                    Some(local) => (local.clone(), &attributes[..]),
+                    None => match (scope.root(name)?, remembered, attributes.split_first()) {
+                        (Val::Variables(variables), Some(slot), Some((first, rest))) => {
+                            meter.charge(STEP)?;
+                            let found = match scope.remembered.get(usize::from(*slot)) {
+                                Some(known) => match known.get() {
+                                    Some(found) => found,
+                                    None => {
+                                        let found = variables.get(first.name());
+                                        known.set(Some(found));
+                                        found
+                                    }
+                                },
+                                None => variables.get(first.name()),
+                            };
+                            (found.map_or_else(Val::undefined, Val::json), rest)
+                        }
+                        (root, _, _) => (root.clone(), &attributes[..]),
+                    },
+                };
                 for attribute in attributes {
                     // Strict undefined handling fails on an attribute of an undefined value.
                     if value.is_undefined() {
                         return None;
                     }
                     meter.charge(STEP)?;
-                    value = value.attr(attribute)?;
+                    value = value.field(attribute)?;
                 }
                 (value.kind() != ValueKind::Invalid).then_some(value)
             }
-            SimpleGate::Literal(value) => Some(Val::Value(value.clone())),
-            SimpleGate::Not(inner) => Some(boolean(!truthy(&inner.eval(names, meter)?)?)),
-            SimpleGate::And(left, right) => {
-                let left = left.eval(names, meter)?;
+            Expr::Text(text) => Some(Val::Str(text)),
+            Expr::Literal(value) => Some(Val::Value(value.clone())),
+            Expr::Not(inner) => Some(boolean(!truthy(&inner.eval(scope, meter)?)?)),
+            Expr::And(left, right) => {
+                let left = left.eval(scope, meter)?;
                 if truthy(&left)? {
-                    right.eval(names, meter)
+                    right.eval(scope, meter)
                 } else {
                     Some(left)
                 }
             }
-            SimpleGate::Or(left, right) => {
-                let left = left.eval(names, meter)?;
+            Expr::Or(left, right) => {
+                let left = left.eval(scope, meter)?;
                 if truthy(&left)? {
                     Some(left)
                 } else {
-                    right.eval(names, meter)
+                    right.eval(scope, meter)
                 }
             }
-            SimpleGate::In {
+            Expr::In {
                 item,
                 container,
                 negated,
             } => {
-                let item = item.eval(names, meter)?;
-                let container = container.eval(names, meter)?;
+                let item = item.eval(scope, meter)?;
+                let container = container.eval(scope, meter)?;
                 Some(boolean(contains(&container, &item, meter)? != *negated))
             }
-            SimpleGate::Equal {
+            Expr::Equal {
                 left,
                 right,
                 negated,
             } => {
-                let left = left.eval(names, meter)?;
-                let right = right.eval(names, meter)?;
+                let left = left.eval(scope, meter)?;
+                let right = right.eval(scope, meter)?;
                 if left.is_undefined() || right.is_undefined() {
                     return None;
                 }
                 meter.charge(size(&left)?.saturating_add(size(&right)?))?;
                 Some(boolean((left == right) != *negated))
             }
-            SimpleGate::Is {
+            Expr::Is {
                 value,
                 test,
                 negated,
             } => {
-                let value = value.eval(names, meter)?;
+                let value = value.eval(scope, meter)?;
                 let passes = match test {
                     Test::Defined => !value.is_undefined(),
                     Test::Undefined => value.is_undefined(),
@@ -263,11 +420,11 @@ impl SimpleGate {
                 };
                 Some(boolean(passes != *negated))
             }
-            SimpleGate::List(items) => {
+            Expr::List(items) => {
                 meter.charge(ITEM.saturating_mul(items.len() as u64))?;
                 let mut values = Vec::with_capacity(items.len());
                 for item in items {
-                    let value = item.eval(names, meter)?;
+                    let value = item.eval(scope, meter)?;
                     // An undefined item is the engine's to handle.
                     if value.is_undefined() {
                         return None;
@@ -276,39 +433,32 @@ impl SimpleGate {
                 }
                 Some(Val::List(values.into()))
             }
-            SimpleGate::Concat(left, right) => {
-                let left = left.eval(names, meter)?;
-                let right = right.eval(names, meter)?;
+            Expr::Texts(texts) => {
+                // Charged as the list of its literals: each item, and each literal's node.
+                let len = texts.len() as u64;
+                meter.charge(ITEM.saturating_mul(len))?;
+                meter.charge(STEP.saturating_mul(len))?;
+                Some(Val::Strs(texts))
+            }
+            Expr::Concat(..) => {
                 let mut values = Vec::new();
-                for side in [&left, &right] {
-                    // Sequences only (tuples add by their own rule, strings and numbers too).
-                    if side.kind() != ValueKind::Seq || side.is_tuple() {
-                        return None;
-                    }
-                    meter.charge(ITEM.saturating_mul(side.len()? as u64))?;
-                    for item in side.items()? {
-                        if matches!(item.kind(), ValueKind::Undefined | ValueKind::Invalid) {
-                            return None;
-                        }
-                        values.push(item);
-                    }
-                }
+                self.concat_into(scope, meter, &mut values)?;
                 Some(Val::List(values.into()))
             }
-            SimpleGate::Choose {
+            Expr::Choose {
                 test,
                 then,
                 otherwise,
             } => {
-                if truthy(&test.eval(names, meter)?)? {
-                    then.eval(names, meter)
+                if truthy(&test.eval(scope, meter)?)? {
+                    then.eval(scope, meter)
                 } else {
-                    otherwise.eval(names, meter)
+                    otherwise.eval(scope, meter)
                 }
             }
-            SimpleGate::Item { value, key } => {
-                let value = value.eval(names, meter)?;
-                let key = key.eval(names, meter)?;
+            Expr::Item { value, key } => {
+                let value = value.eval(scope, meter)?;
+                let key = key.eval(scope, meter)?;
                 if key.is_undefined() || !matches!(value.kind(), ValueKind::Map | ValueKind::Seq) {
                     return None;
                 }
@@ -316,12 +466,55 @@ impl SimpleGate {
                 let item = value.item(&key)?;
                 (item.kind() != ValueKind::Invalid).then_some(item)
             }
-            SimpleGate::Filter { value, filter } => {
-                let value = value.eval(names, meter)?;
+            Expr::Filter { value, filter } => {
+                let value = value.eval(scope, meter)?;
                 apply(*filter, &value, meter)
             }
         }
     }
+}
+
+impl Expr {
+    /// Appends the items of this `left + right` (whose node is charged) to `values`. A chain
+    /// `a + b + c` makes one list rather than one for each `+`, charged as the engine's lists
+    /// are: the left list's items once more for the outer `+`.
+    fn concat_into<'a>(
+        &'a self,
+        scope: &Scope<'_, 'a>,
+        meter: &mut Meter,
+        values: &mut Vec<Val<'a>>,
+    ) -> Option<()> {
+        let Expr::Concat(left, right) = self else {
+            return None;
+        };
+        if let Expr::Concat(..) = **left {
+            meter.charge(STEP)?;
+            let start = values.len();
+            left.concat_into(scope, meter, values)?;
+            meter.charge(ITEM.saturating_mul((values.len() - start) as u64))?;
+        } else {
+            let left = left.eval(scope, meter)?;
+            push_items(&left, meter, values)?;
+        }
+        let right = right.eval(scope, meter)?;
+        push_items(&right, meter, values)
+    }
+}
+
+/// Appends the items of one side of a `+` of sequences to `values`, charging each.
+fn push_items<'a>(side: &Val<'a>, meter: &mut Meter, values: &mut Vec<Val<'a>>) -> Option<()> {
+    // Sequences only (tuples add by their own rule, strings and numbers too).
+    if side.kind() != ValueKind::Seq || side.is_tuple() {
+        return None;
+    }
+    meter.charge(ITEM.saturating_mul(side.len()? as u64))?;
+    for item in side.items()? {
+        if matches!(item.kind(), ValueKind::Undefined | ValueKind::Invalid) {
+            return None;
+        }
+        values.push(item);
+    }
+    Some(())
 }
 
 /// A boolean result.
@@ -401,8 +594,15 @@ fn apply<'a>(filter: Filter, value: &Val<'a>, meter: &mut Meter) -> Option<Val<'
                 return None;
             }
             meter.charge(ITEM.saturating_mul(value.len()? as u64))?;
-            let items: Vec<_> = value.items()?.collect();
-            for item in &items {
+            let collected: Vec<_>;
+            let items: &[Val<'a>] = match value {
+                Val::List(items) => items,
+                _ => {
+                    collected = value.items()?.collect();
+                    &collected
+                }
+            };
+            for item in items {
                 let text = item.as_str()?;
                 // Three times its bytes (read, copied, kept): an upper bound of the engine's work.
                 meter.charge(3 * text.len() as u64)?;
@@ -417,8 +617,8 @@ fn apply<'a>(filter: Filter, value: &Val<'a>, meter: &mut Meter) -> Option<Val<'
                     }
                     _ => Val::Value(Value::from(text)),
                 })
-                .collect::<Vec<_>>();
-            Some(Val::List(kept.into()))
+                .collect();
+            Some(Val::List(kept))
         }
     }
 }
@@ -448,6 +648,20 @@ fn contains(container: &Val<'_>, item: &Val<'_>, meter: &mut Meter) -> Option<bo
                 return None;
             }
             meter.charge(ITEM.saturating_mul(len as u64))?;
+            // A string among the send's strings or JSON: compared as `==` compares two strings,
+            // by their text, without making a value of each item.
+            if let Some(needle) = item.as_str() {
+                match container {
+                    Val::Strs(texts) => return Some(texts.iter().any(|text| text == needle)),
+                    Val::Json(serde_json::Value::Array(items)) => {
+                        return Some(items.iter().any(|element| match element {
+                            serde_json::Value::String(text) => text == needle,
+                            other => Val::json(other) == *item,
+                        }));
+                    }
+                    _ => {}
+                }
+            }
             let mut found = false;
             for element in container.items()? {
                 if matches!(element.kind(), ValueKind::Undefined | ValueKind::Invalid) {
@@ -559,6 +773,8 @@ fn tokenize(expression: &str) -> Option<Vec<Token>> {
 struct Parser {
     tokens: Vec<Token>,
     at: usize,
+    /// The variables read as `variables.NAME`, in the order of their slots.
+    remembered: Vec<String>,
 }
 
 impl Parser {
@@ -574,39 +790,39 @@ impl Parser {
         matches!(self.tokens.get(self.at + offset), Some(Token::Name(n)) if n == name)
     }
 
-    fn or(&mut self) -> Option<SimpleGate> {
+    fn or(&mut self) -> Option<Expr> {
         let mut left = self.and()?;
         while self.peek_name("or") {
             self.at += 1;
-            left = SimpleGate::Or(Box::new(left), Box::new(self.and()?));
+            left = Expr::Or(Box::new(left), Box::new(self.and()?));
         }
         Some(left)
     }
 
-    fn and(&mut self) -> Option<SimpleGate> {
+    fn and(&mut self) -> Option<Expr> {
         let mut left = self.not()?;
         while self.peek_name("and") {
             self.at += 1;
-            left = SimpleGate::And(Box::new(left), Box::new(self.not()?));
+            left = Expr::And(Box::new(left), Box::new(self.not()?));
         }
         Some(left)
     }
 
-    fn not(&mut self) -> Option<SimpleGate> {
+    fn not(&mut self) -> Option<Expr> {
         if self.peek_name("not") {
             self.at += 1;
-            return Some(SimpleGate::Not(Box::new(self.not()?)));
+            return Some(Expr::Not(Box::new(self.not()?)));
         }
         self.comparison()
     }
 
-    fn comparison(&mut self) -> Option<SimpleGate> {
+    fn comparison(&mut self) -> Option<Expr> {
         let left = self.operand()?;
         let gate = match self.peek() {
             Some(Token::Equal | Token::NotEqual) => {
                 let negated = self.peek() == Some(&Token::NotEqual);
                 self.at += 1;
-                SimpleGate::Equal {
+                Expr::Equal {
                     left: Box::new(left),
                     right: Box::new(self.operand()?),
                     negated,
@@ -614,7 +830,7 @@ impl Parser {
             }
             Some(Token::Name(n)) if n == "in" => {
                 self.at += 1;
-                SimpleGate::In {
+                Expr::In {
                     item: Box::new(left),
                     container: Box::new(self.operand()?),
                     negated: false,
@@ -622,7 +838,7 @@ impl Parser {
             }
             Some(Token::Name(n)) if n == "not" && self.name_at(1, "in") => {
                 self.at += 2;
-                SimpleGate::In {
+                Expr::In {
                     item: Box::new(left),
                     container: Box::new(self.operand()?),
                     negated: true,
@@ -638,7 +854,7 @@ impl Parser {
         }
     }
 
-    fn operand(&mut self) -> Option<SimpleGate> {
+    fn operand(&mut self) -> Option<Expr> {
         let value = self.atom()?;
         if !self.peek_name("is") {
             return Some(value);
@@ -665,14 +881,14 @@ impl Parser {
         if !ends {
             return None;
         }
-        Some(SimpleGate::Is {
+        Some(Expr::Is {
             value: Box::new(value),
             test,
             negated,
         })
     }
 
-    fn atom(&mut self) -> Option<SimpleGate> {
+    fn atom(&mut self) -> Option<Expr> {
         match self.peek()?.clone() {
             Token::Open => {
                 self.at += 1;
@@ -686,21 +902,25 @@ impl Parser {
             Token::Literal(value) => {
                 self.at += 1;
                 // An attribute of a literal (`'a'.upper`) is left to minijinja.
-                (self.peek() != Some(&Token::Dot)).then_some(SimpleGate::Literal(value))
+                (self.peek() != Some(&Token::Dot)).then(|| Expr::literal(value))
             }
             Token::Name(root) if !is_keyword(&root) => {
                 self.at += 1;
-                let mut parts = vec![root];
+                let mut attributes = Vec::new();
                 while self.peek() == Some(&Token::Dot) {
                     self.at += 1;
                     match self.peek()?.clone() {
-                        Token::Name(name) if !is_keyword(&name) => parts.push(name),
+                        Token::Name(name) if !is_keyword(&name) => attributes.push(name),
                         _ => return None,
                     }
                     self.at += 1;
                 }
                 // A call or a subscript after the path is left to minijinja.
-                (self.peek() != Some(&Token::Open)).then_some(SimpleGate::Path(parts))
+                if self.peek() == Some(&Token::Open) {
+                    return None;
+                }
+                let name = Name::new(&root, None);
+                Some(Expr::path(name, attributes, &mut self.remembered))
             }
             _ => None,
         }

@@ -18,11 +18,14 @@
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 
-use minijinja::machinery::ast::{self, Expr, Stmt};
+use minijinja::machinery::ast::{self, Stmt};
 use minijinja::syntax::SyntaxConfig;
 use minijinja::value::ValueKind;
 
-use super::gate::{Filter, Meter, Names, STEP, SimpleGate, Test, UNITS_PER_FUEL, escape_charged};
+use super::gate::{
+    Expr, Filter, MAX_REMEMBERED, Meter, Name, Remembered, STEP, Scope, Test, UNITS_PER_FUEL,
+    escape_charged, remembered,
+};
 use super::val::{Context, Val};
 use crate::layers::escape;
 
@@ -36,10 +39,16 @@ const MAX_SOURCE_BYTES: usize = 256 * 1024;
 /// The most output a plan reserves up front from what it wrote before (see `Plan::reserve`).
 const MAX_RESERVED_BYTES: usize = 1 << 20;
 
+/// The most distinct names a plan binds (with `for` and `set`); a template binding more is left
+/// to minijinja, so a render's own variables stay few.
+const MAX_LOCALS: usize = 256;
+
 /// A template body written without the engine.
 #[derive(Debug)]
 pub(crate) struct Plan {
     nodes: Vec<Node>,
+    /// How many distinct names the template binds: the slots of its own variables.
+    locals: usize,
     /// The bytes of literal text in the plan, for the first allocation of the output.
     literal_bytes: usize,
     /// The length of the text the last render wrote: the next render of a template is usually
@@ -53,22 +62,23 @@ enum Node {
     /// Literal text, as the engine emits it (whitespace control applied).
     Text(Box<str>),
     /// `{{ expr }}`.
-    Emit(SimpleGate),
+    Emit(Expr),
     If {
-        test: SimpleGate,
+        test: Expr,
         then: Vec<Node>,
         otherwise: Vec<Node>,
     },
-    /// `{% for name in items if filter %}body{% else %}empty{% endfor %}`.
+    /// `{% for name in items if filter %}body{% else %}empty{% endfor %}`, the name bound in
+    /// slot `local`.
     For {
-        name: Box<str>,
-        items: SimpleGate,
-        filter: Option<SimpleGate>,
+        local: u16,
+        items: Expr,
+        filter: Option<Expr>,
         body: Vec<Node>,
         empty: Vec<Node>,
     },
-    /// `{% set name = value %}`.
-    Set { name: Box<str>, value: SimpleGate },
+    /// `{% set name = value %}`, the name bound in slot `local`.
+    Set { local: u16, value: Expr },
 }
 
 /// A planned render: the text and how many emitted values were empty.
@@ -91,14 +101,17 @@ impl Plan {
         else {
             return None;
         };
-        let mut literal_bytes = 0;
-        let nodes = Compiler {
-            literal_bytes: &mut literal_bytes,
-        }
-        .statements(&template.children, 0, false)?;
+        let mut compiler = Compiler {
+            literal_bytes: 0,
+            locals: Vec::new(),
+            remembered: Vec::new(),
+        };
+        compiler.bind(&template.children, 0)?;
+        let nodes = compiler.statements(&template.children, 0, false)?;
         Some(Plan {
             nodes,
-            literal_bytes,
+            locals: compiler.locals.len(),
+            literal_bytes: compiler.literal_bytes,
             written: AtomicUsize::new(0),
         })
     }
@@ -118,19 +131,19 @@ impl Plan {
     /// Appends the template's text to `out` and returns how many emitted values were empty, or
     /// `None` when minijinja must render it (the plan met something it does not decide, or the
     /// work passed `fuel / 2`, the render's fuel); `out` is then as it was.
-    pub(crate) fn render_into(
-        &self,
-        context: &Context<'_>,
+    pub(crate) fn render_into<'a>(
+        &'a self,
+        context: &Context<'a>,
         fuel: u64,
         out: &mut String,
     ) -> Option<u32> {
         let start = out.len();
         out.reserve(self.reserve());
+        let remembered = remembered();
         let mut run = Run {
-            scope: Scope {
-                context,
-                locals: Vec::new(),
-            },
+            context,
+            locals: vec![None; self.locals],
+            remembered: &remembered,
             meter: Meter::new(fuel.saturating_mul(UNITS_PER_FUEL) / 2),
             text: out,
             empty_emissions: 0,
@@ -155,11 +168,66 @@ impl Plan {
 }
 
 /// Turns minijinja's syntax tree into a plan.
-struct Compiler<'a> {
-    literal_bytes: &'a mut usize,
+struct Compiler {
+    literal_bytes: usize,
+    /// Every name the template binds, in the order of their slots.
+    locals: Vec<String>,
+    /// The variables read as `variables.NAME`, in the order of their slots.
+    remembered: Vec<String>,
 }
 
-impl Compiler<'_> {
+impl Compiler {
+    /// Gives a slot to every name the statements bind (`for` and `set` targets, at any depth),
+    /// before any expression is compiled: a name read before its binding runs, or where its
+    /// binding may not have run, is looked for in the slot first and then among the roots.
+    fn bind(&mut self, stmts: &[Stmt<'_>], depth: usize) -> Option<()> {
+        if depth > MAX_DEPTH {
+            return None;
+        }
+        for stmt in stmts {
+            match stmt {
+                Stmt::IfCond(cond) => {
+                    self.bind(&cond.true_body, depth + 1)?;
+                    self.bind(&cond.false_body, depth + 1)?;
+                }
+                Stmt::ForLoop(lp) => {
+                    if let ast::Expr::Var(target) = &lp.target {
+                        self.local(target.id)?;
+                    }
+                    self.bind(&lp.body, depth + 1)?;
+                    self.bind(&lp.else_body, depth + 1)?;
+                }
+                Stmt::Set(set) => {
+                    if let ast::Expr::Var(target) = &set.target {
+                        self.local(target.id)?;
+                    }
+                }
+                _ => {}
+            }
+        }
+        Some(())
+    }
+
+    /// The slot of a name the template binds, given one if it has none yet (up to
+    /// [`MAX_LOCALS`]).
+    fn local(&mut self, name: &str) -> Option<u16> {
+        let slot = match self.locals.iter().position(|local| local == name) {
+            Some(slot) => slot,
+            None if self.locals.len() < MAX_LOCALS => {
+                self.locals.push(name.to_owned());
+                self.locals.len() - 1
+            }
+            None => return None,
+        };
+        u16::try_from(slot).ok()
+    }
+
+    /// The slot of a name the template binds, if it binds it.
+    fn bound(&self, name: &str) -> Option<u16> {
+        let slot = self.locals.iter().position(|local| local == name)?;
+        u16::try_from(slot).ok()
+    }
+
     fn statements(&mut self, stmts: &[Stmt<'_>], depth: usize, in_loop: bool) -> Option<Vec<Node>> {
         if depth > MAX_DEPTH {
             return None;
@@ -168,27 +236,27 @@ impl Compiler<'_> {
         for stmt in stmts {
             nodes.push(match stmt {
                 Stmt::EmitRaw(raw) => {
-                    *self.literal_bytes += raw.raw.len();
+                    self.literal_bytes += raw.raw.len();
                     Node::Text(raw.raw.into())
                 }
-                Stmt::EmitExpr(emit) => Node::Emit(expression(&emit.expr, depth + 1)?),
+                Stmt::EmitExpr(emit) => Node::Emit(self.expression(&emit.expr, depth + 1)?),
                 Stmt::IfCond(cond) => Node::If {
-                    test: expression(&cond.expr, depth + 1)?,
+                    test: self.expression(&cond.expr, depth + 1)?,
                     then: self.statements(&cond.true_body, depth + 1, in_loop)?,
                     otherwise: self.statements(&cond.false_body, depth + 1, in_loop)?,
                 },
                 Stmt::ForLoop(lp) => {
-                    let Expr::Var(target) = &lp.target else {
+                    let ast::Expr::Var(target) = &lp.target else {
                         return None;
                     };
                     if lp.recursive || !is_plain_name(target.id) {
                         return None;
                     }
                     Node::For {
-                        name: target.id.into(),
-                        items: expression(&lp.iter, depth + 1)?,
+                        local: self.bound(target.id)?,
+                        items: self.expression(&lp.iter, depth + 1)?,
                         filter: match &lp.filter_expr {
-                            Some(filter) => Some(expression(filter, depth + 1)?),
+                            Some(filter) => Some(self.expression(filter, depth + 1)?),
                             None => None,
                         },
                         body: self.statements(&lp.body, depth + 1, true)?,
@@ -198,21 +266,123 @@ impl Compiler<'_> {
                 // A `set` inside a loop lives in the loop's frame, by the engine's scoping
                 // rules; outside loops it lives to the end of the template.
                 Stmt::Set(set) if !in_loop => {
-                    let Expr::Var(target) = &set.target else {
+                    let ast::Expr::Var(target) = &set.target else {
                         return None;
                     };
                     if !is_plain_name(target.id) {
                         return None;
                     }
                     Node::Set {
-                        name: target.id.into(),
-                        value: expression(&set.expr, depth + 1)?,
+                        local: self.bound(target.id)?,
+                        value: self.expression(&set.expr, depth + 1)?,
                     }
                 }
                 _ => return None,
             });
         }
         Some(nodes)
+    }
+
+    /// Turns an expression into the evaluator's form, or `None` outside the subset.
+    fn expression(&mut self, expr: &ast::Expr<'_>, depth: usize) -> Option<Expr> {
+        if depth > MAX_DEPTH {
+            return None;
+        }
+        let mut sub = |e: &ast::Expr<'_>| self.expression(e, depth + 1).map(Box::new);
+        Some(match expr {
+            ast::Expr::Var(_) | ast::Expr::GetAttr(_) => {
+                // A name and its attributes, read from the innermost attribute out.
+                let mut attributes = Vec::new();
+                let mut at = expr;
+                while let ast::Expr::GetAttr(attr) = at {
+                    attributes.push(attr.name.to_owned());
+                    at = &attr.expr;
+                }
+                let ast::Expr::Var(var) = at else {
+                    return None;
+                };
+                if !is_plain_name(var.id) || attributes.len() > MAX_DEPTH {
+                    return None;
+                }
+                attributes.reverse();
+                let name = Name::new(var.id, self.bound(var.id));
+                Expr::path(name, attributes, &mut self.remembered)
+            }
+            ast::Expr::Const(c) => {
+                // Strings, numbers, booleans and none; anything else is the engine's.
+                if !matches!(
+                    c.value.kind(),
+                    ValueKind::String | ValueKind::Number | ValueKind::Bool | ValueKind::None
+                ) {
+                    return None;
+                }
+                Expr::literal(c.value.clone())
+            }
+            ast::Expr::GetItem(item) => Expr::Item {
+                value: sub(&item.expr)?,
+                key: sub(&item.subscript_expr)?,
+            },
+            ast::Expr::UnaryOp(op) => match op.op {
+                ast::UnaryOpKind::Not => Expr::Not(sub(&op.expr)?),
+                ast::UnaryOpKind::Neg => return None,
+            },
+            ast::Expr::BinOp(op) => {
+                let (left, right) = (sub(&op.left)?, sub(&op.right)?);
+                match op.op {
+                    ast::BinOpKind::ScAnd => Expr::And(left, right),
+                    ast::BinOpKind::ScOr => Expr::Or(left, right),
+                    ast::BinOpKind::Eq | ast::BinOpKind::Ne => Expr::Equal {
+                        left,
+                        right,
+                        negated: matches!(op.op, ast::BinOpKind::Ne),
+                    },
+                    ast::BinOpKind::In => Expr::In {
+                        item: left,
+                        container: right,
+                        negated: false,
+                    },
+                    ast::BinOpKind::Add => Expr::Concat(left, right),
+                    _ => return None,
+                }
+            }
+            ast::Expr::Test(test) => {
+                if !test.args.is_empty() {
+                    return None;
+                }
+                Expr::Is {
+                    value: sub(&test.expr)?,
+                    test: match test.name {
+                        "defined" => Test::Defined,
+                        "undefined" => Test::Undefined,
+                        "none" => Test::None,
+                        _ => return None,
+                    },
+                    negated: false,
+                }
+            }
+            ast::Expr::IfExpr(choose) => Expr::Choose {
+                test: sub(&choose.test_expr)?,
+                then: sub(&choose.true_expr)?,
+                // Without `else` the engine yields an undefined value of its own kind.
+                otherwise: sub(choose.false_expr.as_ref()?)?,
+            },
+            ast::Expr::Filter(filter) => {
+                if !filter.args.is_empty() {
+                    return None;
+                }
+                Expr::Filter {
+                    value: sub(filter.expr.as_ref()?)?,
+                    filter: Filter::named(filter.name)?,
+                }
+            }
+            ast::Expr::List(list) => Expr::list(
+                list.items
+                    .iter()
+                    .map(|item| self.expression(item, depth + 1))
+                    .collect::<Option<_>>()?,
+            ),
+            _ => return None,
+        })
     }
 }
 
@@ -225,145 +395,40 @@ fn is_plain_name(name: &str) -> bool {
     )
 }
 
-/// Turns an expression into the evaluator's form, or `None` outside the subset.
-fn expression(expr: &Expr<'_>, depth: usize) -> Option<SimpleGate> {
-    if depth > MAX_DEPTH {
-        return None;
-    }
-    let sub = |e: &Expr<'_>| expression(e, depth + 1).map(Box::new);
-    Some(match expr {
-        Expr::Var(var) => {
-            if !is_plain_name(var.id) {
-                return None;
-            }
-            SimpleGate::Path(vec![var.id.to_owned()])
-        }
-        Expr::Const(c) => {
-            // Strings, numbers, booleans and none; anything else is the engine's.
-            if !matches!(
-                c.value.kind(),
-                ValueKind::String | ValueKind::Number | ValueKind::Bool | ValueKind::None
-            ) {
-                return None;
-            }
-            SimpleGate::Literal(c.value.clone())
-        }
-        Expr::GetAttr(attr) => match expression(&attr.expr, depth + 1)? {
-            SimpleGate::Path(mut parts) => {
-                parts.push(attr.name.to_owned());
-                SimpleGate::Path(parts)
-            }
-            _ => return None,
-        },
-        Expr::GetItem(item) => SimpleGate::Item {
-            value: sub(&item.expr)?,
-            key: sub(&item.subscript_expr)?,
-        },
-        Expr::UnaryOp(op) => match op.op {
-            ast::UnaryOpKind::Not => SimpleGate::Not(sub(&op.expr)?),
-            ast::UnaryOpKind::Neg => return None,
-        },
-        Expr::BinOp(op) => {
-            let (left, right) = (sub(&op.left)?, sub(&op.right)?);
-            match op.op {
-                ast::BinOpKind::ScAnd => SimpleGate::And(left, right),
-                ast::BinOpKind::ScOr => SimpleGate::Or(left, right),
-                ast::BinOpKind::Eq | ast::BinOpKind::Ne => SimpleGate::Equal {
-                    left,
-                    right,
-                    negated: matches!(op.op, ast::BinOpKind::Ne),
-                },
-                ast::BinOpKind::In => SimpleGate::In {
-                    item: left,
-                    container: right,
-                    negated: false,
-                },
-                ast::BinOpKind::Add => SimpleGate::Concat(left, right),
-                _ => return None,
-            }
-        }
-        Expr::Test(test) => {
-            if !test.args.is_empty() {
-                return None;
-            }
-            SimpleGate::Is {
-                value: sub(&test.expr)?,
-                test: match test.name {
-                    "defined" => Test::Defined,
-                    "undefined" => Test::Undefined,
-                    "none" => Test::None,
-                    _ => return None,
-                },
-                negated: false,
-            }
-        }
-        Expr::IfExpr(choose) => SimpleGate::Choose {
-            test: sub(&choose.test_expr)?,
-            then: sub(&choose.true_expr)?,
-            // Without `else` the engine yields an undefined value of its own kind.
-            otherwise: sub(choose.false_expr.as_ref()?)?,
-        },
-        Expr::Filter(filter) => {
-            if !filter.args.is_empty() {
-                return None;
-            }
-            SimpleGate::Filter {
-                value: sub(filter.expr.as_ref()?)?,
-                filter: Filter::named(filter.name)?,
-            }
-        }
-        Expr::List(list) => SimpleGate::List(
-            list.items
-                .iter()
-                .map(|item| expression(item, depth + 1))
-                .collect::<Option<_>>()?,
-        ),
-        _ => return None,
-    })
-}
-
-/// The names a plan sees: its own variables (latest first), then the roots of the context.
-struct Scope<'c, 'a, 'p> {
-    context: &'c Context<'a>,
-    /// The plan's own variables, innermost last, named by the plan's text.
-    locals: Vec<(&'p str, Val<'a>)>,
-}
-
-impl<'a> Names<'a> for Scope<'_, 'a, '_> {
-    fn lookup(&self, name: &str) -> Option<Val<'a>> {
-        match self.locals.iter().rev().find(|(local, _)| *local == name) {
-            Some((_, value)) => Some(value.clone()),
-            None => self.context.lookup(name),
-        }
-    }
-}
-
 /// One planned render in progress.
-struct Run<'c, 'a, 'p> {
-    scope: Scope<'c, 'a, 'p>,
+struct Run<'c, 'a> {
+    context: &'c Context<'a>,
+    /// The template's own variables by slot: `None` while one is unbound.
+    locals: Vec<Option<Val<'a>>>,
+    remembered: &'c [Remembered<'a>; MAX_REMEMBERED],
     meter: Meter,
     /// The output, which may already hold text before this render's.
     text: &'c mut String,
     empty_emissions: u32,
 }
 
-impl<'a, 'p> Run<'_, 'a, 'p> {
-    fn eval(&mut self, expr: &SimpleGate) -> Option<Val<'a>> {
-        expr.eval(&self.scope, &mut self.meter)
+impl<'a> Run<'_, 'a> {
+    fn eval(&mut self, expr: &'a Expr) -> Option<Val<'a>> {
+        let scope = Scope {
+            context: self.context,
+            locals: &self.locals,
+            remembered: self.remembered,
+        };
+        expr.eval(&scope, &mut self.meter)
     }
 
-    fn test(&mut self, expr: &SimpleGate) -> Option<bool> {
+    fn test(&mut self, expr: &'a Expr) -> Option<bool> {
         let value = self.eval(expr)?;
         // Strict undefined handling fails on the truthiness of an undefined value.
         (!value.is_undefined()).then(|| value.is_true())
     }
 
-    fn nodes(&mut self, nodes: &'p [Node]) -> Option<()> {
+    fn nodes(&mut self, nodes: &'a [Node]) -> Option<()> {
         for node in nodes {
             self.meter.charge(STEP)?;
             match node {
                 Node::Text(text) => self.write(text)?,
-                Node::Emit(SimpleGate::Filter {
+                Node::Emit(Expr::Filter {
                     value,
                     filter: Filter::EscapeXml,
                 }) => {
@@ -408,7 +473,7 @@ impl<'a, 'p> Run<'_, 'a, 'p> {
                     }
                 }
                 Node::For {
-                    name,
+                    local,
                     items,
                     filter,
                     body,
@@ -418,15 +483,17 @@ impl<'a, 'p> Run<'_, 'a, 'p> {
                     if items.kind() != ValueKind::Seq {
                         return None;
                     }
-                    let mark = self.scope.locals.len();
+                    let slot = usize::from(*local);
+                    // The loop's frame: its name shadows whatever it named outside the loop,
+                    // which it names again once the loop is over.
+                    let outside = self.locals.get_mut(slot)?.take();
                     let mut any = false;
                     for item in items.items()? {
                         self.meter.charge(2 * STEP)?;
                         if item.kind() == ValueKind::Invalid {
                             return None;
                         }
-                        self.scope.locals.truncate(mark);
-                        self.scope.locals.push((name, item));
+                        *self.locals.get_mut(slot)? = Some(item);
                         if let Some(filter) = filter
                             && !self.test(filter)?
                         {
@@ -435,14 +502,14 @@ impl<'a, 'p> Run<'_, 'a, 'p> {
                         any = true;
                         self.nodes(body)?;
                     }
-                    self.scope.locals.truncate(mark);
+                    *self.locals.get_mut(slot)? = outside;
                     if !any {
                         self.nodes(empty)?;
                     }
                 }
-                Node::Set { name, value } => {
+                Node::Set { local, value } => {
                     let value = self.eval(value)?;
-                    self.scope.locals.push((name, value));
+                    *self.locals.get_mut(usize::from(*local))? = Some(value);
                 }
             }
         }
@@ -655,14 +722,20 @@ mod tests {
     }
 
     /// Template sources: text with whitespace around tags, emissions, conditions, loops and
-    /// assignments, mostly in the subset, some outside it.
+    /// assignments, mostly in the subset, some outside it. Loops and assignments bind names that
+    /// other loops and assignments bind too, that are roots' names, or that are read before or
+    /// outside their binding: nested loops with a repeated name, a local named like a root, a
+    /// name bound in one branch only.
     fn template() -> impl Strategy<Value = String> {
         let text = prop::sample::select(vec!["", "x", "\n", "  ", " a\n  ", "<b>\n"]);
+        let set_name = prop::sample::select(vec!["v", "v", "a", "variables", "item"]);
+        let loop_name = prop::sample::select(vec!["item", "a", "v", "a", "variables"]);
         let leaf = prop_oneof![
             text.clone().prop_map(str::to_owned),
             (expression(), text.clone()).prop_map(|(e, t)| format!("{{{{ {e} }}}}{t}")),
             (expression(), text.clone()).prop_map(|(e, t)| format!("{t}{{{{- {e} -}}}}{t}")),
-            (expression(), text.clone()).prop_map(|(e, t)| format!("{{% set v = {e} %}}{t}")),
+            (set_name, expression(), text.clone())
+                .prop_map(|(name, e, t)| format!("{{% set {name} = {e} %}}{t}")),
         ];
         let leaf = prop_oneof![8 => leaf, 1 => Just("{{ loop.index }}".to_owned())];
         leaf.prop_recursive(2, 8, 3, move |inner| {
@@ -680,13 +753,19 @@ mod tests {
                         )
                     }
                 ),
-                (expression(), body.clone(), text.clone()).prop_map(|(items, b, t)| {
-                    format!("{{% for item in {items} %}}{t}{b}{{% endfor %}}\n")
+                (loop_name.clone(), expression(), body.clone(), text.clone()).prop_map(
+                    |(name, items, b, t)| {
+                        format!("{{% for {name} in {items} %}}{t}{b}{{% endfor %}}\n")
+                    }
+                ),
+                // The loop's name read again once the loop is over.
+                (loop_name.clone(), expression(), body.clone()).prop_map(|(name, items, b)| {
+                    format!("{{% for {name} in {items} %}}{b}{{{{ {name} }}}}{{% endfor %}}{{{{ {name} }}}}")
                 }),
-                (expression(), expression(), body.clone(), body.clone()).prop_map(
-                    |(items, filter, b, empty)| {
+                (loop_name.clone(), expression(), expression(), body.clone(), body.clone()).prop_map(
+                    |(name, items, filter, b, empty)| {
                         format!(
-                            "{{% for item in {items} if {filter} %}}\n{b}{{% else %}}{empty}{{% endfor %}}"
+                            "{{% for {name} in {items} if {filter} %}}\n{b}{{% else %}}{empty}{{% endfor %}}"
                         )
                     }
                 ),
@@ -772,6 +851,59 @@ mod tests {
             "{% if a",
         ] {
             assert!(Plan::compile(other, &syntax).is_none(), "{other}");
+        }
+    }
+
+    /// The engine's scoping, template by template: a loop's name shadows a root or an outer
+    /// binding and is dropped at the loop's end, a `set` in a branch binds only when the branch
+    /// runs, and a name read before its binding is the root's. Each is answered by the plan and
+    /// written as minijinja writes it.
+    #[test]
+    fn binds_names_as_minijinja_scopes_them() {
+        let roots = [
+            ("a", serde_json::json!("root")),
+            ("b", serde_json::json!(["p", "q"])),
+            (
+                "variables",
+                serde_json::json!({"x": "vx", "read": ["r1", "r2"]}),
+            ),
+        ];
+        for (source, expected) in [
+            // Nested loops with a repeated name: the inner one shadows, the outer one returns.
+            (
+                "{% for a in b %}{{ a }}{% for a in variables.read %}({{ a }}){% endfor %}{{ a }};{% endfor %}{{ a }}",
+                "p(r1)(r2)p;q(r1)(r2)q;root",
+            ),
+            // A local named like a root, bound in one branch only.
+            (
+                "{{ a }}{% if b %}{% set a = 'local' %}{% endif %}{{ a }}{% if not b %}{% set a = 'other' %}{% endif %}{{ a }}",
+                "rootlocallocal",
+            ),
+            // A loop's name outside the loop is whatever it named before: a set, then a root.
+            (
+                "{% set v = 'set' %}{% for v in b %}{{ v }}{% endfor %}{{ v }}{% for variables in [variables] %}{{ variables.x }}{% endfor %}{{ variables.x }}",
+                "pqsetvxvx",
+            ),
+            // `variables` shadowed by a local: its attributes are the local's.
+            (
+                "{{ variables.x }}{% set variables = variables.read if b else [] %}{{ variables[1] }}{% for variables in b %}{{ variables }}{% endfor %}",
+                "vxr2pq",
+            ),
+            // A filtered loop: the name is bound while the filter is tested, and the else branch
+            // runs outside the loop.
+            (
+                "{% for v in b if v == 'q' %}{{ v }}{% endfor %}{% for a in b if false %}{% else %}{{ a }}{% endfor %}",
+                "qroot",
+            ),
+        ] {
+            let mut set = TemplateSet::new(&RenderOptions::default());
+            set.add("t".into(), source.to_owned()).unwrap();
+            for context in contexts(&roots) {
+                let written = planned(&set, "t", &context)
+                    .unwrap_or_else(|| panic!("not answered: {source}"));
+                assert_eq!(written.text, expected, "{source}");
+                assert_eq!(Ok(written), engine(&set, "t", context.value()), "{source}");
+            }
         }
     }
 

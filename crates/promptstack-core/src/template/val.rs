@@ -11,7 +11,7 @@
 //! A [`Context`] holds one render's roots as [`Val`]s, and makes the one template value minijinja
 //! renders against only when a template or gate needs the engine.
 
-use std::cell::OnceCell;
+use std::cell::{Cell, OnceCell};
 use std::collections::BTreeMap;
 use std::rc::Rc;
 
@@ -60,8 +60,12 @@ pub(crate) struct Variables<'a> {
 
 impl<'a> Variables<'a> {
     /// The value of one variable, if it is present.
-    fn get(&self, name: &str) -> Option<&'a serde_json::Value> {
-        self.value_of(name, self.declared.get(name)?)
+    pub(crate) fn get(&self, name: &str) -> Option<&'a serde_json::Value> {
+        let spec = named_entry(self.declared, name)?;
+        if self.only_stable && spec.stability != Stability::Stable {
+            return None;
+        }
+        named_entry(self.sent, name).or(spec.default.as_ref())
     }
 
     /// Every present variable, in the spec's order.
@@ -77,7 +81,7 @@ impl<'a> Variables<'a> {
         if self.only_stable && spec.stability != Stability::Stable {
             return None;
         }
-        self.sent.get(name).or(spec.default.as_ref())
+        named_entry(self.sent, name).or(spec.default.as_ref())
     }
 
     /// The root as a template value.
@@ -90,15 +94,15 @@ impl<'a> Variables<'a> {
     }
 }
 
-/// The entry of a JSON map: a short map is searched in order (comparing lengths first, most keys
-/// are told apart without reading their bytes), a long one through its tree.
+/// The entry of a JSON map: a short map is searched in order (comparing lengths and first bytes
+/// first, most keys are told apart without comparing the rest), a long one through its tree.
 fn entry<'a>(
     map: &'a serde_json::Map<String, serde_json::Value>,
     name: &str,
 ) -> Option<&'a serde_json::Value> {
     if map.len() <= 16 {
         map.iter()
-            .find(|(key, _)| key.as_str() == name)
+            .find(|(key, _)| same_name(key, name))
             .map(|(_, value)| value)
     } else {
         map.get(name)
@@ -110,6 +114,62 @@ const SKILL_FIELDS: usize = 7;
 
 /// The fields of a context file.
 const FILE_FIELDS: usize = 2;
+
+/// An attribute name as a template writes it (`skill.name`), with the field of a borrowed record
+/// it names, found once when the expression is compiled rather than by comparing names on every
+/// read.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Attribute {
+    name: Box<str>,
+    field: Field,
+}
+
+/// The fields of the borrowed records (a skill, a context file), and every other name.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Field {
+    Name,
+    Slug,
+    Description,
+    Instructions,
+    Tags,
+    Location,
+    Sites,
+    Path,
+    Content,
+    Other,
+}
+
+impl Field {
+    /// The field a name names.
+    fn of(name: &str) -> Self {
+        match name {
+            "name" => Field::Name,
+            "slug" => Field::Slug,
+            "description" => Field::Description,
+            "instructions" => Field::Instructions,
+            "tags" => Field::Tags,
+            "location" => Field::Location,
+            "sites" => Field::Sites,
+            "path" => Field::Path,
+            "content" => Field::Content,
+            _ => Field::Other,
+        }
+    }
+}
+
+impl Attribute {
+    pub(crate) fn new(name: &str) -> Self {
+        Self {
+            name: name.into(),
+            field: Field::of(name),
+        }
+    }
+
+    /// The name as written.
+    pub(crate) fn name(&self) -> &str {
+        &self.name
+    }
+}
 
 impl<'a> Val<'a> {
     /// A JSON value of the send: strings borrowed, lists and maps borrowed whole, scalars made.
@@ -231,25 +291,36 @@ impl<'a> Val<'a> {
     /// `value.name`: `None` where minijinja fails (the evaluator then gives up); an absent
     /// attribute is the undefined value.
     pub(crate) fn attr(&self, name: &str) -> Option<Val<'a>> {
+        self.named(name, None)
+    }
+
+    /// `value.name` of an attribute compiled with its field (see [`Val::attr`]).
+    pub(crate) fn field(&self, attribute: &Attribute) -> Option<Val<'a>> {
+        self.named(&attribute.name, Some(attribute.field))
+    }
+
+    /// `value.name`, with the field `name` names when it is known.
+    fn named(&self, name: &str, field: Option<Field>) -> Option<Val<'a>> {
+        let field = || field.unwrap_or_else(|| Field::of(name));
         Some(match self {
             Val::Value(value) => Val::Value(value.get_attr(name).ok()?),
             Val::Json(serde_json::Value::Object(map)) => {
                 entry(map, name).map_or_else(Val::undefined, Val::json)
             }
             Val::Variables(variables) => variables.get(name).map_or_else(Val::undefined, Val::json),
-            Val::Skill(skill) => match name {
-                "name" => Val::Str(&skill.name),
-                "slug" => Val::Str(skill.slug()),
-                "description" => Val::Str(&skill.description),
-                "instructions" => Val::Str(&skill.instructions),
-                "tags" => Val::Strs(&skill.tags),
-                "location" => Val::text(skill.location.as_deref()),
-                "sites" => Val::Strs(&skill.sites),
-                _ => Val::undefined(),
+            Val::Skill(skill) => match field() {
+                Field::Name => Val::Str(&skill.name),
+                Field::Slug => Val::Str(skill.slug()),
+                Field::Description => Val::Str(&skill.description),
+                Field::Instructions => Val::Str(&skill.instructions),
+                Field::Tags => Val::Strs(&skill.tags),
+                Field::Location => Val::text(skill.location.as_deref()),
+                Field::Sites => Val::Strs(&skill.sites),
+                Field::Path | Field::Content | Field::Other => Val::undefined(),
             },
-            Val::File(file) => match name {
-                "path" => Val::Str(&file.path),
-                "content" => Val::Str(&file.content),
+            Val::File(file) => match field() {
+                Field::Path => Val::Str(&file.path),
+                Field::Content => Val::Str(&file.content),
                 _ => Val::undefined(),
             },
             Val::Tools(toolset) => toolset
@@ -360,11 +431,53 @@ fn is_visible(skill: &Skill) -> bool {
     !skill.disable_model_invocation
 }
 
+/// How many places a context keeps (see [`Context::slot`]).
+const SLOTS: usize = 32;
+
+/// The slot a name's place is kept in by every context (see [`Context::slot`]): from its length
+/// and first byte, which tell every two roots' names apart. Other names may share a slot; a
+/// kept place is checked against the name, so sharing costs a search, never a wrong value.
+pub(crate) fn root_slot(name: &str) -> Option<u8> {
+    let first = *name.as_bytes().first()?;
+    let slot = (name.len().wrapping_mul(5) ^ usize::from(first)) % SLOTS;
+    u8::try_from(slot).ok()
+}
+
+/// Whether two names are the same: the same text at the same address (the context's names are
+/// the roots' own), else the same text, compared only when the lengths and first bytes agree
+/// (which tells every two roots' names apart).
+fn same_name(left: &str, right: &str) -> bool {
+    std::ptr::eq(left, right)
+        || (left.len() == right.len()
+            && left.as_bytes().first() == right.as_bytes().first()
+            && left == right)
+}
+
+/// A map's entry by name: a short map is searched in order with [`same_name`], which compares
+/// few bytes, a long one through its tree.
+fn named_entry<'m, V>(map: &'m BTreeMap<String, V>, name: &str) -> Option<&'m V> {
+    if map.len() <= 16 {
+        map.iter()
+            .find(|(key, _)| same_name(key, name))
+            .map(|(_, value)| value)
+    } else {
+        map.get(name)
+    }
+}
+
+/// A slot that keeps no place.
+const NOWHERE: u32 = u32::MAX;
+
 /// The roots of one render, borrowed where they can be, and the template value minijinja renders
 /// against, made on first need. What the engine made of the roots is kept: by the context when a
 /// root joins it ([`Context::insert`]), and by the stable part ([`Context::values`]).
+///
+/// The evaluators read a root by its name's slot (see [`root_slot`]): its place among the roots
+/// is found on the first read and kept, so later reads compare one name at most.
 pub(crate) struct Context<'a> {
     roots: Vec<(&'static str, Val<'a>)>,
+    /// The place in `roots` of the root last read through each slot, or [`NOWHERE`].
+    places: [Cell<u32>; SLOTS],
     value: OnceCell<Value>,
 }
 
@@ -380,10 +493,12 @@ impl<'a> Context<'a> {
     pub(crate) fn new(roots: impl IntoIterator<Item = (&'static str, Val<'a>)>) -> Self {
         // Room for every root and `variables`, so that neither a filtered list of them nor an
         // inserted one grows the vector.
-        let mut all = Vec::with_capacity(crate::root::Root::ALL.len() + 1);
+        let roots = roots.into_iter();
+        let mut all = Vec::with_capacity(roots.size_hint().0 + 1);
         all.extend(roots);
         Self {
             roots: all,
+            places: std::array::from_fn(|_| Cell::new(NOWHERE)),
             value: OnceCell::new(),
         }
     }
@@ -403,6 +518,30 @@ impl<'a> Context<'a> {
         }
         let at = at.min(self.roots.len());
         self.roots.insert(at, (name, root));
+        // The roots after it moved.
+        for place in &self.places {
+            place.set(NOWHERE);
+        }
+    }
+
+    /// The root of a name whose slot is `slot` (see [`root_slot`]); `None` for a root the
+    /// context lacks.
+    pub(crate) fn slot(&self, slot: u8, name: &str) -> Option<&Val<'a>> {
+        let place = self.places.get(usize::from(slot))?;
+        if let Some((root, value)) = self.roots.get(place.get() as usize)
+            && same_name(root, name)
+        {
+            return Some(value);
+        }
+        let found = self
+            .roots
+            .iter()
+            .position(|(root, _)| same_name(root, name))?;
+        // A place too far to keep (never in practice) is found again on the next read.
+        if let Ok(at) = u32::try_from(found) {
+            place.set(at);
+        }
+        self.roots.get(found).map(|(_, value)| value)
     }
 
     /// A root by name; `None` for a name that is not a root (it may be a global of the engine).
@@ -575,6 +714,12 @@ mod tests {
         "{% for t in variables.tools if t in ['read', 'a'] %}{{ t }}{% endfor %}{% if 'read' in variables.tools %}r{% endif %}",
         "{% if variables.x == variables.y %}same{% endif %}{% if variables.x in variables.tools %}i{% endif %}{{ variables.tools['a'] }}",
         "{% set all = (variables.tools if variables.tools is defined else []) + ['a'] %}{% for t in all | guidelines %}{{ t }}{% endfor %}",
+        // Locals named like roots, nested loops with a repeated name, a binding in one branch.
+        "{% for cwd in [cwd, 'x'] if cwd %}{{ cwd }},{% endfor %}{{ cwd }}{% for skills in skills %}{{ skills.name }}{% endfor %}{{ skills[0]['name'] }}",
+        "{% for cwd in ['read', 'x'] %}{% for cwd in [cwd, 'a'] %}{{ cwd }}{% endfor %}{{ cwd }}{% endfor %}{{ cwd }}",
+        "{% for variables in [variables, variables] %}{{ variables.x }}{% for variables in variables.tools %}{{ variables }}{% endfor %}{{ variables.y }}{% endfor %}{{ variables.x }}",
+        "{{ variables.x }}{% if variables.y %}{% set variables = variables.tools %}{% endif %}{% if variables.x is defined %}{{ variables.x }}{% endif %}",
+        "{% if context_files %}{% set skills = context_files %}{% endif %}{% for s in skills %}{{ s.path if s.path is defined else s.name }}{% endfor %}",
     ];
 
     /// What a stable render's context would hold: every root (borrowed where `Root::read`
@@ -630,7 +775,7 @@ mod tests {
         for (i, (expression, _)) in gates.iter().enumerate() {
             set.add_gate(format!("g{i}"), expression).unwrap();
         }
-        let answered = std::cell::Cell::new(0u32);
+        let answered = Cell::new(0u32);
         let mut runner = TestRunner::new(Config {
             cases: 600,
             failure_persistence: None,
