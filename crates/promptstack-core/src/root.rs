@@ -208,8 +208,8 @@ impl Root {
             Root::ContextFiles => Val::Files(&ctx.context_files),
             Root::Cwd => Val::text(ctx.cwd.as_deref()),
             Root::MessagesPath => Val::text(ctx.messages_path.as_deref()),
-            Root::Now
-            | Root::Model
+            Root::Now => Val::Now(&ctx.now),
+            Root::Model
             | Root::Tools
             | Root::Integrations
             | Root::Settings

@@ -717,37 +717,7 @@ impl NowObject {
 
 impl minijinja::value::Object for NowObject {
     fn get_value(self: &Arc<Self>, key: &Value) -> Option<Value> {
-        let civil = if self.utc {
-            self.now.utc()
-        } else {
-            self.now.local()
-        };
-        let text = |format: &str| {
-            Some(Value::from(
-                civil_text(&civil, format).unwrap_or_else(|| civil.strftime(format).to_string()),
-            ))
-        };
-        match key.as_str()? {
-            "rfc3339" if self.utc => Some(Value::from(
-                self.now
-                    .timestamp()
-                    .strftime("%Y-%m-%dT%H:%M:%SZ")
-                    .to_string(),
-            )),
-            "rfc3339" => Some(Value::from(self.now.to_string())),
-            "date" => text("%Y-%m-%d"),
-            "time" => text("%H:%M"),
-            "minute" => text("%Y-%m-%d %H:%M"),
-            "weekday" => text("%A"),
-            "month" => text("%B"),
-            "year" => Some(Value::from(civil.year())),
-            "offset" if !self.utc => Some(Value::from(format_offset(self.now.offset()))),
-            "utc" if !self.utc => Some(Value::from_object(NowObject {
-                now: self.now,
-                utc: true,
-            })),
-            _ => None,
-        }
+        now_field(&self.now, self.utc, key.as_str()?)
     }
 
     fn enumerate(self: &Arc<Self>) -> minijinja::value::Enumerator {
@@ -759,10 +729,65 @@ impl minijinja::value::Object for NowObject {
     }
 }
 
+/// The fields of the `now` root (the user's wall clock), as a template counts them.
+pub(crate) const NOW_FIELDS: usize = NowObject::LOCAL_FIELDS.len();
+
+/// A field of `now` (or of `now.utc`), formatted when it is read; `None` for a name that is not
+/// one of its fields.
+pub(crate) fn now_field(now: &Now, utc: bool, name: &str) -> Option<Value> {
+    let civil = if utc { now.utc() } else { now.local() };
+    // The short fields are written without allocating: a template value keeps a string of up
+    // to 22 bytes inline.
+    let text = |format: &str| {
+        Some(match civil_text(&civil, format) {
+            Some(text) => Value::from(text.as_str()),
+            None => Value::from(civil.strftime(format).to_string()),
+        })
+    };
+    match name {
+        "rfc3339" if utc => Some(Value::from(
+            now.timestamp().strftime("%Y-%m-%dT%H:%M:%SZ").to_string(),
+        )),
+        "rfc3339" => Some(Value::from(now.to_string())),
+        "date" => text("%Y-%m-%d"),
+        "time" => text("%H:%M"),
+        "minute" => text("%Y-%m-%d %H:%M"),
+        "weekday" => text("%A"),
+        "month" => text("%B"),
+        "year" => Some(Value::from(civil.year())),
+        "offset" if !utc => Some(Value::from(format_offset(now.offset()))),
+        "utc" if !utc => Some(Value::from_object(NowObject {
+            now: *now,
+            utc: true,
+        })),
+        _ => None,
+    }
+}
+
+/// A date, a time or both as [`civil_text`] writes them: at most 16 bytes, kept on the stack.
+struct CivilText {
+    bytes: [u8; 16],
+    len: usize,
+}
+
+impl CivilText {
+    fn push(&mut self, byte: u8) {
+        if let Some(slot) = self.bytes.get_mut(self.len) {
+            *slot = byte;
+            self.len += 1;
+        }
+    }
+
+    fn as_str(&self) -> &str {
+        // Only ASCII digits and separators are ever pushed.
+        std::str::from_utf8(&self.bytes[..self.len]).unwrap_or_default()
+    }
+}
+
 /// `%Y-%m-%d`, `%H:%M` or `%Y-%m-%d %H:%M` of a date in the years 0–9999, written directly
 /// (strftime reads its format on every call); `None` for any other format or year, which
 /// strftime writes. A property test compares the two.
-fn civil_text(civil: &jiff::civil::DateTime, format: &str) -> Option<String> {
+fn civil_text(civil: &jiff::civil::DateTime, format: &str) -> Option<CivilText> {
     let (date, time) = match format {
         "%Y-%m-%d" => (true, false),
         "%H:%M" => (false, true),
@@ -771,26 +796,29 @@ fn civil_text(civil: &jiff::civil::DateTime, format: &str) -> Option<String> {
     };
     let year = u32::try_from(civil.year()).ok().filter(|y| *y <= 9999)?;
     // Zero-padded to `width` digits; every value here fits its width.
-    fn push_digits(out: &mut String, value: u32, width: u32) {
+    fn push_digits(out: &mut CivilText, value: u32, width: u32) {
         for place in (0..width).rev() {
             let digit = (value / 10u32.pow(place) % 10) as u8;
-            out.push(char::from(b'0' + digit));
+            out.push(b'0' + digit);
         }
     }
-    let mut out = String::with_capacity(16);
+    let mut out = CivilText {
+        bytes: [0; 16],
+        len: 0,
+    };
     if date {
         push_digits(&mut out, year, 4);
-        out.push('-');
+        out.push(b'-');
         push_digits(&mut out, u32::from(civil.month().unsigned_abs()), 2);
-        out.push('-');
+        out.push(b'-');
         push_digits(&mut out, u32::from(civil.day().unsigned_abs()), 2);
     }
     if date && time {
-        out.push(' ');
+        out.push(b' ');
     }
     if time {
         push_digits(&mut out, u32::from(civil.hour().unsigned_abs()), 2);
-        out.push(':');
+        out.push(b':');
         push_digits(&mut out, u32::from(civil.minute().unsigned_abs()), 2);
     }
     Some(out)
@@ -1112,13 +1140,13 @@ mod tests {
             let civil = jiff::civil::date(year, month, day).at(hour, minute, 0, 0);
             for format in ["%Y-%m-%d", "%H:%M", "%Y-%m-%d %H:%M"] {
                 assert_eq!(
-                    civil_text(&civil, format),
+                    civil_text(&civil, format).map(|text| text.as_str().to_owned()),
                     Some(civil.strftime(format).to_string())
                 );
             }
         }
         let before = jiff::civil::date(-1, 1, 1).at(0, 0, 0, 0);
-        assert_eq!(civil_text(&before, "%Y-%m-%d"), None);
+        assert!(civil_text(&before, "%Y-%m-%d").is_none());
     }
 
     proptest! {
@@ -1135,7 +1163,7 @@ mod tests {
             for format in ["%Y-%m-%d", "%H:%M", "%Y-%m-%d %H:%M"] {
                 let strftime = civil.strftime(format).to_string();
                 match civil_text(&civil, format) {
-                    Some(text) => prop_assert_eq!(text, strftime),
+                    Some(text) => prop_assert_eq!(text.as_str(), strftime),
                     None => prop_assert!(!(0..=9999).contains(&civil.year())),
                 }
             }

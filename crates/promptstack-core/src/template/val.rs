@@ -17,7 +17,7 @@ use std::rc::Rc;
 
 use minijinja::value::{Value, ValueKind};
 
-use crate::context::{ContextFile, Skill};
+use crate::context::{ContextFile, Now, Skill};
 use crate::spec::{Stability, VariableSpec};
 use crate::toolset::Toolset;
 
@@ -44,6 +44,8 @@ pub(crate) enum Val<'a> {
     Files(&'a [ContextFile]),
     /// One context file.
     File(&'a ContextFile),
+    /// The `now` root: the user's wall clock, its fields formatted when read.
+    Now(&'a Now),
     /// A list an expression made (a list literal, `+` of lists, a filter's result).
     List(Rc<[Val<'a>]>),
 }
@@ -209,6 +211,7 @@ impl<'a> Val<'a> {
             Val::Tools(toolset) => toolset.template_value(),
             Val::Files(files) => super::to_value(files),
             Val::File(file) => super::to_value(file),
+            Val::Now(now) => super::now_value(now),
             Val::List(items) => {
                 Value::from_object(items.iter().map(Val::to_value).collect::<Vec<_>>())
             }
@@ -224,7 +227,8 @@ impl<'a> Val<'a> {
             | Val::Variables(_)
             | Val::Skill(_)
             | Val::Tools(_)
-            | Val::File(_) => ValueKind::Map,
+            | Val::File(_)
+            | Val::Now(_) => ValueKind::Map,
             Val::Json(_) | Val::Strs(_) | Val::Skills(_) | Val::Files(_) | Val::List(_) => {
                 ValueKind::Seq
             }
@@ -284,6 +288,7 @@ impl<'a> Val<'a> {
             Val::Tools(toolset) => Some(toolset.tools().len()),
             Val::Files(files) => Some(files.len()),
             Val::File(_) => Some(FILE_FIELDS),
+            Val::Now(_) => Some(super::NOW_FIELDS),
             Val::List(items) => Some(items.len()),
         }
     }
@@ -326,6 +331,9 @@ impl<'a> Val<'a> {
             Val::Tools(toolset) => toolset
                 .template_tool(name)
                 .map_or_else(Val::undefined, Val::Value),
+            Val::Now(now) => {
+                super::now_field(now, false, name).map_or_else(Val::undefined, Val::Value)
+            }
             other => Val::Value(other.to_value().get_attr(name).ok()?),
         })
     }
@@ -340,6 +348,7 @@ impl<'a> Val<'a> {
                     | Val::Skill(_)
                     | Val::Tools(_)
                     | Val::File(_)
+                    | Val::Now(_)
             )
         {
             return self.attr(name);
@@ -372,7 +381,9 @@ impl<'a> Val<'a> {
                 }
                 Val::Variables(variables) => return Some(variables.get(name).is_some()),
                 Val::Tools(toolset) => return Some(toolset.contains(name)),
-                Val::Skill(_) | Val::File(_) => return Some(!self.attr(name)?.is_undefined()),
+                Val::Skill(_) | Val::File(_) | Val::Now(_) => {
+                    return Some(!self.attr(name)?.is_undefined());
+                }
                 _ => {}
             }
         }
@@ -491,10 +502,11 @@ impl std::fmt::Debug for Context<'_> {
 
 impl<'a> Context<'a> {
     pub(crate) fn new(roots: impl IntoIterator<Item = (&'static str, Val<'a>)>) -> Self {
-        // Room for every root and `variables`, so that neither a filtered list of them nor an
-        // inserted one grows the vector.
+        // Room for as many roots as the iterator may give (the roots are a filtered list of
+        // them, whose lower bound is zero) and one inserted later, so the vector never grows.
         let roots = roots.into_iter();
-        let mut all = Vec::with_capacity(roots.size_hint().0 + 1);
+        let (least, most) = roots.size_hint();
+        let mut all = Vec::with_capacity(most.unwrap_or(least) + 1);
         all.extend(roots);
         Self {
             roots: all,
@@ -666,7 +678,7 @@ mod tests {
         )
             .prop_map(|(skills, files, cwd, variables)| {
                 let mut send = serde_json::json!({
-                    "now": "2026-03-14T09:26:53Z",
+                    "now": "2026-03-14T21:26:53-05:00",
                     "model": {"id": "m", "name": "M", "provider": "openai"},
                     "skills": skills, "context_files": files,
                 });
@@ -720,6 +732,8 @@ mod tests {
         "{% for variables in [variables, variables] %}{{ variables.x }}{% for variables in variables.tools %}{{ variables }}{% endfor %}{{ variables.y }}{% endfor %}{{ variables.x }}",
         "{{ variables.x }}{% if variables.y %}{% set variables = variables.tools %}{% endif %}{% if variables.x is defined %}{{ variables.x }}{% endif %}",
         "{% if context_files %}{% set skills = context_files %}{% endif %}{% for s in skills %}{{ s.path if s.path is defined else s.name }}{% endfor %}",
+        // The clock, read where it lies: its fields, a missing one, a subscript, `utc`.
+        "{{ now.date }} {{ now.time }} {{ now.minute }} {{ now.weekday }} {{ now.month }} {{ now.offset }} {{ now.rfc3339 }}{% if now.missing is defined %}m{% endif %}{% if 'date' in now and now %}d{% endif %}{{ now['time'] }}{{ now.utc.date }}{{ now.utc.rfc3339 }}",
     ];
 
     /// What a stable render's context would hold: every root (borrowed where `Root::read`
@@ -768,6 +782,7 @@ mod tests {
             "context_files and not cwd",
             "variables.x == 'a' or variables.y is none",
             "'x' in variables and variables.tools",
+            "now and 'utc' in now and now.date",
         ]
         .into_iter()
         .map(|expression| (expression, SimpleGate::parse(expression).unwrap()))
