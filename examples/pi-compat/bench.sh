@@ -6,10 +6,11 @@
 # produce exactly each case's expected.txt, then time per-call cost after a warm-up (median of
 # batches); the table shows the median over rounds and peer ÷ promptstack. promptstack's paths:
 #   cold       — clear_caches + assemble + compose: every cache empty, nothing reused from earlier
-#                calls (token counts and the fingerprint are made only when asked for, and
-#                nothing here asks);
+#                calls, no digest kept in the send (token counts and the fingerprint are made
+#                only when asked for, and nothing here asks);
 #   new thread — assemble_fresh + compose: every block rendered on a warm agent;
-#   reuse      — assemble + compose for a thread's later sends: the stable half reused by its key.
+#   reuse      — assemble + compose for a thread's later sends: the stable half reused by its key
+#                (the sends keep the digests of their facts, as a thread's kept send does).
 # "fixtures in turn" is every fixture once per round of calls (the large case left out).
 # Usage: examples/pi-compat/bench.sh [--rounds N] [--batches N] [--calls N] [--warmup N]
 # PI_COMPAT_BENCH_BIN=PATH times that build of the promptstack side (e.g. one of an earlier commit,

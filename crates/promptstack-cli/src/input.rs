@@ -93,7 +93,7 @@ pub fn send_in(path: &Path, workspace: &Workspace, agent: &Agent) -> anyhow::Res
                 other => bad_input(other),
             })?;
         send.cwd = Some(cwd.display().to_string());
-        send.context_files = files;
+        *send.context_files = files;
     }
     Ok(send)
 }

@@ -20,7 +20,7 @@ use crate::block::{
     Block, BlockState, Exclusion, LazyTokens, OverrideState, Source, Span, Status, Verdict,
 };
 use crate::caches::{McpResolved, StablePart, VolatileUnit};
-use crate::context::SendContext;
+use crate::context::{Scope, SendContext};
 use crate::diagnostic::Diagnostic;
 use crate::error::{Error, ErrorKind};
 use crate::fingerprint::Fingerprint;
@@ -486,7 +486,11 @@ impl AgentInner {
 
     /// A key over exactly the inputs the stable part depends on: the stable roots (see
     /// [`Root::add_to_key`]), the stable spec variables and, for a stage, its per-send inputs.
-    fn stable_key(&self, ctx: &SendContext) -> Key {
+    ///
+    /// The large inputs enter by their digests, each in its own scope, kept in the send's
+    /// [`Fact`](crate::context::Fact)s after the first key: a thread's send sent again is keyed by
+    /// lookups.
+    pub(crate) fn stable_key(&self, ctx: &SendContext) -> Key {
         // Every field of the send is accounted for here, so a new one cannot be forgotten: it is
         // read through a root (keyed by the root), a variable, or the stage, or it is volatile.
         let SendContext {
@@ -514,18 +518,17 @@ impl AgentInner {
             toolset: &Toolset::default(),
             mcp: None,
         };
-        let mut key = KeyBuilder::new("promptstack/stable-inputs/v2");
+        let mut key = KeyBuilder::new("promptstack/stable-inputs/v3");
         for root in Root::of(Stability::Stable) {
             key.add(root.name());
             root.add_to_key(&sources, &mut key);
         }
-        for (name, spec) in &self.spec.variables {
-            if spec.stability == Stability::Stable {
-                key.add(name.as_str()).add(&variables.get(name));
-            }
-        }
+        key.add(VARIABLES)
+            .add(&self.stable_variables.digest(variables));
         if self.stage.is_some() {
-            key.add(topic).add(tenant_instructions).add(auto_injections);
+            key.add(topic)
+                .add(&tenant_instructions.digest(Scope::TENANT_INSTRUCTIONS))
+                .add(&auto_injections.digest(Scope::AUTO_INJECTIONS));
         }
         key.finish()
     }

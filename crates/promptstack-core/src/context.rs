@@ -17,8 +17,12 @@ use crate::spec::load::{
     schema_diagnostics,
 };
 
+mod fact;
 mod fast;
 pub(crate) mod send;
+
+pub use fact::Fact;
+pub(crate) use fact::Scope;
 
 // `SendContext` is public at the crate root only; `crate::context::SendContext` keeps naming it
 // inside the crate.

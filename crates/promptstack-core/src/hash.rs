@@ -3,8 +3,9 @@
 //! XXH3 of long inputs is twox-hash's, which picks its vector code (AVX2, else SSE2) when it runs,
 //! not when the crate is compiled: the long strings of a send (context files, skills) are most of
 //! what a key reads, and a build for a generic x86-64 target would otherwise hash them with SSE2
-//! only (half as fast). Short inputs (the tokenizer's pieces, MCP tool names) keep xxhash-rust's
-//! XXH3, whose path for a few bytes is faster; both compute the same function.
+//! only (half as fast). Short inputs (the tokenizer's pieces, MCP tool names, a key that fits in
+//! its block) keep xxhash-rust's XXH3, whose path for a few bytes is faster; both compute the same
+//! function.
 //!
 //! These keys decide cache reuse inside one process (the stable half, token counts); they are not
 //! published. Published fingerprints use SHA-256 (see [`crate::fingerprint`]). Every value is
@@ -36,8 +37,13 @@ pub(crate) struct KeyBuilder {
 /// hasher as it is. The block stays small because it is zeroed for every key, and most keys are
 /// short. XXH3's streaming digest depends only on the concatenated bytes, so the key is the same
 /// as with one update per write.
+///
+/// The streaming hasher is made only when a key outgrows its block: a key that fits (most do: a
+/// volatile unit's, the stable key over its inputs' digests, the digest of a small fact) is one
+/// call of the one-shot XXH3 over the block, which costs far less than making, copying and
+/// finishing a streaming state, and computes the same function.
 struct Blocks {
-    hasher: Xxh3,
+    hasher: Option<Xxh3>,
     block: [u8; BLOCK],
     len: usize,
 }
@@ -52,10 +58,19 @@ impl Blocks {
             self.len += bytes.len();
             return;
         }
-        self.hasher.write(&self.block[..self.len]);
+        self.spill(bytes);
+    }
+
+    /// Hands the block to the streaming hasher (made on first need), then the bytes that do not
+    /// fit beside it: kept out of [`Blocks::update`], so that the path every small write takes
+    /// stays a copy.
+    #[inline(never)]
+    fn spill(&mut self, bytes: &[u8]) {
+        let hasher = self.hasher.get_or_insert_with(xxh3_128_hasher);
+        hasher.write(&self.block[..self.len]);
         self.len = 0;
         if bytes.len() >= BLOCK {
-            self.hasher.write(bytes);
+            hasher.write(bytes);
         } else {
             self.block[..bytes.len()].copy_from_slice(bytes);
             self.len = bytes.len();
@@ -63,16 +78,21 @@ impl Blocks {
     }
 
     fn digest128(&self) -> Key {
-        let mut hasher = self.hasher.clone();
-        hasher.write(&self.block[..self.len]);
-        hasher.finish_128()
+        match &self.hasher {
+            None => xxhash_rust::xxh3::xxh3_128(&self.block[..self.len]),
+            Some(hasher) => {
+                let mut hasher = hasher.clone();
+                hasher.write(&self.block[..self.len]);
+                hasher.finish_128()
+            }
+        }
     }
 }
 
 impl KeyBuilder {
     pub fn new(domain: &str) -> Self {
         let mut hasher = Blocks {
-            hasher: xxh3_128_hasher(),
+            hasher: None,
             block: [0; BLOCK],
             len: 0,
         };
@@ -409,7 +429,7 @@ mod tests {
     fn blocks_digest_the_concatenation() {
         let data: Vec<u8> = (0..40_000u32).map(|i| (i * 7 + i / 13) as u8).collect();
         let mut blocks = Blocks {
-            hasher: xxh3_128_hasher(),
+            hasher: None,
             block: [0; BLOCK],
             len: 0,
         };
@@ -424,6 +444,22 @@ mod tests {
             );
             at = end;
             size = (size * 5 + 3) % (3 * BLOCK);
+        }
+        // Every length a key can have in one block (hashed in one shot, through each of XXH3's
+        // paths for short inputs) and just past it (streamed).
+        for end in 0..=2 * BLOCK {
+            let mut blocks = Blocks {
+                hasher: None,
+                block: [0; BLOCK],
+                len: 0,
+            };
+            blocks.update(&data[..end / 2]);
+            blocks.update(&data[end / 2..end]);
+            assert_eq!(
+                blocks.digest128(),
+                twox_hash::XxHash3_128::oneshot(&data[..end]),
+                "{end} bytes"
+            );
         }
     }
 

@@ -14,7 +14,7 @@ use serde_json::{Map, Value};
 use crate::block::Origin;
 use crate::caches::Caches;
 use crate::diagnostic::Diagnostic;
-use crate::root::{ReadRoots, VolatileInput};
+use crate::root::{ReadRoots, StableVariables, VolatileInput};
 use crate::spec::{AgentSpec, BlockKind, Placement, SourceMap, Stability, Trust, UserPosition};
 use crate::template::{SimpleGate, TemplateSet};
 
@@ -26,6 +26,8 @@ pub(crate) struct AgentInner {
     pub(crate) templates: TemplateSet,
     /// The roots the templates and gates can read; the others are not built for a send.
     pub(crate) read_roots: ReadRoots,
+    /// The stable variables, as the stable key reads them.
+    pub(crate) stable_variables: StableVariables,
     pub(crate) units: Vec<Unit>,
     pub(crate) tools: Vec<CompiledTool>,
     pub(crate) targets: Arc<Vec<CompiledTarget>>,
@@ -55,6 +57,7 @@ impl AgentInner {
             source: self.source.clone(),
             templates: self.templates.clone(),
             read_roots: self.read_roots,
+            stable_variables: self.stable_variables.clone(),
             units: self.units.clone(),
             tools: self.tools.clone(),
             targets: Arc::clone(&self.targets),

@@ -6,11 +6,13 @@
 //! volatile key, the roots the assembler builds, and the table in `docs/spec.md` (checked by a
 //! test). A new root that does not say how it is keyed does not compile.
 
+use std::collections::BTreeMap;
+
 use minijinja::value::Value;
 
-use crate::context::SendContext;
+use crate::context::{Fact, Scope, SendContext};
 use crate::hash::{Key, KeyBuilder};
-use crate::spec::{Stability, Trust};
+use crate::spec::{Stability, Trust, VariableSpec};
 use crate::template::{self, Val};
 use crate::toolset::Toolset;
 
@@ -253,7 +255,9 @@ impl Root {
     ///
     /// A root derived only from other roots adds nothing of its own: `tools` (the tool gates and
     /// requirements read the model, integrations, settings, skills, project and stable variables)
-    /// and `language` (the user's profile).
+    /// and `language` (the user's profile). A root read from a [`Fact`] adds the fact's digest in
+    /// its own scope, kept in the send after the first key; the small ones (the model, the user's
+    /// profile, the integrations, the paths) add their values.
     pub(crate) fn add_to_key(self, sources: &RootSources<'_>, key: &mut KeyBuilder) {
         let ctx = sources.ctx;
         match self {
@@ -269,16 +273,16 @@ impl Root {
                 key.add(&ctx.integrations);
             }
             Root::Settings => {
-                key.add(&ctx.settings);
+                key.add(&ctx.settings.digest(Scope::SETTINGS));
             }
             Root::User => {
                 key.add(&ctx.user);
             }
             Root::Project => {
-                key.add(&ctx.project);
+                key.add(&ctx.project.digest(Scope::PROJECT));
             }
             Root::Skills => {
-                key.add(&ctx.skills);
+                key.add(&ctx.skills.digest(Scope::SKILLS));
             }
             Root::UserMessage => {
                 key.add(&ctx.user_message);
@@ -287,7 +291,7 @@ impl Root {
                 key.add(&ctx.cwd);
             }
             Root::ContextFiles => {
-                key.add(&ctx.context_files);
+                key.add(&ctx.context_files.digest(Scope::CONTEXT_FILES));
             }
             Root::MessagesPath => {
                 key.add(&ctx.messages_path);
@@ -370,6 +374,46 @@ impl ReadRoots {
             .position(|r| *r == root)
             .unwrap_or_default();
         1 << index
+    }
+}
+
+/// The spec's stable variables: the part of a send's `variables` its stable part reads.
+///
+/// Their digest covers each stable variable's name and sent value (absent differs from every
+/// value; a default is the spec's, so it is not a send input), and nothing else, so a change to
+/// a volatile variable leaves it, and the stable key, as they were. It is kept in the send's
+/// `variables` fact in a scope that names these variables, so a send assembled for agents that
+/// declare different stable variables is keyed right by each (only the first keeps its digest).
+#[derive(Debug, Clone)]
+pub(crate) struct StableVariables {
+    names: Vec<String>,
+    scope: Scope,
+}
+
+impl StableVariables {
+    /// The stable variables among a spec's declarations, in name order.
+    pub(crate) fn of(declared: &BTreeMap<String, VariableSpec>) -> Self {
+        let names: Vec<String> = declared
+            .iter()
+            .filter(|(_, spec)| spec.stability == Stability::Stable)
+            .map(|(name, _)| name.clone())
+            .collect();
+        let part = KeyBuilder::new("promptstack/send/stable-variables")
+            .add(&names)
+            .finish();
+        Self {
+            names,
+            scope: Scope::projection(part),
+        }
+    }
+
+    /// The digest of the stable variables' values in a send.
+    pub(crate) fn digest(&self, variables: &Fact<BTreeMap<String, serde_json::Value>>) -> Key {
+        variables.digest_with(self.scope, |sent, key| {
+            for name in &self.names {
+                key.add(name.as_str()).add(&sent.get(name));
+            }
+        })
     }
 }
 

@@ -284,10 +284,10 @@ impl Overrides {
     /// Applies the settings to a send.
     pub fn apply(&self, send: &mut SendContext) {
         if let Some(instructions) = &self.instructions {
-            send.tenant_instructions = Some(instructions.clone());
+            *send.tenant_instructions = Some(instructions.clone());
         }
         if let Some(overrides) = &self.auto_injections {
-            send.auto_injections = Some(overrides.clone());
+            *send.auto_injections = Some(overrides.clone());
         }
     }
 }

@@ -4,14 +4,20 @@
 //! then times two paths per call after a warm-up, and prints JSON:
 //!
 //! - `full_ns`: `clear_caches` + `assemble` + `compose`: a full assembly that reuses nothing from
-//!   earlier calls (no stable part, no memoised volatile unit, no memoised token count; the
-//!   compiled spec stays, as the peer's loaded module does). Nothing asks for token counts or the
-//!   fingerprint, so none are made (they are made on first request);
+//!   earlier calls (no stable part, no memoised volatile unit, no memoised token count, no digest
+//!   kept in the send; the compiled spec stays, as the peer's loaded module does). The send keeps
+//!   the digests of its facts (`context::Fact`) once keyed, so each call first drops them by
+//!   writing through each fact (`DerefMut`, a few instructions, timed with the call): the stable
+//!   key hashes every stable input, as for a send just read, and the send is one send, in cache,
+//!   as a send just read is. Nothing asks for token counts or the fingerprint, so none are made
+//!   (they are made on first request);
 //! - `render_ns`: `assemble_fresh` + `compose`: every block rendered and the stable half joined
 //!   again (a new thread's first send on a warm agent);
 //! - `reuse_ns`: `assemble` + `compose` on a warm agent for the later sends of one thread: the
 //!   clock moves a minute per send (512 distinct instants in turn), so the stable half is reused
-//!   by its input key and the volatile date-and-cwd block is rendered again.
+//!   by its input key and the volatile date-and-cwd block is rendered again. The later sends are
+//!   clones of the send after its first assembly, so, like a thread's send kept by an
+//!   application and sent again, they keep its facts' digests: the key is made of lookups.
 //!
 //! Usage: `cargo run --release -p promptstack --example pi_compat_bench [-- --batches N --calls N]`
 //!
@@ -20,6 +26,7 @@
 //! `valgrind --tool=callgrind --toggle-collect='pi_compat_bench::call'`, which then counts the
 //! calls alone (not the setup, which clones every case's send 512 times).
 
+use std::ops::DerefMut;
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
@@ -60,13 +67,26 @@ fn median(mut xs: Vec<f64>) -> f64 {
     }
 }
 
+/// Drops the digests a send's facts keep, by writing through each (`DerefMut`), so the next
+/// assembly hashes them as it would for a send just read.
+fn forget_digests(send: &mut SendContext) {
+    send.settings.deref_mut();
+    send.project.deref_mut();
+    send.skills.deref_mut();
+    send.variables.deref_mut();
+    send.context_files.deref_mut();
+    send.tenant_instructions.deref_mut();
+    send.auto_injections.deref_mut();
+}
+
 /// One timed call: what a profiler collects (`--toggle-collect='pi_compat_bench::call'`), apart
 /// from the setup.
 #[inline(never)]
-fn call(agent: &Agent, send: &SendContext, mode: Mode) -> usize {
+fn call(agent: &Agent, send: &mut SendContext, mode: Mode) -> usize {
     let assembly = match mode {
         Mode::Full => {
             agent.clear_caches();
+            forget_digests(send);
             agent.assemble(send).expect("assembles")
         }
         Mode::Render => agent.assemble_fresh(send).expect("assembles"),
@@ -74,6 +94,21 @@ fn call(agent: &Agent, send: &SendContext, mode: Mode) -> usize {
     };
     let composed = assembly.compose("system").expect("composes");
     std::hint::black_box(composed.system.len())
+}
+
+/// The send of a mode's `i`th call: the case's send, or for reuse one of its later sends in turn.
+fn pick<'a>(
+    mode: Mode,
+    send: &'a mut SendContext,
+    later: &'a mut [SendContext],
+    i: usize,
+) -> &'a mut SendContext {
+    if mode == Mode::Reuse {
+        let at = i % later.len();
+        &mut later[at]
+    } else {
+        send
+    }
 }
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
@@ -113,7 +148,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             .collect();
         cases.push((name, send, later, expected.len()));
     }
-    let run = |send: &SendContext, mode: Mode| call(&agent, send, mode);
+    let run = |send: &mut SendContext, mode: Mode| call(&agent, send, mode);
     let mut sink = 0usize;
     let args: Vec<String> = std::env::args().collect();
     if let Some(i) = args.iter().position(|a| a == "--profile") {
@@ -129,39 +164,27 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         };
         let wanted = args.get(i + 2).ok_or("--profile needs a case name")?;
         let (_, send, later, _) = cases
-            .iter()
+            .iter_mut()
             .find(|c| &c.0 == wanted)
             .ok_or_else(|| format!("no such case: {wanted}"))?;
         for i in 0..warmup + calls {
-            let send = if mode == Mode::Reuse {
-                &later[i % later.len()]
-            } else {
-                send
-            };
-            sink += run(send, mode);
+            sink += run(pick(mode, send, later, i), mode);
         }
         std::hint::black_box(sink);
         return Ok(());
     }
     let mut results = Vec::new();
-    for (name, send, later, bytes) in &cases {
+    for (name, send, later, bytes) in &mut cases {
         let mut figures = Vec::new();
         for mode in MODES {
-            let pick = |i: usize| {
-                if mode == Mode::Reuse {
-                    &later[i % later.len()]
-                } else {
-                    send
-                }
-            };
             for i in 0..warmup {
-                sink += run(pick(i), mode);
+                sink += run(pick(mode, send, later, i), mode);
             }
             let mut samples = Vec::with_capacity(batches);
             for _ in 0..batches {
                 let start = Instant::now();
                 for i in 0..calls {
-                    sink += run(pick(i), mode);
+                    sink += run(pick(mode, send, later, i), mode);
                 }
                 samples.push(start.elapsed().as_nanos() as f64 / calls as f64);
             }
@@ -173,7 +196,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     }
     // Overall: every fixture in turn, as a server handling many threads would; the generated
     // large case is timed on its own above and left out here.
-    let fixtures: Vec<_> = cases.iter().filter(|c| c.0 != LARGE_CASE).collect();
+    let mut fixtures: Vec<_> = cases.iter_mut().filter(|c| c.0 != LARGE_CASE).collect();
     let mut overall = Vec::new();
     for mode in MODES {
         let rounds = (calls / fixtures.len()).max(1);
@@ -181,13 +204,8 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         for _ in 0..batches {
             let start = Instant::now();
             for r in 0..rounds {
-                for (_, send, later, _) in &fixtures {
-                    let send = if mode == Mode::Reuse {
-                        &later[r % later.len()]
-                    } else {
-                        send
-                    };
-                    sink += run(send, mode);
+                for (_, send, later, _) in fixtures.iter_mut() {
+                    sink += run(pick(mode, send, later, r), mode);
                 }
             }
             samples.push(start.elapsed().as_nanos() as f64 / (rounds * fixtures.len()) as f64);

@@ -280,7 +280,7 @@ impl<S: TenantInstructionsSource> CachedInstructions<S> {
 
     /// Fills a send context's `tenant_instructions` for this tenant.
     pub async fn resolve(&self, tenant: &str, ctx: &mut promptstack_core::SendContext) {
-        ctx.tenant_instructions = Some(self.get(tenant).await);
+        *ctx.tenant_instructions = Some(self.get(tenant).await);
     }
 }
 

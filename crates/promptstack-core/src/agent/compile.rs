@@ -18,7 +18,7 @@ use crate::ir::AgentInner;
 use crate::ir::{
     Body, CompiledTarget, CompiledTool, Gate, HalfSizes, MAX_VARIANTS, TargetItem, Unit, Variant,
 };
-use crate::root::{ReadRoots, root_of};
+use crate::root::{ReadRoots, StableVariables, root_of};
 use crate::spec::load::{
     Locator, SpecDiagnostic, SpecError, display_path, lowercase_first, suggest,
 };
@@ -139,6 +139,7 @@ pub(super) fn compile(
     }
 
     Ok(AgentInner {
+        stable_variables: StableVariables::of(&spec.variables),
         spec: Arc::new(spec),
         source,
         read_roots: ReadRoots::of(&templates),

@@ -10,6 +10,11 @@ use super::*;
 /// facts can be added without breaking callers. There is no `Default`, because no moment and no
 /// model are sensible defaults.
 ///
+/// The facts that can be large (settings, project, skills, variables, context files, and a
+/// stage's tenant instructions and overrides) are each a [`Fact`]: read and written as the plain
+/// value, and keeping the digest the stable key reads, so a thread's send kept and sent again is
+/// keyed without hashing them again (changing one drops its digest).
+///
 /// ```
 /// use promptstack_core::SendContext;
 /// use promptstack_core::context::{ModelDescriptor, UserProfile};
@@ -35,7 +40,7 @@ pub struct SendContext {
     pub model: ModelDescriptor,
     /// Application settings, by name (values of any JSON type).
     #[serde(default)]
-    pub settings: BTreeMap<String, serde_json::Value>,
+    pub settings: Fact<BTreeMap<String, serde_json::Value>>,
     /// Integrations, by name: whether each is connected and whether it is switched on.
     #[serde(default)]
     pub integrations: BTreeMap<String, Integration>,
@@ -43,24 +48,24 @@ pub struct SendContext {
     #[serde(default)]
     pub user: UserProfile,
     /// The project the thread belongs to, if any.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub project: Option<Project>,
+    #[serde(default, skip_serializing_if = "is_none")]
+    pub project: Fact<Option<Project>>,
     /// The skills enabled for this user.
     #[serde(default)]
-    pub skills: Vec<Skill>,
+    pub skills: Fact<Vec<Skill>>,
     /// The text of the user's message for this send (`/slug` tokens in it select skills and intents).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub user_message: Option<String>,
     /// Values for the variables the spec declares, by name.
     #[serde(default)]
-    pub variables: BTreeMap<String, serde_json::Value>,
+    pub variables: Fact<BTreeMap<String, serde_json::Value>>,
     /// A coding agent's working directory, as the harness reports it (any separator style).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cwd: Option<String>,
     /// Context files (AGENTS.md, CLAUDE.md…) in the order they apply: the agent's own directory
     /// first, then each directory from the root down to the working directory.
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub context_files: Vec<ContextFile>,
+    #[serde(default, skip_serializing_if = "is_empty")]
+    pub context_files: Fact<Vec<ContextFile>>,
     /// Where the thread's messages are persisted, if anywhere.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub messages_path: Option<String>,
@@ -79,13 +84,13 @@ pub struct SendContext {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub topic: Option<String>,
     /// The tenant's instructions, as a tenant-instructions source resolved them for this send.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub tenant_instructions: Option<TenantInstructions>,
+    #[serde(default, skip_serializing_if = "is_none")]
+    pub tenant_instructions: Fact<Option<TenantInstructions>>,
     /// The stage's stored overrides of the injected blocks (same shape as the spec's
     /// `[auto_injections]`); when present they replace the spec's.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(default, skip_serializing_if = "is_none")]
     #[schemars(with = "Option<serde_json::Map<String, serde_json::Value>>")]
-    pub auto_injections: Option<serde_json::Value>,
+    pub auto_injections: Fact<Option<serde_json::Value>>,
 }
 
 impl SendContext {
@@ -94,28 +99,28 @@ impl SendContext {
         Self {
             now,
             model,
-            settings: BTreeMap::new(),
+            settings: Fact::default(),
             integrations: BTreeMap::new(),
             user: UserProfile::default(),
-            project: None,
-            skills: Vec::new(),
+            project: Fact::default(),
+            skills: Fact::default(),
             user_message: None,
-            variables: BTreeMap::new(),
+            variables: Fact::default(),
             cwd: None,
-            context_files: Vec::new(),
+            context_files: Fact::default(),
             messages_path: None,
             harness_state: None,
             tabs: Tabs::default(),
             mcp_servers: Vec::new(),
             topic: None,
-            tenant_instructions: None,
-            auto_injections: None,
+            tenant_instructions: Fact::default(),
+            auto_injections: Fact::default(),
         }
     }
 
     /// Sets the application settings, by name.
     pub fn with_settings(mut self, settings: BTreeMap<String, serde_json::Value>) -> Self {
-        self.settings = settings;
+        self.settings = settings.into();
         self
     }
 
@@ -133,13 +138,13 @@ impl SendContext {
 
     /// Sets the project the thread belongs to.
     pub fn with_project(mut self, project: Project) -> Self {
-        self.project = Some(project);
+        self.project = Some(project).into();
         self
     }
 
     /// Sets the skills enabled for this user.
     pub fn with_skills(mut self, skills: Vec<Skill>) -> Self {
-        self.skills = skills;
+        self.skills = skills.into();
         self
     }
 
@@ -151,7 +156,7 @@ impl SendContext {
 
     /// Sets the values of the spec's variables, by name.
     pub fn with_variables(mut self, variables: BTreeMap<String, serde_json::Value>) -> Self {
-        self.variables = variables;
+        self.variables = variables.into();
         self
     }
 
@@ -163,7 +168,7 @@ impl SendContext {
 
     /// Sets the context files, in the order they apply.
     pub fn with_context_files(mut self, context_files: Vec<ContextFile>) -> Self {
-        self.context_files = context_files;
+        self.context_files = context_files.into();
         self
     }
 
@@ -202,13 +207,13 @@ impl SendContext {
 
     /// Sets the tenant's instructions for this send.
     pub fn with_tenant_instructions(mut self, tenant_instructions: TenantInstructions) -> Self {
-        self.tenant_instructions = Some(tenant_instructions);
+        self.tenant_instructions = Some(tenant_instructions).into();
         self
     }
 
     /// Sets the stage's stored overrides of the injected blocks.
     pub fn with_auto_injections(mut self, auto_injections: serde_json::Value) -> Self {
-        self.auto_injections = Some(auto_injections);
+        self.auto_injections = Some(auto_injections).into();
         self
     }
 }
@@ -312,6 +317,16 @@ impl SendContext {
     pub fn json_schema() -> serde_json::Value {
         serde_json::to_value(schemars::schema_for!(SendContext)).unwrap_or_default()
     }
+}
+
+/// Whether an optional fact is absent (it is then left out of the JSON).
+fn is_none<T>(fact: &Fact<Option<T>>) -> bool {
+    fact.is_none()
+}
+
+/// Whether a list fact is empty (it is then left out of the JSON).
+fn is_empty<T>(fact: &Fact<Vec<T>>) -> bool {
+    fact.is_empty()
 }
 
 pub(super) static SEND_SCHEMA: std::sync::LazyLock<serde_json::Value> =

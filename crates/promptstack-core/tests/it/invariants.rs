@@ -142,7 +142,7 @@ prop_compose! {
             })
             .with_skills(skills)
             .with_variables(variables);
-        ctx.project = project.map(|(name, instructions, has_sibling_threads)| Project { name, instructions, has_sibling_threads });
+        *ctx.project = project.map(|(name, instructions, has_sibling_threads)| Project { name, instructions, has_sibling_threads });
         ctx.user_message = user_message;
         ctx
     }

@@ -223,7 +223,7 @@ fn rich_send(
             sites: Vec::new(),
         })
         .collect();
-    ctx.project = siblings.map(|has_sibling_threads| Project {
+    *ctx.project = siblings.map(|has_sibling_threads| Project {
         name: "P".into(),
         instructions: None,
         has_sibling_threads,
