@@ -523,12 +523,12 @@ impl AgentInner {
             key.add(root.name());
             root.add_to_key(&sources, &mut key);
         }
-        key.add(VARIABLES)
-            .add(&self.stable_variables.digest(variables));
+        key.add(VARIABLES);
+        self.stable_variables.add_to_key(variables, &mut key);
         if self.stage.is_some() {
-            key.add(topic)
-                .add(&tenant_instructions.digest(Scope::TENANT_INSTRUCTIONS))
-                .add(&auto_injections.digest(Scope::AUTO_INJECTIONS));
+            key.add(topic);
+            tenant_instructions.add_whole_to(Scope::TENANT_INSTRUCTIONS, &mut key);
+            auto_injections.add_whole_to(Scope::AUTO_INJECTIONS, &mut key);
         }
         key.finish()
     }

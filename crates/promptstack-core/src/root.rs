@@ -273,16 +273,16 @@ impl Root {
                 key.add(&ctx.integrations);
             }
             Root::Settings => {
-                key.add(&ctx.settings.digest(Scope::SETTINGS));
+                ctx.settings.add_whole_to(Scope::SETTINGS, key);
             }
             Root::User => {
                 key.add(&ctx.user);
             }
             Root::Project => {
-                key.add(&ctx.project.digest(Scope::PROJECT));
+                ctx.project.add_whole_to(Scope::PROJECT, key);
             }
             Root::Skills => {
-                key.add(&ctx.skills.digest(Scope::SKILLS));
+                ctx.skills.add_whole_to(Scope::SKILLS, key);
             }
             Root::UserMessage => {
                 key.add(&ctx.user_message);
@@ -291,7 +291,7 @@ impl Root {
                 key.add(&ctx.cwd);
             }
             Root::ContextFiles => {
-                key.add(&ctx.context_files.digest(Scope::CONTEXT_FILES));
+                ctx.context_files.add_whole_to(Scope::CONTEXT_FILES, key);
             }
             Root::MessagesPath => {
                 key.add(&ctx.messages_path);
@@ -407,13 +407,28 @@ impl StableVariables {
         }
     }
 
-    /// The digest of the stable variables' values in a send.
-    pub(crate) fn digest(&self, variables: &Fact<BTreeMap<String, serde_json::Value>>) -> Key {
-        variables.digest_with(self.scope, |sent, key| {
-            for name in &self.names {
-                key.add(name.as_str()).add(&sent.get(name));
-            }
-        })
+    /// Whether a send sets any of the stable variables.
+    pub(crate) fn any_set(&self, sent: &BTreeMap<String, serde_json::Value>) -> bool {
+        !sent.is_empty() && self.names.iter().any(|name| sent.contains_key(name))
+    }
+
+    /// Adds the stable variables' values in a send to a key: by their digest, or by a mark
+    /// when the send sets none of them (see [`Fact::add_to`]).
+    pub(crate) fn add_to_key(
+        &self,
+        variables: &Fact<BTreeMap<String, serde_json::Value>>,
+        key: &mut KeyBuilder,
+    ) {
+        variables.add_to(
+            self.scope,
+            key,
+            |sent| !self.any_set(sent),
+            |sent, key| {
+                for name in &self.names {
+                    key.add(name.as_str()).add(&sent.get(name));
+                }
+            },
+        );
     }
 }
 

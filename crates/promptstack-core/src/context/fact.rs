@@ -127,12 +127,74 @@ impl<T> Fact<T> {
     }
 }
 
-impl<T: Serialize> Fact<T> {
+impl<T> Fact<T> {
+    /// Adds the value to `key`: by its digest in `scope` (see [`Fact::digest_with`]), or, when
+    /// `blank` says the value holds nothing, by a mark alone, since a digest of nothing costs
+    /// more to make than it saves. Whether a value is blank depends only on the value, so a send
+    /// gives the same key with or without digests kept; and a blank value's digest is never
+    /// made, so a digest kept in `scope` is read without asking.
+    pub(crate) fn add_to(
+        &self,
+        scope: Scope,
+        key: &mut KeyBuilder,
+        blank: impl FnOnce(&T) -> bool,
+        add: impl FnOnce(&T, &mut KeyBuilder),
+    ) {
+        match self.memo.get() {
+            Some(memo) if memo.scope == scope => {
+                key.add(&true).add(&memo.key);
+            }
+            _ if blank(&self.value) => {
+                key.add(&false);
+            }
+            _ => {
+                key.add(&true).add(&self.digest_with(scope, add));
+            }
+        }
+    }
+
     /// The digest of the whole value in `scope`; see [`Fact::digest_with`].
-    pub(crate) fn digest(&self, scope: Scope) -> Key {
+    #[cfg(test)]
+    pub(crate) fn digest(&self, scope: Scope) -> Key
+    where
+        T: Serialize,
+    {
         self.digest_with(scope, |value, key| {
             key.add(value);
         })
+    }
+
+    /// Adds the whole value to `key` (see [`Fact::add_to`]).
+    pub(crate) fn add_whole_to(&self, scope: Scope, key: &mut KeyBuilder)
+    where
+        T: Serialize + Blank,
+    {
+        self.add_to(scope, key, Blank::is_blank, |value, key| {
+            key.add(value);
+        });
+    }
+}
+
+/// Whether a fact's value holds nothing: no items, or none.
+pub(crate) trait Blank {
+    fn is_blank(&self) -> bool;
+}
+
+impl<T> Blank for Vec<T> {
+    fn is_blank(&self) -> bool {
+        self.is_empty()
+    }
+}
+
+impl<K, V> Blank for std::collections::BTreeMap<K, V> {
+    fn is_blank(&self) -> bool {
+        self.is_empty()
+    }
+}
+
+impl<T> Blank for Option<T> {
+    fn is_blank(&self) -> bool {
+        self.is_none()
     }
 }
 
@@ -436,15 +498,20 @@ system = ["@body"]
         inputs
     }
 
-    /// Whether every fact of the send keeps a digest (the stage keys all of them).
+    /// Whether exactly the facts of the send that hold something keep a digest (the stage keys
+    /// all of them; a blank one is keyed by a mark alone).
     fn all_digested(ctx: &SendContext) -> bool {
-        ctx.settings.memo.get().is_some()
-            && ctx.project.memo.get().is_some()
-            && ctx.skills.memo.get().is_some()
-            && ctx.variables.memo.get().is_some()
-            && ctx.context_files.memo.get().is_some()
-            && ctx.tenant_instructions.memo.get().is_some()
-            && ctx.auto_injections.memo.get().is_some()
+        fn kept<T: Blank>(fact: &Fact<T>) -> bool {
+            fact.memo.get().is_some() != fact.value.is_blank()
+        }
+        let variables = STAGE_AGENT.inner.stable_variables.any_set(&ctx.variables);
+        kept(&ctx.settings)
+            && kept(&ctx.project)
+            && kept(&ctx.skills)
+            && ctx.variables.memo.get().is_some() == variables
+            && kept(&ctx.context_files)
+            && kept(&ctx.tenant_instructions)
+            && kept(&ctx.auto_injections)
     }
 
     fn moment(minutes: i64) -> Now {
@@ -720,8 +787,8 @@ system = ["@body"]
     }
 
     proptest! {
-        /// Keying a send keeps a digest in every fact; keying it again, or a clone of it,
-        /// reads them and gives the key from scratch.
+        /// Keying a send keeps a digest in every fact that holds something; keying it again,
+        /// or a clone of it, reads them and gives the key from scratch.
         #[test]
         fn kept_digests_give_the_key_from_scratch(ctx in send()) {
             let agent = &*STAGE_AGENT;
