@@ -228,12 +228,14 @@ pub(crate) struct Scope<'s, 'a> {
 
 impl<'a> Scope<'_, 'a> {
     /// The value of a bound local variable.
+    #[inline]
     fn local(&self, name: &Name) -> Option<&Val<'a>> {
         self.locals.get(usize::from(name.local?))?.as_ref()
     }
 
     /// The value of a root, or `None` when the evaluator must not decide: a name the context
     /// lacks may be a global of the environment (`range`, …).
+    #[inline]
     fn root(&self, name: &Name) -> Option<&Val<'a>> {
         match name.root {
             Some(slot) => self.context.slot(slot, &name.text),
@@ -273,6 +275,7 @@ impl Meter {
     }
 
     /// Charges `units`; `None` once the limit is passed.
+    #[inline]
     pub(crate) fn charge(&mut self, units: u64) -> Option<()> {
         self.spent = self.spent.saturating_add(units);
         (self.spent <= self.limit).then_some(())
@@ -280,6 +283,7 @@ impl Meter {
 
     /// Whether `units` more can be charged without passing the limit: work bounded by that
     /// may be done before it is charged exactly.
+    #[inline]
     pub(crate) fn fits(&self, units: u64) -> bool {
         self.spent.saturating_add(units) <= self.limit
     }
@@ -518,6 +522,7 @@ fn push_items<'a>(side: &Val<'a>, meter: &mut Meter, values: &mut Vec<Val<'a>>) 
 }
 
 /// A boolean result.
+#[inline]
 fn boolean<'a>(value: bool) -> Val<'a> {
     Val::Value(Value::from(value))
 }
@@ -624,6 +629,7 @@ fn apply<'a>(filter: Filter, value: &Val<'a>, meter: &mut Meter) -> Option<Val<'
 }
 
 /// Truthiness as an `if` sees it; strict undefined handling fails on an undefined value.
+#[inline]
 fn truthy(value: &Val<'_>) -> Option<bool> {
     (!value.is_undefined()).then(|| value.is_true())
 }

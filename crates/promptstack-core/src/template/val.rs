@@ -98,6 +98,7 @@ impl<'a> Variables<'a> {
 
 /// The entry of a JSON map: a short map is searched in order (comparing lengths and first bytes
 /// first, most keys are told apart without comparing the rest), a long one through its tree.
+#[inline]
 fn entry<'a>(
     map: &'a serde_json::Map<String, serde_json::Value>,
     name: &str,
@@ -175,6 +176,7 @@ impl Attribute {
 
 impl<'a> Val<'a> {
     /// A JSON value of the send: strings borrowed, lists and maps borrowed whole, scalars made.
+    #[inline]
     pub(crate) fn json(value: &'a serde_json::Value) -> Self {
         match value {
             serde_json::Value::String(text) => Val::Str(text),
@@ -184,11 +186,13 @@ impl<'a> Val<'a> {
     }
 
     /// An optional string of the send: the string, or `none`.
+    #[inline]
     pub(crate) fn text(text: Option<&'a str>) -> Self {
         text.map_or_else(|| Val::Value(Value::from(())), Val::Str)
     }
 
     /// The undefined value.
+    #[inline]
     pub(crate) fn undefined() -> Self {
         Val::Value(Value::UNDEFINED)
     }
@@ -219,6 +223,7 @@ impl<'a> Val<'a> {
     }
 
     /// The kind minijinja gives the value.
+    #[inline]
     pub(crate) fn kind(&self) -> ValueKind {
         match self {
             Val::Value(value) => value.kind(),
@@ -235,10 +240,12 @@ impl<'a> Val<'a> {
         }
     }
 
+    #[inline]
     pub(crate) fn is_undefined(&self) -> bool {
         matches!(self, Val::Value(value) if value.is_undefined())
     }
 
+    #[inline]
     pub(crate) fn is_none(&self) -> bool {
         matches!(self, Val::Value(value) if value.is_none())
     }
@@ -254,6 +261,7 @@ impl<'a> Val<'a> {
     }
 
     /// The text of a string; `None` for any other kind.
+    #[inline]
     pub(crate) fn as_str(&self) -> Option<&str> {
         match self {
             Val::Str(text) => Some(text),
@@ -263,6 +271,7 @@ impl<'a> Val<'a> {
     }
 
     /// Truthiness, as `Value::is_true` decides it (undefined is false; callers check it first).
+    #[inline]
     pub(crate) fn is_true(&self) -> bool {
         match self {
             Val::Value(value) => value.is_true(),
@@ -300,11 +309,13 @@ impl<'a> Val<'a> {
     }
 
     /// `value.name` of an attribute compiled with its field (see [`Val::attr`]).
+    #[inline]
     pub(crate) fn field(&self, attribute: &Attribute) -> Option<Val<'a>> {
         self.named(&attribute.name, Some(attribute.field))
     }
 
     /// `value.name`, with the field `name` names when it is known.
+    #[inline]
     fn named(&self, name: &str, field: Option<Field>) -> Option<Val<'a>> {
         let field = || field.unwrap_or_else(|| Field::of(name));
         Some(match self {
@@ -409,6 +420,7 @@ pub(crate) enum Items<'v, 'a> {
 impl<'a> Iterator for Items<'_, 'a> {
     type Item = Val<'a>;
 
+    #[inline]
     fn next(&mut self) -> Option<Val<'a>> {
         match self {
             Items::Value(items) => items.next().map(Val::Value),
@@ -457,6 +469,7 @@ pub(crate) fn root_slot(name: &str) -> Option<u8> {
 /// Whether two names are the same: the same text at the same address (the context's names are
 /// the roots' own), else the same text, compared only when the lengths and first bytes agree
 /// (which tells every two roots' names apart).
+#[inline]
 fn same_name(left: &str, right: &str) -> bool {
     std::ptr::eq(left, right)
         || (left.len() == right.len()
@@ -466,6 +479,7 @@ fn same_name(left: &str, right: &str) -> bool {
 
 /// A map's entry by name: a short map is searched in order with [`same_name`], which compares
 /// few bytes, a long one through its tree.
+#[inline]
 fn named_entry<'m, V>(map: &'m BTreeMap<String, V>, name: &str) -> Option<&'m V> {
     if map.len() <= 16 {
         map.iter()
@@ -538,6 +552,7 @@ impl<'a> Context<'a> {
 
     /// The root of a name whose slot is `slot` (see [`root_slot`]); `None` for a root the
     /// context lacks.
+    #[inline]
     pub(crate) fn slot(&self, slot: u8, name: &str) -> Option<&Val<'a>> {
         let place = self.places.get(usize::from(slot))?;
         if let Some((root, value)) = self.roots.get(place.get() as usize)
