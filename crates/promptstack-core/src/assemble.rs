@@ -986,14 +986,15 @@ impl AgentInner {
         // The stable roots the stable part built as template values, the send's own data
         // borrowed from this send (whose stable inputs are the stable part's, by its key), every
         // variable, and the volatile roots.
+        // Only the roots the volatile units can read: nothing else renders against it.
         let variables = self
-            .read_roots
+            .volatile_roots
             .variables()
             .then(|| (VARIABLES, Val::Variables(self.variables(ctx, false))));
         let context = template::Context::new(
             Root::ALL
                 .into_iter()
-                .filter(|root| self.read_roots.root(*root))
+                .filter(|root| self.volatile_roots.root(*root))
                 .map(|root| {
                     let built = stable.built_roots.get().into_iter().flatten();
                     let value = match stable

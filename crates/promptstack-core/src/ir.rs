@@ -26,6 +26,9 @@ pub(crate) struct AgentInner {
     pub(crate) templates: TemplateSet,
     /// The roots the templates and gates can read; the others are not built for a send.
     pub(crate) read_roots: ReadRoots,
+    /// The roots the volatile units' templates and gates can read: what a volatile render's
+    /// context holds.
+    pub(crate) volatile_roots: ReadRoots,
     /// The stable variables, as the stable key reads them.
     pub(crate) stable_variables: StableVariables,
     pub(crate) units: Vec<Unit>,
@@ -57,6 +60,7 @@ impl AgentInner {
             source: self.source.clone(),
             templates: self.templates.clone(),
             read_roots: self.read_roots,
+            volatile_roots: self.volatile_roots,
             stable_variables: self.stable_variables.clone(),
             units: self.units.clone(),
             tools: self.tools.clone(),
@@ -118,6 +122,26 @@ pub(crate) struct Unit {
 
 /// The most variants one block may have (they are numbered `a` to `z` in gate programs).
 pub(crate) const MAX_VARIANTS: usize = 26;
+
+impl Unit {
+    /// The names of the templates and gates the unit renders: its gate, its variants' gates and
+    /// texts, and its own text.
+    pub(crate) fn templates(&self) -> impl Iterator<Item = &str> {
+        fn template(body: &Body) -> Option<&str> {
+            match body {
+                Body::Template(name) => Some(name),
+                Body::Text(_) => None,
+            }
+        }
+        self.gate
+            .iter()
+            .map(|gate| gate.template.as_str())
+            .chain(self.variants.iter().flat_map(|variant| {
+                std::iter::once(variant.gate.template.as_str()).chain(template(&variant.body))
+            }))
+            .chain(template(&self.body))
+    }
+}
 
 #[derive(Debug, Clone)]
 pub(crate) struct CompiledTool {

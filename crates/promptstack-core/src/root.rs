@@ -347,6 +347,23 @@ impl ReadRoots {
         }
     }
 
+    /// The roots some of the templates and gates of a set can read, by their names: those they
+    /// name themselves (a template cannot bring in another's text: the engine is built without
+    /// `include`, `import` and `extends`, which a test holds), or, if one of them cannot be
+    /// scanned, what every template of the set can read.
+    pub(crate) fn of_some<'n>(
+        templates: &template::TemplateSet,
+        names: impl IntoIterator<Item = &'n str>,
+    ) -> Self {
+        let mut read = Self::NONE;
+        for template in names {
+            if !templates.names_in(template, &mut |name| read.insert(name)) {
+                return Self::of(templates);
+            }
+        }
+        read
+    }
+
     /// Counts a name a template uses.
     fn insert(&mut self, name: &str) {
         if name == "debug" {
@@ -531,6 +548,43 @@ mod tests {
         assert!(!roots.variables());
         assert!(read(&["{{ variables.x }}"]).variables());
         assert_eq!(read(&["{{ debug() }}"]), ReadRoots::ALL);
+    }
+
+    #[test]
+    fn some_templates_read_their_own_roots_and_none_brings_in_another() {
+        let mut templates = template::TemplateSet::new(&crate::spec::RenderOptions::default());
+        for (name, source) in [
+            ("stable", "{{ skills }}{{ variables.x }}"),
+            ("date", "{{ now.date }}{{ cwd }}"),
+        ] {
+            templates
+                .add(name.to_owned(), source.to_owned())
+                .expect("compiles");
+        }
+        let date = ReadRoots::of_some(&templates, ["date"]);
+        assert!(date.root(Root::Now) && date.root(Root::Cwd));
+        assert!(!date.root(Root::Skills) && !date.variables());
+        assert_eq!(ReadRoots::of_some(&templates, []), ReadRoots::NONE);
+        // A name no template has is read as everything the set reads.
+        assert_eq!(
+            ReadRoots::of_some(&templates, ["missing"]),
+            ReadRoots::of(&templates)
+        );
+        // What a template reads is what it names only because no template can bring in another's
+        // text; if the engine ever could, `of_some` must count what the other reads.
+        for source in [
+            "{% include 'stable' %}",
+            "{% import 'stable' as s %}",
+            "{% from 'stable' import x %}",
+            "{% extends 'stable' %}",
+        ] {
+            assert!(
+                templates
+                    .add("brings".to_owned(), source.to_owned())
+                    .is_err(),
+                "{source}"
+            );
+        }
     }
 
     #[test]

@@ -143,6 +143,13 @@ pub(super) fn compile(
         spec: Arc::new(spec),
         source,
         read_roots: ReadRoots::of(&templates),
+        volatile_roots: ReadRoots::of_some(
+            &templates,
+            units
+                .iter()
+                .filter(|unit| unit.stability == Stability::Volatile)
+                .flat_map(Unit::templates),
+        ),
         templates,
         units,
         tools,

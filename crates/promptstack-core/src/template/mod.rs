@@ -211,6 +211,14 @@ impl TemplateSet {
             .all(|(_, template)| template_names(template.source(), name))
     }
 
+    /// Calls `name` with every identifier in the tags of one template or gate (see
+    /// [`template_names`]); `false` if it is unknown or could not be scanned to its end.
+    pub fn names_in(&self, template: &str, name: &mut dyn FnMut(&str)) -> bool {
+        self.env
+            .get_template(template)
+            .is_ok_and(|template| template_names(template.source(), name))
+    }
+
     /// The variable paths a template reads, e.g. `user.name`, `tools`, `variables.voice_mode`.
     pub fn variables(&self, name: &str) -> HashSet<String> {
         self.env
