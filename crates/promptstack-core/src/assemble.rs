@@ -653,9 +653,9 @@ impl AgentInner {
                 out.push_str(text);
                 0
             }
-            Body::Template(name) => self
+            Body::Template(template) => self
                 .templates
-                .render_into(name, context, budget, out)
+                .render_into(template, context, budget, out)
                 .map_err(|e| {
                     Error::new(
                         ErrorKind::Render,

@@ -77,7 +77,7 @@ impl AgentInner {
 #[derive(Debug, Clone)]
 pub(crate) enum Body {
     Text(String),
-    Template(String),
+    Template(crate::template::Template),
 }
 
 /// A compiled gate: the template that evaluates it and its source expression.
@@ -129,7 +129,7 @@ impl Unit {
     pub(crate) fn templates(&self) -> impl Iterator<Item = &str> {
         fn template(body: &Body) -> Option<&str> {
             match body {
-                Body::Template(name) => Some(name),
+                Body::Template(template) => Some(template.name()),
                 Body::Text(_) => None,
             }
         }

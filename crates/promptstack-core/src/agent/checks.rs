@@ -79,8 +79,12 @@ impl Compiler<'_> {
         }
         for (unit, fact) in units.iter_mut().zip(facts) {
             let mut templates: Vec<(String, String, bool)> = Vec::new(); // (template, pointer, renders text)
-            if let Body::Template(name) = &unit.body {
-                templates.push((name.clone(), push_pointer(&fact.pointer, "template"), true));
+            if let Body::Template(template) = &unit.body {
+                templates.push((
+                    template.name().to_owned(),
+                    push_pointer(&fact.pointer, "template"),
+                    true,
+                ));
             }
             if let Some(gate) = &unit.gate {
                 templates.push((
@@ -91,8 +95,12 @@ impl Compiler<'_> {
             }
             for (j, variant) in unit.variants.iter().enumerate() {
                 let vp = format!("{}/variants/{j}", fact.pointer);
-                if let Body::Template(name) = &variant.body {
-                    templates.push((name.clone(), push_pointer(&vp, "template"), true));
+                if let Body::Template(template) = &variant.body {
+                    templates.push((
+                        template.name().to_owned(),
+                        push_pointer(&vp, "template"),
+                        true,
+                    ));
                 }
                 templates.push((
                     variant.gate.template.clone(),

@@ -219,7 +219,7 @@ impl Compiler<'_> {
                     diagnostic.path = display_path(&child);
                     self.errors.push(diagnostic);
                 }
-                Body::Template(name)
+                Body::Template(self.templates.template(name))
             }
             (Some(_), Some(_)) => {
                 self.error(

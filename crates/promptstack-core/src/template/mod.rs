@@ -95,6 +95,21 @@ impl RenderBudget {
     }
 }
 
+/// A template of a set by its name, with its plan when it has one, found once when the agent is
+/// compiled, so that rendering it looks nothing up.
+#[derive(Debug, Clone)]
+pub(crate) struct Template {
+    name: String,
+    plan: Option<Arc<plan::Plan>>,
+}
+
+impl Template {
+    /// The template's name in its set.
+    pub(crate) fn name(&self) -> &str {
+        &self.name
+    }
+}
+
 /// A rendered template and how many of its emitted values were empty.
 pub(crate) struct Rendered {
     pub text: String,
@@ -227,22 +242,28 @@ impl TemplateSet {
             .unwrap_or_default()
     }
 
+    /// The template of this name, with its plan.
+    pub fn template(&self, name: String) -> Template {
+        let plan = self.plans.get(&name).cloned().flatten();
+        Template { name, plan }
+    }
+
     /// Renders a template against the context, appending its text to `out`, and returns how many
     /// of its emitted values were empty. On an error `out` is as it was.
     ///
     /// The text counts against `budget`; a render that would take more than is left fails.
     pub fn render_into(
         &self,
-        name: &str,
+        template: &Template,
         ctx: &Context<'_>,
         budget: &RenderBudget,
         out: &mut String,
     ) -> Result<u32, minijinja::Error> {
+        let name = template.name();
         let start = out.len();
-        let planned = self
-            .plans
-            .get(name)
-            .and_then(Option::as_ref)
+        let planned = template
+            .plan
+            .as_ref()
             .and_then(|plan| plan.render_into(ctx, self.fuel(), out));
         #[cfg(test)]
         RENDERS.with(|renders| {
