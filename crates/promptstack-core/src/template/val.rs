@@ -103,13 +103,7 @@ fn entry<'a>(
     map: &'a serde_json::Map<String, serde_json::Value>,
     name: &str,
 ) -> Option<&'a serde_json::Value> {
-    if map.len() <= 16 {
-        map.iter()
-            .find(|(key, _)| same_name(key, name))
-            .map(|(_, value)| value)
-    } else {
-        map.get(name)
-    }
+    by_name(map.len(), map.iter(), || map.get(name), name)
 }
 
 /// The fields of a skill as the `skills` root shows it.
@@ -481,12 +475,24 @@ fn same_name(left: &str, right: &str) -> bool {
 /// few bytes, a long one through its tree.
 #[inline]
 fn named_entry<'m, V>(map: &'m BTreeMap<String, V>, name: &str) -> Option<&'m V> {
-    if map.len() <= 16 {
-        map.iter()
+    by_name(map.len(), map.iter(), || map.get(name), name)
+}
+
+/// The entry of a map of `len` entries by name: searched in order (`entries`) with
+/// [`same_name`] when the map is short, looked up in its tree (`tree`) when it is long.
+#[inline]
+fn by_name<'m, V: 'm>(
+    len: usize,
+    mut entries: impl Iterator<Item = (&'m String, &'m V)>,
+    tree: impl FnOnce() -> Option<&'m V>,
+    name: &str,
+) -> Option<&'m V> {
+    if len <= 16 {
+        entries
             .find(|(key, _)| same_name(key, name))
             .map(|(_, value)| value)
     } else {
-        map.get(name)
+        tree()
     }
 }
 
