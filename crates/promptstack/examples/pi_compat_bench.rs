@@ -6,8 +6,8 @@
 //! - `full_ns`: `clear_caches` + `assemble` + `compose`: a full assembly that reuses nothing from
 //!   earlier calls (no stable part, no memoised volatile unit, no memoised token count, no digest
 //!   kept in the send; the compiled spec stays, as the peer's loaded module does). The send keeps
-//!   the digests of its facts (`context::Fact`) once keyed, so each call first drops them by
-//!   writing through each fact (`DerefMut`, a few instructions, timed with the call): the stable
+//!   the digests of its facts (`context::Fact`) once keyed, so each call first drops them
+//!   (`SendContext::forget_digests`, a few instructions, timed with the call): the stable
 //!   key hashes every stable input, as for a send just read, and the send is one send, in cache,
 //!   as a send just read is. Nothing asks for token counts or the fingerprint, so none are made
 //!   (they are made on first request);
@@ -26,7 +26,6 @@
 //! `valgrind --tool=callgrind --toggle-collect='pi_compat_bench::call'`, which then counts the
 //! calls alone (not the setup, which clones every case's send 512 times).
 
-use std::ops::DerefMut;
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
@@ -67,18 +66,6 @@ fn median(mut xs: Vec<f64>) -> f64 {
     }
 }
 
-/// Drops the digests a send's facts keep, by writing through each (`DerefMut`), so the next
-/// assembly hashes them as it would for a send just read.
-fn forget_digests(send: &mut SendContext) {
-    send.settings.deref_mut();
-    send.project.deref_mut();
-    send.skills.deref_mut();
-    send.variables.deref_mut();
-    send.context_files.deref_mut();
-    send.tenant_instructions.deref_mut();
-    send.auto_injections.deref_mut();
-}
-
 /// One timed call: what a profiler collects (`--toggle-collect='pi_compat_bench::call'`), apart
 /// from the setup.
 #[inline(never)]
@@ -86,7 +73,7 @@ fn call(agent: &Agent, send: &mut SendContext, mode: Mode) -> usize {
     let assembly = match mode {
         Mode::Full => {
             agent.clear_caches();
-            forget_digests(send);
+            send.forget_digests();
             agent.assemble(send).expect("assembles")
         }
         Mode::Render => agent.assemble_fresh(send).expect("assembles"),

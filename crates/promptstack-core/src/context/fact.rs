@@ -102,6 +102,11 @@ impl<T> Fact<T> {
         self.value
     }
 
+    /// Drops the kept digest, if any.
+    pub(crate) fn forget_digest(&mut self) {
+        self.memo.take();
+    }
+
     /// The digest of the value in `scope`, which `add` writes into a key after the scope.
     ///
     /// Kept for the first scope asked (the one digest the fact holds); in another scope it is
@@ -209,7 +214,7 @@ impl<T> Deref for Fact<T> {
 impl<T> DerefMut for Fact<T> {
     /// The value, to change: the digest is dropped first, since the value may change.
     fn deref_mut(&mut self) -> &mut T {
-        self.memo.take();
+        self.forget_digest();
         &mut self.value
     }
 }
@@ -496,6 +501,17 @@ system = ["@body"]
         inputs.tenant_instructions = tenant_instructions;
         inputs.auto_injections = auto_injections;
         inputs
+    }
+
+    /// Whether some fact of the send keeps a digest.
+    fn any_digested(ctx: &SendContext) -> bool {
+        ctx.settings.memo.get().is_some()
+            || ctx.project.memo.get().is_some()
+            || ctx.skills.memo.get().is_some()
+            || ctx.variables.memo.get().is_some()
+            || ctx.context_files.memo.get().is_some()
+            || ctx.tenant_instructions.memo.get().is_some()
+            || ctx.auto_injections.memo.get().is_some()
     }
 
     /// Whether exactly the facts of the send that hold something keep a digest (the stage keys
@@ -796,8 +812,12 @@ system = ["@body"]
             prop_assert!(all_digested(&ctx));
             prop_assert_eq!(first, scratch(agent, &ctx));
             prop_assert_eq!(key(agent, &ctx), first);
-            let clone = ctx.clone();
+            let mut clone = ctx.clone();
             prop_assert!(all_digested(&clone));
+            prop_assert_eq!(key(agent, &clone), first);
+            // Forgotten, none is kept, and keying again makes the same key.
+            clone.forget_digests();
+            prop_assert!(!any_digested(&clone));
             prop_assert_eq!(key(agent, &clone), first);
         }
 

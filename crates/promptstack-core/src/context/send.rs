@@ -313,6 +313,41 @@ impl SendContext {
         Err(SpecError::new(diagnostics).about("send context"))
     }
 
+    /// Drops the digests the send's facts keep (see [`Fact`]), as if the send had just been
+    /// read: the next assembly hashes its stable inputs again. Nothing needs this for
+    /// correctness (a digest never goes stale); a benchmark of a thread's first send does, to
+    /// time the hashing a send just read pays.
+    pub fn forget_digests(&mut self) {
+        // Every field is named, so a fact added to the send cannot be missed here.
+        let SendContext {
+            now: _,
+            model: _,
+            settings,
+            integrations: _,
+            user: _,
+            project,
+            skills,
+            user_message: _,
+            variables,
+            cwd: _,
+            context_files,
+            messages_path: _,
+            harness_state: _,
+            tabs: _,
+            mcp_servers: _,
+            topic: _,
+            tenant_instructions,
+            auto_injections,
+        } = self;
+        settings.forget_digest();
+        project.forget_digest();
+        skills.forget_digest();
+        variables.forget_digest();
+        context_files.forget_digest();
+        tenant_instructions.forget_digest();
+        auto_injections.forget_digest();
+    }
+
     /// The JSON Schema of the send context.
     pub fn json_schema() -> serde_json::Value {
         serde_json::to_value(schemars::schema_for!(SendContext)).unwrap_or_default()
