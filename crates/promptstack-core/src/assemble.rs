@@ -685,12 +685,11 @@ impl AgentInner {
                     unit.id
                 )
             };
-            diagnostics.push(
+            diagnostics.push(about(
+                unit,
                 Diagnostic::warning("empty-variable", message)
-                    .subject(&*unit.id)
-                    .at(unit_location(unit))
                     .hint("guard it with `{% if … %}` or give the send a value"),
-            );
+            ));
         }
         if self.spec.render.trim {
             trim_from(out, start);
@@ -701,7 +700,8 @@ impl AgentInner {
             &self.spec.components,
         ) {
             for tool in unresolved.tools {
-                diagnostics.push(
+                diagnostics.push(about(
+                    unit,
                     Diagnostic::warning(
                         "unresolved-tool-token",
                         format!(
@@ -709,13 +709,12 @@ impl AgentInner {
                             unit.id
                         ),
                     )
-                    .subject(&*unit.id)
-                    .at(unit_location(unit))
                     .hint("gate the text on the tool (`'name' in tools`) or fix the name"),
-                );
+                ));
             }
             for component in unresolved.components {
-                diagnostics.push(
+                diagnostics.push(about(
+                    unit,
                     Diagnostic::warning(
                         "unknown-component",
                         format!(
@@ -723,10 +722,8 @@ impl AgentInner {
                             unit.id
                         ),
                     )
-                    .subject(&*unit.id)
-                    .at(unit_location(unit))
                     .hint("define it under [components]"),
-                );
+                ));
             }
             out.truncate(start);
             out.push_str(&expanded);
@@ -741,7 +738,8 @@ impl AgentInner {
         let tokens = unit.max_tokens.map(|limit| {
             let tokens = self.caches.counter.count(counting, &out[start..]);
             if tokens.count > limit {
-                diagnostics.push(
+                diagnostics.push(about(
+                    unit,
                     Diagnostic::error(
                         "over-token-limit",
                         format!(
@@ -750,10 +748,8 @@ impl AgentInner {
                             tokens.display()
                         ),
                     )
-                    .subject(&*unit.id)
-                    .at(unit_location(unit))
                     .hint("shorten the text or raise `max_tokens`"),
-                );
+                ));
             }
             tokens
         });
@@ -1255,12 +1251,13 @@ fn write_injected(
     half.commit(place, trust, source, None, None);
 }
 
-/// Where a unit is declared in the spec, when known.
-fn unit_location(unit: &Unit) -> Option<crate::diagnostic::Location> {
-    match &*unit.origin {
+/// A finding about a unit's block: its subject the unit, located where the spec declares it.
+fn about(unit: &Unit, finding: Diagnostic) -> Diagnostic {
+    let location = match &*unit.origin {
         crate::block::Origin::Spec { location, .. } => location.clone(),
         _ => None,
-    }
+    };
+    finding.subject(&*unit.id).at(location)
 }
 
 /// One half as it is written: the body text its included body blocks are joined into (with the
