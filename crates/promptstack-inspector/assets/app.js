@@ -12,7 +12,7 @@ const $ = (id) => document.getElementById(id);
 const state = {
   role: null, agents: [], agent: null, refs: [], bundle: null, sends: {}, schema: null,
   send: null, explain: null, selected: null, view: 'blocks', overrides: {}, generation: 0,
-  stored: null, saveNote: null,
+  stored: null, saveNote: null, connection: 0, pick: 0,
 };
 /** Edit-to-render round trips (ms) of the live re-render, for the browser test. */
 window.inspectorTimings = [];
@@ -34,23 +34,44 @@ const listOf = (answer, ...keys) => {
   return [];
 };
 
+/**
+ * Connects with the key in the form: who it is, the agents, the send schema, then the first agent
+ * and its first render. A later connect (a key submitted while the remembered one is still
+ * connecting) supersedes an earlier one, which stops at its next step. `data-connecting` on the
+ * body is `true` from the start of the latest connect until it has rendered or failed.
+ */
 async function connect() {
+  const attempt = ++state.connection;
+  const current = () => attempt === state.connection;
+  document.body.dataset.connecting = 'true';
   try {
     const me = await api.me().catch(() => null);
+    if (!current()) return;
     state.role = me?.role ?? null;
     fill('whoami', me ? `tenant ${me.tenant} · ${me.role}` : '');
     const agents = listOf(await api.agents(), 'agents', 'items');
+    if (!current()) return;
     state.agents = agents.map((a) => (typeof a === 'string' ? a : a.name));
     options($('agent'), state.agents.map((a) => [a]), state.agents.includes('chat-assistant') ? 'chat-assistant' : state.agents[0]);
-    state.schema = await fetch('/inspector/send.schema.json').then((r) => r.json());
+    const schema = await fetch('/inspector/send.schema.json').then((r) => r.json());
+    if (!current()) return;
+    state.schema = schema;
     document.body.classList.add('connected');
     await pickAgent();
   } catch (e) {
-    showError(e);
+    if (current()) showError(e);
+  } finally {
+    if (current()) document.body.dataset.connecting = 'false';
   }
 }
 
+/**
+ * Loads the chosen agent and renders its first send. Picking an agent or a version while an
+ * earlier pick is still loading supersedes it: the earlier one stops at its next step, so what
+ * arrives late never overwrites the later choice.
+ */
 async function pickAgent() {
+  const pick = ++state.pick;
   state.agent = $('agent').value;
   state.selected = null;
   state.overrides = {};
@@ -62,6 +83,7 @@ async function pickAgent() {
     api.labels(state.agent).then((a) => listOf(a, 'labels', 'items')).catch(() => []),
     api.settings(state.agent).catch(() => null),
   ]);
+  if (pick !== state.pick) return;
   state.stored = stored;
   state.labels = new Map(labels.map((l) => [l.name, l.version]));
   const refs = labels.map((l) => [l.name, `label ${l.name} (${String(l.version).slice(0, 12)}…)`]);
@@ -73,23 +95,29 @@ async function pickAgent() {
 }
 
 async function pickRef() {
+  const pick = ++state.pick;
   const ref = $('ref').value;
   const versionId = state.labels?.get(ref) ?? ref;
   const stored = await api.version(state.agent, versionId).catch(() => null);
+  if (pick !== state.pick) return;
   state.bundle = stored?.bundle ?? null;
   state.sends = state.bundle?.sends ?? {};
   const names = Object.keys(state.sends);
   const preferred = names.includes('research') ? 'research' : names.includes('default') ? 'default' : names[0];
   options($('send-name'), names.map((n) => [n]), preferred);
   options($('send-b'), names.map((n) => [n]), names.find((n) => n !== preferred) ?? preferred);
-  loadSend();
+  await loadSend();
 }
 
+let timer = null;
+
+/** Puts the chosen send in the editor and renders it (now, not after the typing pause). */
 function loadSend() {
   const send = state.sends[$('send-name').value] ?? {};
   $('send').value = JSON.stringify(send, null, 2);
   state.explain = null;
-  onEdit(true);
+  clearTimeout(timer);
+  return render();
 }
 
 /** Validates the editor's JSON against the send schema; shows every error at its line. */
@@ -124,7 +152,6 @@ function gotoLine(line) {
   ta.setSelectionRange(start, start + lines[line - 1].length);
 }
 
-let timer = null;
 function onEdit(now = false) {
   clearTimeout(timer);
   timer = setTimeout(render, now ? 0 : DEBOUNCE_MS);

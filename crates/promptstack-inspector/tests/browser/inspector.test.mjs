@@ -130,12 +130,16 @@ async function settled(previous) {
   await page.waitForFunction((n) => Number(document.body.dataset.renders ?? 0) > n, previous);
 }
 
+/**
+ * Opens the page and connects with `key`. The page may still be connecting with the key an earlier
+ * test left in the tab; the submitted key supersedes it, and `data-connecting` turns false only
+ * once the submitted key's connect has rendered its first send.
+ */
 async function login(key) {
   await page.goto(`${base}/`);
   await page.fill('#key', key);
-  const n = await renders();
   await page.click('#key-form button[type=submit]');
-  await settled(n);
+  await page.waitForFunction(() => document.body.dataset.connecting === 'false' && Number(document.body.dataset.renders ?? 0) > 0);
 }
 
 async function choose(selector, value) {
@@ -450,4 +454,32 @@ test('after a save the toggles still preview, and a plain render returns the sav
   assert.notEqual(previewed.fingerprint, plain.fingerprint);
   // Previewing stored nothing.
   assert.deepEqual((await apiCall('GET', '/v1/agents/voice-platform/settings', keys.viewer)).json.document, saved);
+});
+
+test('a key submitted while the remembered key still connects wins, whatever answers last', async () => {
+  await login(keys.viewer);
+  // The tab now remembers the viewer key. Slow its answers down so that the connect the page
+  // starts on load with it is still in flight when the admin key is submitted.
+  const slow = async (route) => {
+    if (route.request().headers().authorization === `Bearer ${keys.viewer}`) await new Promise((r) => setTimeout(r, 1500));
+    await route.continue().catch(() => {});
+  };
+  await page.route('**/v1/**', slow);
+  try {
+    await page.goto(`${base}/`);
+    await page.fill('#key', keys.admin);
+    await page.click('#key-form button[type=submit]');
+    await page.waitForFunction(() => document.body.dataset.connecting === 'false' && Number(document.body.dataset.renders ?? 0) > 0);
+    await choose('#agent', 'voice-platform');
+    // Let the remembered key's late answers arrive: they must change nothing.
+    await page.waitForTimeout(2000);
+    assert.match(await page.textContent('#whoami'), /admin/);
+    assert.equal(await page.inputValue('#agent'), 'voice-platform');
+    assert.match(await page.textContent('#status'), /^voice-platform/);
+    await page.click('#tab-overrides');
+    await page.waitForSelector('#save-overrides');
+    assert.equal(await page.isDisabled('#save-overrides'), false, 'the admin key may save');
+  } finally {
+    await page.unroute('**/v1/**', slow);
+  }
 });
