@@ -152,7 +152,7 @@ impl Assembly {
         placed: &str,
         offset: usize,
     ) -> Vec<Block> {
-        let counting = self.stable.counting;
+        let counting = self.stable.counting();
         let zero = LazyTokens::known(TokenCount {
             count: 0,
             exact: counting.exact,
@@ -326,7 +326,7 @@ impl Assembly {
             self.agent
                 .caches
                 .counter
-                .count(stable.counting, &stable.text)
+                .count(stable.counting(), &stable.text)
         })
     }
 
@@ -336,13 +336,13 @@ impl Assembly {
             self.agent
                 .caches
                 .counter
-                .count(self.stable.counting, &self.volatile_text)
+                .count(self.stable.counting(), &self.volatile_text)
         })
     }
 
     /// How tokens are counted for this model.
     pub fn counting(&self) -> Counting {
-        self.stable.counting
+        self.stable.counting()
     }
 
     /// The text placed between blocks (and between a user-slot note and the user's message).
@@ -628,7 +628,7 @@ impl AgentInner {
         (index, unit): (usize, &Unit),
         context: &template::Context<'_>,
         budget: &template::RenderBudget,
-        (counting, toolset): (Counting, &Toolset),
+        (model, toolset): (&crate::context::ModelDescriptor, &Toolset),
         half: &mut Half<'_>,
         diagnostics: &mut Vec<Diagnostic>,
     ) -> Result<(), Error> {
@@ -736,7 +736,10 @@ impl AgentInner {
         }
         // Counted now only when a limit needs checking; otherwise when someone asks.
         let tokens = unit.max_tokens.map(|limit| {
-            let tokens = self.caches.counter.count(counting, &out[start..]);
+            let tokens = self
+                .caches
+                .counter
+                .count(Counting::for_model(model), &out[start..]);
             if tokens.count > limit {
                 diagnostics.push(about(
                     unit,
@@ -848,7 +851,6 @@ impl AgentInner {
     }
 
     fn build_stable(&self, ctx: &SendContext) -> Result<StablePart, Error> {
-        let counting = Counting::for_model(&ctx.model);
         let no_tools = Toolset::default();
         let sources = RootSources {
             ctx,
@@ -901,7 +903,7 @@ impl AgentInner {
                 unit,
                 &context,
                 &budget,
-                (counting, &toolset),
+                (&ctx.model, &toolset),
                 &mut half,
                 &mut diagnostics,
             )?;
@@ -950,7 +952,7 @@ impl AgentInner {
             blocks: OnceLock::new(),
             tokens: OnceLock::new(),
             fingerprint: OnceLock::new(),
-            counting,
+            counting: OnceLock::new(),
             diagnostics,
             roots,
             built_roots: OnceLock::new(),
@@ -997,7 +999,7 @@ impl AgentInner {
                         .roots
                         .iter()
                         .chain(built)
-                        .find(|(name, _)| *name == root.name())
+                        .find(|(name, _)| template::same_name(name, root.name()))
                     {
                         Some((_, value)) => Val::Value(value.clone()),
                         None => root.read(&sources),
@@ -1050,7 +1052,7 @@ impl AgentInner {
             }
         }
         for name in ctx.variables.keys() {
-            if !self.spec.variables.contains_key(name) {
+            if template::named_entry(&self.spec.variables, name).is_none() {
                 diagnostics.push(
                     Diagnostic::warning(
                         "undeclared-variable",
@@ -1090,7 +1092,7 @@ impl AgentInner {
                 (i, unit),
                 &context,
                 &budget,
-                (stable.counting, &stable.toolset),
+                (&stable.model, &stable.toolset),
                 &mut half,
                 &mut diagnostics,
             )?;

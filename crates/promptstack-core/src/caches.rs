@@ -62,7 +62,9 @@ pub(crate) struct StablePart {
     /// The stable half's fingerprint, computed when first asked for (nothing on the render path
     /// needs it).
     pub fingerprint: OnceLock<Fingerprint>,
-    pub counting: Counting,
+    /// How the part's tokens are counted, chosen from the model when first needed (a token
+    /// count, a limit, the blocks); nothing else on the render path needs it.
+    pub counting: OnceLock<Counting>,
     /// Findings of the stable part (the spec's own lint is the agent's).
     pub diagnostics: Vec<Diagnostic>,
     /// The stable template roots built as template values (the model, the user, settings, …),
@@ -77,6 +79,15 @@ pub(crate) struct StablePart {
     pub rendered: u64,
     /// The model the part was built for (a stable input).
     pub model: crate::context::ModelDescriptor,
+}
+
+impl StablePart {
+    /// How the part's tokens are counted: by its model's encoding where bundled.
+    pub(crate) fn counting(&self) -> Counting {
+        *self
+            .counting
+            .get_or_init(|| Counting::for_model(&self.model))
+    }
 }
 
 /// A volatile unit as a send rendered it: what was decided, its text, and the diagnostics it

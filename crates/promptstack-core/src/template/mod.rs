@@ -39,7 +39,7 @@ mod plan;
 mod val;
 
 pub(crate) use gate::SimpleGate;
-pub(crate) use val::{Context, Val, Variables};
+pub(crate) use val::{Context, Val, Variables, named_entry, same_name};
 
 use crate::room::{BYTES_PER_FUEL, ensure_room, ensure_value_fits, out_of_room, room};
 

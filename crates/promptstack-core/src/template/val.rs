@@ -464,7 +464,7 @@ pub(crate) fn root_slot(name: &str) -> Option<u8> {
 /// the roots' own), else the same text, compared only when the lengths and first bytes agree
 /// (which tells every two roots' names apart).
 #[inline]
-fn same_name(left: &str, right: &str) -> bool {
+pub(crate) fn same_name(left: &str, right: &str) -> bool {
     std::ptr::eq(left, right)
         || (left.len() == right.len()
             && left.as_bytes().first() == right.as_bytes().first()
@@ -474,7 +474,7 @@ fn same_name(left: &str, right: &str) -> bool {
 /// A map's entry by name: a short map is searched in order with [`same_name`], which compares
 /// few bytes, a long one through its tree.
 #[inline]
-fn named_entry<'m, V>(map: &'m BTreeMap<String, V>, name: &str) -> Option<&'m V> {
+pub(crate) fn named_entry<'m, V>(map: &'m BTreeMap<String, V>, name: &str) -> Option<&'m V> {
     by_name(map.len(), map.iter(), || map.get(name), name)
 }
 
