@@ -19,7 +19,7 @@ use serde::Serialize;
 use crate::block::{
     Block, BlockState, Exclusion, LazyTokens, OverrideState, Source, Span, Status, Verdict,
 };
-use crate::caches::{McpResolved, StablePart, VolatileUnit};
+use crate::caches::{McpResolved, StablePart, VolatileUnit, chosen_counting};
 use crate::context::{Scope, SendContext};
 use crate::diagnostic::Diagnostic;
 use crate::error::{Error, ErrorKind};
@@ -628,7 +628,7 @@ impl AgentInner {
         (index, unit): (usize, &Unit),
         context: &template::Context<'_>,
         budget: &template::RenderBudget,
-        (model, toolset): (&crate::context::ModelDescriptor, &Toolset),
+        (counting, toolset): (Counted<'_>, &Toolset),
         half: &mut Half<'_>,
         diagnostics: &mut Vec<Diagnostic>,
     ) -> Result<(), Error> {
@@ -739,7 +739,7 @@ impl AgentInner {
             let tokens = self
                 .caches
                 .counter
-                .count(Counting::for_model(model), &out[start..]);
+                .count(chosen_counting(counting.0, counting.1), &out[start..]);
             if tokens.count > limit {
                 diagnostics.push(about(
                     unit,
@@ -851,6 +851,8 @@ impl AgentInner {
     }
 
     fn build_stable(&self, ctx: &SendContext) -> Result<StablePart, Error> {
+        // Chosen only if a unit's limit needs a count; kept with the part either way.
+        let counting = OnceLock::new();
         let no_tools = Toolset::default();
         let sources = RootSources {
             ctx,
@@ -903,7 +905,7 @@ impl AgentInner {
                 unit,
                 &context,
                 &budget,
-                (&ctx.model, &toolset),
+                ((&counting, &ctx.model), &toolset),
                 &mut half,
                 &mut diagnostics,
             )?;
@@ -952,7 +954,7 @@ impl AgentInner {
             blocks: OnceLock::new(),
             tokens: OnceLock::new(),
             fingerprint: OnceLock::new(),
-            counting: OnceLock::new(),
+            counting,
             diagnostics,
             roots,
             built_roots: OnceLock::new(),
@@ -981,10 +983,10 @@ impl AgentInner {
             toolset: &stable.toolset,
             mcp,
         };
-        // The stable roots the stable part built as template values, the send's own data
-        // borrowed from this send (whose stable inputs are the stable part's, by its key), every
-        // variable, and the volatile roots.
-        // Only the roots the volatile units can read: nothing else renders against it.
+        // The roots the volatile units can read, and nothing else (nothing else renders against
+        // this context): those the stable part built as template values, the send's own data
+        // borrowed from this send (whose stable inputs are the stable part's, by its key), and
+        // the volatile roots; `variables` with every variable.
         let variables = self
             .volatile_roots
             .variables()
@@ -1092,7 +1094,7 @@ impl AgentInner {
                 (i, unit),
                 &context,
                 &budget,
-                (&stable.model, &stable.toolset),
+                ((&stable.counting, &stable.model), &stable.toolset),
                 &mut half,
                 &mut diagnostics,
             )?;
@@ -1252,6 +1254,10 @@ fn write_injected(
     half.out(&place).push_str(&preview.text);
     half.commit(place, trust, source, None, None);
 }
+
+/// How a half's token limits are counted: the counting its stable part keeps, chosen for the
+/// model on first need (see [`chosen_counting`]).
+type Counted<'p> = (&'p OnceLock<Counting>, &'p crate::context::ModelDescriptor);
 
 /// A finding about a unit's block: its subject the unit, located where the spec declares it.
 fn about(unit: &Unit, finding: Diagnostic) -> Diagnostic {

@@ -84,10 +84,17 @@ pub(crate) struct StablePart {
 impl StablePart {
     /// How the part's tokens are counted: by its model's encoding where bundled.
     pub(crate) fn counting(&self) -> Counting {
-        *self
-            .counting
-            .get_or_init(|| Counting::for_model(&self.model))
+        chosen_counting(&self.counting, &self.model)
     }
+}
+
+/// The counting kept in `cell`, chosen for `model` on first need: a stable part's, shared by the
+/// limits checked while it is written and everything that counts its tokens later.
+pub(crate) fn chosen_counting(
+    cell: &OnceLock<Counting>,
+    model: &crate::context::ModelDescriptor,
+) -> Counting {
+    *cell.get_or_init(|| Counting::for_model(model))
 }
 
 /// A volatile unit as a send rendered it: what was decided, its text, and the diagnostics it

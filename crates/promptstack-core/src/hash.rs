@@ -51,6 +51,15 @@ struct Blocks {
 const BLOCK: usize = 512;
 
 impl Blocks {
+    /// Nothing written yet, and no streaming hasher.
+    fn new() -> Self {
+        Self {
+            hasher: None,
+            block: [0; BLOCK],
+            len: 0,
+        }
+    }
+
     #[inline]
     fn update(&mut self, bytes: &[u8]) {
         if bytes.len() <= BLOCK - self.len {
@@ -91,11 +100,7 @@ impl Blocks {
 
 impl KeyBuilder {
     pub fn new(domain: &str) -> Self {
-        let mut hasher = Blocks {
-            hasher: None,
-            block: [0; BLOCK],
-            len: 0,
-        };
+        let mut hasher = Blocks::new();
         hasher.update(domain.as_bytes());
         hasher.update(&[0]);
         Self { hasher }
@@ -428,11 +433,7 @@ mod tests {
     #[test]
     fn blocks_digest_the_concatenation() {
         let data: Vec<u8> = (0..40_000u32).map(|i| (i * 7 + i / 13) as u8).collect();
-        let mut blocks = Blocks {
-            hasher: None,
-            block: [0; BLOCK],
-            len: 0,
-        };
+        let mut blocks = Blocks::new();
         let (mut at, mut size) = (0, 0);
         while at < data.len() {
             let end = (at + size).min(data.len());
@@ -448,11 +449,7 @@ mod tests {
         // Every length a key can have in one block (hashed in one shot, through each of XXH3's
         // paths for short inputs) and just past it (streamed).
         for end in 0..=2 * BLOCK {
-            let mut blocks = Blocks {
-                hasher: None,
-                block: [0; BLOCK],
-                len: 0,
-            };
+            let mut blocks = Blocks::new();
             blocks.update(&data[..end / 2]);
             blocks.update(&data[end / 2..end]);
             assert_eq!(

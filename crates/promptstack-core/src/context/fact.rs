@@ -130,9 +130,7 @@ impl<T> Fact<T> {
             }
         }
     }
-}
 
-impl<T> Fact<T> {
     /// Adds the value to `key`: by its digest in `scope` (see [`Fact::digest_with`]), or, when
     /// `blank` says the value holds nothing, by a mark alone, since a digest of nothing costs
     /// more to make than it saves. Whether a value is blank depends only on the value, so a send

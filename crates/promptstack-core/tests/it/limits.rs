@@ -1,5 +1,6 @@
 //! The engine's own limits: expression size before compiling, template memory per assembly,
-//! variable shapes, out-of-range numbers and the cap on reported spec errors.
+//! variable shapes, out-of-range numbers, the cap on reported spec errors, and the token limits
+//! of rendered blocks.
 
 use promptstack_core::spec::{MAX_EXPRESSION_OPERATORS, MAX_REPORTED_ERRORS};
 use promptstack_core::{Agent, ErrorKind, SendContext, SpecFormat};
@@ -218,4 +219,61 @@ fn reported_spec_errors_are_capped() {
             .to_string()
             .ends_with("more than 100 errors in spec; the first 100 are shown")
     );
+}
+
+#[test]
+fn rendered_blocks_over_their_token_limit_are_reported_in_both_halves_with_the_model_s_counting() {
+    let source = r#"spec_version = 1
+name = "t"
+
+[targets.system]
+system = ["@stable", "@volatile"]
+
+[[blocks]]
+id = "rules"
+trust = "author"
+stability = "stable"
+max_tokens = 2
+template = "{{ 'one two three four five six seven' }}"
+
+[[blocks]]
+id = "brief"
+trust = "author"
+stability = "stable"
+max_tokens = 50
+template = "{{ 'short' }}"
+
+[[blocks]]
+id = "clock"
+trust = "platform"
+stability = "volatile"
+max_tokens = 1
+template = "Today is {{ now.date }}, a working day."
+"#;
+    let agent = compile(source).unwrap();
+    for fresh in [false, true] {
+        let assembly = if fresh {
+            agent.assemble_fresh(&send()).unwrap()
+        } else {
+            agent.assemble(&send()).unwrap()
+        };
+        // gpt-4o has its own encoding bundled: the limits are checked with exact counts.
+        let counting = assembly.counting();
+        assert!(counting.exact);
+        let over: Vec<(&str, String)> = assembly
+            .diagnostics()
+            .filter(|d| d.code == "over-token-limit")
+            .map(|d| (d.subject.as_deref().unwrap_or(""), d.message.clone()))
+            .collect();
+        let ids: Vec<&str> = over.iter().map(|(id, _)| *id).collect();
+        assert_eq!(ids, ["rules", "clock"], "{over:?}");
+        for (id, message) in &over {
+            let text = assembly.block(id).unwrap().text.clone();
+            let tokens = agent.count_tokens(counting, &text).count;
+            assert!(
+                message.contains(&format!("is {tokens} tokens")),
+                "{id}: {message}"
+            );
+        }
+    }
 }
