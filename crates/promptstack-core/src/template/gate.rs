@@ -21,7 +21,7 @@ use std::cell::Cell;
 
 use minijinja::value::{Value, ValueKind};
 
-use super::val::{self, Attribute, Context, Val};
+use super::val::{self, Attribute, Context, Val, Variables};
 
 /// The longest sequence the evaluator searches for `in`: minijinja charges fuel per item it
 /// compares, so a longer search is left to it (and its fuel limit).
@@ -243,6 +243,24 @@ impl<'a> Scope<'_, 'a> {
         }
         .filter(|value| !value.is_undefined())
     }
+
+    /// `variables.NAME`, looked up once for each slot the evaluation remembers.
+    #[inline]
+    fn variable(
+        &self,
+        variables: &Variables<'a>,
+        slot: u8,
+        name: &Attribute,
+    ) -> Option<&'a serde_json::Value> {
+        let Some(known) = self.remembered.get(usize::from(slot)) else {
+            return variables.get(name.name());
+        };
+        known.get().unwrap_or_else(|| {
+            let found = variables.get(name.name());
+            known.set(Some(found));
+            found
+        })
+    }
 }
 
 /// A fresh memory of the variables read, for one evaluation.
@@ -334,41 +352,23 @@ impl Expr {
     pub(crate) fn eval<'a>(&'a self, scope: &Scope<'_, 'a>, meter: &mut Meter) -> Option<Val<'a>> {
         meter.charge(STEP)?;
         match self {
-            Expr::Path {
-                name,
-                attributes,
-                remembered,
-            } => {
-                let (mut value, attributes) = match scope.local(name) {
-                    Some(local) => (local.clone(), &attributes[..]),
-                    None => match (scope.root(name)?, remembered, attributes.split_first()) {
-                        (Val::Variables(variables), Some(slot), Some((first, rest))) => {
-                            meter.charge(STEP)?;
-                            let found = match scope.remembered.get(usize::from(*slot)) {
-                                Some(known) => match known.get() {
-                                    Some(found) => found,
-                                    None => {
-                                        let found = variables.get(first.name());
-                                        known.set(Some(found));
-                                        found
-                                    }
-                                },
-                                None => variables.get(first.name()),
-                            };
-                            (found.map_or_else(Val::undefined, Val::json), rest)
-                        }
-                        (root, _, _) => (root.clone(), &attributes[..]),
-                    },
-                };
-                for attribute in attributes {
-                    // Strict undefined handling fails on an attribute of an undefined value.
-                    if value.is_undefined() {
-                        return None;
+            Expr::Path { .. } => {
+                let (start, attributes) = match self.path_start(scope)? {
+                    Start::Value(start, attributes) => (start, attributes),
+                    Start::Variable(found, rest) => {
+                        meter.charge(STEP)?;
+                        let value = found.map_or_else(Val::undefined, Val::json);
+                        return read_attributes(value, rest, meter);
                     }
-                    meter.charge(STEP)?;
-                    value = value.field(attribute)?;
+                };
+                // The first attribute is read from the value where it is: a clone of a local
+                // or a root would only be dropped once its attribute is read.
+                match attributes.split_first() {
+                    Some((first, rest)) => {
+                        read_attributes(attribute(start, first, meter)?, rest, meter)
+                    }
+                    None => valid(start.clone()),
                 }
-                (value.kind() != ValueKind::Invalid).then_some(value)
             }
             Expr::Text(text) => Some(Val::Str(text)),
             Expr::Literal(value) => Some(Val::Value(value.clone())),
@@ -393,37 +393,36 @@ impl Expr {
                 item,
                 container,
                 negated,
-            } => {
-                let item = item.eval(scope, meter)?;
-                let container = container.eval(scope, meter)?;
-                Some(boolean(contains(&container, &item, meter)? != *negated))
-            }
+            } => item.with_value(scope, meter, |item, meter| {
+                container.with_value(scope, meter, |container, meter| {
+                    Some(boolean(contains(container, item, meter)? != *negated))
+                })
+            }),
             Expr::Equal {
                 left,
                 right,
                 negated,
-            } => {
-                let left = left.eval(scope, meter)?;
-                let right = right.eval(scope, meter)?;
-                if left.is_undefined() || right.is_undefined() {
-                    return None;
-                }
-                meter.charge(size(&left)?.saturating_add(size(&right)?))?;
-                Some(boolean((left == right) != *negated))
-            }
+            } => left.with_value(scope, meter, |left, meter| {
+                right.with_value(scope, meter, |right, meter| {
+                    if left.is_undefined() || right.is_undefined() {
+                        return None;
+                    }
+                    meter.charge(size(left)?.saturating_add(size(right)?))?;
+                    Some(boolean((left == right) != *negated))
+                })
+            }),
             Expr::Is {
                 value,
                 test,
                 negated,
-            } => {
-                let value = value.eval(scope, meter)?;
+            } => value.with_value(scope, meter, |value, _| {
                 let passes = match test {
                     Test::Defined => !value.is_undefined(),
                     Test::Undefined => value.is_undefined(),
                     Test::None => value.is_none(),
                 };
                 Some(boolean(passes != *negated))
-            }
+            }),
             Expr::List(items) => {
                 meter.charge(ITEM.saturating_mul(items.len() as u64))?;
                 let mut values = Vec::with_capacity(items.len());
@@ -460,22 +459,140 @@ impl Expr {
                     otherwise.eval(scope, meter)
                 }
             }
-            Expr::Item { value, key } => {
-                let value = value.eval(scope, meter)?;
-                let key = key.eval(scope, meter)?;
-                if key.is_undefined() || !matches!(value.kind(), ValueKind::Map | ValueKind::Seq) {
-                    return None;
-                }
-                meter.charge(text_len(&key))?;
-                let item = value.item(&key)?;
-                (item.kind() != ValueKind::Invalid).then_some(item)
-            }
+            Expr::Item { value, key } => value.with_value(scope, meter, |value, meter| {
+                key.with_value(scope, meter, |key, meter| {
+                    if key.is_undefined()
+                        || !matches!(value.kind(), ValueKind::Map | ValueKind::Seq)
+                    {
+                        return None;
+                    }
+                    meter.charge(text_len(key))?;
+                    valid(value.item(key)?)
+                })
+            }),
             Expr::Filter { value, filter } => {
-                let value = value.eval(scope, meter)?;
-                apply(*filter, &value, meter)
+                value.with_value(scope, meter, |value, meter| apply(*filter, value, meter))
             }
         }
     }
+}
+
+/// Where a path starts, as [`Expr::path_start`] finds it.
+enum Start<'v, 'a> {
+    /// A local's or a root's value, and the attributes read from it.
+    Value(&'v Val<'a>, &'a [Attribute]),
+    /// `variables.NAME` (absent or present), and the attributes read from it.
+    Variable(Option<&'a serde_json::Value>, &'a [Attribute]),
+}
+
+impl Expr {
+    /// Where a path starts, looked up as [`Expr::eval`] looks it up but not copied; `None` for
+    /// any other expression and for a name the evaluator leaves to the engine.
+    // Always inlined: its answer is 32 bytes, which a call would return through memory.
+    #[inline(always)]
+    fn path_start<'v, 'a>(&'a self, scope: &'v Scope<'_, 'a>) -> Option<Start<'v, 'a>> {
+        let Expr::Path {
+            name,
+            attributes,
+            remembered,
+        } = self
+        else {
+            return None;
+        };
+        if let Some(local) = scope.local(name) {
+            return Some(Start::Value(local, attributes));
+        }
+        Some(
+            match (scope.root(name)?, remembered, attributes.split_first()) {
+                (Val::Variables(variables), Some(slot), Some((first, rest))) => {
+                    Start::Variable(scope.variable(variables, *slot, first), rest)
+                }
+                (root, _, _) => Start::Value(root, attributes),
+            },
+        )
+    }
+
+    /// The string a short path (`guideline`, `skill.name`, `variables.cwd`: a name and at most
+    /// one attribute) names when it is one of the send's strings, read where it is. `Some` only
+    /// where [`Expr::eval`] gives that [`Val::Str`], charging [`Expr::path_steps`]; `None` for
+    /// every other expression or value, which `eval` is then to evaluate. It charges nothing.
+    #[inline]
+    pub(crate) fn path_text<'a>(&'a self, scope: &Scope<'_, 'a>) -> Option<&'a str> {
+        match self.path_start(scope)? {
+            Start::Variable(found, []) => found?.as_str(),
+            Start::Value(value, []) => value.as_text(),
+            Start::Value(value, [only]) => value.field_text(only),
+            _ => None,
+        }
+    }
+
+    /// Evaluates the expression and hands its value to `then` by reference, with what
+    /// [`Expr::eval`] gives and charges: a name alone or `variables.NAME` is looked at where it
+    /// is, not copied out of the scope and read back (each copy a 32-byte value through memory).
+    #[inline]
+    fn with_value<'a, R>(
+        &'a self,
+        scope: &Scope<'_, 'a>,
+        meter: &mut Meter,
+        then: impl FnOnce(&Val<'a>, &mut Meter) -> Option<R>,
+    ) -> Option<R> {
+        match self.path_start(scope) {
+            Some(Start::Value(value, [])) => {
+                meter.charge(STEP)?;
+                if value.kind() == ValueKind::Invalid {
+                    return None;
+                }
+                then(value, meter)
+            }
+            Some(Start::Variable(found, [])) => {
+                meter.charge(STEP.saturating_mul(2))?;
+                then(&found.map_or_else(Val::undefined, Val::json), meter)
+            }
+            _ => {
+                let value = self.eval(scope, meter)?;
+                then(&value, meter)
+            }
+        }
+    }
+
+    /// What [`Expr::eval`] charges for a path: its node and each attribute it reads.
+    pub(crate) fn path_steps(&self) -> u64 {
+        match self {
+            Expr::Path { attributes, .. } => STEP.saturating_mul(1 + attributes.len() as u64),
+            _ => STEP,
+        }
+    }
+}
+
+/// `value.attribute`. Strict undefined handling fails on an attribute of an undefined value.
+// This and the two helpers below are always inlined: each answers a 32-byte value, which a call
+// would return through memory for the caller to read back.
+#[inline(always)]
+fn attribute<'a>(value: &Val<'a>, attribute: &Attribute, meter: &mut Meter) -> Option<Val<'a>> {
+    if value.is_undefined() {
+        return None;
+    }
+    meter.charge(STEP)?;
+    value.field(attribute)
+}
+
+/// `value.a.b…` of the attributes in turn, then the value unless the engine calls it invalid.
+#[inline(always)]
+fn read_attributes<'a>(
+    mut value: Val<'a>,
+    attributes: &[Attribute],
+    meter: &mut Meter,
+) -> Option<Val<'a>> {
+    for name in attributes {
+        value = attribute(&value, name, meter)?;
+    }
+    valid(value)
+}
+
+/// The value, unless it is one the engine calls invalid (which only it may report).
+#[inline(always)]
+fn valid(value: Val<'_>) -> Option<Val<'_>> {
+    (value.kind() != ValueKind::Invalid).then_some(value)
 }
 
 impl Expr {
@@ -1078,6 +1195,145 @@ pub(super) mod tests {
                     prop_assert_eq!(Ok(open), engine, "{}", expression);
                 }
             }
+        }
+    }
+
+    /// A skill and a context file for the path tests, their strings drawn from `word`.
+    fn records() -> impl Strategy<Value = (crate::context::Skill, crate::context::ContextFile)> {
+        let word = || prop::sample::select(vec!["", "x", "a<b & 'c'", "C:\\dir\\f"]);
+        (
+            word(),
+            prop::option::of(word()),
+            prop::option::of(word()),
+            word(),
+            word(),
+        )
+            .prop_map(|(name, slug, location, path, content)| {
+                let skill = crate::context::Skill {
+                    name: name.to_owned(),
+                    slug: slug.map(str::to_owned),
+                    description: format!("{name}!"),
+                    instructions: String::new(),
+                    tags: vec![name.to_owned()],
+                    disable_model_invocation: false,
+                    location: location.map(str::to_owned),
+                    sites: Vec::new(),
+                };
+                let file = crate::context::ContextFile {
+                    path: path.to_owned(),
+                    content: content.to_owned(),
+                };
+                (skill, file)
+            })
+    }
+
+    /// A path: a name that is a root, a bound local (a skill, a file, a JSON value), an unbound
+    /// local or nothing, and zero to three attributes.
+    fn path() -> impl Strategy<Value = (&'static str, Vec<&'static str>)> {
+        let name = prop::sample::select(vec![
+            "a",
+            "b",
+            "variables",
+            "tools",
+            "skill",
+            "file",
+            "json",
+            "unbound",
+            "nothing",
+        ]);
+        let attribute = prop::sample::select(vec![
+            "x",
+            "read",
+            "y",
+            "name",
+            "slug",
+            "description",
+            "location",
+            "tags",
+            "path",
+            "content",
+            "missing",
+        ]);
+        (name, prop::collection::vec(attribute, 0..4))
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(1500))]
+
+        /// A path's value looked at where it is (`with_value`) is the value evaluating it gives,
+        /// at the same charge; and wherever a path's text is read where it is, evaluating the
+        /// path gives that very string and charges the steps the reading is charged, whether
+        /// the variables it reads are remembered or not.
+        #[test]
+        fn a_path_s_text_is_what_evaluating_it_gives(
+            roots in context(),
+            (skill, file) in records(),
+            json in json(),
+            paths in prop::collection::vec(path(), 1..6),
+        ) {
+            let locals = [
+                Some(Val::Skill(&skill)),
+                Some(Val::File(&file)),
+                Some(Val::json(&json)),
+                None,
+            ];
+            let slot = |name: &str| match name {
+                "skill" => Some(0),
+                "file" => Some(1),
+                "json" => Some(2),
+                "unbound" => Some(3),
+                _ => None,
+            };
+            let mut names = Vec::new();
+            let exprs: Vec<Expr> = paths
+                .iter()
+                .map(|(name, attributes)| {
+                    Expr::path(
+                        Name::new(name, slot(name)),
+                        attributes.iter().map(|a| (*a).to_owned()).collect(),
+                        &mut names,
+                    )
+                })
+                .collect();
+            let mut answered = 0;
+            for context in contexts(&roots) {
+                let memory = remembered();
+                for remembered in [&memory[..], &[][..], &memory[..]] {
+                    let scope = Scope { context: &context, locals: &locals, remembered };
+                    for (expr, path) in exprs.iter().zip(&paths) {
+                        // Looked at in place or evaluated, the value and the charge are the same.
+                        let mut evaluated = Meter::new(u64::MAX);
+                        let value = expr.eval(&scope, &mut evaluated);
+                        let mut looked_at = Meter::new(u64::MAX);
+                        let seen = expr.with_value(&scope, &mut looked_at, |v, _| {
+                            Some((v.to_value(), v.is_undefined()))
+                        });
+                        prop_assert_eq!(
+                            seen,
+                            value.as_ref().map(|v| (v.to_value(), v.is_undefined())),
+                            "{:?}", path
+                        );
+                        prop_assert_eq!(looked_at.spent, evaluated.spent, "{:?}", path);
+                        let Some(text) = expr.path_text(&scope) else { continue };
+                        answered += 1;
+                        let mut meter = Meter::new(u64::MAX);
+                        let value = expr.eval(&scope, &mut meter);
+                        prop_assert!(
+                            matches!(value, Some(Val::Str(got)) if got == text),
+                            "{:?}: {:?} read, {:?} evaluated", path, text, value
+                        );
+                        prop_assert_eq!(meter.spent, expr.path_steps(), "{:?}", path);
+                    }
+                }
+            }
+            // Not vacuous: the skill's and the file's fields are strings wherever bound.
+            let reads_a_record = paths.iter().any(|(name, attributes)| {
+                matches!(
+                    (*name, attributes.as_slice()),
+                    ("skill", ["name" | "description"]) | ("file", ["path" | "content"])
+                )
+            });
+            prop_assert!(!reads_a_record || answered > 0);
         }
     }
 

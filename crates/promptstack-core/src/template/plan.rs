@@ -408,16 +408,38 @@ struct Run<'c, 'a> {
 }
 
 impl<'a> Run<'_, 'a> {
-    fn eval(&mut self, expr: &'a Expr) -> Option<Val<'a>> {
+    /// Where the render's expressions look names up, and the meter they are charged on.
+    #[inline]
+    fn scope(&mut self) -> (Scope<'_, 'a>, &mut Meter) {
         let scope = Scope {
             context: self.context,
             locals: &self.locals,
             remembered: self.remembered,
         };
-        expr.eval(&scope, &mut self.meter)
+        (scope, &mut self.meter)
     }
 
+    fn eval(&mut self, expr: &'a Expr) -> Option<Val<'a>> {
+        let (scope, meter) = self.scope();
+        expr.eval(&scope, meter)
+    }
+
+    /// The string a path names, read where it is (see [`Expr::path_text`]) and charged as
+    /// evaluating it is; `None` when the expression is to be evaluated instead. That is also the
+    /// answer when the charge runs the meter out, since the evaluation then stops at its first
+    /// charge and the render gives up as it would have.
+    #[inline(always)]
+    fn path_text(&mut self, expr: &'a Expr) -> Option<&'a str> {
+        let (scope, meter) = self.scope();
+        let text = expr.path_text(&scope)?;
+        meter.charge(expr.path_steps()).map(|()| text)
+    }
+
+    /// Whether an `if` or a loop's filter takes the expression for true.
     fn test(&mut self, expr: &'a Expr) -> Option<bool> {
+        if let Some(text) = self.path_text(expr) {
+            return Some(!text.is_empty());
+        }
         let value = self.eval(expr)?;
         // Strict undefined handling fails on the truthiness of an undefined value.
         (!value.is_undefined()).then(|| value.is_true())
@@ -435,8 +457,14 @@ impl<'a> Run<'_, 'a> {
                     // Escaped straight into the text, charged as the filter's node, the filter
                     // (input and result) and the write of the result are.
                     self.meter.charge(STEP)?;
-                    let value = self.eval(value)?;
-                    let text = value.as_str()?;
+                    let evaluated;
+                    let text = match self.path_text(value) {
+                        Some(text) => text,
+                        None => {
+                            evaluated = self.eval(value)?;
+                            evaluated.as_str()?
+                        }
+                    };
                     let out = &mut *self.text;
                     escape_charged(text, 2, &mut self.meter, |text| {
                         let start = out.len();
@@ -448,6 +476,13 @@ impl<'a> Run<'_, 'a> {
                     }
                 }
                 Node::Emit(expr) => {
+                    if let Some(text) = self.path_text(expr) {
+                        if text.is_empty() {
+                            self.empty_emissions = self.empty_emissions.saturating_add(1);
+                        }
+                        self.write(text)?;
+                        continue;
+                    }
                     let value = self.eval(expr)?;
                     if value.is_none() {
                         self.empty_emissions = self.empty_emissions.saturating_add(1);
@@ -488,12 +523,13 @@ impl<'a> Run<'_, 'a> {
                     // which it names again once the loop is over.
                     let outside = self.locals.get_mut(slot)?.take();
                     let mut any = false;
-                    for item in items.items()? {
+                    let mut next = items.items()?;
+                    while next.next_into(self.locals.get_mut(slot)?) {
                         self.meter.charge(2 * STEP)?;
+                        let item = self.locals.get(slot)?.as_ref()?;
                         if item.kind() == ValueKind::Invalid {
                             return None;
                         }
-                        *self.locals.get_mut(slot)? = Some(item);
                         if let Some(filter) = filter
                             && !self.test(filter)?
                         {

@@ -106,6 +106,31 @@ fn entry<'a>(
     by_name(map.len(), map.iter(), || map.get(name), name)
 }
 
+/// A field of a skill as the `skills` root shows it.
+#[inline]
+fn skill_field(skill: &Skill, field: Field) -> Val<'_> {
+    match field {
+        Field::Name => Val::Str(&skill.name),
+        Field::Slug => Val::Str(skill.slug()),
+        Field::Description => Val::Str(&skill.description),
+        Field::Instructions => Val::Str(&skill.instructions),
+        Field::Tags => Val::Strs(&skill.tags),
+        Field::Location => Val::text(skill.location.as_deref()),
+        Field::Sites => Val::Strs(&skill.sites),
+        Field::Path | Field::Content | Field::Other => Val::undefined(),
+    }
+}
+
+/// A field of a context file.
+#[inline]
+fn file_field(file: &ContextFile, field: Field) -> Val<'_> {
+    match field {
+        Field::Path => Val::Str(&file.path),
+        Field::Content => Val::Str(&file.content),
+        _ => Val::undefined(),
+    }
+}
+
 /// The fields of a skill as the `skills` root shows it.
 const SKILL_FIELDS: usize = 7;
 
@@ -308,6 +333,28 @@ impl<'a> Val<'a> {
         self.named(&attribute.name, Some(attribute.field))
     }
 
+    /// `value.attribute` when it is a string of the send, read where it is: `Some` exactly where
+    /// [`Val::field`] gives a [`Val::Str`], without making the value.
+    #[inline]
+    pub(crate) fn field_text(&self, attribute: &Attribute) -> Option<&'a str> {
+        match *self {
+            Val::Skill(skill) => skill_field(skill, attribute.field).as_text(),
+            Val::File(file) => file_field(file, attribute.field).as_text(),
+            Val::Json(serde_json::Value::Object(map)) => entry(map, &attribute.name)?.as_str(),
+            Val::Variables(variables) => variables.get(&attribute.name)?.as_str(),
+            _ => None,
+        }
+    }
+
+    /// The string of a [`Val::Str`].
+    #[inline]
+    pub(crate) fn as_text(&self) -> Option<&'a str> {
+        match *self {
+            Val::Str(text) => Some(text),
+            _ => None,
+        }
+    }
+
     /// `value.name`, with the field `name` names when it is known.
     #[inline]
     fn named(&self, name: &str, field: Option<Field>) -> Option<Val<'a>> {
@@ -318,21 +365,8 @@ impl<'a> Val<'a> {
                 entry(map, name).map_or_else(Val::undefined, Val::json)
             }
             Val::Variables(variables) => variables.get(name).map_or_else(Val::undefined, Val::json),
-            Val::Skill(skill) => match field() {
-                Field::Name => Val::Str(&skill.name),
-                Field::Slug => Val::Str(skill.slug()),
-                Field::Description => Val::Str(&skill.description),
-                Field::Instructions => Val::Str(&skill.instructions),
-                Field::Tags => Val::Strs(&skill.tags),
-                Field::Location => Val::text(skill.location.as_deref()),
-                Field::Sites => Val::Strs(&skill.sites),
-                Field::Path | Field::Content | Field::Other => Val::undefined(),
-            },
-            Val::File(file) => match field() {
-                Field::Path => Val::Str(&file.path),
-                Field::Content => Val::Str(&file.content),
-                _ => Val::undefined(),
-            },
+            Val::Skill(skill) => skill_field(skill, field()),
+            Val::File(file) => file_field(file, field()),
             Val::Tools(toolset) => toolset
                 .template_tool(name)
                 .map_or_else(Val::undefined, Val::Value),
@@ -424,6 +458,24 @@ impl<'a> Iterator for Items<'_, 'a> {
             Items::Files(files) => files.next().map(Val::File),
             Items::List(items) => items.next().cloned(),
         }
+    }
+}
+
+impl<'a> Items<'_, 'a> {
+    /// Puts the next item in `slot` (where a loop keeps its variable), made in place rather than
+    /// made and then moved there; `false`, the slot left as it was, when there is none.
+    #[inline]
+    pub(crate) fn next_into(&mut self, slot: &mut Option<Val<'a>>) -> bool {
+        let made = match self {
+            Items::Skills(skills) => skills
+                .find(|skill| is_visible(skill))
+                .map(|skill| *slot = Some(Val::Skill(skill))),
+            Items::Files(files) => files.next().map(|file| *slot = Some(Val::File(file))),
+            Items::Strs(texts) => texts.next().map(|text| *slot = Some(Val::Str(text))),
+            Items::Json(items) => items.next().map(|item| *slot = Some(Val::json(item))),
+            Items::Value(_) | Items::List(_) => self.next().map(|item| *slot = Some(item)),
+        };
+        made.is_some()
     }
 }
 
