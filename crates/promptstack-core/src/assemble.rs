@@ -628,7 +628,7 @@ impl AgentInner {
         (index, unit): (usize, &Unit),
         context: &template::Context<'_>,
         budget: &template::RenderBudget,
-        (counting, toolset): (Counted<'_>, &Toolset),
+        ((counting, model), toolset): (Counted<'_>, &Toolset),
         half: &mut Half<'_>,
         diagnostics: &mut Vec<Diagnostic>,
     ) -> Result<(), Error> {
@@ -739,7 +739,7 @@ impl AgentInner {
             let tokens = self
                 .caches
                 .counter
-                .count(chosen_counting(counting.0, counting.1), &out[start..]);
+                .count(chosen_counting(counting, model), &out[start..]);
             if tokens.count > limit {
                 diagnostics.push(about(
                     unit,
