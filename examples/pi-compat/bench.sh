@@ -4,7 +4,8 @@
 # run is a number of rounds, each timing the peer and then promptstack (every other round the
 # other way round), so both sides see the same machine load. Both sides first check that they
 # produce exactly each case's expected.txt, then time per-call cost after a warm-up (median of
-# batches); the table shows the median over rounds and peer ÷ promptstack. promptstack's paths:
+# batches); the table shows the median over rounds and peer ÷ promptstack, and the last line the
+# median of each round's own ratios (the steadier figure when the machine drifts). promptstack's paths:
 #   cold       — clear_caches + assemble + compose: every cache empty, nothing reused from earlier
 #                calls, no digest kept in the send (token counts and the fingerprint are made
 #                only when asked for, and nothing here asks);
@@ -77,10 +78,19 @@ row(`**fixtures in turn (${first.overall.cases})**`, "", om((r) => r.peer.overal
 console.log("");
 console.log("ns per call: per round the median of batches after warm-up, then the median over rounds.");
 console.log("A ratio above 1× means promptstack is faster. Per round, peer ÷ promptstack (cold / new thread / reuse):");
-for (const [i, { peer, ps }] of runs.entries()) {
+const paths = ["full_ns", "render_ns", "reuse_ns"];
+const perRound = runs.map(({ peer, ps }) => {
   const l = ps.cases.find((c) => c.case === "large");
   const lp = peer.cases.find((c) => c.case === "large").median_ns;
   const po = peer.overall.median_ns_per_call;
-  console.log(`  round ${i + 1}: fixtures ${ratio(po, ps.overall.full_ns)} / ${ratio(po, ps.overall.render_ns)} / ${ratio(po, ps.overall.reuse_ns)}; large ${ratio(lp, l.full_ns)} / ${ratio(lp, l.render_ns)} / ${ratio(lp, l.reuse_ns)}`);
+  return { fixtures: paths.map((k) => po / ps.overall[k]), large: paths.map((k) => lp / l[k]) };
+});
+const show = (xs) => xs.map((x) => x.toFixed(2) + "×").join(" / ");
+for (const [i, r] of perRound.entries()) {
+  console.log(`  round ${i + 1}: fixtures ${show(r.fixtures)}; large ${show(r.large)}`);
 }
+// Each round times both sides under much the same load, so the median of the rounds' own ratios
+// is the steadier figure when the machine's speed drifts from one round to the next.
+const paired = (which) => paths.map((_, k) => median(perRound.map((r) => r[which][k])));
+console.log(`Median of the rounds' ratios (cold / new thread / reuse): fixtures ${show(paired("fixtures"))}; large ${show(paired("large"))}`);
 JS

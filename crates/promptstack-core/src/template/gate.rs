@@ -709,7 +709,12 @@ fn apply<'a>(filter: Filter, value: &Val<'a>, meter: &mut Meter) -> Option<Val<'
             let text = value.as_str()?;
             // The input is charged, and so is the result, as long as the input.
             meter.charge((text.len() as u64).saturating_mul(2))?;
-            Some(Val::Value(Value::from(files::posix_path(text))))
+            Some(if text.contains('\\') || value.is_safe() {
+                Val::Value(Value::from(files::posix_path(text)))
+            } else {
+                // No separator to change: the same plain string, without a copy.
+                value.clone()
+            })
         }
         Filter::Guidelines => {
             if value.kind() != ValueKind::Seq {
