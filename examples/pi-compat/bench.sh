@@ -5,7 +5,8 @@
 # other way round), so both sides see the same machine load. Both sides first check that they
 # produce exactly each case's expected.txt, then time per-call cost after a warm-up (median of
 # batches); the table shows the median over rounds and peer ÷ promptstack, and the last line the
-# median of each round's own ratios (the steadier figure when the machine drifts). promptstack's paths:
+# median of each round's own ratios (the steadier figure when the machine drifts).
+# promptstack's paths:
 #   cold       — clear_caches + assemble + compose: every cache empty, nothing reused from earlier
 #                calls, no digest kept in the send (token counts and the fingerprint are made
 #                only when asked for, and nothing here asks);

@@ -277,9 +277,16 @@ pub(crate) struct TtlCache<K, V> {
     entries: Mutex<Entries<K, V>>,
 }
 
-/// The entries, each with when it was read (`None`: expired), and a generation that every
-/// expiry bumps so that a read begun before it does not cache what it read.
-type Entries<K, V> = (HashMap<K, (V, Option<Instant>)>, u64);
+/// The entries, each with when it was read (`None`: expired), and the generations that tell a
+/// read whether the cache changed while it was in flight.
+struct Entries<K, V> {
+    map: HashMap<K, (V, Option<Instant>)>,
+    /// Bumped by every expiry and removal: a read begun before one does not cache what it read
+    /// as fresh.
+    generation: u64,
+    /// Bumped by every removal: a read begun before one does not keep what it read at all.
+    removals: u64,
+}
 
 /// How many entries a [`TtlCache`] holds before the expired ones are swept.
 const SWEEP_AT: usize = 10_000;
@@ -289,7 +296,11 @@ impl<K: Eq + Hash + Clone, V: Clone> TtlCache<K, V> {
         TtlCache {
             ttl,
             breaker,
-            entries: Mutex::new((HashMap::new(), 0)),
+            entries: Mutex::new(Entries {
+                map: HashMap::new(),
+                generation: 0,
+                removals: 0,
+            }),
         }
     }
 
@@ -301,16 +312,23 @@ impl<K: Eq + Hash + Clone, V: Clone> TtlCache<K, V> {
     /// The fresh value, or the store's answer (cached), or — when the store is unavailable —
     /// the last good value marked stale.
     ///
-    /// An answer read while an expiry happened is returned but not cached: the expiry may
-    /// announce a change the read did not see. Any answer but "unavailable" drops the last good
-    /// value, so that a deleted or revoked entry cannot come back during a later outage.
+    /// An answer read while an expiry happened is returned but not cached as fresh: the expiry
+    /// may announce a change the read did not see. It is kept as the last good value when the
+    /// key has none (the expiry may have been another key's, and without it an outage right
+    /// after would find no value at all), unless an entry was removed meanwhile: a revoked entry
+    /// must not come back. Any answer but "unavailable" drops the last good value, so that a
+    /// deleted or revoked entry cannot come back during a later outage.
     pub(crate) async fn get<F>(&self, key: &K, fetch: F) -> promptstack_store::Result<Cached<V>>
     where
         F: Future<Output = promptstack_store::Result<V>>,
     {
-        let (last, generation) = {
+        let (last, generation, removals) = {
             let entries = self.lock();
-            (entries.0.get(key).cloned(), entries.1)
+            (
+                entries.map.get(key).cloned(),
+                entries.generation,
+                entries.removals,
+            )
         };
         if let Some((value, Some(fetched))) = &last
             && fetched.elapsed() < self.ttl
@@ -335,16 +353,23 @@ impl<K: Eq + Hash + Clone, V: Clone> TtlCache<K, V> {
             Ok(value) => {
                 self.breaker.reset();
                 let mut guard = self.lock();
-                let (entries, now) = &mut *guard;
-                if *now == generation {
-                    if entries.len() >= SWEEP_AT {
+                let entries = &mut *guard;
+                // Fresh when nothing changed meanwhile; else only the last good value of a key
+                // that has none, and nothing if an entry was removed meanwhile.
+                let fresh = entries.generation == generation;
+                if fresh || (entries.removals == removals && !entries.map.contains_key(key)) {
+                    if entries.map.len() >= SWEEP_AT {
                         let ttl = self.ttl;
-                        entries.retain(|_, (_, at)| at.is_some_and(|at| at.elapsed() < ttl));
-                        if entries.len() >= SWEEP_AT {
-                            entries.clear();
+                        entries
+                            .map
+                            .retain(|_, (_, at)| at.is_some_and(|at| at.elapsed() < ttl));
+                        if entries.map.len() >= SWEEP_AT {
+                            entries.map.clear();
                         }
                     }
-                    entries.insert(key.clone(), (value.clone(), Some(Instant::now())));
+                    entries
+                        .map
+                        .insert(key.clone(), (value.clone(), fresh.then(Instant::now)));
                 }
                 Ok(Cached { value, stale: None })
             }
@@ -356,7 +381,10 @@ impl<K: Eq + Hash + Clone, V: Clone> TtlCache<K, V> {
                 }
             }
             Err(error) => {
-                self.lock().0.remove(key);
+                let mut guard = self.lock();
+                guard.generation += 1;
+                guard.removals += 1;
+                guard.map.remove(key);
                 Err(error)
             }
         }
@@ -365,7 +393,7 @@ impl<K: Eq + Hash + Clone, V: Clone> TtlCache<K, V> {
     /// The value of `key` when it was read within the TTL.
     pub(crate) fn fresh(&self, key: &K) -> Option<V> {
         self.lock()
-            .0
+            .map
             .get(key)
             .filter(|(_, at)| at.is_some_and(|at| at.elapsed() < self.ttl))
             .map(|(value, _)| value.clone())
@@ -374,8 +402,8 @@ impl<K: Eq + Hash + Clone, V: Clone> TtlCache<K, V> {
     /// Makes the entry re-read on its next use, keeping its value as the last good one.
     pub(crate) fn expire(&self, key: &K) {
         let mut guard = self.lock();
-        guard.1 += 1;
-        if let Some((_, at)) = guard.0.get_mut(key) {
+        guard.generation += 1;
+        if let Some((_, at)) = guard.map.get_mut(key) {
             *at = None;
         }
     }
@@ -383,8 +411,8 @@ impl<K: Eq + Hash + Clone, V: Clone> TtlCache<K, V> {
     /// [`TtlCache::expire`] for every entry.
     pub(crate) fn expire_all(&self) {
         let mut guard = self.lock();
-        guard.1 += 1;
-        for (_, at) in guard.0.values_mut() {
+        guard.generation += 1;
+        for (_, at) in guard.map.values_mut() {
             *at = None;
         }
     }
@@ -392,8 +420,9 @@ impl<K: Eq + Hash + Clone, V: Clone> TtlCache<K, V> {
     /// Keeps only the entries `keep` accepts.
     pub(crate) fn retain(&self, keep: impl FnMut(&K, &mut (V, Option<Instant>)) -> bool) {
         let mut guard = self.lock();
-        guard.1 += 1;
-        guard.0.retain(keep);
+        guard.generation += 1;
+        guard.removals += 1;
+        guard.map.retain(keep);
     }
 }
 
@@ -685,6 +714,59 @@ mod tests {
         assert_eq!(cache.get(&"k", async { Ok(4) }).await.unwrap().value, 4);
         // Without an expiry the answer is cached.
         assert_eq!(cache.get(&"k", async { Ok(5) }).await.unwrap().value, 4);
+    }
+
+    #[tokio::test]
+    async fn a_read_that_raced_another_key_s_expiry_answers_a_later_outage() {
+        let cache = cache();
+        // Another key's change is announced while this key's first read is in flight.
+        let read = cache
+            .get(&"k", async {
+                cache.expire(&"other");
+                Ok(1)
+            })
+            .await
+            .unwrap();
+        assert_eq!(read.value, 1);
+        // Kept as the last good value only: the next read asks the store.
+        assert_eq!(cache.fresh(&"k"), None);
+        let outage = cache
+            .get(&"k", async { Err(error(ErrorKind::Unavailable)) })
+            .await
+            .expect("the value read before the outage answers it");
+        assert_eq!(outage.value, 1);
+        assert!(outage.stale.is_some());
+    }
+
+    #[tokio::test]
+    async fn a_read_that_raced_a_removal_is_not_kept() {
+        for by_not_found in [false, true] {
+            let cache = cache();
+            cache
+                .get(&"k", async {
+                    if by_not_found {
+                        // Another read of the key finds it gone.
+                        let gone = cache
+                            .get(&"k", async { Err(error(ErrorKind::NotFound)) })
+                            .await;
+                        assert!(gone.is_err());
+                    } else {
+                        // A revocation removes it.
+                        cache.retain(|_, _| false);
+                    }
+                    Ok(1)
+                })
+                .await
+                .unwrap();
+            let outage = cache
+                .get(&"k", async { Err(error(ErrorKind::Unavailable)) })
+                .await;
+            assert_eq!(
+                outage.err().map(|e| e.kind()),
+                Some(ErrorKind::Unavailable),
+                "a value read before its removal came back during an outage (by not found: {by_not_found})"
+            );
+        }
     }
 
     #[tokio::test]
