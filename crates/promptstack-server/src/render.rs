@@ -12,6 +12,7 @@ use axum::http::{HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use promptstack::compose::Composition;
 use promptstack::provider::{Conversation, ConversationLimits, Format, RequestOptions, Rules};
+use promptstack::report::{McpServerRow, ToolRow};
 use promptstack::{Agent, Assembly};
 use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
@@ -720,52 +721,6 @@ pub struct ToolsDetail {
     pub mcp_servers: Vec<McpServerRow>,
 }
 
-/// One tool: where it comes from, whether it is offered, and why.
-#[derive(Debug, Serialize, ToSchema)]
-pub struct ToolRow {
-    /// The name the model sees.
-    pub name: String,
-    /// `local`, or the name of the MCP server that lists it.
-    pub origin: String,
-    /// The tool's own name on its MCP server.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub mcp_tool: Option<String>,
-    /// Whether this send offers it.
-    pub offered: bool,
-    /// Why it is offered (each requirement that held, and its gate) or left out.
-    pub why: String,
-    /// Its budget class, when declared.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub budget: Option<String>,
-    /// Whether its results may be cached.
-    pub cacheable: bool,
-    /// Whether its results are untrusted (fenced before the model reads them).
-    pub untrusted_results: bool,
-    /// Its name for people, when declared.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub display_name: Option<String>,
-    /// Its UI group, when declared.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub category: Option<String>,
-    /// Its icon key, when declared.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub icon: Option<String>,
-}
-
-/// One MCP server of the send.
-#[derive(Debug, Serialize, ToSchema)]
-pub struct McpServerRow {
-    /// The server's name.
-    pub name: String,
-    /// Whether discovery listed its tools.
-    pub ready: bool,
-    /// How many tools it listed.
-    pub tools: usize,
-    /// Why it is skipped for this send: the stage that failed, whether it timed out, the message.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub failure: Option<String>,
-}
-
 impl From<promptstack::report::ToolsReport<'_>> for ToolsDetail {
     fn from(report: promptstack::report::ToolsReport<'_>) -> ToolsDetail {
         // Destructured whole, so that a fact the report gains cannot be left out here.
@@ -774,54 +729,6 @@ impl From<promptstack::report::ToolsReport<'_>> for ToolsDetail {
             tools,
             mcp_servers,
         } = report;
-        let tools = tools
-            .into_iter()
-            .map(|row| {
-                let promptstack::report::ToolRow {
-                    name,
-                    origin,
-                    mcp_tool,
-                    offered,
-                    why,
-                    budget,
-                    cacheable,
-                    untrusted_results,
-                    display_name,
-                    category,
-                    icon,
-                } = row;
-                ToolRow {
-                    name,
-                    origin,
-                    mcp_tool,
-                    offered,
-                    why,
-                    budget,
-                    cacheable,
-                    untrusted_results,
-                    display_name,
-                    category,
-                    icon,
-                }
-            })
-            .collect();
-        let mcp_servers = mcp_servers
-            .into_iter()
-            .map(|server| {
-                let promptstack::report::McpServerRow {
-                    name,
-                    ready,
-                    tools,
-                    failure,
-                } = server;
-                McpServerRow {
-                    name,
-                    ready,
-                    tools,
-                    failure,
-                }
-            })
-            .collect();
         ToolsDetail {
             agent: agent.to_owned(),
             tools,

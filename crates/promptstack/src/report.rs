@@ -239,6 +239,7 @@ pub struct ToolsReport<'a> {
 
 /// One tool of a [`ToolsReport`].
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[cfg_attr(feature = "schema", derive(utoipa::ToSchema))]
 pub struct ToolRow {
     /// The name the model sees.
     pub name: String,
@@ -271,6 +272,7 @@ pub struct ToolRow {
 
 /// One MCP server of a [`ToolsReport`].
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[cfg_attr(feature = "schema", derive(utoipa::ToSchema))]
 pub struct McpServerRow {
     /// The server's name.
     pub name: String,

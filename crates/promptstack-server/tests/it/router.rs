@@ -637,6 +637,34 @@ async fn operations_endpoints_answer() {
         .json();
     assert_eq!(document["openapi"], "3.1.0");
     assert!(document["paths"]["/v1/agents/{name}/render"]["post"].is_object());
+    // The tools answer's rows are described by the report types the server serialises.
+    let schemas = &document["components"]["schemas"];
+    let fields = |name: &str| -> Vec<String> {
+        let properties = schemas[name]["properties"]
+            .as_object()
+            .unwrap_or_else(|| panic!("no schema {name}: {schemas}"));
+        properties.keys().cloned().collect()
+    };
+    assert_eq!(
+        fields("ToolRow"),
+        [
+            "budget",
+            "cacheable",
+            "category",
+            "display_name",
+            "icon",
+            "mcp_tool",
+            "name",
+            "offered",
+            "origin",
+            "untrusted_results",
+            "why"
+        ]
+    );
+    assert_eq!(
+        fields("McpServerRow"),
+        ["failure", "name", "ready", "tools"]
+    );
 }
 
 #[tokio::test]

@@ -1,5 +1,6 @@
 //! The facade's features: without `mcp` and `tenant`, neither the MCP client nor an HTTP stack
-//! (nor an async runtime beyond the core's sync primitives) is in the graph.
+//! (nor an async runtime beyond the core's sync primitives) is in the graph; the OpenAPI schema
+//! derive comes only with `schema`.
 
 #![allow(clippy::disallowed_methods, clippy::disallowed_types)]
 
@@ -44,11 +45,17 @@ fn without_default_features_there_is_no_mcp_client_or_http_stack() {
         lean.contains("promptstack-core"),
         "the graph was read: {lean:?}"
     );
-    for name in ["rmcp", "reqwest", "hyper", "http", "futures"] {
+    for name in ["rmcp", "reqwest", "hyper", "http", "futures", "utoipa"] {
         assert!(!lean.contains(name), "{name} without default features");
     }
     let full = graph(&[]);
     for name in ["rmcp", "reqwest"] {
         assert!(full.contains(name), "{name} with default features");
+    }
+    assert!(!full.contains("utoipa"), "utoipa with default features");
+    let schema = graph(&["--no-default-features", "--features", "schema"]);
+    assert!(schema.contains("utoipa"), "utoipa with `schema`");
+    for name in ["rmcp", "reqwest", "hyper", "futures"] {
+        assert!(!schema.contains(name), "{name} with `schema` alone");
     }
 }
