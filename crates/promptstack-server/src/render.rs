@@ -12,7 +12,7 @@ use axum::http::{HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use promptstack::compose::Composition;
 use promptstack::provider::{Conversation, ConversationLimits, Format, RequestOptions, Rules};
-use promptstack::report::{McpServerRow, ToolRow};
+use promptstack::report::ToolsReport;
 use promptstack::{Agent, Assembly};
 use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
@@ -695,8 +695,8 @@ pub struct ToolsResponse {
     /// Which version produced it.
     #[serde(flatten)]
     pub attribution: Attribution,
-    /// The toolset.
-    pub detail: ToolsDetail,
+    /// The toolset, as `promptstack tools --json` prints it.
+    pub detail: ToolsReport,
     /// The assembly's warnings, located.
     #[schema(value_type = Vec<Object>)]
     pub diagnostics: Vec<serde_json::Value>,
@@ -706,34 +706,6 @@ impl IntoResponse for ToolsResponse {
     fn into_response(self) -> Response {
         let headers = self.attribution.headers();
         (headers, Json(self)).into_response()
-    }
-}
-
-/// The toolset one send resolves to, as `promptstack tools --json` prints it.
-#[derive(Debug, Serialize, ToSchema)]
-pub struct ToolsDetail {
-    /// The agent's name.
-    pub agent: String,
-    /// The offered tools in canonical order, then the local tools left out, then the MCP tools
-    /// withheld.
-    pub tools: Vec<ToolRow>,
-    /// The send's MCP servers, by name, and what discovery found on each.
-    pub mcp_servers: Vec<McpServerRow>,
-}
-
-impl From<promptstack::report::ToolsReport<'_>> for ToolsDetail {
-    fn from(report: promptstack::report::ToolsReport<'_>) -> ToolsDetail {
-        // Destructured whole, so that a fact the report gains cannot be left out here.
-        let promptstack::report::ToolsReport {
-            agent,
-            tools,
-            mcp_servers,
-        } = report;
-        ToolsDetail {
-            agent: agent.to_owned(),
-            tools,
-            mcp_servers,
-        }
     }
 }
 
@@ -752,10 +724,9 @@ pub async fn tools(
     blocking(&state, move || {
         let p = &op.prepared;
         let assembly = p.assemble()?;
-        let report = promptstack::report::tools(&p.resolved.agent, &p.send, &assembly);
         Ok(ToolsResponse {
             attribution: p.attribution(&assembly),
-            detail: ToolsDetail::from(report),
+            detail: promptstack::report::tools(&p.resolved.agent, &p.send, &assembly),
             diagnostics: p.diagnostics(assembly.diagnostics()),
         })
     })

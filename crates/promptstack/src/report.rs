@@ -227,9 +227,10 @@ pub fn lint<'a>(
 /// origin and why, then the MCP servers of the send and what discovery found on each. Serialised,
 /// it is the output of `promptstack tools --json` and the `detail` of the server's `tools` answer.
 #[derive(Debug, Serialize)]
-pub struct ToolsReport<'a> {
+#[cfg_attr(feature = "schema", derive(utoipa::ToSchema))]
+pub struct ToolsReport {
     /// The agent's name.
-    pub agent: &'a str,
+    pub agent: String,
     /// The offered tools in canonical order, then the local tools left out, then the MCP tools
     /// withheld.
     pub tools: Vec<ToolRow>,
@@ -286,9 +287,9 @@ pub struct McpServerRow {
 }
 
 /// Reports the toolset of `assembly` (assembled from `send`).
-pub fn tools<'a>(agent: &'a Agent, send: &SendContext, assembly: &Assembly) -> ToolsReport<'a> {
+pub fn tools(agent: &Agent, send: &SendContext, assembly: &Assembly) -> ToolsReport {
     ToolsReport {
-        agent: agent.name(),
+        agent: agent.name().to_owned(),
         tools: tool_rows(agent, assembly),
         mcp_servers: server_rows(&reconcile_listings(&send.mcp_servers)),
     }
