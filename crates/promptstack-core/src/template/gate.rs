@@ -428,8 +428,11 @@ impl Expr {
                 let mut values = Vec::with_capacity(items.len());
                 for item in items {
                     let value = item.eval(scope, meter)?;
-                    // An undefined item is the engine's to handle.
-                    if value.is_undefined() {
+                    // An undefined item is the engine's to handle; so is a container, which the
+                    // engine walks to check how deep the list nests (see `guard`).
+                    if value.is_undefined()
+                        || matches!(value.kind(), ValueKind::Seq | ValueKind::Map)
+                    {
                         return None;
                     }
                     values.push(value);
@@ -760,6 +763,19 @@ fn truthy(value: &Val<'_>) -> Option<bool> {
 fn contains(container: &Val<'_>, item: &Val<'_>, meter: &mut Meter) -> Option<bool> {
     if item.is_undefined() || container.is_undefined() {
         return None;
+    }
+    // The engine guards a needle that could be written as text (see `guard`): a container
+    // needle is walked, which is the engine's to charge; a string needle is charged its length.
+    match item.kind() {
+        ValueKind::Seq | ValueKind::Map => return None,
+        ValueKind::String => {
+            let needle = item.as_str()?;
+            if needle.len() > MAX_SEARCH_BYTES {
+                return None;
+            }
+            meter.charge(needle.len() as u64)?;
+        }
+        _ => {}
     }
     match container.kind() {
         ValueKind::String => {

@@ -35,7 +35,9 @@ std::thread_local! {
 }
 
 mod gate;
+mod guard;
 mod plan;
+mod program;
 mod val;
 
 pub(crate) use gate::SimpleGate;
@@ -58,6 +60,10 @@ pub(crate) struct TemplateSet {
     syntax: minijinja::syntax::SyntaxConfig,
     /// Every template by name, with its plan when it has one (see [`plan`]).
     plans: HashMap<String, Option<Arc<plan::Plan>>>,
+    /// Every template and gate by name, compiled with its guards (see [`guard`]): what renders
+    /// run. The environment keeps the same sources, compiled by minijinja, for their static
+    /// analysis.
+    programs: HashMap<String, Arc<program::Program>>,
     /// The memory the templates of one assembly may use; see [`TemplateSet::set_memory`].
     memory: u64,
 }
@@ -101,6 +107,7 @@ impl RenderBudget {
 pub(crate) struct Template {
     name: String,
     plan: Option<Arc<plan::Plan>>,
+    program: Option<Arc<program::Program>>,
 }
 
 impl Template {
@@ -160,10 +167,12 @@ impl TemplateSet {
         });
         env.add_filter("join", join_filter);
         env.add_filter("string", string_filter);
+        guard::register(&mut env);
         let mut set = Self {
             env,
             syntax,
             plans: HashMap::new(),
+            programs: HashMap::new(),
             memory: 0,
         };
         set.set_memory(DEFAULT_MEMORY);
@@ -196,7 +205,9 @@ impl TemplateSet {
     /// Adds a template, and its plan when it has one.
     pub fn add(&mut self, name: String, source: String) -> Result<(), minijinja::Error> {
         let plan = plan::Plan::compile(&source, &self.syntax).map(Arc::new);
+        let program = program::Program::compile(&name, &source, &self.syntax)?;
         self.env.add_template_owned(name.clone(), source)?;
+        self.programs.insert(name.clone(), Arc::new(program));
         self.plans.insert(name, plan);
         Ok(())
     }
@@ -214,8 +225,11 @@ impl TemplateSet {
     /// `GATE_PREFIX` is the offset of the expression in that text, for mapping error positions back.
     pub fn add_gate(&mut self, name: String, expression: &str) -> Result<(), minijinja::Error> {
         self.env.compile_expression(expression)?;
-        self.env
-            .add_template_owned(name, format!("{GATE_PREFIX}{expression}{GATE_SUFFIX}"))
+        let source = format!("{GATE_PREFIX}{expression}{GATE_SUFFIX}");
+        self.env.add_template_owned(name.clone(), source.clone())?;
+        let program = program::Program::compile(&name, &source, &self.syntax)?;
+        self.programs.insert(name, Arc::new(program));
+        Ok(())
     }
 
     /// Calls `name` with every identifier in the tags of every template and gate (see
@@ -245,7 +259,12 @@ impl TemplateSet {
     /// The template of this name, with its plan.
     pub fn template(&self, name: String) -> Template {
         let plan = self.plans.get(&name).cloned().flatten();
-        Template { name, plan }
+        let program = self.programs.get(&name).cloned();
+        Template {
+            name,
+            plan,
+            program,
+        }
     }
 
     /// Renders a template against the context, appending its text to `out`, and returns how many
@@ -290,7 +309,10 @@ impl TemplateSet {
             }
             return Ok(empty_emissions);
         }
-        let rendered = self.render_engine(name, ctx.value())?;
+        let rendered = match &template.program {
+            Some(program) => self.run(program, ctx.value())?,
+            None => self.render_engine(name, ctx.value())?,
+        };
         budget.spend(rendered.text.len())?;
         if out.is_empty() && out.capacity() < rendered.text.len() {
             // Nothing to keep: the engine's text is taken whole, not copied.
@@ -301,11 +323,26 @@ impl TemplateSet {
         Ok(rendered.empty_emissions)
     }
 
-    /// Renders a template with minijinja, whether or not it has a plan.
+    /// Renders a template with the engine (its guarded program), whether or not it has a plan.
     fn render_engine(&self, name: &str, ctx: &Value) -> Result<Rendered, minijinja::Error> {
-        let template = self.env.get_template(name)?;
+        let program = self.program(name)?;
+        self.run(program, ctx)
+    }
+
+    /// The guarded program of a template or gate.
+    fn program(&self, name: &str) -> Result<&program::Program, minijinja::Error> {
+        self.programs.get(name).map(|p| &**p).ok_or_else(|| {
+            minijinja::Error::new(
+                minijinja::ErrorKind::TemplateNotFound,
+                format!("template {name:?} does not exist"),
+            )
+        })
+    }
+
+    /// Runs a program against the context, counting its empty emissions.
+    fn run(&self, program: &program::Program, ctx: &Value) -> Result<Rendered, minijinja::Error> {
         EMPTY_EMISSIONS.with(|n| n.set(0));
-        let text = template.render(ctx.clone())?;
+        let text = program.render(&self.env, ctx.clone())?;
         Ok(Rendered {
             text,
             empty_emissions: EMPTY_EMISSIONS.with(|n| n.get()),
@@ -340,7 +377,7 @@ impl TemplateSet {
 
     /// Evaluates a gate by rendering its template.
     fn render_gate(&self, name: &str, ctx: &Value) -> Result<bool, minijinja::Error> {
-        Ok(self.env.get_template(name)?.render(ctx.clone())? == "1")
+        Ok(self.program(name)?.render(&self.env, ctx.clone())? == "1")
     }
 
     /// The fuel of one render.

@@ -917,7 +917,7 @@ mod tests {
             ),
             // A loop's name outside the loop is whatever it named before: a set, then a root.
             (
-                "{% set v = 'set' %}{% for v in b %}{{ v }}{% endfor %}{{ v }}{% for variables in [variables] %}{{ variables.x }}{% endfor %}{{ variables.x }}",
+                "{% set v = 'set' %}{% for v in b %}{{ v }}{% endfor %}{{ v }}{% for variables in [variables.x] %}{{ variables }}{% endfor %}{{ variables.x }}",
                 "pqsetvxvx",
             ),
             // `variables` shadowed by a local: its attributes are the local's.

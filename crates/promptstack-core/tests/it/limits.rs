@@ -277,3 +277,31 @@ template = "Today is {{ now.date }}, a working day."
         }
     }
 }
+
+/// The longest chains a tag may hold compile and render on a thread with the 2 MiB stack of a
+/// test thread or a server's worker: each is walked recursively by the template compiler, with
+/// a guard around every link that makes a value (see `docs/limits.md`, "Templates").
+#[test]
+fn the_longest_chains_compile_and_render_on_a_small_stack() {
+    // The longest chain the operator count lets through, with the parentheses and `| length`.
+    let n = MAX_EXPRESSION_OPERATORS - 4;
+    let chains = [
+        format!("{{{{ (v{}) | length }}}}", " + v".repeat(n)),
+        format!("{{{{ (v{}) | length }}}}", " * 1".repeat(n)),
+        format!("{{{{ v{} | length }}}}", "|list".repeat(n)),
+        format!("{{{{ w{} }}}}", " ~ w".repeat(n)),
+        format!("{{{{ 'a' in w{} }}}}", " ~ w".repeat(n / 2)),
+    ];
+    for chain in chains {
+        let source = spec(&[&format!("{{% set v = ['x'] %}}{{% set w = 'y' %}}{chain}")]);
+        std::thread::Builder::new()
+            .stack_size(2 << 20)
+            .spawn(move || {
+                let agent = compile(&source).unwrap();
+                agent.assemble(&send()).unwrap();
+            })
+            .unwrap()
+            .join()
+            .unwrap();
+    }
+}

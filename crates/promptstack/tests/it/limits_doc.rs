@@ -56,6 +56,12 @@ fn fixed() -> String {
             "refused (`expression-too-long`, exit 2) before the template is compiled, located at the first operator past it; `lint` too".into(),
         ],
         [
+            "nesting of containers a template makes (a list of a list of …)".into(),
+            promptstack::spec::MAX_TEMPLATE_NESTING.to_string(),
+            "fixed".into(),
+            "the render fails (exit 1) where the value is made, naming the block".into(),
+        ],
+        [
             // The fuel cap is private to the engine's template module.
             "template fuel per render (an instruction costs 1, 64 bytes of data cost 1)".into(),
             format!(
