@@ -13,7 +13,7 @@
 use std::hint::black_box;
 
 use criterion::{BenchmarkId, Criterion, Throughput, criterion_group, criterion_main};
-use promptstack_stream::{Processor, Source, SourceSnapshot, StreamConfig};
+use promptstack_stream::{Processor, Source, SourceSnapshot, StreamConfig, WidgetSet};
 use regex::{Captures, Regex};
 
 fn sources() -> SourceSnapshot {
@@ -58,8 +58,22 @@ const PIECES: &[&str] = &[
     "\n\n> Quoted from the documentation [{n}]: ownership is checked statically.\n\n",
 ];
 
+/// Pieces of answers that carry widget tags, declared and not, whole and malformed, mixed with
+/// the pieces above for the widget run.
+const WIDGET_PIECES: &[&str] = &[
+    "Here is the forecast: <forecast location=\"Seattle\" days=\"3\"/> as of today [{n}]. ",
+    "The route is on the map <map data='{\"type\":\"FeatureCollection\",\"features\":[]}' zoom=\"4\"/>. ",
+    "An undeclared <div class=\"note\"/> stays, and so does 5 < 10 or a <b>bold</b> word. ",
+    "A malformed <map data=unquoted/> stays text, and `<forecast/>` in code is left alone. ",
+];
+
 /// About `target` bytes of answers, the same on every run.
 fn corpus(target: usize) -> String {
+    corpus_of(PIECES, &[], target)
+}
+
+/// About `target` bytes of answers drawn from `pieces` and `extra`, the same on every run.
+fn corpus_of(pieces: &[&str], extra: &[&str], target: usize) -> String {
     let mut text = String::with_capacity(target + 512);
     let mut state = 0x853C_49E6_748F_EA9Bu64;
     while text.len() < target {
@@ -67,7 +81,11 @@ fn corpus(target: usize) -> String {
             .wrapping_mul(6_364_136_223_846_793_005)
             .wrapping_add(1_442_695_040_888_963_407);
         let r = (state >> 33) as usize;
-        let piece = PIECES[r % PIECES.len()];
+        let at = r % (pieces.len() + extra.len());
+        let piece = pieces
+            .get(at)
+            .copied()
+            .unwrap_or_else(|| extra[at - pieces.len()]);
         let n = (r / 7) % 12 + 1;
         let m = (r / 97) % 12 + 1;
         text.push_str(
@@ -197,6 +215,30 @@ fn bench(c: &mut Criterion) {
                     }
                     baseline.finish(&mut out);
                     black_box(out.len())
+                });
+            });
+        }
+    }
+    // Widget tags declared: the `<` of prose needs a decision too. Bare names, so that the same
+    // run measures builds before and after namespaced names.
+    let widgets = WidgetSet::new(["forecast", "map"]).expect("valid widget names");
+    for size in [64 * 1024, 1024 * 1024] {
+        let text = corpus_of(PIECES, WIDGET_PIECES, size);
+        group.throughput(Throughput::Bytes(text.len() as u64));
+        for delta in [16, 4096] {
+            let pieces = deltas(&text, delta);
+            let label = format!("{}KiB/{}B", size / 1024, delta);
+            let mut out = String::with_capacity(text.len() * 2);
+            let config = StreamConfig::default().with_widgets(widgets.clone());
+            group.bench_function(BenchmarkId::new("processor_widgets", &label), |b| {
+                b.iter(|| {
+                    out.clear();
+                    let mut processor = Processor::new(&sources, config.clone());
+                    for piece in &pieces {
+                        processor.push_into(piece, &mut out);
+                    }
+                    processor.finish_into(&mut out);
+                    black_box((out.len(), processor.take_widgets().len()))
                 });
             });
         }

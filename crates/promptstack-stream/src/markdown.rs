@@ -6,7 +6,7 @@
 //! output independent of how the input was split into deltas: a scan that runs out of input in
 //! the middle of a construct stops *before* it, and the next push scans it again from the start.
 
-use crate::{Parse, Processor, Widget, marker, math, native, widget};
+use crate::{Parse, Processor, Widget, WidgetEvent, WidgetStart, marker, math, native, widget};
 
 /// Where the current line stands in the block structure.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -916,31 +916,67 @@ impl Processor {
 
     /// A `<` in prose with widgets declared: a complete widget tag is removed and recorded, a
     /// half-streamed one waits, anything else is text. Link text is left alone.
+    ///
+    /// A tag is announced (a start event) as soon as its declared name is complete and followed
+    /// by a space, a tab or `/`, whether the tag is decided in this scan or not, so the events
+    /// depend on the input alone; the text before it is released then, so the start's offset is
+    /// where the released text ends. The tag's outcome (a widget or a cancel) follows.
     fn widget(&mut self, c: &mut Cursor<'_>, out: &mut String) -> Step {
         let at = c.pos;
         if self.state.depth > 0 {
             c.pos += 1;
             return Ok(());
         }
-        match widget::parse(&c.bytes[at..], &self.widgets, c.eof) {
+        let parsed = widget::parse(&c.bytes[at..], &self.widgets, c.eof);
+        if self.loading.is_none()
+            && self.overflow.is_none()
+            && let Some(name) = widget::announced(&c.bytes[at..], &self.widgets)
+        {
+            c.copy(at, out);
+            let start = WidgetStart {
+                name: name.to_owned(),
+                offset: self.output_offset(out),
+            };
+            self.events.push(WidgetEvent::Start(start.clone()));
+            self.loading = Some(start);
+        }
+        debug_assert!(
+            self.loading.is_none()
+                || self.overflow.is_some()
+                || (c.copied == at
+                    && self.loading.as_ref().map(|l| l.offset) == Some(self.output_offset(out))),
+            "a loading widget is always the next thing decided"
+        );
+        match parsed {
             Parse::Incomplete => return Err(Held),
-            Parse::No => c.pos += 1,
+            Parse::No => {
+                if let Some(start) = self.loading.take() {
+                    self.events.push(WidgetEvent::Cancel(start));
+                }
+                c.pos += 1;
+            }
             Parse::Yes(tag) => {
                 c.copy(at, out);
                 c.pos = at + tag.len;
                 c.copied = c.pos;
+                self.loading = None;
                 if self.overflow.is_none() {
-                    let offset = self.output_bytes + (out.len() - self.push_start) as u64;
+                    let offset = self.output_offset(out);
                     *self.tally.widgets.entry(tag.name.clone()).or_default() += 1;
-                    self.found.push(Widget {
+                    self.events.push(WidgetEvent::Widget(Widget {
                         name: tag.name,
                         attributes: tag.attributes,
                         offset,
-                    });
+                    }));
                 }
             }
         }
         Ok(())
+    }
+
+    /// The offset in the whole output of what `out` holds at its end.
+    fn output_offset(&self, out: &str) -> u64 {
+        self.output_bytes + (out.len() - self.push_start) as u64
     }
 
     fn lenticular(&mut self, c: &mut Cursor<'_>, out: &mut String) -> Step {

@@ -1,10 +1,15 @@
-//! Widget tags: inline UI elements a model may emit, such as `<chart kind="bar" data="q3"/>`.
+//! Widget tags: inline UI elements a model may emit, such as `<chart kind="bar" data="q3"/>` or,
+//! with a namespace, `<widget:weather-forecast location="Seattle"/>`.
 //!
 //! Only the names an application declares in a [`WidgetSet`] are widgets. A complete tag — a
 //! self-closing `<name attr="value"/>` or an empty pair `<name attr="value"></name>` — is removed
 //! from the text and reported as a [`Widget`]. Anything else that starts with `<` is text:
 //! undeclared names, tags with content between the pair, unquoted values, duplicate attributes,
 //! a line break inside the tag, or a tag longer than [`WIDGET_MAX`] bytes.
+//!
+//! While a tag streams, the processor reports it as soon as its name is complete and followed
+//! by a space, a tab or `/` ([`WidgetEvent::Start`]), so a UI can draw a placeholder; the
+//! finished [`Widget`] or a [`WidgetEvent::Cancel`] follows.
 
 use std::fmt;
 
@@ -14,9 +19,12 @@ use serde::ser::SerializeMap as _;
 use crate::Parse;
 
 /// The longest widget tag, in bytes from `<` to the final `>`; anything longer is text.
-pub const WIDGET_MAX: usize = 1024;
+///
+/// Large enough for an inline data attribute (a map's GeoJSON with a few dozen points), small
+/// enough that a tag streaming in is held back for at most this many bytes.
+pub const WIDGET_MAX: usize = 4000;
 
-/// The longest widget name.
+/// The longest widget name, namespace included.
 const NAME_MAX: usize = 64;
 
 /// The widget names a processor recognises; empty (the default) turns widget parsing off.
@@ -35,8 +43,9 @@ impl fmt::Display for WidgetNameError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(
             f,
-            "invalid widget name {:?}: a widget name is an ASCII letter followed by up to 63 \
-             ASCII letters, digits, `_` or `-`",
+            "invalid widget name {:?}: a widget name is an ASCII letter followed by ASCII \
+             letters, digits, `_` or `-`, optionally after a namespace of the same shape and a \
+             `:` (`widget:map`), at most {NAME_MAX} bytes in all",
             self.name.escape_debug().to_string()
         )
     }
@@ -44,9 +53,25 @@ impl fmt::Display for WidgetNameError {
 
 impl std::error::Error for WidgetNameError {}
 
+/// Whether `name` is a declarable widget name: `segment` or `namespace:segment`, each an ASCII
+/// letter followed by ASCII letters, digits, `_` or `-`, at most [`NAME_MAX`] bytes in all.
+/// Nothing outside ASCII passes, so no look-alike of a letter or of `:` can name a widget.
+fn is_valid_name(name: &str) -> bool {
+    let segment = |s: &str| {
+        s.as_bytes().first().is_some_and(u8::is_ascii_alphabetic) && s.bytes().all(is_name_byte)
+    };
+    name.len() <= NAME_MAX
+        && match name.split_once(':') {
+            Some((namespace, local)) => segment(namespace) && segment(local),
+            None => segment(name),
+        }
+}
+
 impl WidgetSet {
-    /// Declares the widget names. Names are matched exactly (case-sensitively); each is an ASCII
-    /// letter followed by up to 63 ASCII letters, digits, `_` or `-`. Duplicates are ignored.
+    /// Declares the widget names. Names are matched exactly (case-sensitively). A name is an
+    /// ASCII letter followed by ASCII letters, digits, `_` or `-`, optionally after a namespace
+    /// of the same shape and a `:` (`chart`, `widget:weather-forecast`), at most 64 bytes in
+    /// all. Duplicates are ignored.
     ///
     /// # Errors
     ///
@@ -59,10 +84,7 @@ impl WidgetSet {
         let mut set = Vec::new();
         for name in names {
             let name = name.into();
-            let valid = name.len() <= NAME_MAX
-                && name.as_bytes().first().is_some_and(u8::is_ascii_alphabetic)
-                && name.bytes().all(is_name_byte);
-            if !valid {
+            if !is_valid_name(&name) {
                 return Err(WidgetNameError { name });
             }
             if !set.contains(&name) {
@@ -83,8 +105,12 @@ impl WidgetSet {
         self.names.iter().map(String::as_str)
     }
 
-    fn contains(&self, name: &[u8]) -> bool {
-        self.names.iter().any(|n| n.as_bytes() == name)
+    /// The declared name equal to `name`.
+    fn get(&self, name: &[u8]) -> Option<&str> {
+        self.names
+            .iter()
+            .find(|n| n.as_bytes() == name)
+            .map(String::as_str)
     }
 
     fn has_prefix(&self, prefix: &[u8]) -> bool {
@@ -98,7 +124,7 @@ impl WidgetSet {
 /// order written.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Widget {
-    /// The declared name.
+    /// The name as declared (namespace included: `widget:map`).
     pub name: String,
     /// The attributes in the order written, values as written between the quotes (no entity
     /// decoding); an attribute without a value has an empty one.
@@ -108,23 +134,90 @@ pub struct Widget {
     pub offset: u64,
 }
 
+/// Attributes serialised as a map, in the order written.
+struct Attributes<'a>(&'a [(String, String)]);
+
+impl Serialize for Attributes<'_> {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        let mut map = serializer.serialize_map(Some(self.0.len()))?;
+        for (name, value) in self.0 {
+            map.serialize_entry(name, value)?;
+        }
+        map.end()
+    }
+}
+
 impl Serialize for Widget {
     fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
         use serde::ser::SerializeStruct as _;
-        struct Attributes<'a>(&'a [(String, String)]);
-        impl Serialize for Attributes<'_> {
-            fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-                let mut map = serializer.serialize_map(Some(self.0.len()))?;
-                for (name, value) in self.0 {
-                    map.serialize_entry(name, value)?;
-                }
-                map.end()
-            }
-        }
         let mut s = serializer.serialize_struct("Widget", 3)?;
         s.serialize_field("name", &self.name)?;
         s.serialize_field("attributes", &Attributes(&self.attributes))?;
         s.serialize_field("offset", &self.offset)?;
+        s.end()
+    }
+}
+
+/// A declared widget's tag that is streaming: its name is complete and followed by a space, a
+/// tab or `/`, and the tag has not closed yet.
+///
+/// Serialised as `{"name":"widget:map","offset":12}`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct WidgetStart {
+    /// The name as declared (namespace included).
+    pub name: String,
+    /// Where the tag stands: the byte offset in the processor's whole output. The text before
+    /// the tag is released with the start, so while the tag streams the released output ends
+    /// exactly here and a placeholder goes at its end.
+    pub offset: u64,
+}
+
+/// What the processor reports about widget tags, in the order the input decides them.
+///
+/// For every tag whose name is complete and followed by a space, a tab or `/`, a
+/// [`Start`](Self::Start) comes first, then exactly one of [`Widget`](Self::Widget) (same name
+/// and offset) or [`Cancel`](Self::Cancel), before any other event. An empty pair
+/// (`<map></map>`) has no start: only its widget. The events depend on the input alone, never
+/// on how it was split into deltas.
+///
+/// Serialised with a `type` first: `{"type":"widget_start","name":"widget:map","offset":12}`,
+/// `{"type":"widget","name":…,"attributes":{…},"offset":12}`,
+/// `{"type":"widget_cancel","name":"widget:map","offset":12}` (the lines of `cite --json`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum WidgetEvent {
+    /// A declared widget's tag is streaming: a UI may draw a placeholder at its offset.
+    Start(WidgetStart),
+    /// A complete widget tag, removed from the text.
+    Widget(Widget),
+    /// The tag announced by the last [`Start`](Self::Start) is not a widget after all (it broke
+    /// the grammar, grew past [`WIDGET_MAX`], or the text ended): its text stays in the output,
+    /// at the offset given.
+    Cancel(WidgetStart),
+}
+
+impl Serialize for WidgetEvent {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::SerializeStruct as _;
+        let (kind, name, offset, attributes) = match self {
+            Self::Start(start) => ("widget_start", &start.name, start.offset, None),
+            Self::Widget(widget) => (
+                "widget",
+                &widget.name,
+                widget.offset,
+                Some(&widget.attributes),
+            ),
+            Self::Cancel(start) => ("widget_cancel", &start.name, start.offset, None),
+        };
+        let mut s = serializer.serialize_struct("WidgetEvent", 4)?;
+        s.serialize_field("type", kind)?;
+        s.serialize_field("name", name)?;
+        if let Some(attributes) = attributes {
+            s.serialize_field("attributes", &Attributes(attributes))?;
+        } else {
+            s.skip_field("attributes")?;
+        }
+        s.serialize_field("offset", &offset)?;
         s.end()
     }
 }
@@ -141,6 +234,26 @@ fn is_name_byte(b: u8) -> bool {
     b.is_ascii_alphanumeric() || b == b'_' || b == b'-'
 }
 
+/// A byte of a name as written in a tag: a name byte or the namespace's `:`.
+fn is_tag_name_byte(b: u8) -> bool {
+    is_name_byte(b) || b == b':'
+}
+
+/// The declared name of the tag at the start of `s` (which starts with `<`) once the tag is
+/// announced: the name is complete and a space, a tab or `/` follows it.
+pub(crate) fn announced<'a>(s: &[u8], set: &'a WidgetSet) -> Option<&'a str> {
+    debug_assert_eq!(s.first(), Some(&b'<'));
+    let name_len = s
+        .iter()
+        .skip(1)
+        .take(NAME_MAX + 1)
+        .position(|&b| !is_tag_name_byte(b))?;
+    if !matches!(s[1 + name_len], b' ' | b'\t' | b'/') {
+        return None;
+    }
+    set.get(&s[1..1 + name_len])
+}
+
 fn is_attribute_byte(b: u8) -> bool {
     is_name_byte(b) || b == b':' || b == b'.'
 }
@@ -155,7 +268,7 @@ pub(crate) fn parse(s: &[u8], set: &WidgetSet, eof: bool) -> Parse<Tag> {
     // The name: it must stay a prefix of a declared name while it is read.
     let mut i = 1;
     while let Some(&b) = s.get(i) {
-        if !is_name_byte(b) {
+        if !is_tag_name_byte(b) {
             break;
         }
         i += 1;
@@ -167,9 +280,9 @@ pub(crate) fn parse(s: &[u8], set: &WidgetSet, eof: bool) -> Parse<Tag> {
         return need();
     }
     let name = &s[1..i];
-    if !set.contains(name) {
+    let Some(name) = set.get(name) else {
         return Parse::No;
-    }
+    };
     let mut attributes: Vec<(String, String)> = Vec::new();
     loop {
         if i >= WIDGET_MAX {
@@ -191,7 +304,7 @@ pub(crate) fn parse(s: &[u8], set: &WidgetSet, eof: bool) -> Parse<Tag> {
             b'>' => {
                 // Only an empty pair: `</name>` right after.
                 let close = i + 1;
-                let expected = [b"</".as_slice(), name, b">"].concat();
+                let expected = [b"</".as_slice(), name.as_bytes(), b">"].concat();
                 let got = &s[close..s.len().min(close + expected.len())];
                 if !expected.starts_with(got) {
                     return Parse::No;
@@ -230,11 +343,8 @@ pub(crate) fn parse(s: &[u8], set: &WidgetSet, eof: bool) -> Parse<Tag> {
                 }
                 let value_start = i + 1;
                 let room = WIDGET_MAX.saturating_sub(value_start);
-                let Some(len) = s[value_start..]
-                    .iter()
-                    .take(room)
-                    .position(|&b| b == quote || b == b'\n')
-                else {
+                let window = &s[value_start..s.len().min(value_start + room)];
+                let Some(len) = memchr::memchr2(quote, b'\n', window) else {
                     return if value_start + room <= s.len() {
                         Parse::No
                     } else {
@@ -254,10 +364,10 @@ pub(crate) fn parse(s: &[u8], set: &WidgetSet, eof: bool) -> Parse<Tag> {
     }
 }
 
-fn tag(len: usize, name: &[u8], attributes: Vec<(String, String)>) -> Tag {
+fn tag(len: usize, name: &str, attributes: Vec<(String, String)>) -> Tag {
     Tag {
         len,
-        name: String::from_utf8_lossy(name).into_owned(),
+        name: name.to_owned(),
         attributes,
     }
 }
@@ -267,7 +377,7 @@ mod tests {
     use super::*;
 
     fn set() -> WidgetSet {
-        WidgetSet::new(["chart", "map"]).unwrap()
+        WidgetSet::new(["chart", "map", "widget:map", "widget:weather-forecast"]).unwrap()
     }
 
     fn yes(s: &str) -> Tag {
@@ -296,6 +406,32 @@ mod tests {
     }
 
     #[test]
+    fn namespaced_tags() {
+        let t = yes(r#"<widget:weather-forecast location="Seattle"/>"#);
+        assert_eq!(t.name, "widget:weather-forecast");
+        assert_eq!(
+            t.attributes,
+            [("location".to_owned(), "Seattle".to_owned())]
+        );
+        assert_eq!(yes("<widget:map></widget:map>").name, "widget:map");
+        assert_eq!(yes(r#"<widget:map data='{"a":1}'/>"#).len, 28);
+        // The namespace is part of the name: `map` and `widget:map` are two widgets, and a
+        // namespace nobody declared is text.
+        for s in [
+            "<widget:chart/>",
+            "<other:map/>",
+            "<widget::map/>",
+            "<widget/>",
+            "<Widget:map/>",
+            "<widget：map/>",
+            "<widget:map></map>",
+            "<map></widget:map>",
+        ] {
+            assert_eq!(parse(s.as_bytes(), &set(), true), Parse::No, "{s:?}");
+        }
+    }
+
+    #[test]
     fn not_widgets() {
         for s in [
             "<div/>",
@@ -316,6 +452,9 @@ mod tests {
         }
         let long = format!("<chart a=\"{}\"/>", "x".repeat(WIDGET_MAX));
         assert_eq!(parse(long.as_bytes(), &set(), false), Parse::No);
+        let fits = format!("<chart a=\"{}\"/>", "x".repeat(WIDGET_MAX - 13));
+        assert_eq!(fits.len(), WIDGET_MAX);
+        assert_eq!(yes(&fits).len, WIDGET_MAX);
     }
 
     #[test]
@@ -328,6 +467,11 @@ mod tests {
             "<map>",
             "<map></ma",
             "<chart /",
+            "<w",
+            "<widget:",
+            "<widget:weath",
+            "<widget:weather-forecast location=\"Seattle",
+            "<widget:map data='{\"type\":\"FeatureColl",
         ] {
             assert_eq!(
                 parse(s.as_bytes(), &set(), false),
@@ -336,14 +480,70 @@ mod tests {
             );
             assert_eq!(parse(s.as_bytes(), &set(), true), Parse::No, "{s:?}");
         }
-        assert_eq!(parse(b"<cx", &set(), false), Parse::No);
+        for s in ["<cx", "<div", "< ", "<widget:x", "<widget;"] {
+            assert_eq!(parse(s.as_bytes(), &set(), false), Parse::No, "{s:?}");
+        }
+    }
+
+    #[test]
+    fn a_tag_is_announced_once_its_name_is_complete() {
+        let set = set();
+        let announced = |s: &str| announced(s.as_bytes(), &set);
+        assert_eq!(announced("<widget:map "), Some("widget:map"));
+        assert_eq!(announced("<widget:map\tdata"), Some("widget:map"));
+        assert_eq!(announced("<widget:map/"), Some("widget:map"));
+        assert_eq!(announced("<map data='x"), Some("map"));
+        // The name is still growing, ends the line, opens an empty pair, or is not declared.
+        for s in [
+            "<widget:map",
+            "<widget:ma ",
+            "<widget:map\n",
+            "<widget:map>",
+            "<widget:chart ",
+            "<div ",
+            "< map",
+            "<",
+        ] {
+            assert_eq!(announced(s), None, "{s:?}");
+        }
+        let long = format!("<{} ", "a".repeat(200));
+        assert_eq!(announced(&long), None);
     }
 
     #[test]
     fn names_are_checked() {
-        assert!(WidgetSet::new(["ok-name_2"]).is_ok());
-        for bad in ["", "2x", "a b", "x<", &"x".repeat(65)] {
-            assert!(WidgetSet::new([bad]).is_err(), "{bad:?}");
+        let ok = [
+            "ok-name_2",
+            "widget:weather-forecast",
+            "w:m",
+            "x",
+            &"x".repeat(64),
+            &format!("{}:{}", "a".repeat(31), "b".repeat(32)),
+        ];
+        for name in ok {
+            assert!(WidgetSet::new([name]).is_ok(), "{name:?}");
+        }
+        let bad = [
+            "",
+            "2x",
+            "a b",
+            "x<",
+            &"x".repeat(65),
+            &format!("{}:{}", "a".repeat(32), "b".repeat(32)),
+            ":map",
+            "widget:",
+            "widget::map",
+            "a:b:c",
+            "widget:2d",
+            "widget：map",
+            "wіdget:map",
+            "widget:map ",
+            "widget.map",
+            "widget/map",
+        ];
+        for name in bad {
+            let error = WidgetSet::new([name]).unwrap_err().to_string();
+            assert!(error.contains("namespace"), "{name:?}: {error}");
         }
     }
 }
