@@ -673,10 +673,24 @@ impl CiteStream {
         Ok(Value::Array(runs))
     }
 
-    /// The widget tags removed from the text since the last call.
+    /// The widget tags removed from the text since the last call (it empties the queue
+    /// `take_widget_events` reads too).
     #[napi(catch_unwind)]
     pub fn take_widgets(&mut self) -> Result<Value> {
         to_value(&self.processor.take_widgets())
+    }
+
+    /// The widget events decided since the last call, as `promptstack cite --json` prints them:
+    /// `widget_start`, `widget` and `widget_cancel`.
+    #[napi(catch_unwind)]
+    pub fn take_widget_events(&mut self) -> Result<Value> {
+        to_value(&self.processor.take_widget_events())
+    }
+
+    /// The widget whose tag is streaming now (`{ name, offset }`), or null.
+    #[napi(getter)]
+    pub fn loading(&self) -> Result<Value> {
+        to_value(&self.processor.loading_widget())
     }
 
     /// Counts of resolved and unresolved citations so far.
