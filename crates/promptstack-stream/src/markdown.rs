@@ -148,13 +148,14 @@ static SPECIAL: [bool; 256] = {
     table
 };
 
-/// The position of the first byte that [`SPECIAL`] marks, or the length.
+/// The position of the first byte that [`SPECIAL`] marks or of the first `<` (with `LT`), or the
+/// length.
 ///
 /// Eight bytes at a time: for each special value `v`, a byte of `w ^ v` is zero exactly where
 /// `w` holds `v`, and the classic zero-byte test finds the first such byte. The test can flag a
 /// byte *after* a real match (a borrow), never before one, so the lowest flag is exact.
 #[inline]
-pub(crate) fn find_special(bytes: &[u8]) -> usize {
+fn find_stop_byte<const LT: bool>(bytes: &[u8]) -> usize {
     const ONES: u64 = 0x0101_0101_0101_0101;
     const HIGHS: u64 = 0x8080_8080_8080_8080;
     #[inline(always)]
@@ -171,7 +172,12 @@ pub(crate) fn find_special(bytes: &[u8]) -> usize {
             | zero_bytes(w ^ (ONES * u64::from(b']')))
             | zero_bytes(w ^ (ONES * u64::from(b'\\')))
             | zero_bytes(w ^ (ONES * u64::from(b'$')))
-            | zero_bytes(w ^ (ONES * 0xE3));
+            | zero_bytes(w ^ (ONES * 0xE3))
+            | if LT {
+                zero_bytes(w ^ (ONES * u64::from(b'<')))
+            } else {
+                0
+            };
         if hits != 0 {
             return at + (hits.trailing_zeros() / 8) as usize;
         }
@@ -180,7 +186,7 @@ pub(crate) fn find_special(bytes: &[u8]) -> usize {
     let tail = words.remainder();
     at + tail
         .iter()
-        .position(|&b| SPECIAL[b as usize])
+        .position(|&b| SPECIAL[b as usize] || (LT && b == b'<'))
         .unwrap_or(tail.len())
 }
 
@@ -660,11 +666,11 @@ impl Processor {
     /// The first byte of prose that needs a decision: a [`SPECIAL`] byte, or `<` when widgets
     /// are declared.
     fn find_stop(&self, bytes: &[u8]) -> usize {
-        let special = find_special(bytes);
         if self.widgets.is_empty() {
-            return special;
+            find_stop_byte::<false>(bytes)
+        } else {
+            find_stop_byte::<true>(bytes)
         }
-        memchr::memchr(b'<', &bytes[..special]).unwrap_or(special)
     }
 
     fn text_step(&mut self, c: &mut Cursor<'_>, out: &mut String) -> Step {

@@ -12,6 +12,7 @@
 //! finished [`Widget`] or a [`WidgetEvent::Cancel`] follows.
 
 use std::fmt;
+use std::ops::Range;
 
 use serde::Serialize;
 use serde::ser::SerializeMap as _;
@@ -283,7 +284,9 @@ pub(crate) fn parse(s: &[u8], set: &WidgetSet, eof: bool) -> Parse<Tag> {
     let Some(name) = set.get(name) else {
         return Parse::No;
     };
-    let mut attributes: Vec<(String, String)> = Vec::new();
+    // Where each attribute's name and value are: strings are made only for a tag that is whole,
+    // not on each of the many scans of a tag that is still streaming in.
+    let mut attributes: Vec<(Range<usize>, Range<usize>)> = Vec::new();
     loop {
         if i >= WIDGET_MAX {
             return Parse::No;
@@ -297,7 +300,7 @@ pub(crate) fn parse(s: &[u8], set: &WidgetSet, eof: bool) -> Parse<Tag> {
             b'/' => {
                 return match s.get(i + 1) {
                     None => need(),
-                    Some(b'>') => Parse::Yes(tag(i + 2, name, attributes)),
+                    Some(b'>') => Parse::Yes(tag(s, i + 2, name, &attributes)),
                     Some(_) => Parse::No,
                 };
             }
@@ -316,7 +319,7 @@ pub(crate) fn parse(s: &[u8], set: &WidgetSet, eof: bool) -> Parse<Tag> {
                 if end > WIDGET_MAX {
                     return Parse::No;
                 }
-                return Parse::Yes(tag(end, name, attributes));
+                return Parse::Yes(tag(s, end, name, &attributes));
             }
             b if is_attribute_byte(b) && b != b'-' && b != b'.' && i > spaced => {
                 let start = i;
@@ -326,12 +329,15 @@ pub(crate) fn parse(s: &[u8], set: &WidgetSet, eof: bool) -> Parse<Tag> {
                 let Some(&after) = s.get(i) else {
                     return need();
                 };
-                let key = String::from_utf8_lossy(&s[start..i]).into_owned();
-                if attributes.iter().any(|(k, _)| *k == key) {
+                let key = start..i;
+                if attributes
+                    .iter()
+                    .any(|(k, _)| s[k.clone()] == s[key.clone()])
+                {
                     return Parse::No;
                 }
                 if after != b'=' {
-                    attributes.push((key, String::new()));
+                    attributes.push((key, i..i));
                     continue;
                 }
                 i += 1;
@@ -355,8 +361,7 @@ pub(crate) fn parse(s: &[u8], set: &WidgetSet, eof: bool) -> Parse<Tag> {
                 if s[value_end] == b'\n' {
                     return Parse::No;
                 }
-                let value = String::from_utf8_lossy(&s[value_start..value_end]).into_owned();
-                attributes.push((key, value));
+                attributes.push((key, value_start..value_end));
                 i = value_end + 1;
             }
             _ => return Parse::No,
@@ -364,11 +369,12 @@ pub(crate) fn parse(s: &[u8], set: &WidgetSet, eof: bool) -> Parse<Tag> {
     }
 }
 
-fn tag(len: usize, name: &str, attributes: Vec<(String, String)>) -> Tag {
+fn tag(s: &[u8], len: usize, name: &str, attributes: &[(Range<usize>, Range<usize>)]) -> Tag {
+    let text = |range: &Range<usize>| String::from_utf8_lossy(&s[range.clone()]).into_owned();
     Tag {
         len,
         name: name.to_owned(),
-        attributes,
+        attributes: attributes.iter().map(|(k, v)| (text(k), text(v))).collect(),
     }
 }
 
