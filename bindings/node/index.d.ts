@@ -270,9 +270,10 @@ export declare class NotFoundError extends PromptstackError {
 }
 /** Content or provenance the fence refuses. */
 export declare class FenceError extends PromptstackError {}
-/** A citation stream whose output would pass its bound. */
+/** A citation stream whose output would pass its bound, or that holds more widget events untaken than it keeps. */
 export declare class CiteError extends PromptstackError {
-  at: number;
+  /** The input byte where the output stopped (absent for widget events). */
+  at?: number;
   limit: number;
 }
 /** An option the package does not accept. */

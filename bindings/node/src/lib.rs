@@ -23,7 +23,9 @@ use napi_derive::napi;
 use promptstack::fence::{ContentKind, Fence, MaxBytes, Provenance};
 use promptstack::limits::{InputKind, Limit, Limits};
 use promptstack::provider::{Conversation, ConversationLimits, Format, RequestOptions, Rules};
-use promptstack::stream::{OutputMode, Processor, SourceSnapshot, StreamConfig, WidgetSet};
+use promptstack::stream::{
+    OutputMode, Processor, SourceSnapshot, StreamConfig, Widget, WidgetEvent, WidgetSet,
+};
 use promptstack::{ErrorKind, SendContext, SpecFormat};
 use serde_json::{Value, json};
 
@@ -600,11 +602,17 @@ pub fn check_fence(text: String) -> Value {
     json!({ "valid": report.is_valid(), "fence": fence, "problems": problems })
 }
 
+/// The most widget events a stream holds until they are taken (10 000 widgets with their start
+/// events); past it `feed` throws `CiteError`.
+const MAX_WIDGET_EVENTS: usize = 20_000;
+
 /// The model's streamed text through the citation and math processor.
 #[napi]
 pub struct CiteStream {
     processor: Processor,
     out: String,
+    /// Widget events decided and not yet taken, at most [`MAX_WIDGET_EVENTS`].
+    events: Vec<WidgetEvent>,
 }
 
 #[napi]
@@ -640,6 +648,7 @@ impl CiteStream {
         Ok(CiteStream {
             processor: Processor::new(&sources, config),
             out: String::new(),
+            events: Vec::new(),
         })
     }
 
@@ -648,6 +657,7 @@ impl CiteStream {
     pub fn feed(&mut self, delta: String) -> Result<String> {
         self.out.clear();
         self.processor.push_into(&delta, &mut self.out);
+        self.keep_events()?;
         self.check_overflow()?;
         Ok(std::mem::take(&mut self.out))
     }
@@ -657,6 +667,7 @@ impl CiteStream {
     pub fn finish(&mut self) -> Result<String> {
         self.out.clear();
         self.processor.finish_into(&mut self.out);
+        self.keep_events()?;
         self.check_overflow()?;
         Ok(std::mem::take(&mut self.out))
     }
@@ -677,14 +688,22 @@ impl CiteStream {
     /// `take_widget_events` reads too).
     #[napi(catch_unwind)]
     pub fn take_widgets(&mut self) -> Result<Value> {
-        to_value(&self.processor.take_widgets())
+        let widgets: Vec<Widget> = self
+            .events
+            .drain(..)
+            .filter_map(|event| match event {
+                WidgetEvent::Widget(widget) => Some(widget),
+                _ => None,
+            })
+            .collect();
+        to_value(&widgets)
     }
 
     /// The widget events decided since the last call, as `promptstack cite --json` prints them:
     /// `widget_start`, `widget` and `widget_cancel`.
     #[napi(catch_unwind)]
     pub fn take_widget_events(&mut self) -> Result<Value> {
-        to_value(&self.processor.take_widget_events())
+        to_value(&std::mem::take(&mut self.events))
     }
 
     /// The widget whose tag is streaming now (`{ name, offset }`), or null.
@@ -701,6 +720,23 @@ impl CiteStream {
 }
 
 impl CiteStream {
+    /// Keeps the widget events the processor decided, at most [`MAX_WIDGET_EVENTS`] not taken.
+    fn keep_events(&mut self) -> Result<()> {
+        let found = self.processor.take_widget_events();
+        if self.events.len() + found.len() > MAX_WIDGET_EVENTS {
+            return Err(failure(
+                "CiteError",
+                format!(
+                    "the stream holds more than {MAX_WIDGET_EVENTS} widget events not taken; \
+                     take them with takeWidgetEvents() or takeWidgets() as it goes"
+                ),
+                json!({ "limit": MAX_WIDGET_EVENTS }),
+            ));
+        }
+        self.events.extend(found);
+        Ok(())
+    }
+
     fn check_overflow(&self) -> Result<()> {
         match self.processor.overflow() {
             Some(overflow) => Err(failure(

@@ -270,6 +270,11 @@ test("CiteStream holds back a half-written widget tag and reports the one loadin
     }
   }
   assert.throws(() => new CiteStream([], { widgets: ["widget:"] }), ps.UsageError);
+  // Events not taken are bounded: 11 000 widgets and their starts are more than a stream holds.
+  const untaken = new CiteStream([], { mode: "links", widgets: ["chart"] });
+  untaken.feed('<chart a="1"/>');
+  assert.equal(untaken.takeWidgets().length, 1);
+  assert.throws(() => untaken.feed('<chart a="1"/>'.repeat(11_000)), ps.CiteError);
   assert.throws(() => new CiteStream([], { widgets: ["widget\uff1amap"] }), /namespace/);
 });
 

@@ -381,7 +381,8 @@ impl Processor {
 
     /// Takes the widget events decided so far and not yet taken, in order: starts, widgets and
     /// cancels (see [`WidgetEvent`]). [`push`](Self::push) and [`finish`](Self::finish) return
-    /// them in their [`Segment`]; callers of the `_into` methods take them here.
+    /// them in their [`Segment`]; callers of the `_into` methods take them here, as they go:
+    /// events not taken accumulate.
     pub fn take_widget_events(&mut self) -> Vec<WidgetEvent> {
         std::mem::take(&mut self.events)
     }
