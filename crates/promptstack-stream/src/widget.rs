@@ -11,6 +11,7 @@
 //! by a space, a tab or `/` ([`WidgetEvent::Start`]), so a UI can draw a placeholder; the
 //! finished [`Widget`] or a [`WidgetEvent::Cancel`] follows.
 
+use std::collections::HashSet;
 use std::fmt;
 use std::ops::Range;
 
@@ -265,7 +266,15 @@ fn is_attribute_byte(b: u8) -> bool {
 /// more input may come; [`Parse::No`] as soon as it cannot.
 pub(crate) fn parse(s: &[u8], set: &WidgetSet, eof: bool) -> Parse<Tag> {
     debug_assert_eq!(s.first(), Some(&b'<'));
-    let need = || if eof { Parse::No } else { Parse::Incomplete };
+    // A tag that needs more than the [`WIDGET_MAX`] bytes already here is too long, so a tag
+    // is never held back for more than that.
+    let need = || {
+        if eof || s.len() >= WIDGET_MAX {
+            Parse::No
+        } else {
+            Parse::Incomplete
+        }
+    };
     // The name: it must stay a prefix of a declared name while it is read.
     let mut i = 1;
     while let Some(&b) = s.get(i) {
@@ -287,6 +296,9 @@ pub(crate) fn parse(s: &[u8], set: &WidgetSet, eof: bool) -> Parse<Tag> {
     // Where each attribute's name and value are: strings are made only for a tag that is whole,
     // not on each of the many scans of a tag that is still streaming in.
     let mut attributes: Vec<(Range<usize>, Range<usize>)> = Vec::new();
+    // The attribute names seen, for the duplicate check: a set, since a tag streaming in is
+    // parsed again on every delta and may hold hundreds of attributes.
+    let mut keys: HashSet<&[u8]> = HashSet::new();
     loop {
         if i >= WIDGET_MAX {
             return Parse::No;
@@ -299,6 +311,7 @@ pub(crate) fn parse(s: &[u8], set: &WidgetSet, eof: bool) -> Parse<Tag> {
         match b {
             b'/' => {
                 return match s.get(i + 1) {
+                    _ if i + 2 > WIDGET_MAX => Parse::No,
                     None => need(),
                     Some(b'>') => Parse::Yes(tag(s, i + 2, name, &attributes)),
                     Some(_) => Parse::No,
@@ -308,16 +321,16 @@ pub(crate) fn parse(s: &[u8], set: &WidgetSet, eof: bool) -> Parse<Tag> {
                 // Only an empty pair: `</name>` right after.
                 let close = i + 1;
                 let expected = [b"</".as_slice(), name.as_bytes(), b">"].concat();
-                let got = &s[close..s.len().min(close + expected.len())];
+                let end = close + expected.len();
+                if end > WIDGET_MAX {
+                    return Parse::No;
+                }
+                let got = &s[close..s.len().min(end)];
                 if !expected.starts_with(got) {
                     return Parse::No;
                 }
                 if got.len() < expected.len() {
                     return need();
-                }
-                let end = close + expected.len();
-                if end > WIDGET_MAX {
-                    return Parse::No;
                 }
                 return Parse::Yes(tag(s, end, name, &attributes));
             }
@@ -330,10 +343,7 @@ pub(crate) fn parse(s: &[u8], set: &WidgetSet, eof: bool) -> Parse<Tag> {
                     return need();
                 };
                 let key = start..i;
-                if attributes
-                    .iter()
-                    .any(|(k, _)| s[k.clone()] == s[key.clone()])
-                {
+                if !keys.insert(&s[key.clone()]) {
                     return Parse::No;
                 }
                 if after != b'=' {
@@ -370,6 +380,7 @@ pub(crate) fn parse(s: &[u8], set: &WidgetSet, eof: bool) -> Parse<Tag> {
 }
 
 fn tag(s: &[u8], len: usize, name: &str, attributes: &[(Range<usize>, Range<usize>)]) -> Tag {
+    debug_assert!(len <= WIDGET_MAX, "a tag of {len} bytes");
     let text = |range: &Range<usize>| String::from_utf8_lossy(&s[range.clone()]).into_owned();
     Tag {
         len,
@@ -461,6 +472,51 @@ mod tests {
         let fits = format!("<chart a=\"{}\"/>", "x".repeat(WIDGET_MAX - 13));
         assert_eq!(fits.len(), WIDGET_MAX);
         assert_eq!(yes(&fits).len, WIDGET_MAX);
+    }
+
+    /// Every shape of tag is text from one byte past [`WIDGET_MAX`] on, however its last bytes
+    /// are spent (a longer value, spaces before `/>`, the closing tag of a pair), and a tag that
+    /// cannot fit is decided without waiting for more.
+    #[test]
+    fn the_bound_holds_for_every_shape() {
+        let shapes = |value: usize| {
+            let x = "x".repeat(value);
+            [
+                format!("<chart a=\"{x}\"/>"),
+                format!("<chart a=\"{x}\" />"),
+                format!("<chart a=\"{x}\"   />"),
+                format!("<map a=\"{x}\"></map>"),
+                format!("<map a=\"{x}\" ></map>"),
+                format!("<widget:map a=\"{x}\"></widget:map>"),
+            ]
+        };
+        for value in WIDGET_MAX - 40..WIDGET_MAX {
+            for tag in shapes(value) {
+                let parsed = parse(tag.as_bytes(), &set(), true);
+                if tag.len() <= WIDGET_MAX {
+                    assert!(
+                        matches!(parsed, Parse::Yes(ref t) if t.len == tag.len()),
+                        "{}",
+                        tag.len()
+                    );
+                } else {
+                    assert_eq!(parsed, Parse::No, "{} bytes", tag.len());
+                    // Not even its first WIDGET_MAX bytes make it wait.
+                    let head = &tag.as_bytes()[..WIDGET_MAX];
+                    assert_eq!(parse(head, &set(), false), Parse::No, "{} bytes", tag.len());
+                }
+            }
+        }
+    }
+
+    /// The duplicate check stays exact with many attributes.
+    #[test]
+    fn many_attributes() {
+        let names: Vec<String> = (0..500).map(|i| format!("a{i}")).collect();
+        let tag = format!("<chart {}/>", names.join(" "));
+        assert_eq!(yes(&tag).attributes.len(), 500);
+        let twice = format!("<chart {} a250/>", names.join(" "));
+        assert_eq!(parse(twice.as_bytes(), &set(), true), Parse::No);
     }
 
     #[test]
