@@ -11,7 +11,8 @@
 //! break is a space, so the formula means the same; on one line it also renders the same in
 //! every renderer, where a `$` formula across lines is read as text by some, and its second
 //! line can start a list item or a heading in others. A formula holding a TeX comment (`%`) keeps
-//! its line breaks, since there a line break ends the comment.
+//! its line breaks, since there a line break ends the comment; so does one holding a backtick,
+//! which may open a code span (or a fence line) that must come out byte for byte.
 
 use crate::Parse;
 
@@ -190,9 +191,9 @@ pub(crate) fn dollar(s: &[u8], eof: bool) -> Parse<Dollar> {
 
 /// Writes an inline formula's body on one line: each line break, with the spaces around it and
 /// the continuation line's quote markers (as many as the container `prefix` holds), becomes one
-/// space. A body with a TeX comment is written as it is (see the module docs).
+/// space. A body with a TeX comment or a backtick is written as it is (see the module docs).
 fn write_inline(body: &str, prefix: &str, out: &mut String) {
-    if !body.contains('\n') || has_comment(body) {
+    if !body.contains('\n') || body.contains('`') || has_comment(body) {
         out.push_str(body);
         return;
     }
@@ -423,6 +424,9 @@ mod tests {
         assert_eq!(inline("\\(a % note\nb\\)", ""), "$a % note\nb$");
         assert_eq!(inline("\\(50\\% +\nb\\)", ""), "$50\\% + b$");
         assert_eq!(inline("\\(a \\\\% c\nb\\)", ""), "$a \\\\% c\nb$");
+        // A backtick may open a code span or a fence line: the text stays as written.
+        assert_eq!(inline("\\(a `x\ny` b\\)", ""), "$a `x\ny` b$");
+        assert_eq!(inline("\\(a\n```\nb\\)", ""), "$a\n```\nb$");
     }
 
     #[test]
