@@ -931,6 +931,31 @@ proptest! {
         prop_assert!(out.starts_with("Sum $") && out.ends_with("$ done."), "{:?}", out);
     }
 
+    /// The text so far depends on the text alone: a processor fed it in any deltas (cut even
+    /// inside characters) has released exactly what `process_partial` shows, with the same
+    /// widget loading.
+    #[test]
+    fn the_text_so_far_does_not_depend_on_the_deltas(
+        text in prop_oneof![text_from(WIDGET_FRAGMENTS, 30), text_from(FRAGMENTS, 30)],
+        cuts in proptest::collection::vec(any::<proptest::sample::Index>(), 0..12),
+    ) {
+        let sources = sources_1_2_3_10();
+        let config = config(OutputMode::Placeholders).with_widgets(widget_set());
+        let partial = stream::process_partial(&text, &sources, config.clone());
+        let mut cuts: Vec<usize> = cuts.iter().map(|c| c.index(text.len() + 1)).collect();
+        cuts.sort_unstable();
+        let mut processor = Processor::new(&sources, config);
+        let mut out = String::new();
+        let mut from = 0;
+        for cut in cuts.into_iter().chain([text.len()]) {
+            processor.push_bytes_into(&text.as_bytes()[from..cut], &mut out);
+            from = cut;
+        }
+        prop_assert_eq!(&out, &partial.text, "{:?}", text);
+        prop_assert_eq!(processor.loading_widget(), partial.loading.as_ref(), "{:?}", text);
+        prop_assert_eq!(processor.take_widgets(), partial.widgets, "{:?}", text);
+    }
+
     /// The text so far is a prefix of the final output at every point of the stream, and a
     /// widget loading at a point stands at the end of the text so far, its name as declared.
     #[test]
