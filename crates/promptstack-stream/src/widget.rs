@@ -29,6 +29,10 @@ pub const WIDGET_MAX: usize = 4000;
 /// The longest widget name, namespace included.
 const NAME_MAX: usize = 64;
 
+/// Up to this many attributes, a new one is checked against the others one by one; past it, in
+/// a set.
+const FEW_ATTRIBUTES: usize = 8;
+
 /// The widget names a processor recognises; empty (the default) turns widget parsing off.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct WidgetSet {
@@ -296,8 +300,9 @@ pub(crate) fn parse(s: &[u8], set: &WidgetSet, eof: bool) -> Parse<Tag> {
     // Where each attribute's name and value are: strings are made only for a tag that is whole,
     // not on each of the many scans of a tag that is still streaming in.
     let mut attributes: Vec<(Range<usize>, Range<usize>)> = Vec::new();
-    // The attribute names seen, for the duplicate check: a set, since a tag streaming in is
-    // parsed again on every delta and may hold hundreds of attributes.
+    // The attribute names seen, for the duplicate check once a tag has more than a few: a tag
+    // streaming in is parsed again on every delta and may hold hundreds of attributes, so
+    // comparing each with all before it would cost a quadratic scan per delta.
     let mut keys: HashSet<&[u8]> = HashSet::new();
     loop {
         if i >= WIDGET_MAX {
@@ -343,7 +348,17 @@ pub(crate) fn parse(s: &[u8], set: &WidgetSet, eof: bool) -> Parse<Tag> {
                     return need();
                 };
                 let key = start..i;
-                if !keys.insert(&s[key.clone()]) {
+                let duplicate = if attributes.len() < FEW_ATTRIBUTES {
+                    attributes
+                        .iter()
+                        .any(|(k, _)| s[k.clone()] == s[key.clone()])
+                } else {
+                    if keys.is_empty() {
+                        keys.extend(attributes.iter().map(|(k, _)| &s[k.clone()]));
+                    }
+                    !keys.insert(&s[key.clone()])
+                };
+                if duplicate {
                     return Parse::No;
                 }
                 if after != b'=' {
@@ -515,8 +530,17 @@ mod tests {
         let names: Vec<String> = (0..500).map(|i| format!("a{i}")).collect();
         let tag = format!("<chart {}/>", names.join(" "));
         assert_eq!(yes(&tag).attributes.len(), 500);
-        let twice = format!("<chart {} a250/>", names.join(" "));
-        assert_eq!(parse(twice.as_bytes(), &set(), true), Parse::No);
+        for again in [0, 3, 7, 8, 9, 250, 499] {
+            let twice = format!("<chart {} a{again}/>", names.join(" "));
+            assert_eq!(parse(twice.as_bytes(), &set(), true), Parse::No, "a{again}");
+        }
+        for count in 1..=10 {
+            let first = names[..count].join(" ");
+            let once = format!("<chart {first} b/>");
+            assert_eq!(yes(&once).attributes.len(), count + 1);
+            let twice = format!("<chart {first} a{}/>", count - 1);
+            assert_eq!(parse(twice.as_bytes(), &set(), true), Parse::No, "{count}");
+        }
     }
 
     #[test]
