@@ -117,7 +117,9 @@ fn stream(processor: &mut Processor, json: bool) -> anyhow::Result<()> {
         if json && !events.is_empty() {
             for event in events {
                 // An event serialises as its own line: `widget_start`, `widget`, `widget_cancel`.
-                serde_json::to_writer(&mut stdout, &event).map_err(io::Error::from)?;
+                serde_json::to_writer(&mut stdout, &event)
+                    .map_err(io::Error::from)
+                    .context("cannot write to stdout")?;
                 writeln!(stdout).context("cannot write to stdout")?;
             }
             // A start is news while its tag streams: it goes out now, not with the next text.
@@ -139,7 +141,9 @@ fn stream(processor: &mut Processor, json: bool) -> anyhow::Result<()> {
             citations: Runs(processor.citations()),
             score: processor.score(),
         };
-        serde_json::to_writer(&mut stdout, &map).map_err(io::Error::from)?;
+        serde_json::to_writer(&mut stdout, &map)
+            .map_err(io::Error::from)
+            .context("cannot write to stdout")?;
         writeln!(stdout).context("cannot write to stdout")?;
     }
     stdout.flush().context("cannot write to stdout")
