@@ -270,7 +270,7 @@ export declare class NotFoundError extends PromptstackError {
 }
 /** Content or provenance the fence refuses. */
 export declare class FenceError extends PromptstackError {}
-/** A citation stream whose output would pass its bound, or that holds more widget events untaken than it keeps. */
+/** A citation stream whose output would pass its bound, or that holds as many widget events untaken as it keeps (the delta was not read: take them and feed it again). */
 export declare class CiteError extends PromptstackError {
   /** The input byte where the output stopped (absent for widget events). */
   at?: number;

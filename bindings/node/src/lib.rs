@@ -602,8 +602,9 @@ pub fn check_fence(text: String) -> Value {
     json!({ "valid": report.is_valid(), "fence": fence, "problems": problems })
 }
 
-/// The most widget events a stream holds until they are taken (10 000 widgets with their start
-/// events); past it `feed` throws `CiteError`.
+/// The most widget events a stream holds untaken before it refuses more input (10 000 widgets
+/// with their start events): once it holds that many, `feed` throws `CiteError` without taking
+/// the delta.
 const MAX_WIDGET_EVENTS: usize = 20_000;
 
 /// The model's streamed text through the citation and math processor.
@@ -611,7 +612,8 @@ const MAX_WIDGET_EVENTS: usize = 20_000;
 pub struct CiteStream {
     processor: Processor,
     out: String,
-    /// Widget events decided and not yet taken, at most [`MAX_WIDGET_EVENTS`].
+    /// Widget events decided and not yet taken: fewer than [`MAX_WIDGET_EVENTS`] before a
+    /// delta, and that delta's own events after it.
     events: Vec<WidgetEvent>,
 }
 
@@ -653,21 +655,26 @@ impl CiteStream {
     }
 
     /// Feeds a delta of the model's text; returns the display-ready text decided so far.
+    ///
+    /// A stream holding [`MAX_WIDGET_EVENTS`] widget events untaken refuses the delta (before
+    /// reading any of it) until they are taken, so neither text nor events are ever lost.
     #[napi(catch_unwind)]
     pub fn feed(&mut self, delta: String) -> Result<String> {
+        self.check_room()?;
         self.out.clear();
         self.processor.push_into(&delta, &mut self.out);
-        self.keep_events()?;
+        self.events.extend(self.processor.take_widget_events());
         self.check_overflow()?;
         Ok(std::mem::take(&mut self.out))
     }
 
-    /// Ends the stream; returns the rest of the text.
+    /// Ends the stream; returns the rest of the text. It never refuses for untaken widget
+    /// events: the rest is at most the processor's lookahead.
     #[napi(catch_unwind)]
     pub fn finish(&mut self) -> Result<String> {
         self.out.clear();
         self.processor.finish_into(&mut self.out);
-        self.keep_events()?;
+        self.events.extend(self.processor.take_widget_events());
         self.check_overflow()?;
         Ok(std::mem::take(&mut self.out))
     }
@@ -720,21 +727,21 @@ impl CiteStream {
 }
 
 impl CiteStream {
-    /// Keeps the widget events the processor decided, at most [`MAX_WIDGET_EVENTS`] not taken.
-    fn keep_events(&mut self) -> Result<()> {
-        let found = self.processor.take_widget_events();
-        if self.events.len() + found.len() > MAX_WIDGET_EVENTS {
-            return Err(failure(
-                "CiteError",
-                format!(
-                    "the stream holds more than {MAX_WIDGET_EVENTS} widget events not taken; \
-                     take them with takeWidgetEvents() or takeWidgets() as it goes"
-                ),
-                json!({ "limit": MAX_WIDGET_EVENTS }),
-            ));
+    /// Refuses a delta while [`MAX_WIDGET_EVENTS`] or more widget events wait to be taken.
+    fn check_room(&self) -> Result<()> {
+        if self.events.len() < MAX_WIDGET_EVENTS {
+            return Ok(());
         }
-        self.events.extend(found);
-        Ok(())
+        Err(failure(
+            "CiteError",
+            format!(
+                "the stream holds {} widget events not taken (it takes no more input past \
+                 {MAX_WIDGET_EVENTS}); take them with takeWidgetEvents() or takeWidgets(), then \
+                 feed this delta again",
+                self.events.len()
+            ),
+            json!({ "limit": MAX_WIDGET_EVENTS }),
+        ))
     }
 
     fn check_overflow(&self) -> Result<()> {

@@ -270,11 +270,20 @@ test("CiteStream holds back a half-written widget tag and reports the one loadin
     }
   }
   assert.throws(() => new CiteStream([], { widgets: ["widget:"] }), ps.UsageError);
-  // Events not taken are bounded: 11 000 widgets and their starts are more than a stream holds.
+  // Events not taken are bounded: once a stream holds 20 000 (11 000 widgets and their starts
+  // here), it refuses the next delta without reading it, and takes it once they are taken, so
+  // neither text nor events are lost.
   const untaken = new CiteStream([], { mode: "links", widgets: ["chart"] });
   untaken.feed('<chart a="1"/>');
   assert.equal(untaken.takeWidgets().length, 1);
-  assert.throws(() => untaken.feed('<chart a="1"/>'.repeat(11_000)), ps.CiteError);
+  assert.equal(untaken.feed('<chart a="1"/>'.repeat(11_000) + "a <chart b"), "a ");
+  assert.throws(() => untaken.feed('="2"/> b'), (e) => e instanceof ps.CiteError && e.limit === 20_000 && /not taken/.test(e.message));
+  assert.equal(untaken.loading.name, "chart");
+  const held = untaken.takeWidgetEvents();
+  assert.equal(held.length, 22_001);
+  assert.deepEqual(held.at(-1), { type: "widget_start", name: "chart", offset: 2 });
+  assert.equal(untaken.feed('="2"/> b') + untaken.finish(), " b");
+  assert.deepEqual(untaken.takeWidgetEvents(), [{ type: "widget", name: "chart", attributes: { b: "2" }, offset: 2 }]);
   assert.throws(() => new CiteStream([], { widgets: ["widget\uff1amap"] }), /namespace/);
 });
 
