@@ -29,7 +29,8 @@ impl serde::Serialize for Runs<'_> {
 #[pyclass(module = "promptstack")]
 pub struct CiteStream {
     processor: Processor,
-    /// Every widget event so far, at most [`MAX_WIDGET_EVENTS`].
+    /// Every widget event so far: fewer than [`MAX_WIDGET_EVENTS`] before a delta, and that
+    /// delta's own events after it.
     events: Vec<WidgetEvent>,
     finished: bool,
 }
@@ -72,8 +73,9 @@ fn overflow_error(py: Python<'_>, overflow: Overflow) -> PyErr {
     )
 }
 
-/// The most widget events a stream holds (starts, widgets and cancels: 10 000 widgets with their
-/// starts); past it `feed` raises `StreamError` (code `widgets`).
+/// The most widget events a stream takes in (starts, widgets and cancels: 10 000 widgets with
+/// their starts): once it holds that many, `feed` raises `StreamError` (code `widgets`) without
+/// reading the delta; `finish` still returns the text held.
 const MAX_WIDGET_EVENTS: usize = 20_000;
 
 impl CiteStream {
@@ -84,23 +86,24 @@ impl CiteStream {
         }
     }
 
-    /// Keeps the widget events the processor decided, at most [`MAX_WIDGET_EVENTS`] in all.
-    fn keep_widgets(&mut self, py: Python<'_>) -> PyResult<()> {
-        let found = self.processor.take_widget_events();
-        if self.events.len() + found.len() > MAX_WIDGET_EVENTS {
-            return Err(exception(
-                py,
-                "StreamError",
-                &format!(
-                    "the stream decided more than {MAX_WIDGET_EVENTS} widget events (starts, \
-                     widgets and cancels), the most it holds"
-                ),
-                "widgets",
-                PyList::empty(py),
-            ));
+    /// Refuses a delta once the stream holds [`MAX_WIDGET_EVENTS`] widget events, before any
+    /// of it is read, so no text or event is lost: the text held is still returned by `finish`.
+    fn check_room(&self, py: Python<'_>) -> PyResult<()> {
+        if self.events.len() < MAX_WIDGET_EVENTS {
+            return Ok(());
         }
-        self.events.extend(found);
-        Ok(())
+        Err(exception(
+            py,
+            "StreamError",
+            &format!(
+                "the stream holds {} widget events (starts, widgets and cancels) and takes no \
+                 more input past {MAX_WIDGET_EVENTS}; this delta was not read, and finish() \
+                 returns the text held",
+                self.events.len()
+            ),
+            "widgets",
+            PyList::empty(py),
+        ))
     }
 
     fn finished_error(py: Python<'_>) -> PyErr {
@@ -155,9 +158,10 @@ impl CiteStream {
         if self.finished {
             return Err(Self::finished_error(py));
         }
+        self.check_room(py)?;
         let mut out = String::new();
         self.processor.push_into(delta, &mut out);
-        self.keep_widgets(py)?;
+        self.events.extend(self.processor.take_widget_events());
         self.check(py)?;
         Ok(out)
     }
@@ -170,7 +174,7 @@ impl CiteStream {
         self.finished = true;
         let mut out = String::new();
         self.processor.finish_into(&mut out);
-        self.keep_widgets(py)?;
+        self.events.extend(self.processor.take_widget_events());
         self.check(py)?;
         Ok(out)
     }

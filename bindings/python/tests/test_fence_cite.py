@@ -131,9 +131,17 @@ def test_a_stream_holds_a_bounded_number_of_widgets() -> None:
     stream = promptstack.CiteStream({"sources": []}, mode="links", widgets=["chart"])
     stream.feed('<chart a="1"/>')
     assert len(stream.widgets) == 1
-    with pytest.raises(promptstack.StreamError):
-        for _ in range(11):
-            stream.feed('<chart a="1"/>' * 1000)
+    for _ in range(9):
+        assert stream.feed('<chart a="1"/>' * 1000) == ""
+    # The delta that reaches the bound is read whole; the next one is refused unread, and the
+    # text held so far still comes out at the end.
+    assert stream.feed('<chart a="1"/>' * 1000 + " x <chart b") == " x "
+    assert len(stream.widget_events) == 20_003
+    with pytest.raises(promptstack.StreamError, match="not read"):
+        stream.feed("more")
+    assert stream.finish() == "<chart b"
+    assert len(stream.widgets) == 10_001
+    assert stream.widget_events[-1] == {"type": "widget_cancel", "name": "chart", "offset": 3}
 
 
 CHAT_WIDGETS = ["widget:weather-forecast", "widget:map"]
