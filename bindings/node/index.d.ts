@@ -188,9 +188,33 @@ export declare class CiteStream {
   readonly citations: Citation[];
   /** Resolved and unresolved citation counts so far. */
   readonly score: Record<string, unknown>;
-  /** The widget tags removed from the text since the last call. */
-  takeWidgets(): { name: string; attributes: [string, string][]; offset: number }[];
+  /** The widget tags removed from the text since the last call (empties the queue `takeWidgetEvents` reads). */
+  takeWidgets(): Widget[];
+  /** The widget events decided since the last call, in order: starts, widgets and cancels. */
+  takeWidgetEvents(): WidgetEvent[];
+  /** The widget whose tag is streaming now (its offset is where the text so far ends), or null. */
+  readonly loading: WidgetStart | null;
 }
+
+/** A widget tag removed from the text: its name as declared, attributes, and where it stood. */
+export interface Widget {
+  name: string;
+  attributes: Record<string, string>;
+  /** The byte offset in the whole output where the tag stood. */
+  offset: number;
+}
+
+/** A declared widget whose tag is streaming, and where it stands in the output. */
+export interface WidgetStart {
+  name: string;
+  offset: number;
+}
+
+/** What the stream decided about a widget tag, as `promptstack cite --json` prints it. */
+export type WidgetEvent =
+  | ({ type: "widget_start" } & WidgetStart)
+  | ({ type: "widget" } & Widget)
+  | ({ type: "widget_cancel" } & WidgetStart);
 
 /** The options object of `buildSystemPrompt` in @mariozechner/pi-coding-agent@0.73.1. */
 export interface BuildSystemPromptOptions {
@@ -246,9 +270,10 @@ export declare class NotFoundError extends PromptstackError {
 }
 /** Content or provenance the fence refuses. */
 export declare class FenceError extends PromptstackError {}
-/** A citation stream whose output would pass its bound. */
+/** A citation stream whose output would pass its bound, or that holds as many widget events untaken as it keeps (the delta was not read: take them and feed it again). */
 export declare class CiteError extends PromptstackError {
-  at: number;
+  /** The input byte where the output stopped (absent for widget events). */
+  at?: number;
   limit: number;
 }
 /** An option the package does not accept. */

@@ -331,7 +331,8 @@ function checkFence(text) {
 /**
  * The model's streamed text through the citation and math processor. `sources` is a list of
  * `{ index, url, title }` (or `{ sources: [...] }`, or its JSON); `mode` is `placeholders`
- * (default: `{{cite:K}}` plus the citation map) or `links` (Markdown links).
+ * (default: `{{cite:K}}` plus the citation map) or `links` (Markdown links); `widgets` names the
+ * widget tags to parse out of the text (`chart`, or with a namespace `widget:map`).
  */
 class CiteStream {
   #native;
@@ -366,9 +367,26 @@ class CiteStream {
     return this.#native.score;
   }
 
-  /** The widget tags removed from the text since the last call. */
+  /**
+   * The widget tags removed from the text since the last call. It empties the same queue as
+   * `takeWidgetEvents()`: use one or the other.
+   */
   takeWidgets() {
     return this.#native.takeWidgets();
+  }
+
+  /**
+   * The widget events decided since the last call, in order, as `promptstack cite --json`
+   * prints them: `widget_start` while a declared widget's tag streams, then `widget` when it is
+   * removed or `widget_cancel` when it turns out not to be one.
+   */
+  takeWidgetEvents() {
+    return this.#native.takeWidgetEvents();
+  }
+
+  /** The widget whose tag is streaming now, `{ name, offset }` (where the text so far ends), or null. */
+  get loading() {
+    return this.#native.loading;
   }
 }
 

@@ -23,7 +23,9 @@ use napi_derive::napi;
 use promptstack::fence::{ContentKind, Fence, MaxBytes, Provenance};
 use promptstack::limits::{InputKind, Limit, Limits};
 use promptstack::provider::{Conversation, ConversationLimits, Format, RequestOptions, Rules};
-use promptstack::stream::{OutputMode, Processor, SourceSnapshot, StreamConfig, WidgetSet};
+use promptstack::stream::{
+    OutputMode, Processor, SourceSnapshot, StreamConfig, Widget, WidgetEvent, WidgetSet,
+};
 use promptstack::{ErrorKind, SendContext, SpecFormat};
 use serde_json::{Value, json};
 
@@ -600,11 +602,19 @@ pub fn check_fence(text: String) -> Value {
     json!({ "valid": report.is_valid(), "fence": fence, "problems": problems })
 }
 
+/// The most widget events a stream holds untaken before it refuses more input (10 000 widgets
+/// with their start events): once it holds that many, `feed` throws `CiteError` without taking
+/// the delta.
+const MAX_WIDGET_EVENTS: usize = 20_000;
+
 /// The model's streamed text through the citation and math processor.
 #[napi]
 pub struct CiteStream {
     processor: Processor,
     out: String,
+    /// Widget events decided and not yet taken: fewer than [`MAX_WIDGET_EVENTS`] before a
+    /// delta, and that delta's own events after it.
+    events: Vec<WidgetEvent>,
 }
 
 #[napi]
@@ -640,23 +650,31 @@ impl CiteStream {
         Ok(CiteStream {
             processor: Processor::new(&sources, config),
             out: String::new(),
+            events: Vec::new(),
         })
     }
 
     /// Feeds a delta of the model's text; returns the display-ready text decided so far.
+    ///
+    /// A stream holding [`MAX_WIDGET_EVENTS`] widget events untaken refuses the delta (before
+    /// reading any of it) until they are taken, so neither text nor events are ever lost.
     #[napi(catch_unwind)]
     pub fn feed(&mut self, delta: String) -> Result<String> {
+        self.check_room()?;
         self.out.clear();
         self.processor.push_into(&delta, &mut self.out);
+        self.events.extend(self.processor.take_widget_events());
         self.check_overflow()?;
         Ok(std::mem::take(&mut self.out))
     }
 
-    /// Ends the stream; returns the rest of the text.
+    /// Ends the stream; returns the rest of the text. It never refuses for untaken widget
+    /// events: the rest is at most the processor's lookahead.
     #[napi(catch_unwind)]
     pub fn finish(&mut self) -> Result<String> {
         self.out.clear();
         self.processor.finish_into(&mut self.out);
+        self.events.extend(self.processor.take_widget_events());
         self.check_overflow()?;
         Ok(std::mem::take(&mut self.out))
     }
@@ -673,10 +691,32 @@ impl CiteStream {
         Ok(Value::Array(runs))
     }
 
-    /// The widget tags removed from the text since the last call.
+    /// The widget tags removed from the text since the last call (it empties the queue
+    /// `take_widget_events` reads too).
     #[napi(catch_unwind)]
     pub fn take_widgets(&mut self) -> Result<Value> {
-        to_value(&self.processor.take_widgets())
+        let widgets: Vec<Widget> = self
+            .events
+            .drain(..)
+            .filter_map(|event| match event {
+                WidgetEvent::Widget(widget) => Some(widget),
+                _ => None,
+            })
+            .collect();
+        to_value(&widgets)
+    }
+
+    /// The widget events decided since the last call, as `promptstack cite --json` prints them:
+    /// `widget_start`, `widget` and `widget_cancel`.
+    #[napi(catch_unwind)]
+    pub fn take_widget_events(&mut self) -> Result<Value> {
+        to_value(&std::mem::take(&mut self.events))
+    }
+
+    /// The widget whose tag is streaming now (`{ name, offset }`), or null.
+    #[napi(getter)]
+    pub fn loading(&self) -> Result<Value> {
+        to_value(&self.processor.loading_widget())
     }
 
     /// Counts of resolved and unresolved citations so far.
@@ -687,6 +727,23 @@ impl CiteStream {
 }
 
 impl CiteStream {
+    /// Refuses a delta while [`MAX_WIDGET_EVENTS`] or more widget events wait to be taken.
+    fn check_room(&self) -> Result<()> {
+        if self.events.len() < MAX_WIDGET_EVENTS {
+            return Ok(());
+        }
+        Err(failure(
+            "CiteError",
+            format!(
+                "the stream holds {} widget events not taken (it takes no more input past \
+                 {MAX_WIDGET_EVENTS}); take them with takeWidgetEvents() or takeWidgets(), then \
+                 feed this delta again",
+                self.events.len()
+            ),
+            json!({ "limit": MAX_WIDGET_EVENTS }),
+        ))
+    }
+
     fn check_overflow(&self) -> Result<()> {
         match self.processor.overflow() {
             Some(overflow) => Err(failure(

@@ -242,6 +242,82 @@ test("CiteStream gives the command line's output and citation map, whatever the 
   assert.throws(() => new CiteStream("{"), ps.UsageError);
 });
 
+const CHAT_WIDGETS = ["widget:weather-forecast", "widget:map"];
+
+test("CiteStream holds back a half-written widget tag and reports the one loading", () => {
+  const cases = [
+    ["Some text <widget:weath", "Some text", null],
+    ['Some text <widget:weather-forecast location="Seattle', "Some text ", { name: "widget:weather-forecast", offset: 10 }],
+    [`Here you go! <widget:map data='{"type":"FeatureColl`, "Here you go! ", { name: "widget:map", offset: 13 }],
+    ["Some text <w", "Some text", null],
+    ["Some text <div", "Some text <div", null],
+    ["5 < 10", "5 < 10", null],
+    ["<widget:weath", "", null],
+  ];
+  for (const [soFar, shown, loading] of cases) {
+    for (const chunk of [1, 3, soFar.length]) {
+      const stream = new CiteStream([], { widgets: CHAT_WIDGETS });
+      let text = "";
+      for (let i = 0; i < soFar.length; i += chunk) text += stream.feed(soFar.slice(i, i + chunk));
+      assert.equal(text, shown, `${soFar} in chunks of ${chunk}`);
+      assert.deepEqual(stream.loading, loading, soFar);
+      const started = stream.takeWidgetEvents();
+      assert.deepEqual(started, loading ? [{ type: "widget_start", ...loading }] : [], soFar);
+      // At the end a tag still open is cancelled, and everything is text.
+      assert.equal(text + stream.finish(), soFar);
+      assert.equal(stream.loading, null);
+      assert.deepEqual(stream.takeWidgetEvents(), loading ? [{ type: "widget_cancel", ...loading }] : []);
+    }
+  }
+  assert.throws(() => new CiteStream([], { widgets: ["widget:"] }), ps.UsageError);
+  // Events not taken are bounded: once a stream holds 20 000 (11 000 widgets and their starts
+  // here), it refuses the next delta without reading it, and takes it once they are taken, so
+  // neither text nor events are lost.
+  const untaken = new CiteStream([], { mode: "links", widgets: ["chart"] });
+  untaken.feed('<chart a="1"/>');
+  assert.equal(untaken.takeWidgets().length, 1);
+  assert.equal(untaken.feed('<chart a="1"/>'.repeat(11_000) + "a <chart b"), "a ");
+  assert.throws(() => untaken.feed('="2"/> b'), (e) => e instanceof ps.CiteError && e.limit === 20_000 && /not taken/.test(e.message));
+  assert.equal(untaken.loading.name, "chart");
+  const held = untaken.takeWidgetEvents();
+  assert.equal(held.length, 22_001);
+  assert.deepEqual(held.at(-1), { type: "widget_start", name: "chart", offset: 2 });
+  assert.equal(untaken.feed('="2"/> b') + untaken.finish(), " b");
+  assert.deepEqual(untaken.takeWidgetEvents(), [{ type: "widget", name: "chart", attributes: { b: "2" }, offset: 2 }]);
+  assert.throws(() => new CiteStream([], { widgets: ["widget\uff1amap"] }), /namespace/);
+});
+
+test("CiteStream reports namespaced widgets as cite --json does, whatever the chunking", { skip: !existsSync(BIN) && "the promptstack binary is not built" }, () => {
+  const dir = join(ROOT, "examples", "chat-assistant", "answers");
+  const answer = readFileSync(join(dir, "weather.md"), "utf8");
+  const sources = JSON.parse(readFileSync(join(dir, "weather.sources.json"), "utf8"));
+  const lines = execFileSync(BIN, ["cite", "--sources", join(dir, "weather.sources.json"), "--widgets", CHAT_WIDGETS.join(","), "--json"], { input: answer, encoding: "utf8" })
+    .trim()
+    .split("\n")
+    .map((line) => JSON.parse(line));
+  const expectedText = lines.filter((l) => l.type === "text").map((l) => l.text).join("");
+  const expectedEvents = lines.filter((l) => l.type.startsWith("widget"));
+  assert.deepEqual(expectedEvents.filter((e) => e.type === "widget").map((e) => e.name), CHAT_WIDGETS);
+  for (const chunk of [1, 7, 64, answer.length]) {
+    const stream = new CiteStream(sources, { widgets: CHAT_WIDGETS });
+    let text = "";
+    const events = [];
+    for (let i = 0; i < answer.length; i += chunk) {
+      text += stream.feed(answer.slice(i, i + chunk));
+      events.push(...stream.takeWidgetEvents());
+      if (stream.loading) assert.equal(stream.loading.offset, Buffer.byteLength(text), "a loading widget stands where the text ends");
+    }
+    text += stream.finish();
+    events.push(...stream.takeWidgetEvents());
+    assert.equal(text, expectedText, `chunks of ${chunk}`);
+    assert.deepEqual(events, expectedEvents, `chunks of ${chunk}`);
+  }
+  const widgetsOnly = new CiteStream(sources, { widgets: CHAT_WIDGETS });
+  widgetsOnly.feed(answer);
+  widgetsOnly.finish();
+  assert.deepEqual(widgetsOnly.takeWidgets().map((w) => [w.name, w.attributes.location ?? null]), [["widget:weather-forecast", "Seattle, WA"], ["widget:map", null]]);
+});
+
 test("the declarations type-check against a program using the API", { skip: !existsSync(join(HERE, "node_modules", "typescript")) && "npm ci has not run" }, () => {
   const tsc = join(HERE, "node_modules", "typescript", "bin", "tsc");
   const result = execFileSync(process.execPath, [tsc, "--noEmit", "--strict", "--lib", "es2022,dom", "--module", "nodenext", "--moduleResolution", "nodenext", "--target", "es2022", join(HERE, "test", "usage.ts")], { encoding: "utf8" });

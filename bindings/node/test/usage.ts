@@ -9,6 +9,8 @@ import {
   SpecError,
   type Composition,
   type Diagnostic,
+  type Widget,
+  type WidgetEvent,
 } from "../index.js";
 
 const agent: Agent = Agent.fromSource("spec_version = 1", { format: "toml", name: "a.toml" });
@@ -24,6 +26,15 @@ const valid: boolean = checkFence(fenced.text).valid;
 const stream = new CiteStream([{ index: 1, url: "https://example.org" }], { mode: "placeholders" });
 const shown: string = stream.feed("a [1]") + stream.finish();
 const keys: number[] = stream.citations.map((c) => c.key);
+const widgetStream = new CiteStream([], { widgets: ["widget:map"] });
+widgetStream.feed("<widget:map data='x");
+const loadingAt: number | undefined = widgetStream.loading?.offset;
+const events: WidgetEvent[] = widgetStream.takeWidgetEvents();
+for (const event of events) {
+  if (event.type === "widget") console.log(event.attributes["data"], event.offset);
+  else console.log(event.type, event.name, event.offset);
+}
+const removed: Widget[] = widgetStream.takeWidgets();
 const prompt: string = buildSystemPrompt({ cwd: "/w", selectedTools: ["read"] }, { packageDir: "/opt/pi" });
 try {
   Agent.fromPath("agent.toml");
@@ -33,4 +44,4 @@ try {
     console.log(diagnostics.map((d) => `${d.code} ${d.location?.line ?? "?"}`));
   }
 }
-console.log(system, body, exact, first, valid, shown, keys, prompt, assembly.blocks[0]?.id, assembly.fingerprint);
+console.log(system, body, exact, first, valid, shown, keys, loadingAt, removed, prompt, assembly.blocks[0]?.id, assembly.fingerprint);

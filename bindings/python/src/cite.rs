@@ -3,7 +3,7 @@
 use promptstack::limits::{InputKind, Limit};
 use promptstack::stream::{
     CitationMap, OutputMode, Overflow, OverflowKind, Processor, SourceSnapshot, StreamConfig,
-    Widget, WidgetSet,
+    WidgetEvent, WidgetSet,
 };
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
@@ -29,7 +29,9 @@ impl serde::Serialize for Runs<'_> {
 #[pyclass(module = "promptstack")]
 pub struct CiteStream {
     processor: Processor,
-    widgets: Vec<Widget>,
+    /// Every widget event so far: fewer than [`MAX_WIDGET_EVENTS`] before a delta, and that
+    /// delta's own events after it.
+    events: Vec<WidgetEvent>,
     finished: bool,
 }
 
@@ -71,8 +73,10 @@ fn overflow_error(py: Python<'_>, overflow: Overflow) -> PyErr {
     )
 }
 
-/// The most widget tags a stream holds; past it `feed` raises `StreamError` (code `widgets`).
-const MAX_WIDGETS: usize = 10_000;
+/// The most widget events a stream takes in (starts, widgets and cancels: 10 000 widgets with
+/// their starts): once it holds that many, `feed` raises `StreamError` (code `widgets`) without
+/// reading the delta; `finish` still returns the text held.
+const MAX_WIDGET_EVENTS: usize = 20_000;
 
 impl CiteStream {
     fn check(&self, py: Python<'_>) -> PyResult<()> {
@@ -82,20 +86,24 @@ impl CiteStream {
         }
     }
 
-    /// Keeps the widgets the processor found, at most [`MAX_WIDGETS`] in all.
-    fn keep_widgets(&mut self, py: Python<'_>) -> PyResult<()> {
-        let found = self.processor.take_widgets();
-        if self.widgets.len() + found.len() > MAX_WIDGETS {
-            return Err(exception(
-                py,
-                "StreamError",
-                &format!("the stream found more than {MAX_WIDGETS} widget tags, the most it holds"),
-                "widgets",
-                PyList::empty(py),
-            ));
+    /// Refuses a delta once the stream holds [`MAX_WIDGET_EVENTS`] widget events, before any
+    /// of it is read, so no text or event is lost: the text held is still returned by `finish`.
+    fn check_room(&self, py: Python<'_>) -> PyResult<()> {
+        if self.events.len() < MAX_WIDGET_EVENTS {
+            return Ok(());
         }
-        self.widgets.extend(found);
-        Ok(())
+        Err(exception(
+            py,
+            "StreamError",
+            &format!(
+                "the stream holds {} widget events (starts, widgets and cancels) and takes no \
+                 more input past {MAX_WIDGET_EVENTS}; this delta was not read, and finish() \
+                 returns the text held",
+                self.events.len()
+            ),
+            "widgets",
+            PyList::empty(py),
+        ))
     }
 
     fn finished_error(py: Python<'_>) -> PyErr {
@@ -114,7 +122,8 @@ impl CiteStream {
     /// A stream resolving citations against `sources` (`{"sources": [{"index": 1, "url": ...,
     /// "title": ...}]}`, a list of such sources, JSON text or a path). `mode` is
     /// `placeholders` (one `{{cite:K}}` per run, listed in `citations`) or `links` (Markdown
-    /// links); `widgets` names the widget tags to parse out of the text.
+    /// links); `widgets` names the widget tags to parse out of the text (`chart`, or with a
+    /// namespace `widget:map`).
     #[new]
     #[pyo3(signature = (sources, mode = "placeholders", widgets = None))]
     fn new(sources: &Bound<'_, PyAny>, mode: &str, widgets: Option<Vec<String>>) -> PyResult<Self> {
@@ -139,7 +148,7 @@ impl CiteStream {
             );
         Ok(CiteStream {
             processor: Processor::new(&snapshot, config),
-            widgets: Vec::new(),
+            events: Vec::new(),
             finished: false,
         })
     }
@@ -149,9 +158,10 @@ impl CiteStream {
         if self.finished {
             return Err(Self::finished_error(py));
         }
+        self.check_room(py)?;
         let mut out = String::new();
         self.processor.push_into(delta, &mut out);
-        self.keep_widgets(py)?;
+        self.events.extend(self.processor.take_widget_events());
         self.check(py)?;
         Ok(out)
     }
@@ -164,7 +174,7 @@ impl CiteStream {
         self.finished = true;
         let mut out = String::new();
         self.processor.finish_into(&mut out);
-        self.keep_widgets(py)?;
+        self.events.extend(self.processor.take_widget_events());
         self.check(py)?;
         Ok(out)
     }
@@ -176,11 +186,34 @@ impl CiteStream {
         to_python(py, &Runs(self.processor.citations()))
     }
 
-    /// The widget tags removed from the text so far: dicts with `name`, `attributes` and
-    /// `offset` (the byte offset in the whole output where the tag stood).
+    /// The widget tags removed from the text so far: dicts with `name` (as declared),
+    /// `attributes` and `offset` (the byte offset in the whole output where the tag stood).
     #[getter]
     fn widgets<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
-        to_python(py, &self.widgets)
+        let widgets: Vec<_> = self
+            .events
+            .iter()
+            .filter_map(|event| match event {
+                WidgetEvent::Widget(widget) => Some(widget),
+                _ => None,
+            })
+            .collect();
+        to_python(py, &widgets)
+    }
+
+    /// Every widget event so far, in order, as `promptstack cite --json` prints them: dicts with
+    /// `type` (`widget_start` while a declared widget's tag streams, `widget` when it is
+    /// removed, `widget_cancel` when it turns out not to be one), `name` and `offset`.
+    #[getter]
+    fn widget_events<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+        to_python(py, &self.events)
+    }
+
+    /// The widget whose tag is streaming now, `{"name", "offset"}` (its offset is where the text
+    /// released so far ends), or `None`.
+    #[getter]
+    fn loading<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+        to_python(py, &self.processor.loading_widget())
     }
 
     /// The citation score of the output so far, as `promptstack cite --json` reports it.

@@ -131,6 +131,100 @@ def test_a_stream_holds_a_bounded_number_of_widgets() -> None:
     stream = promptstack.CiteStream({"sources": []}, mode="links", widgets=["chart"])
     stream.feed('<chart a="1"/>')
     assert len(stream.widgets) == 1
-    with pytest.raises(promptstack.StreamError):
-        for _ in range(11):
-            stream.feed('<chart a="1"/>' * 1000)
+    for _ in range(9):
+        assert stream.feed('<chart a="1"/>' * 1000) == ""
+    # The delta that reaches the bound is read whole; the next one is refused unread, and the
+    # text held so far still comes out at the end.
+    assert stream.feed('<chart a="1"/>' * 1000 + " x <chart b") == " x "
+    assert len(stream.widget_events) == 20_003
+    with pytest.raises(promptstack.StreamError, match="not read"):
+        stream.feed("more")
+    assert stream.finish() == "<chart b"
+    assert len(stream.widgets) == 10_001
+    assert stream.widget_events[-1] == {"type": "widget_cancel", "name": "chart", "offset": 3}
+
+
+CHAT_WIDGETS = ["widget:weather-forecast", "widget:map"]
+WEATHER = "examples/chat-assistant/answers/weather.md"
+WEATHER_SOURCES = "examples/chat-assistant/answers/weather.sources.json"
+
+
+@pytest.mark.parametrize(
+    "so_far, shown, loading",
+    [
+        ("Some text <widget:weath", "Some text", None),
+        (
+            'Some text <widget:weather-forecast location="Seattle',
+            "Some text ",
+            {"name": "widget:weather-forecast", "offset": 10},
+        ),
+        (
+            "Here you go! <widget:map data='{\"type\":\"FeatureColl",
+            "Here you go! ",
+            {"name": "widget:map", "offset": 13},
+        ),
+        ("Some text <w", "Some text", None),
+        ("Some text <div", "Some text <div", None),
+        ("5 < 10", "5 < 10", None),
+        ("<widget:weath", "", None),
+    ],
+)
+def test_the_text_so_far_holds_back_half_written_tags(so_far: str, shown: str, loading: Any) -> None:
+    whole = promptstack.CiteStream({"sources": []}, widgets=CHAT_WIDGETS)
+    assert whole.feed(so_far) == shown
+    assert whole.loading == loading
+    for seed in range(3):
+        rng = random.Random(seed)
+        stream = promptstack.CiteStream({"sources": []}, widgets=CHAT_WIDGETS)
+        out, at = [], 0
+        while at < len(so_far):
+            step = rng.randint(1, 6)
+            out.append(stream.feed(so_far[at : at + step]))
+            at += step
+        assert "".join(out) == shown, seed
+        assert stream.loading == loading, seed
+    # At the end a tag still open is cancelled, and everything is text.
+    assert whole.finish() == so_far[len(shown) :]
+    assert whole.loading is None
+    if loading is not None:
+        start = {"type": "widget_start", **loading}
+        assert whole.widget_events == [start, {**start, "type": "widget_cancel"}]
+    else:
+        assert whole.widget_events == []
+
+
+def test_namespaced_widgets_match_cite_json() -> None:
+    run = cli(
+        ["cite", "--sources", WEATHER_SOURCES, "--widgets", ",".join(CHAT_WIDGETS), "--json"],
+        stdin=Path(WEATHER).read_bytes(),
+    )
+    assert run.code == 0, run.stderr
+    lines = [json.loads(line) for line in run.stdout.decode().splitlines()]
+    expected_events = [line for line in lines if line["type"].startswith("widget")]
+    expected_text = "".join(line["text"] for line in lines if line["type"] == "text")
+    answer = Path(WEATHER).read_text()
+    for seed in range(5):
+        rng = random.Random(seed)
+        stream = promptstack.CiteStream(Path(WEATHER_SOURCES), widgets=CHAT_WIDGETS)
+        out, at = [], 0
+        while at < len(answer):
+            step = rng.randint(1, 40)
+            out.append(stream.feed(answer[at : at + step]))
+            at += step
+            loading = stream.loading
+            if loading is not None:
+                # A widget loading stands where the text so far ends, and its start was the last event.
+                assert loading["offset"] == len("".join(out).encode())
+                assert stream.widget_events[-1] == {"type": "widget_start", **loading}
+        out.append(stream.finish())
+        assert "".join(out) == expected_text, seed
+        assert stream.widget_events == expected_events, seed
+    names = [widget["name"] for widget in stream.widgets]
+    assert names == ["widget:weather-forecast", "widget:map"]
+    assert stream.score["widgets"] == {"widget:map": 1, "widget:weather-forecast": 1}
+
+
+def test_widget_names_are_checked() -> None:
+    for bad in ["widget:", "a:b:c", "widget\uff1amap", ":map", "x" * 65]:
+        with pytest.raises(ValueError, match="namespace"):
+            promptstack.CiteStream({"sources": []}, widgets=[bad])

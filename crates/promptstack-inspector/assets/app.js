@@ -205,25 +205,52 @@ async function render() {
   }
 }
 
+/** Where each view that renders on every edit writes, its errors included. */
+const VIEW_OUTPUT = { blocks: 'blocks', text: 'text', request: 'request', tools: 'tools', overrides: 'overrides' };
+
+/**
+ * A view's failure, shown in that view only: the status line and the other views stay as they are.
+ * `hint` says what the reader can do about it.
+ */
+const viewError = (e, hint) => h('p.view-error', { role: 'alert', text: [...problemLines(e), hint].filter(Boolean).join('\n') });
+
+/**
+ * The send of the request view. A send without a user message (a stage before anyone spoke) has
+ * nothing to send; the view then takes the sample user message, which the other views never see.
+ */
+function requestSend() {
+  const needsSample = state.send?.user_message == null;
+  $('sample-row').hidden = !needsSample;
+  const sample = $('sample-message').value.trim();
+  return needsSample && sample ? { ...state.send, user_message: sample } : state.send;
+}
+
 async function renderView() {
   const target = $('target').value;
   const ex = state.explain;
   if (!ex) return;
-  switch (state.view) {
-    case 'blocks': {
-      fill('blocks', blocksView(ex, target, state.selected, (id) => { state.selected = id; renderView(); }));
-      fill('block-detail', blockDetail(ex.assembly.blocks.find((b) => b.id === state.selected), state.bundle));
-      break;
+  const view = state.view;
+  try {
+    switch (view) {
+      case 'blocks': {
+        fill('blocks', blocksView(ex, target, state.selected, (id) => { state.selected = id; renderView(); }));
+        fill('block-detail', blockDetail(ex.assembly.blocks.find((b) => b.id === state.selected), state.bundle));
+        break;
+      }
+      case 'text': fill('text', textView(ex, target)); break;
+      case 'request': {
+        const answer = await api.op(state.agent, 'request', { ...common(), send: requestSend(), target, format: $('format').value });
+        fill('request', requestView(answer));
+        break;
+      }
+      case 'tools': fill('tools', toolsView(await api.op(state.agent, 'tools', common()))); break;
+      case 'overrides': renderOverrides(); break;
+      default: break;
     }
-    case 'text': fill('text', textView(ex, target)); break;
-    case 'request': {
-      const answer = await api.op(state.agent, 'request', { ...common(), target, format: $('format').value });
-      fill('request', requestView(answer));
-      break;
-    }
-    case 'tools': fill('tools', toolsView(await api.op(state.agent, 'tools', common()))); break;
-    case 'overrides': renderOverrides(); break;
-    default: break;
+  } catch (e) {
+    if (!VIEW_OUTPUT[view]) throw e;
+    const noSample = view === 'request' && !$('sample-row').hidden && !$('sample-message').value.trim();
+    fill(VIEW_OUTPUT[view], viewError(e, noSample ? 'Enter a sample user message above to see the request.' : null));
   }
 }
 
@@ -363,6 +390,7 @@ function init() {
   $('format').addEventListener('change', () => onEdit(true));
   $('send').addEventListener('input', () => onEdit());
   $('send').addEventListener('scroll', () => { $('gutter').scrollTop = $('send').scrollTop; });
+  $('sample-message').addEventListener('input', () => onEdit());
   $('copy').addEventListener('click', copyFull);
   $('run-diff').addEventListener('click', runDiff);
   $('run-sim').addEventListener('click', runCacheSim);

@@ -6,7 +6,7 @@
 
 use crate::{
     CitationMap, MAX_LOOKAHEAD, OutputMode, Processor, Source, SourceSnapshot, StreamConfig,
-    WidgetSet,
+    WidgetEvent, WidgetSet,
 };
 
 /// Sources 1, 2, 3 and 10, so that fuzzed numbers both resolve and miss.
@@ -23,12 +23,17 @@ fn stream_sources() -> SourceSnapshot {
 }
 
 /// Feeds `input` to a processor in pieces ending at `cuts` (byte offsets, possibly inside a
-/// character) and returns the output and the citation map.
-fn stream_run(input: &[u8], cuts: &[usize], mode: OutputMode) -> (String, CitationMap) {
-    let widgets = WidgetSet::new(["chart", "map"]).expect("valid widget names");
+/// character) and returns the output, the citation map and the widget events.
+fn stream_run(
+    input: &[u8],
+    cuts: &[usize],
+    mode: OutputMode,
+) -> (String, CitationMap, Vec<WidgetEvent>) {
+    let widgets = WidgetSet::new(["chart", "map", "widget:map"]).expect("valid widget names");
     let config = StreamConfig::new(mode).with_widgets(widgets);
     let mut processor = Processor::new(&stream_sources(), config);
     let mut out = String::new();
+    let mut events = Vec::new();
     let mut from = 0;
     for &cut in cuts {
         let cut = cut.clamp(from, input.len());
@@ -38,17 +43,30 @@ fn stream_run(input: &[u8], cuts: &[usize], mode: OutputMode) -> (String, Citati
             "held {} bytes",
             processor.held()
         );
+        events.extend(processor.take_widget_events());
+        if let Some(loading) = processor.loading_widget() {
+            assert_eq!(
+                loading.offset,
+                out.len() as u64,
+                "a loading widget is at the end"
+            );
+        }
         from = cut;
     }
     processor.push_bytes_into(&input[from..], &mut out);
     processor.finish_into(&mut out);
     assert_eq!(processor.held(), 0, "finish left input behind");
-    (out, processor.take_citations())
+    assert!(
+        processor.loading_widget().is_none(),
+        "finish left a widget loading"
+    );
+    events.extend(processor.take_widget_events());
+    (out, processor.take_citations(), events)
 }
 
 /// The stream processor is chunking-invariant: the input, split at offsets derived from its own
-/// bytes (inside multi-byte characters included), gives the same output and citation map as the
-/// whole input pushed at once, in both output modes.
+/// bytes (inside multi-byte characters included), gives the same output, citation map and widget
+/// events as the whole input pushed at once, in both output modes.
 pub fn stream_chunking(data: &[u8]) {
     let input = &data[..data.len().min(16 * 1024)];
     // A small generator seeded from the input chooses the cuts, so every input has its own split.

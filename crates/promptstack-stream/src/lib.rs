@@ -41,10 +41,13 @@
 //!   a formula (it follows a non-space and no digit follows it): `$5 and $10` are prices,
 //!   `$2^n$` is math. Formulas are left alone in code and link targets; an unclosed or empty
 //!   formula stays literal.
-//! * **Widget tags.** With names declared in [`StreamConfig::widgets`], a complete
-//!   `<name attr="…"/>` or `<name …></name>` in prose is removed and reported as a [`Widget`]
-//!   (name, attributes, output offset); half-streamed tags wait, malformed ones and tags longer
-//!   than [`WIDGET_MAX`] stay text, and code and links are never parsed.
+//! * **Widget tags.** With names declared in [`StreamConfig::widgets`] (bare, `chart`, or
+//!   namespaced, `widget:map`), a complete `<name attr="…"/>` or `<name …></name>` in prose is
+//!   removed and reported as a [`Widget`] (name as declared, attributes, output offset).
+//!   Half-streamed tags wait; as soon as a declared name is complete and followed by a space, a
+//!   tab or `/`, a [`WidgetEvent::Start`] says a widget is loading, and the widget or a
+//!   [`WidgetEvent::Cancel`] follows. Malformed tags and tags longer than [`WIDGET_MAX`] stay
+//!   text, and code and links are never parsed.
 //!
 //! # Streaming guarantees
 //!
@@ -56,12 +59,18 @@
 //! at most [`MAX_LOOKAHEAD`] bytes of input: a formula waiting for its closing delimiter (up to
 //! 4000 bytes), a native shape waiting for `】` (up to 256 bytes), a `[N]` marker (up to 64
 //! bytes), the markers after one of unknown numbers (up to 512 bytes), the text after a `$`
-//! before a digit (up to 256 bytes), a widget tag (up to 1024 bytes), the character after a
+//! before a digit (up to 256 bytes), a widget tag (up to 4000 bytes), the character after a
 //! marker or `]`, the spaces after a citation run, and one trailing space (which a removed native
 //! shape would take with it). Code is never held back.
 //!
 //! **Bounded output:** links written and citation runs held are bounded by [`StreamConfig`];
 //! past a bound the output stops and [`Processor::overflow`] says where.
+//!
+//! **The text so far** is what has been released: it never ends in a half-written construct (a
+//! partial widget tag or a prefix of a declared name, a `[1`, a `【`, an open formula), and it
+//! is always a prefix of the final output. [`process_partial`] gives it for a text that is still
+//! streaming, with the widgets done and the one loading, for a UI that re-renders the whole
+//! message on every delta.
 //!
 //! # Known approximations
 //!
@@ -110,7 +119,7 @@ pub use score::{
     score, score_tool_calls, score_with,
 };
 pub use source::{Source, SourceSnapshot};
-pub use widget::{WIDGET_MAX, Widget, WidgetNameError, WidgetSet};
+pub use widget::{WIDGET_MAX, Widget, WidgetEvent, WidgetNameError, WidgetSet, WidgetStart};
 
 use output::SourceTable;
 
@@ -231,8 +240,9 @@ pub struct Segment {
     pub text: String,
     /// The citation runs whose placeholders appear in `text` (placeholder mode only).
     pub citations: CitationMap,
-    /// The widget tags removed from the input that produced `text`, in order.
-    pub widgets: Vec<Widget>,
+    /// What the input that produced `text` decided about widget tags, in order: starts, widgets
+    /// removed, cancels.
+    pub widget_events: Vec<WidgetEvent>,
 }
 
 /// The source numbers named by one marker, stored inline: markers are short (at most 16 numbers),
@@ -317,8 +327,10 @@ pub struct Processor {
     /// During a scan that reached a bound: the length `out` had when it did.
     overflow_mark: Option<usize>,
     widgets: WidgetSet,
-    /// Widgets parsed and not yet taken.
-    found: Vec<Widget>,
+    /// Widget events decided and not yet taken.
+    events: Vec<WidgetEvent>,
+    /// The widget announced by the last start event, while its tag streams.
+    loading: Option<WidgetStart>,
     /// Bytes of output released by earlier pushes (for widget offsets).
     output_bytes: u64,
     /// The length of the caller's `out` when the current push began.
@@ -360,17 +372,38 @@ impl Processor {
             overflow: None,
             overflow_mark: None,
             widgets: config.widgets,
-            found: Vec::new(),
+            events: Vec::new(),
+            loading: None,
             output_bytes: 0,
             push_start: 0,
         }
     }
 
-    /// Takes the widgets parsed so far and not yet taken, in order. [`push`](Self::push) and
-    /// [`finish`](Self::finish) return them in their [`Segment`]; callers of the `_into`
-    /// methods take them here.
+    /// Takes the widget events decided so far and not yet taken, in order: starts, widgets and
+    /// cancels (see [`WidgetEvent`]). [`push`](Self::push) and [`finish`](Self::finish) return
+    /// them in their [`Segment`]; callers of the `_into` methods take them here, as they go:
+    /// events not taken accumulate.
+    pub fn take_widget_events(&mut self) -> Vec<WidgetEvent> {
+        std::mem::take(&mut self.events)
+    }
+
+    /// Takes the widget events decided so far and not yet taken, and returns the widgets among
+    /// them, in order: for callers that draw no placeholder while a tag streams. It empties the
+    /// same queue as [`take_widget_events`](Self::take_widget_events); use one or the other.
     pub fn take_widgets(&mut self) -> Vec<Widget> {
-        std::mem::take(&mut self.found)
+        self.events
+            .drain(..)
+            .filter_map(|event| match event {
+                WidgetEvent::Widget(widget) => Some(widget),
+                _ => None,
+            })
+            .collect()
+    }
+
+    /// The widget whose tag is streaming right now: announced by a [`WidgetEvent::Start`], not
+    /// yet closed nor cancelled. Its offset is where the released text ends.
+    pub fn loading_widget(&self) -> Option<&WidgetStart> {
+        self.loading.as_ref()
     }
 
     /// The bound the output reached, if any: the processor has stopped there, and pushing more
@@ -404,7 +437,7 @@ impl Processor {
         Segment {
             text,
             citations: self.map.tail(first),
-            widgets: self.take_widgets(),
+            widget_events: self.take_widget_events(),
         }
     }
 
@@ -505,7 +538,7 @@ impl Processor {
         Segment {
             text,
             citations: self.map.tail(first),
-            widgets: self.take_widgets(),
+            widget_events: self.take_widget_events(),
         }
     }
 
@@ -526,6 +559,11 @@ impl Processor {
         self.consumed += keep as u64;
         self.cut_at_overflow(start, out);
         self.output_bytes += (out.len() - start) as u64;
+        debug_assert!(
+            self.loading.is_none(),
+            "the end of the text decides every tag"
+        );
+        self.loading = None;
         self.state = markdown::State::default();
         self.prev_byte = 0;
     }
@@ -628,6 +666,42 @@ impl Processor {
     }
 }
 
+/// What a text that is still streaming shows so far: see [`process_partial`].
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Partial {
+    /// The text decided so far: a prefix of the final output, without a trailing half-written
+    /// construct.
+    pub text: String,
+    /// The citation runs whose placeholders appear in `text` (placeholder mode only).
+    pub citations: CitationMap,
+    /// The widget tags removed from `text`, in order.
+    pub widgets: Vec<Widget>,
+    /// The declared widget whose tag is still streaming at the end of `text`, if any: a UI
+    /// draws its placeholder there.
+    pub loading: Option<WidgetStart>,
+}
+
+/// Processes the text a model has streamed so far, as if more may follow: what a UI that
+/// re-renders the whole message on every delta shows.
+///
+/// Everything the processor holds back while it decides is left out: a half-written widget tag
+/// or a prefix of a declared name (`Some text <widget:weath` shows `Some text`), a `[1`, a
+/// `【`, an open formula, the one trailing space a removed native shape may take. A declared
+/// widget whose name is complete is reported in [`Partial::loading`]. The result is what a
+/// [`Processor`] fed the same text in any deltas has released, so it is always a prefix of
+/// [`process`] on the finished text.
+pub fn process_partial(text: &str, sources: &SourceSnapshot, config: StreamConfig) -> Partial {
+    let mut processor = Processor::new(sources, config);
+    let mut out = String::with_capacity(text.len() + text.len() / 8);
+    processor.push_into(text, &mut out);
+    Partial {
+        text: out,
+        citations: processor.take_citations(),
+        widgets: processor.take_widgets(),
+        loading: processor.loading.take(),
+    }
+}
+
 /// Processes a whole text at once: the output and the citation map.
 pub fn process(
     text: &str,
@@ -648,6 +722,7 @@ const _: () = {
     assert_send_sync::<Processor>();
     assert_send_sync::<SourceSnapshot>();
     assert_send_sync::<Segment>();
+    assert_send_sync::<Partial>();
     assert_send_sync::<CitationMap>();
     assert_send_sync::<CitationScore>();
 };

@@ -6,7 +6,7 @@
 //! output independent of how the input was split into deltas: a scan that runs out of input in
 //! the middle of a construct stops *before* it, and the next push scans it again from the start.
 
-use crate::{Parse, Processor, Widget, marker, math, native, widget};
+use crate::{Parse, Processor, Widget, WidgetEvent, WidgetStart, marker, math, native, widget};
 
 /// Where the current line stands in the block structure.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -148,13 +148,14 @@ static SPECIAL: [bool; 256] = {
     table
 };
 
-/// The position of the first byte that [`SPECIAL`] marks, or the length.
+/// The position of the first byte that [`SPECIAL`] marks or of the first `<` (with `LT`), or the
+/// length.
 ///
 /// Eight bytes at a time: for each special value `v`, a byte of `w ^ v` is zero exactly where
 /// `w` holds `v`, and the classic zero-byte test finds the first such byte. The test can flag a
 /// byte *after* a real match (a borrow), never before one, so the lowest flag is exact.
 #[inline]
-pub(crate) fn find_special(bytes: &[u8]) -> usize {
+fn find_stop_byte<const LT: bool>(bytes: &[u8]) -> usize {
     const ONES: u64 = 0x0101_0101_0101_0101;
     const HIGHS: u64 = 0x8080_8080_8080_8080;
     #[inline(always)]
@@ -171,7 +172,12 @@ pub(crate) fn find_special(bytes: &[u8]) -> usize {
             | zero_bytes(w ^ (ONES * u64::from(b']')))
             | zero_bytes(w ^ (ONES * u64::from(b'\\')))
             | zero_bytes(w ^ (ONES * u64::from(b'$')))
-            | zero_bytes(w ^ (ONES * 0xE3));
+            | zero_bytes(w ^ (ONES * 0xE3))
+            | if LT {
+                zero_bytes(w ^ (ONES * u64::from(b'<')))
+            } else {
+                0
+            };
         if hits != 0 {
             return at + (hits.trailing_zeros() / 8) as usize;
         }
@@ -180,7 +186,7 @@ pub(crate) fn find_special(bytes: &[u8]) -> usize {
     let tail = words.remainder();
     at + tail
         .iter()
-        .position(|&b| SPECIAL[b as usize])
+        .position(|&b| SPECIAL[b as usize] || (LT && b == b'<'))
         .unwrap_or(tail.len())
 }
 
@@ -660,11 +666,11 @@ impl Processor {
     /// The first byte of prose that needs a decision: a [`SPECIAL`] byte, or `<` when widgets
     /// are declared.
     fn find_stop(&self, bytes: &[u8]) -> usize {
-        let special = find_special(bytes);
         if self.widgets.is_empty() {
-            return special;
+            find_stop_byte::<false>(bytes)
+        } else {
+            find_stop_byte::<true>(bytes)
         }
-        memchr::memchr(b'<', &bytes[..special]).unwrap_or(special)
     }
 
     fn text_step(&mut self, c: &mut Cursor<'_>, out: &mut String) -> Step {
@@ -916,31 +922,67 @@ impl Processor {
 
     /// A `<` in prose with widgets declared: a complete widget tag is removed and recorded, a
     /// half-streamed one waits, anything else is text. Link text is left alone.
+    ///
+    /// A tag is announced (a start event) as soon as its declared name is complete and followed
+    /// by a space, a tab or `/`, whether the tag is decided in this scan or not, so the events
+    /// depend on the input alone; the text before it is released then, so the start's offset is
+    /// where the released text ends. The tag's outcome (a widget or a cancel) follows.
     fn widget(&mut self, c: &mut Cursor<'_>, out: &mut String) -> Step {
         let at = c.pos;
         if self.state.depth > 0 {
             c.pos += 1;
             return Ok(());
         }
-        match widget::parse(&c.bytes[at..], &self.widgets, c.eof) {
+        let parsed = widget::parse(&c.bytes[at..], &self.widgets, c.eof);
+        if self.loading.is_none()
+            && self.overflow.is_none()
+            && let Some(name) = widget::announced(&c.bytes[at..], &self.widgets)
+        {
+            c.copy(at, out);
+            let start = WidgetStart {
+                name: name.to_owned(),
+                offset: self.output_offset(out),
+            };
+            self.events.push(WidgetEvent::Start(start.clone()));
+            self.loading = Some(start);
+        }
+        debug_assert!(
+            self.loading.is_none()
+                || self.overflow.is_some()
+                || (c.copied == at
+                    && self.loading.as_ref().map(|l| l.offset) == Some(self.output_offset(out))),
+            "a loading widget is always the next thing decided"
+        );
+        match parsed {
             Parse::Incomplete => return Err(Held),
-            Parse::No => c.pos += 1,
+            Parse::No => {
+                if let Some(start) = self.loading.take() {
+                    self.events.push(WidgetEvent::Cancel(start));
+                }
+                c.pos += 1;
+            }
             Parse::Yes(tag) => {
                 c.copy(at, out);
                 c.pos = at + tag.len;
                 c.copied = c.pos;
+                self.loading = None;
                 if self.overflow.is_none() {
-                    let offset = self.output_bytes + (out.len() - self.push_start) as u64;
+                    let offset = self.output_offset(out);
                     *self.tally.widgets.entry(tag.name.clone()).or_default() += 1;
-                    self.found.push(Widget {
+                    self.events.push(WidgetEvent::Widget(Widget {
                         name: tag.name,
                         attributes: tag.attributes,
                         offset,
-                    });
+                    }));
                 }
             }
         }
         Ok(())
+    }
+
+    /// The offset in the whole output of what `out` holds at its end.
+    fn output_offset(&self, out: &str) -> u64 {
+        self.output_bytes + (out.len() - self.push_start) as u64
     }
 
     fn lenticular(&mut self, c: &mut Cursor<'_>, out: &mut String) -> Step {

@@ -5,6 +5,14 @@
 //! `\[` starts its line and `\]` ends its line. A `\[…\]` that starts or ends mid-line sits inside a
 //! sentence, so it becomes inline math `$…$` rather than a `$$` fence that would split the
 //! paragraph (or, in renderers that read `$$` at a line start as a fence, swallow the rest of it).
+//!
+//! Inline math is written on one line: a line break inside `\(a +` / `b\)` becomes one space
+//! (`$a + b$`), the continuation line's indentation and quote markers dropped. To TeX a line
+//! break is a space, so the formula means the same; on one line it also renders the same in
+//! every renderer, where a `$` formula across lines is read as text by some, and its second
+//! line can start a list item or a heading in others. A formula holding a TeX comment (`%`) keeps
+//! its line breaks, since there a line break ends the comment; so does one holding a backtick,
+//! which may open a code span (or a fence line) that must come out byte for byte.
 
 use crate::Parse;
 
@@ -181,6 +189,47 @@ pub(crate) fn dollar(s: &[u8], eof: bool) -> Parse<Dollar> {
     }
 }
 
+/// Writes an inline formula's body on one line: each line break, with the spaces around it and
+/// the continuation line's quote markers (as many as the container `prefix` holds), becomes one
+/// space. A body with a TeX comment or a backtick is written as it is (see the module docs).
+fn write_inline(body: &str, prefix: &str, out: &mut String) {
+    if !body.contains('\n') || body.contains('`') || has_comment(body) {
+        out.push_str(body);
+        return;
+    }
+    let quotes = prefix.bytes().filter(|&b| b == b'>').count();
+    for (i, line) in body.split('\n').enumerate() {
+        let mut line = line.trim_end_matches([' ', '\t', '\r']);
+        if i > 0 {
+            line = line.trim_start_matches([' ', '\t']);
+            for _ in 0..quotes {
+                match line.strip_prefix('>') {
+                    Some(rest) => line = rest.trim_start_matches([' ', '\t']),
+                    None => break,
+                }
+            }
+            if line.is_empty() {
+                continue;
+            }
+            out.push(' ');
+        }
+        out.push_str(line);
+    }
+}
+
+/// Whether a formula holds a TeX comment: a `%` not escaped by a backslash.
+fn has_comment(body: &str) -> bool {
+    let bytes = body.as_bytes();
+    memchr::memchr_iter(b'%', bytes).any(|at| {
+        let backslashes = bytes[..at]
+            .iter()
+            .rev()
+            .take_while(|&&b| b == b'\\')
+            .count();
+        backslashes % 2 == 0
+    })
+}
+
 /// Whether only whitespace (at most [`TRAIL_MAX`] bytes) stands between `s[end]` and the end of
 /// its line or of the text; `None` until that is known.
 fn ends_line(s: &[u8], end: usize, eof: bool) -> Option<bool> {
@@ -228,7 +277,7 @@ pub(crate) fn write(source: &str, math: &Math, prefix: &str, out: &mut String) {
     let body = &source[2..math.len - 2];
     if !math.block {
         out.push('$');
-        out.push_str(body.trim());
+        write_inline(body.trim(), prefix, out);
         out.push('$');
         return;
     }
@@ -348,6 +397,36 @@ mod tests {
         assert_eq!(parse("$$ $$"), Parse::No);
         assert_eq!(parse("$$x\n\ny$$"), Parse::No);
         assert_eq!(parse_dollars(b"$$x$", false), Parse::Incomplete);
+    }
+
+    #[test]
+    fn inline_math_is_written_on_one_line() {
+        let inline = |s: &str, prefix: &str| {
+            let Parse::Yes(m) = parse(s.as_bytes(), false, true) else {
+                panic!("{s:?} is math");
+            };
+            let mut out = String::new();
+            write(&s[..m.len], &m, prefix, &mut out);
+            out
+        };
+        assert_eq!(inline("\\(a +\nb\\)", ""), "$a + b$");
+        assert_eq!(inline("\\(a +  \r\n   b\\)", ""), "$a + b$");
+        assert_eq!(inline("\\(a\nb\nc\\)", ""), "$a b c$");
+        assert_eq!(inline("\\[x =\ny\\] mid", ""), "$x = y$");
+        // In a quote the continuation line's markers go; a `>` beyond them is the formula's.
+        assert_eq!(inline("\\(a\n> b\\)", "> "), "$a b$");
+        assert_eq!(inline("\\(a\n> > b\\)", "> > "), "$a b$");
+        assert_eq!(inline("\\(a\n> > b\\)", "> "), "$a > b$");
+        assert_eq!(inline("\\(a\n> b\\)", ""), "$a > b$");
+        // In a list item the continuation's indentation goes.
+        assert_eq!(inline("\\(a +\n   b\\)", "   "), "$a + b$");
+        // A TeX comment ends at the line break, so the break stays.
+        assert_eq!(inline("\\(a % note\nb\\)", ""), "$a % note\nb$");
+        assert_eq!(inline("\\(50\\% +\nb\\)", ""), "$50\\% + b$");
+        assert_eq!(inline("\\(a \\\\% c\nb\\)", ""), "$a \\\\% c\nb$");
+        // A backtick may open a code span or a fence line: the text stays as written.
+        assert_eq!(inline("\\(a `x\ny` b\\)", ""), "$a `x\ny` b$");
+        assert_eq!(inline("\\(a\n```\nb\\)", ""), "$a\n```\nb$");
     }
 
     #[test]

@@ -33,6 +33,8 @@ from ._types import (
     Part,
     Sources,
     Widget,
+    WidgetEvent,
+    WidgetStart,
 )
 from ._native import (
     ENGINE_VERSION,
@@ -66,6 +68,8 @@ __all__ = [
     "Part",
     "Sources",
     "Widget",
+    "WidgetEvent",
+    "WidgetStart",
     "ENGINE_VERSION",
     "FenceCheck",
     "FenceError",

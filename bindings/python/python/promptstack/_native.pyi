@@ -12,6 +12,8 @@ from ._types import (
     Part,
     Sources,
     Widget,
+    WidgetEvent,
+    WidgetStart,
 )
 
 __all__ = [
@@ -239,5 +241,9 @@ class CiteStream:
     def citations(self) -> List[Citation]: ...
     @property
     def widgets(self) -> List[Widget]: ...
+    @property
+    def widget_events(self) -> List[WidgetEvent]: ...
+    @property
+    def loading(self) -> Optional[WidgetStart]: ...
     @property
     def score(self) -> Dict[str, Any]: ...

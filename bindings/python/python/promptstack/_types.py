@@ -86,6 +86,26 @@ class Widget(TypedDict):
     offset: int
 
 
+class WidgetStart(TypedDict):
+    """A declared widget whose tag is streaming, and where it stands in the output."""
+
+    name: str
+    offset: int
+
+
+class _WidgetEventRequired(TypedDict):
+    type: str
+    name: str
+    offset: int
+
+
+class WidgetEvent(_WidgetEventRequired, total=False):
+    """A widget event: ``type`` is ``widget_start``, ``widget`` (with ``attributes``) or
+    ``widget_cancel``."""
+
+    attributes: Dict[str, str]
+
+
 __all__ = [
     "ByteRange",
     "Citation",
@@ -97,4 +117,6 @@ __all__ = [
     "Part",
     "Sources",
     "Widget",
+    "WidgetEvent",
+    "WidgetStart",
 ]

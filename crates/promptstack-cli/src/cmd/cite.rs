@@ -21,7 +21,10 @@ use crate::exit::bad_input;
 /// `{"type":"map","citations":[{"key":1,"placeholder":"{{cite:1}}","sources":[1,2]}],"score":{…}}`.
 /// With `--widgets`, each widget tag removed from the text becomes a line
 /// `{"type":"widget","name":"chart","attributes":{"kind":"bar"},"offset":12}` after the text line
-/// of the same chunk (`offset` is the byte offset in the concatenated text where it stood).
+/// of the same chunk (`offset` is the byte offset in the concatenated text where it stood). A
+/// line `{"type":"widget_start","name":"chart","offset":12}` comes first, as soon as a declared
+/// name is complete and followed by a space, a tab or `/` (the widget is loading); a tag that then
+/// turns out not to be a widget ends with `{"type":"widget_cancel",…}` and stays in the text.
 ///
 /// Memory stays bounded whatever the input: output is streamed, `--mode links` writes at most
 /// `cite-link-bytes` of links and `--json` holds at most `cite-runs` citation runs for its final
@@ -34,11 +37,12 @@ pub struct Args {
     /// How citation runs are written.
     #[arg(long, value_enum, default_value_t = Mode::Placeholders)]
     mode: Mode,
-    /// Write JSON lines (text pieces, widgets, then the citation map) instead of plain text.
+    /// Write JSON lines (text pieces, widget events, then the citation map) instead of plain text.
     #[arg(long)]
     json: bool,
-    /// Widget tags to parse out of the text (comma-separated names, e.g. chart,map): a complete
-    /// <name attr="…"/> or <name …></name> is removed, and reported with --json.
+    /// Widget tags to parse out of the text (comma-separated names, e.g. chart,map or
+    /// widget:weather-forecast,widget:map): a complete <name attr="…"/> or <name …></name> is
+    /// removed, and reported with --json, after a start line while it streams.
     #[arg(long, value_name = "NAME,…", value_delimiter = ',')]
     widgets: Vec<String>,
 }
@@ -109,12 +113,17 @@ fn stream(processor: &mut Processor, json: bool) -> anyhow::Result<()> {
             processor.push_bytes_into(&buf[..n], &mut out);
         }
         emit(&mut stdout, &out, json)?;
-        for widget in processor.take_widgets() {
-            if json {
-                let line: Line<'_, (), ()> = Line::Widget { widget };
-                serde_json::to_writer(&mut stdout, &line)?;
+        let events = processor.take_widget_events();
+        if json && !events.is_empty() {
+            for event in events {
+                // An event serialises as its own line: `widget_start`, `widget`, `widget_cancel`.
+                serde_json::to_writer(&mut stdout, &event)
+                    .map_err(io::Error::from)
+                    .context("cannot write to stdout")?;
                 writeln!(stdout).context("cannot write to stdout")?;
             }
+            // A start is news while its tag streams: it goes out now, not with the next text.
+            stdout.flush().context("cannot write to stdout")?;
         }
         if let Some(overflow) = processor.overflow() {
             return Err(overflow_error(overflow));
@@ -132,7 +141,9 @@ fn stream(processor: &mut Processor, json: bool) -> anyhow::Result<()> {
             citations: Runs(processor.citations()),
             score: processor.score(),
         };
-        serde_json::to_writer(&mut stdout, &map)?;
+        serde_json::to_writer(&mut stdout, &map)
+            .map_err(io::Error::from)
+            .context("cannot write to stdout")?;
         writeln!(stdout).context("cannot write to stdout")?;
     }
     stdout.flush().context("cannot write to stdout")
@@ -188,11 +199,6 @@ fn is_broken_pipe(error: &anyhow::Error) -> bool {
 enum Line<'a, C: serde::Serialize, S: serde::Serialize> {
     /// A piece of display-ready text.
     Text { text: &'a str },
-    /// A widget tag removed from the text.
-    Widget {
-        #[serde(flatten)]
-        widget: promptstack::stream::Widget,
-    },
     /// The citation map and score, once, at the end.
     Map { citations: C, score: S },
 }

@@ -191,6 +191,168 @@ fn widgets_json() {
     );
 }
 
+/// The chat assistant's widget contract: namespaced names, reported as declared, a start line
+/// before each widget, a cancel for a tag that turns out not to be one.
+#[test]
+fn chat_assistant_widgets_json() {
+    assert_cmd_snapshot!(chat_assistant_widgets());
+}
+
+fn chat_assistant_widgets() -> Command {
+    let mut command = cite();
+    command
+        .args([
+            "--sources",
+            "../../examples/chat-assistant/answers/weather.sources.json",
+            "--widgets",
+            "widget:weather-forecast,widget:map",
+            "--json",
+        ])
+        .stdin(
+            std::fs::File::open(concat!(
+                env!("CARGO_MANIFEST_DIR"),
+                "/../../examples/chat-assistant/answers/weather.md"
+            ))
+            .unwrap(),
+        );
+    command
+}
+
+/// docs/stream.md shows the command above and its output as the binary prints it.
+#[test]
+fn the_stream_doc_shows_the_real_widget_output() {
+    let doc = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../../docs/stream.md"))
+        .unwrap();
+    let output = chat_assistant_widgets().output().unwrap();
+    assert!(output.status.success());
+    let printed = String::from_utf8(output.stdout).unwrap();
+    let command = "promptstack cite --sources examples/chat-assistant/answers/weather.sources.json \\\n    \
+                   --widgets widget:weather-forecast,widget:map --json \\\n    \
+                   < examples/chat-assistant/answers/weather.md\n";
+    let shown = format!("```console\n$ {command}{printed}```\n");
+    assert!(
+        doc.contains(&shown),
+        "docs/stream.md should show, verbatim:\n{shown}"
+    );
+}
+
+/// The text so far while a stream is open: a half-written tag or a prefix of a declared name is
+/// held back, a declared widget whose name is complete is announced at once, anything else is
+/// text. Each case is written with stdin left open, then closed: a tag still open at the end is
+/// cancelled and its text comes out.
+#[test]
+fn widgets_while_the_input_streams() {
+    let cases: &[(&str, &[&str])] = &[
+        (
+            "Some text <widget:weath",
+            &[r#"{"type":"text","text":"Some text"}"#],
+        ),
+        (
+            "Some text <widget:weather-forecast location=\"Seattle",
+            &[
+                r#"{"type":"text","text":"Some text "}"#,
+                r#"{"type":"widget_start","name":"widget:weather-forecast","offset":10}"#,
+            ],
+        ),
+        (
+            "Here you go! <widget:map data='{\"type\":\"FeatureColl",
+            &[
+                r#"{"type":"text","text":"Here you go! "}"#,
+                r#"{"type":"widget_start","name":"widget:map","offset":13}"#,
+            ],
+        ),
+        ("Some text <w", &[r#"{"type":"text","text":"Some text"}"#]),
+        (
+            "Some text <div",
+            &[r#"{"type":"text","text":"Some text <div"}"#],
+        ),
+        ("5 < 10", &[r#"{"type":"text","text":"5 < 10"}"#]),
+    ];
+    for (so_far, expected) in cases {
+        let (mut stdin, received, mut child) = spawn_widgets();
+        stdin.write_all(so_far.as_bytes()).unwrap();
+        stdin.flush().unwrap();
+        for line in *expected {
+            assert_eq!(&received.recv_timeout(WAIT).unwrap(), line, "{so_far:?}");
+        }
+        drop(stdin);
+        let rest: Vec<String> = received.iter().collect();
+        assert!(child.wait().unwrap().success());
+        let mut lines: Vec<serde_json::Value> = expected
+            .iter()
+            .chain(rest.iter().map(String::as_str).collect::<Vec<_>>().iter())
+            .map(|line| serde_json::from_str(line).unwrap())
+            .collect();
+        assert_eq!(lines.pop().unwrap()["type"], "map", "{so_far:?}");
+        let text: String = lines
+            .iter()
+            .filter(|line| line["type"] == "text")
+            .map(|line| line["text"].as_str().unwrap())
+            .collect();
+        assert_eq!(&text, so_far, "at the end everything is text");
+        let started = lines.iter().filter(|l| l["type"] == "widget_start").count();
+        let cancelled = lines
+            .iter()
+            .filter(|l| l["type"] == "widget_cancel")
+            .count();
+        assert_eq!(started, cancelled, "{so_far:?}: {lines:?}");
+    }
+    // Nothing at all is released of a bare prefix: the first line comes once the name stops
+    // matching, and holds the whole tag.
+    let (mut stdin, received, mut child) = spawn_widgets();
+    stdin.write_all(b"<widget:weath").unwrap();
+    stdin.flush().unwrap();
+    stdin.write_all(b"er-forecast location=\"Oslo\"/>").unwrap();
+    stdin.flush().unwrap();
+    assert_eq!(
+        received.recv_timeout(WAIT).unwrap(),
+        r#"{"type":"widget_start","name":"widget:weather-forecast","offset":0}"#
+    );
+    assert_eq!(
+        received.recv_timeout(WAIT).unwrap(),
+        r#"{"type":"widget","name":"widget:weather-forecast","attributes":{"location":"Oslo"},"offset":0}"#
+    );
+    drop(stdin);
+    let last = received.recv_timeout(WAIT).unwrap();
+    assert!(last.starts_with(r#"{"type":"map""#), "{last}");
+    assert!(child.wait().unwrap().success());
+}
+
+/// The generous bound only keeps a broken build from hanging the suite.
+const WAIT: Duration = Duration::from_secs(60);
+
+/// `cite --json` with the chat assistant's widgets declared, stdin open, stdout read line by
+/// line on a thread.
+fn spawn_widgets() -> (
+    std::process::ChildStdin,
+    mpsc::Receiver<String>,
+    std::process::Child,
+) {
+    let mut child = cite()
+        .args([
+            "--sources",
+            "tests/data/cite/sources.json",
+            "--widgets",
+            "widget:weather-forecast,widget:map",
+            "--json",
+        ])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let stdin = child.stdin.take().unwrap();
+    let stdout = child.stdout.take().unwrap();
+    let (lines, received) = mpsc::channel();
+    std::thread::spawn(move || {
+        for line in BufReader::new(stdout).lines() {
+            if lines.send(line.unwrap()).is_err() {
+                break;
+            }
+        }
+    });
+    (stdin, received, child)
+}
+
 #[test]
 fn invalid_widget_name() {
     assert_cmd_snapshot!(

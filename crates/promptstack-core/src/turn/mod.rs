@@ -10,7 +10,9 @@
 //!   non-cacheable tools are never deduped;
 //! - **budgets** per class (see [`budget`]): every execution is charged before it runs, so
 //!   concurrent calls can never exceed a cap; a call that shares an identical call's execution
-//!   costs nothing; exhaustion is a [`CallStatus::BudgetExhausted`] *result* the model reads;
+//!   costs nothing, and reads that execution's content with the budget line as it is when it is
+//!   answered (never the count the first call read); exhaustion is a
+//!   [`CallStatus::BudgetExhausted`] *result* the model reads;
 //!   every budgeted result ends with a [`remaining_line`], and the result of the call that used
 //!   the last allowed call says so first ([`last_call_notice`]); at the floor only that class's
 //!   tools are [withdrawn](Turn::withdrawn_tools); a failed call is charged, and so is its retry;

@@ -406,6 +406,69 @@ fn the_last_allowed_call_tells_the_model_to_answer() {
     });
 }
 
+/// A repeat served from dedupe after the budget is spent gets the first call's content byte for
+/// byte (its source label included), with the budget line as it stands now: `0`, not the count
+/// the first call read. A stale count would tell the model it may still search, after a refusal
+/// said it may not.
+#[test]
+fn a_repeat_after_the_budget_is_spent_reads_the_budget_as_it_is_now() {
+    let mut config = TurnConfig::default();
+    config.budgets.classes.insert(
+        "web".into(),
+        ClassBudgetConfig {
+            auto: 2,
+            intents: BTreeMap::new(),
+            promote: None,
+        },
+    );
+    let f = fixture(&config, "", None);
+    let page = json!({"query": "heat pumps", "url": "https://example.com/pumps", "title": "Pumps"});
+    block_on(async {
+        let first = f.turn.call("search", &page).await.unwrap();
+        insta::assert_snapshot!(first.text, @r"
+        [Source 1] (cite as [1])
+        snippet of https://example.com/pumps
+
+        Web calls remaining this turn: 1
+        ");
+        let last = f
+            .turn
+            .call("fetch", &json!({"url": "https://example.com/other"}))
+            .await
+            .unwrap();
+        assert!(last.budget.as_ref().unwrap().last_allowed);
+        let refused = f
+            .turn
+            .call("search", &json!({"query": "more"}))
+            .await
+            .unwrap();
+        assert_eq!(refused.status, CallStatus::BudgetExhausted);
+
+        let repeat = f.turn.call("search", &page).await.unwrap();
+        insta::assert_snapshot!(repeat.text, @r"
+        [Source 1] (cite as [1])
+        snippet of https://example.com/pumps
+
+        Web calls remaining this turn: 0
+        ");
+        assert_eq!(repeat.status, CallStatus::Completed);
+        assert!(repeat.deduplicated);
+        let budget = repeat.budget.as_ref().unwrap();
+        assert_eq!(
+            (budget.charged, budget.remaining, budget.last_allowed),
+            (false, 0, false)
+        );
+        // The content is the first call's; only the line the Turn adds is current, and there is
+        // exactly one.
+        let content = |text: &str| text.rsplit_once("\n\n").unwrap().0.to_owned();
+        assert_eq!(content(&repeat.text), content(&first.text));
+        assert_eq!(repeat.text.matches("calls remaining this turn").count(), 1);
+        assert!(!repeat.text.contains("last web call"));
+        assert_eq!(f.search.runs_of(&page), 1, "the repeat did not run");
+        assert_eq!(f.turn.remaining("web"), Some(0));
+    });
+}
+
 #[test]
 fn a_non_cacheable_budgeted_tool_is_charged_for_every_run() {
     let lookup = Arc::new(Scripted::default());

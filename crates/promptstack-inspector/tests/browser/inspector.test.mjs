@@ -483,3 +483,50 @@ test('a key submitted while the remembered key still connects wins, whatever ans
     await page.unroute('**/v1/**', slow);
   }
 });
+
+test('a stage without a user message: the request view takes a sample, and its errors stay in it', async () => {
+  await login(keys.admin);
+  await choose('#agent', 'voice-platform');
+  const send = JSON.parse(await page.inputValue('#send'));
+  assert.equal(send.user_message, undefined, 'the stage has no user message');
+  await page.click('#tab-request');
+  await page.waitForSelector('#request pre.body');
+  assert.equal(await page.isVisible('#sample-row'), true, 'the sample is offered');
+  const sample = await page.inputValue('#sample-message');
+  assert.ok(sample.length > 0, 'a sample is filled in');
+  assert.ok((await page.textContent('#request pre.body')).includes(sample), 'the request carries the sample');
+  assert.match(await page.textContent('#status'), /^voice-platform · version/);
+  assert.equal(await page.locator('#status.error').count(), 0);
+  await shot('request-stage-sample');
+  await accessible('request view with a sample user message');
+
+  // The body follows the sample.
+  let n = await renders();
+  await page.fill('#sample-message', 'I would like to book a visit on Tuesday.');
+  await settled(n);
+  await page.waitForFunction(() => document.querySelector('#request pre.body')?.textContent.includes('book a visit on Tuesday'));
+
+  // Without a sample there is nothing to send: the error shows in the request view, and only there.
+  n = await renders();
+  await page.fill('#sample-message', '');
+  await settled(n);
+  await page.waitForSelector('#request .view-error');
+  assert.match(await page.textContent('#request .view-error'), /nothing to send[^]*Enter a sample user message/);
+  assert.match(await page.textContent('#status'), /^voice-platform · version/, 'the status line keeps the render');
+  assert.equal(await page.locator('#status.error').count(), 0);
+  await shot('request-stage-error');
+  await accessible('request view with its error');
+  for (const [tab, ready] of [['#tab-blocks', 'table.blocks tr.block'], ['#tab-text', '#text pre.prompt'], ['#tab-tools', '#tools table']]) {
+    await page.click(tab);
+    await page.waitForSelector(ready);
+    assert.doesNotMatch(await page.innerText('main'), /nothing to send/, `${tab} shows no error of the request view`);
+  }
+  assert.equal(await page.locator('.view-error:visible').count(), 0);
+
+  // A send with a user message needs no sample, and the request view does not offer one.
+  await choose('#agent', 'chat-assistant');
+  await page.click('#tab-request');
+  await page.waitForSelector('#request pre.body');
+  assert.equal(await page.isVisible('#sample-row'), false);
+  assert.equal(await page.locator('#request .view-error').count(), 0);
+});

@@ -3,7 +3,8 @@
 use std::fmt::Write as _;
 
 use promptstack_stream::{
-    self as stream, OutputMode, Processor, Source, SourceSnapshot, StreamConfig, WidgetSet,
+    self as stream, OutputMode, Processor, Source, SourceSnapshot, StreamConfig, WidgetEvent,
+    WidgetSet, WidgetStart,
 };
 use proptest::prelude::*;
 
@@ -60,29 +61,89 @@ fn config(mode: OutputMode) -> StreamConfig {
     StreamConfig::new(mode)
 }
 
-/// Output, citation map and widgets (both as JSON) of one run.
+/// Output, citation map and widget events (both as JSON) of one run.
 type Run = (String, String, String);
 
 /// The output of `input` pushed as `pieces` (byte offsets, any of them, even inside characters).
+///
+/// Checks on the way what a UI relies on: a widget still loading after a push stands exactly at
+/// the end of the text released so far, and the events pair up (see `check_events`).
 fn run_bytes(input: &[u8], cuts: &[usize], sources: &SourceSnapshot, config: &StreamConfig) -> Run {
     let mut processor = Processor::new(sources, config.clone());
     let mut out = String::new();
-    let mut widgets = Vec::new();
+    let mut events = Vec::new();
     let mut from = 0;
-    for &cut in cuts {
+    for &cut in cuts.iter().chain([&input.len()]) {
         let cut = cut.clamp(from, input.len());
         processor.push_bytes_into(&input[from..cut], &mut out);
-        widgets.extend(processor.take_widgets());
+        events.extend(processor.take_widget_events());
+        if let Some(loading) = processor.loading_widget() {
+            assert_eq!(loading.offset, out.len() as u64, "{out:?}");
+            assert_eq!(
+                events.last(),
+                Some(&WidgetEvent::Start(loading.clone())),
+                "the loading widget is the last start"
+            );
+        }
         from = cut;
     }
-    processor.push_bytes_into(&input[from..], &mut out);
     processor.finish_into(&mut out);
-    widgets.extend(processor.take_widgets());
+    events.extend(processor.take_widget_events());
+    assert_eq!(processor.loading_widget(), None);
+    check_events(&events, &out);
     (
         out,
         serde_json::to_string(processor.citations()).unwrap(),
-        serde_json::to_string(&widgets).unwrap(),
+        json_lines(&events),
     )
+}
+
+/// Widget events as JSON lines, as `cite --json` prints them.
+fn json_lines(events: &[WidgetEvent]) -> String {
+    events
+        .iter()
+        .map(|event| serde_json::to_string(event).unwrap() + "\n")
+        .collect()
+}
+
+/// The widget events of a finished text pair up: each start is followed by the widget of the
+/// same name and offset or by a cancel of that start, before any other event; offsets never go
+/// back and stay within the output; a cancelled tag's text is in the output where it stood.
+fn check_events(events: &[WidgetEvent], out: &str) {
+    let mut open: Option<&WidgetStart> = None;
+    let mut last = 0;
+    for event in events {
+        let offset = match event {
+            WidgetEvent::Start(start) => {
+                assert!(open.is_none(), "a start while another is open: {events:?}");
+                open = Some(start);
+                start.offset
+            }
+            WidgetEvent::Widget(widget) => {
+                if let Some(start) = open.take() {
+                    assert_eq!((&start.name, start.offset), (&widget.name, widget.offset));
+                }
+                widget.offset
+            }
+            WidgetEvent::Cancel(cancel) => {
+                assert_eq!(open.take(), Some(cancel), "a cancel without its start");
+                let at = usize::try_from(cancel.offset).unwrap();
+                assert!(
+                    out[at..].starts_with(&format!("<{}", cancel.name)),
+                    "the cancelled tag is text at its offset: {out:?} {cancel:?}"
+                );
+                cancel.offset
+            }
+            other => panic!("unknown event {other:?}"),
+        };
+        assert!(offset >= last, "offsets go back: {events:?}");
+        assert!(
+            offset <= out.len() as u64,
+            "offset past the output: {events:?}"
+        );
+        last = offset;
+    }
+    assert!(open.is_none(), "a start never decided: {events:?}");
 }
 
 /// Asserts that every way of cutting `input` in two, and byte-by-byte delivery, give the output
@@ -105,21 +166,17 @@ fn assert_invariant_with(input: &str, sources: &SourceSnapshot, config: &StreamC
     // The `&str` API, character by character, must agree too.
     let mut processor = Processor::new(sources, config.clone());
     let mut out = String::new();
-    let mut widgets = Vec::new();
+    let mut events = Vec::new();
     for (i, ch) in input.char_indices() {
         let segment = processor.push(&input[i..i + ch.len_utf8()]);
         out.push_str(&segment.text);
-        widgets.extend(segment.widgets);
+        events.extend(segment.widget_events);
     }
     let last = processor.finish();
     out.push_str(&last.text);
-    widgets.extend(last.widgets);
+    events.extend(last.widget_events);
     assert_eq!(out, whole.0, "char by char: {input:?}");
-    assert_eq!(
-        serde_json::to_string(&widgets).unwrap(),
-        whole.2,
-        "char by char: {input:?}"
-    );
+    assert_eq!(json_lines(&events), whole.2, "char by char: {input:?}");
     whole
 }
 
@@ -143,7 +200,7 @@ fn cases() {
         writeln!(snapshot, "--- placeholders\n{placeholders}").unwrap();
         writeln!(snapshot, "--- map\n{map}").unwrap();
         if !case.widgets.is_empty() {
-            writeln!(snapshot, "--- widgets\n{widgets}").unwrap();
+            write!(snapshot, "--- widget events\n{widgets}").unwrap();
         }
         writeln!(snapshot, "--- links\n{links}").unwrap();
         write!(
@@ -248,10 +305,18 @@ const PROSE: &[&str] = &[
     "{{cite:1}}",
 ];
 
-/// Pieces of text around widget tags: complete, split, malformed, in code and links.
+/// Pieces of text around widget tags: complete, split, malformed, namespaced, in code and links.
 const WIDGET_FRAGMENTS: &[&str] = &[
     "<chart kind=\"bar\"/>",
     "<map></map>",
+    "<widget:weather-forecast location=\"Seattle\"/>",
+    "<widget:map",
+    "<widget:weath",
+    "<w",
+    "widget:",
+    "data='{\"type\":\"FeatureCollection\"}'",
+    "\t",
+    "5 < 10",
     "<chart",
     " kind=\"",
     "bar",
@@ -279,7 +344,7 @@ const WIDGET_FRAGMENTS: &[&str] = &[
 ];
 
 fn widget_set() -> WidgetSet {
-    WidgetSet::new(["chart", "map"]).unwrap()
+    WidgetSet::new(["chart", "map", "widget:map", "widget:weather-forecast"]).unwrap()
 }
 
 fn sources_1_2_3_10() -> SourceSnapshot {
@@ -449,7 +514,13 @@ fn fuzz_smoke_stream_chunking() {
                 // A raw byte now and then, so invalid UTF-8 is covered too.
                 text.push((r >> 8) as u8);
             } else {
-                text.extend_from_slice(FRAGMENTS[(r >> 8) as usize % FRAGMENTS.len()].as_bytes());
+                // Widget pieces a fifth of the time, so tags meet every other construct.
+                let pieces = if r % 5 == 1 {
+                    WIDGET_FRAGMENTS
+                } else {
+                    FRAGMENTS
+                };
+                text.extend_from_slice(pieces[(r >> 8) as usize % pieces.len()].as_bytes());
             }
         }
         promptstack_stream::fuzzing::stream_chunking(&text);
@@ -661,6 +732,246 @@ fn display_block_in_a_quote_is_stable() {
             assert!(!once.contains(">\n> $$"), "{input:?} gave {once:?}");
             let (twice, _) = stream::process(&once, &sources, config(mode));
             assert_eq!(twice, once, "{input:?}");
+        }
+    }
+}
+
+/// The widgets of the chat assistant's contract: namespaced names.
+fn chat_widgets() -> StreamConfig {
+    StreamConfig::default().with_widgets(
+        WidgetSet::new([
+            "widget:weather-forecast",
+            "widget:map",
+            "widget:link-preview",
+        ])
+        .unwrap(),
+    )
+}
+
+/// The text so far, mid-stream, as a UI that re-renders on every delta shows it: a half-written
+/// tag or a prefix of a declared name is held back, a declared widget whose name is complete is
+/// loading, anything else is text.
+#[test]
+fn the_text_so_far_holds_back_half_written_tags() {
+    let sources = sources_1_2_3_10();
+    let start = |name: &str, offset: u64| WidgetStart {
+        name: name.to_owned(),
+        offset,
+    };
+    let cases: &[(&str, &str, Option<WidgetStart>)] = &[
+        ("Some text <widget:weath", "Some text", None),
+        (
+            "Some text <widget:weather-forecast location=\"Seattle",
+            "Some text ",
+            Some(start("widget:weather-forecast", 10)),
+        ),
+        (
+            "Here you go! <widget:map data='{\"type\":\"FeatureColl",
+            "Here you go! ",
+            Some(start("widget:map", 13)),
+        ),
+        ("Some text <w", "Some text", None),
+        ("Some text <div", "Some text <div", None),
+        ("5 < 10", "5 < 10", None),
+        ("<widget:weath", "", None),
+        // More of the same: the name complete but not yet followed by a space or `/`, the
+        // start of an empty pair, a namespace nobody declared, a look-alike colon.
+        ("Some text <widget:map", "Some text", None),
+        ("Some text <widget:map>", "Some text", None),
+        ("Some text <widget:chart ", "Some text <widget:chart", None),
+        ("Some text <widget：map ", "Some text <widget：map", None),
+        ("Tag <widget:map/", "Tag ", Some(start("widget:map", 4))),
+    ];
+    for (so_far, shown, loading) in cases {
+        let partial = stream::process_partial(so_far, &sources, chat_widgets());
+        assert_eq!(&partial.text, shown, "{so_far:?}");
+        assert_eq!(&partial.loading, loading, "{so_far:?}");
+        assert!(partial.widgets.is_empty(), "{so_far:?}");
+        // A processor fed the same text in deltas has released the same, and reports the same
+        // loading widget.
+        let mut processor = Processor::new(&sources, chat_widgets());
+        let mut out = String::new();
+        for (i, ch) in so_far.char_indices() {
+            processor.push_into(&so_far[i..i + ch.len_utf8()], &mut out);
+        }
+        assert_eq!(&out, shown, "char by char: {so_far:?}");
+        assert_eq!(processor.loading_widget(), loading.as_ref(), "{so_far:?}");
+    }
+}
+
+/// The chat assistant's widgets end to end: namespaced names reported as declared, the start
+/// while a tag streams, then the widget; a tag that breaks the grammar is cancelled and stays
+/// text; at the end of the text a tag still open is cancelled too.
+#[test]
+fn namespaced_widgets_start_then_finish_or_cancel() {
+    let sources = sources_1_2_3_10();
+    let input = "Seattle this week [1]: <widget:weather-forecast location=\"Seattle\" days='3'/>\n\
+                 Route: <widget:map data='{\"type\":\"FeatureCollection\"}' zoom/> done.\n\
+                 Broken <widget:map data=unquoted/> and <map/> and <widget:map";
+    let (out, _, events) = assert_invariant_with(input, &sources, &chat_widgets());
+    assert_eq!(
+        out,
+        "Seattle this week {{cite:1}}: \nRoute:  done.\nBroken <widget:map data=unquoted/> and \
+         <map/> and <widget:map"
+    );
+    let events: Vec<serde_json::Value> = events
+        .lines()
+        .map(|line| serde_json::from_str(line).unwrap())
+        .collect();
+    let expected = serde_json::json!([
+        {"type": "widget_start", "name": "widget:weather-forecast", "offset": 30},
+        {"type": "widget", "name": "widget:weather-forecast",
+         "attributes": {"location": "Seattle", "days": "3"}, "offset": 30},
+        {"type": "widget_start", "name": "widget:map", "offset": 38},
+        {"type": "widget", "name": "widget:map",
+         "attributes": {"data": "{\"type\":\"FeatureCollection\"}", "zoom": ""}, "offset": 38},
+        {"type": "widget_start", "name": "widget:map", "offset": 52},
+        {"type": "widget_cancel", "name": "widget:map", "offset": 52},
+    ]);
+    assert_eq!(serde_json::Value::Array(events), expected);
+    // `<widget:map` at the very end never had its name followed by a space: text, no event.
+    let score = stream::score_with(input, &sources, chat_widgets());
+    assert_eq!(score.widgets.len(), 2);
+    assert_eq!(score.widgets["widget:map"], 1);
+}
+
+/// Streamed delta by delta, a widget is announced as soon as its name is complete, while its
+/// attributes are still coming, and closes with the widget; the text before it is out by then.
+#[test]
+fn a_widget_loads_while_its_tag_streams() {
+    let sources = sources_1_2_3_10();
+    let mut processor = Processor::new(&sources, chat_widgets());
+    let first = processor.push("Here you go! <widget:ma");
+    assert_eq!(first.text, "Here you go!");
+    assert!(first.widget_events.is_empty());
+    assert_eq!(processor.loading_widget(), None);
+    let second = processor.push("p data='{\"type\":\"Feature");
+    assert_eq!(second.text, " ");
+    let loading = WidgetStart {
+        name: "widget:map".into(),
+        offset: 13,
+    };
+    assert_eq!(second.widget_events, [WidgetEvent::Start(loading.clone())]);
+    assert_eq!(processor.loading_widget(), Some(&loading));
+    let third = processor.push("Collection\"}'");
+    assert!(third.text.is_empty() && third.widget_events.is_empty());
+    assert_eq!(processor.loading_widget(), Some(&loading));
+    let fourth = processor.push("/> Enjoy.");
+    assert_eq!(fourth.text, " Enjoy.");
+    match fourth.widget_events.as_slice() {
+        [WidgetEvent::Widget(widget)] => {
+            assert_eq!((widget.name.as_str(), widget.offset), ("widget:map", 13));
+        }
+        other => panic!("{other:?}"),
+    }
+    assert_eq!(processor.loading_widget(), None);
+    // A tag that turns out not to be a widget is cancelled, its text released.
+    let released = (first.text + &second.text + &third.text + &fourth.text).len() as u64;
+    let fifth = processor.push(" <widget:map a=\"1\"\n");
+    assert_eq!(fifth.text, " <widget:map a=\"1\"\n");
+    let start = WidgetStart {
+        name: "widget:map".into(),
+        offset: released + 1,
+    };
+    assert_eq!(
+        fifth.widget_events,
+        [
+            WidgetEvent::Start(start.clone()),
+            WidgetEvent::Cancel(start)
+        ]
+    );
+    // `take_widgets` keeps only the widgets (and drops the start of the open tag).
+    let released = released + fifth.text.len() as u64;
+    let mut out = String::new();
+    processor.push_into("<widget:map/><widget:map ", &mut out);
+    assert_eq!(out, "");
+    assert_eq!(processor.take_widgets().len(), 1);
+    let last = processor.finish();
+    assert_eq!(last.text, "<widget:map ");
+    let cancel = WidgetStart {
+        name: "widget:map".into(),
+        offset: released,
+    };
+    assert_eq!(last.widget_events, [WidgetEvent::Cancel(cancel)]);
+}
+
+/// A widget tag too long to hold is cancelled and passed through as text, never held past the
+/// bound.
+#[test]
+fn an_overlong_widget_is_cancelled() {
+    let sources = sources_1_2_3_10();
+    let mut processor = Processor::new(&sources, chat_widgets());
+    let mut out = String::new();
+    processor.push_into("Map: <widget:map data='", &mut out);
+    assert_eq!(out, "Map: ");
+    let events = processor.take_widget_events();
+    assert!(matches!(events.as_slice(), [WidgetEvent::Start(_)]));
+    for _ in 0..500 {
+        processor.push_into("0123456789", &mut out);
+        assert!(processor.held() <= stream::WIDGET_MAX);
+    }
+    assert!(out.starts_with("Map: <widget:map data='0123"), "{out:.40}");
+    let events = processor.take_widget_events();
+    assert!(
+        matches!(events.as_slice(), [WidgetEvent::Cancel(c)] if c.offset == 5),
+        "{events:?}"
+    );
+    assert_eq!(processor.loading_widget(), None);
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(300))]
+
+    /// Inline math is written on one line, whatever line breaks the model put in it.
+    #[test]
+    fn inline_math_is_one_line(lines in proptest::collection::vec("[a-z0-9+=][a-z0-9+= ]{0,7}", 1..5)) {
+        let text = format!("Sum \\({}\\) done.", lines.join("\n"));
+        let (out, _) = stream::process(&text, &sources_1_2_3_10(), StreamConfig::default());
+        prop_assert!(!out.contains('\n'), "{:?}", out);
+        prop_assert!(out.starts_with("Sum $") && out.ends_with("$ done."), "{:?}", out);
+    }
+
+    /// The text so far depends on the text alone: a processor fed it in any deltas (cut even
+    /// inside characters) has released exactly what `process_partial` shows, with the same
+    /// widget loading.
+    #[test]
+    fn the_text_so_far_does_not_depend_on_the_deltas(
+        text in prop_oneof![text_from(WIDGET_FRAGMENTS, 30), text_from(FRAGMENTS, 30)],
+        cuts in proptest::collection::vec(any::<proptest::sample::Index>(), 0..12),
+    ) {
+        let sources = sources_1_2_3_10();
+        let config = config(OutputMode::Placeholders).with_widgets(widget_set());
+        let partial = stream::process_partial(&text, &sources, config.clone());
+        let mut cuts: Vec<usize> = cuts.iter().map(|c| c.index(text.len() + 1)).collect();
+        cuts.sort_unstable();
+        let mut processor = Processor::new(&sources, config);
+        let mut out = String::new();
+        let mut from = 0;
+        for cut in cuts.into_iter().chain([text.len()]) {
+            processor.push_bytes_into(&text.as_bytes()[from..cut], &mut out);
+            from = cut;
+        }
+        prop_assert_eq!(&out, &partial.text, "{:?}", text);
+        prop_assert_eq!(processor.loading_widget(), partial.loading.as_ref(), "{:?}", text);
+        prop_assert_eq!(processor.take_widgets(), partial.widgets, "{:?}", text);
+    }
+
+    /// The text so far is a prefix of the final output at every point of the stream, and a
+    /// widget loading at a point stands at the end of the text so far, its name as declared.
+    #[test]
+    fn the_text_so_far_is_a_prefix_of_the_output(text in text_from(WIDGET_FRAGMENTS, 30)) {
+        let sources = sources_1_2_3_10();
+        let config = config(OutputMode::Placeholders).with_widgets(widget_set());
+        let (whole, _) = stream::process(&text, &sources, config.clone());
+        for (end, _) in text.char_indices().chain([(text.len(), ' ')]) {
+            let partial = stream::process_partial(&text[..end], &sources, config.clone());
+            prop_assert!(whole.starts_with(&partial.text), "{:?} of {:?}", partial.text, whole);
+            if let Some(loading) = &partial.loading {
+                prop_assert_eq!(loading.offset, partial.text.len() as u64);
+                prop_assert!(widget_set().names().any(|n| n == loading.name));
+                let tag = format!("<{}", loading.name);
+                prop_assert!(text[..end].contains(&tag));
+            }
         }
     }
 }

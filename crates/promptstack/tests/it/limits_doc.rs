@@ -111,7 +111,8 @@ fn fixed() -> String {
             "one widget tag in model output (`cite --widgets`)".into(),
             format!("{} bytes", promptstack::stream::WIDGET_MAX),
             "fixed".into(),
-            "the tag is passed through as text".into(),
+            "the tag is passed through as text (after a `widget_start`, a `widget_cancel` says so)"
+                .into(),
         ],
         [
             "one MCP message (a stdio line or an HTTP event)".into(),
