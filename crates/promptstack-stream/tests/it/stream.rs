@@ -305,6 +305,29 @@ const PROSE: &[&str] = &[
     "{{cite:1}}",
 ];
 
+/// The prose fragments that cannot open a link destination (no bare `(`).
+const PROSE_OUTSIDE_LINKS: &[&str] = &[
+    "word",
+    " ",
+    "Rust",
+    "[1]",
+    "[2, 3]",
+    "【1】",
+    "中文",
+    ".",
+    ")",
+    "]",
+    "- ",
+    "> ",
+    "[x](https://x.example/)",
+    "$",
+    "$5",
+    "$$",
+    "US$",
+    "5",
+    "{{cite:1}}",
+];
+
 /// Pieces of text around widget tags: complete, split, malformed, namespaced, in code and links.
 const WIDGET_FRAGMENTS: &[&str] = &[
     "<chart kind=\"bar\"/>",
@@ -456,10 +479,13 @@ proptest! {
         prop_assert!(out.contains(&block), "{:?} lost its code block {:?}", out, block);
     }
 
+    /// A code span keeps its bytes wherever a paragraph holds it. `lead` never ends in an open
+    /// link destination: in `[1]( `)$0``, CommonMark reads `[1](`)` as a link whose destination is
+    /// the first backtick, so no code span is there to keep.
     #[test]
-    fn code_spans_are_byte_identical(before in text_from(PROSE, 20), body in "[^`\n]{1,40}", after in text_from(PROSE, 20)) {
+    fn code_spans_are_byte_identical(before in text_from(PROSE, 20), lead in text_from(PROSE_OUTSIDE_LINKS, 10), body in "[^`\n]{1,40}", after in text_from(PROSE, 20)) {
         let span = format!("`{body}`");
-        let text = format!("{before} {span} {after}");
+        let text = format!("{before}\n\n{lead} {span} {after}");
         let (out, _) = stream::process(&text, &sources_1_2_3_10(), StreamConfig::default());
         prop_assert!(out.contains(&span), "{:?} lost its code span {:?}", out, span);
     }
@@ -974,4 +1000,12 @@ proptest! {
             }
         }
     }
+}
+
+/// A backtick inside a link destination opens no code span (CommonMark reads the link first), so
+/// the text after it is prose: its lone dollar is escaped like any other.
+#[test]
+fn a_backtick_in_a_link_destination_is_not_a_code_span() {
+    let (out, _) = stream::process("[1]( `)$0` x", &sources_1_2_3_10(), StreamConfig::default());
+    assert_eq!(out, "[1]( `)\\$0` x");
 }
