@@ -99,8 +99,8 @@ fn explain_json_is_the_assembly_format() {
 }
 
 #[test]
-fn schema_of_spec_and_send() {
-    for which in ["spec", "send"] {
+fn schema_of_spec_send_and_eval() {
+    for which in ["spec", "send", "eval"] {
         let output = promptstack().args(["schema", which]).output().unwrap();
         assert!(output.status.success());
         let schema: serde_json::Value = serde_json::from_slice(&output.stdout).unwrap();

@@ -5,7 +5,7 @@
 //! values), each with `file:line:column`, the offending key path and a hint.
 
 use std::fmt;
-use std::sync::LazyLock;
+use std::sync::OnceLock;
 
 use serde::Serialize;
 
@@ -606,10 +606,191 @@ fn offset_of(source: &SourceMap, line: usize, column: usize) -> usize {
     text.len()
 }
 
-static SPEC_SCHEMA: LazyLock<serde_json::Value> = LazyLock::new(AgentSpec::json_schema);
+/// A kind of document the project reads as it reads specs: TOML or JSON, checked against the
+/// kind's JSON Schema, every problem located. Specs are one kind; eval suites are another.
+pub struct DocumentKind {
+    /// What is being read ("spec", "eval suite"), for the summary line of an error.
+    subject: &'static str,
+    /// The key that states the document's format version, and the one version understood.
+    version_key: &'static str,
+    version: u64,
+    /// The largest document accepted, in bytes.
+    max_bytes: usize,
+    /// Makes the kind's JSON Schema; called once.
+    schema: fn() -> serde_json::Value,
+    compiled: OnceLock<(serde_json::Value, Option<jsonschema::Validator>)>,
+}
 
-static SPEC_VALIDATOR: LazyLock<Option<jsonschema::Validator>> =
-    LazyLock::new(|| jsonschema::validator_for(&SPEC_SCHEMA).ok());
+impl DocumentKind {
+    /// A document kind: its subject, its version key and version, its size bound and its schema.
+    pub const fn new(
+        subject: &'static str,
+        version_key: &'static str,
+        version: u64,
+        max_bytes: usize,
+        schema: fn() -> serde_json::Value,
+    ) -> Self {
+        Self {
+            subject,
+            version_key,
+            version,
+            max_bytes,
+            schema,
+            compiled: OnceLock::new(),
+        }
+    }
+
+    fn compiled(&self) -> &(serde_json::Value, Option<jsonschema::Validator>) {
+        self.compiled.get_or_init(|| {
+            let schema = (self.schema)();
+            let validator = jsonschema::validator_for(&schema).ok();
+            (schema, validator)
+        })
+    }
+
+    /// Parses and schema-checks a document of this kind.
+    ///
+    /// # Errors
+    ///
+    /// A [`SpecError`] listing every syntax or schema problem with its location.
+    pub fn parse<T: serde::de::DeserializeOwned>(
+        &self,
+        bytes: &[u8],
+        name: &str,
+        format: SpecFormat,
+    ) -> Result<Parsed<T>, SpecError> {
+        self.parse_inner(bytes, name, format)
+            .map_err(|e| e.about(self.subject))
+    }
+
+    fn parse_inner<T: serde::de::DeserializeOwned>(
+        &self,
+        bytes: &[u8],
+        name: &str,
+        format: SpecFormat,
+    ) -> Result<Parsed<T>, SpecError> {
+        let (tree, source, spans) = parse_tree(bytes, name, format, self.max_bytes)?;
+        let locator = Locator {
+            source: &source,
+            spans: &spans,
+        };
+        let mut diagnostics = Vec::new();
+        if let Some(version) = tree.get(self.version_key)
+            && version.as_u64() != Some(self.version)
+        {
+            diagnostics.push(locator.at(
+                "unsupported-version",
+                &format!("/{}", self.version_key),
+                false,
+                format!(
+                    "{} {} is not supported",
+                    self.version_key,
+                    quote(&version.to_string())
+                ),
+                Some(format!(
+                    "this build understands {} = {}",
+                    self.version_key, self.version
+                )),
+            ));
+        }
+        let (schema, validator) = self.compiled();
+        diagnostics.extend(schema_diagnostics(
+            &tree,
+            schema,
+            validator.as_ref(),
+            &locator,
+        ));
+        // Unknown keys do not stop the rest of the document from being checked: set them aside,
+        // report them, and go on, so that one run shows every problem. Any other schema error
+        // stops here.
+        let mut tree = tree;
+        if !diagnostics.is_empty() {
+            // Past the cap, the rest of the file was not searched: nothing more to check.
+            if diagnostics.len() > MAX_REPORTED_ERRORS
+                || !diagnostics.iter().all(|d| d.code == "unknown-key")
+            {
+                return Err(SpecError::new(diagnostics));
+            }
+            for d in &diagnostics {
+                remove_path(&mut tree, &d.pointer);
+            }
+        }
+        match serde_path_to_error::deserialize::<_, T>(tree) {
+            Ok(value) => Ok(Parsed {
+                value,
+                source,
+                spans,
+                recovered: diagnostics,
+            }),
+            Err(error) => {
+                // The schema passed, so what serde refuses is a value: most often a number out
+                // of the range of its field (`max_tokens = 1e30`), located with its key path.
+                let pointer = path_to_pointer(error.path());
+                let message = lowercase_first(&error.inner().to_string());
+                let (code, hint) = if out_of_range(&message) {
+                    (
+                        "out-of-range",
+                        Some("write a whole number within the range the message names".to_owned()),
+                    )
+                } else {
+                    ("bad-value", None)
+                };
+                Err(SpecError::new(vec![
+                    locator.at(code, &pointer, false, message, hint),
+                ]))
+            }
+        }
+    }
+}
+
+/// A document parsed and checked against its kind's schema, with its source kept for locating
+/// the problems found later.
+#[derive(Debug, Clone)]
+pub struct Parsed<T> {
+    /// The typed document.
+    pub value: T,
+    /// The source text and its name.
+    pub source: SourceMap,
+    /// Byte spans of every value.
+    pub spans: SpanIndex,
+    /// Unknown keys, set aside so the rest could still be checked; reported with later findings.
+    pub recovered: Vec<SpecDiagnostic>,
+}
+
+impl<T> Parsed<T> {
+    /// A problem with the value at `pointer` (a JSON pointer such as `/scenarios/2/send`),
+    /// located in this document's source, with an optional hint.
+    pub fn diagnostic(
+        &self,
+        code: &'static str,
+        pointer: &str,
+        message: String,
+        hint: Option<String>,
+    ) -> SpecDiagnostic {
+        Locator {
+            source: &self.source,
+            spans: &self.spans,
+        }
+        .at(code, pointer, false, message, hint)
+    }
+
+    /// The problems found after parsing, with the unknown keys set aside while parsing, as one
+    /// error in source order; `None` when there are none.
+    pub fn error(&self, subject: &'static str, found: Vec<SpecDiagnostic>) -> Option<SpecError> {
+        let mut all = self.recovered.clone();
+        all.extend(found);
+        (!all.is_empty()).then(|| SpecError::new(all).about(subject))
+    }
+}
+
+/// Agent specs: `spec_version`, at most [`MAX_SPEC_BYTES`].
+static SPEC_KIND: DocumentKind = DocumentKind::new(
+    "spec",
+    "spec_version",
+    SPEC_VERSION as u64,
+    MAX_SPEC_BYTES,
+    AgentSpec::json_schema,
+);
 
 /// Parses and schema-checks a spec.
 ///
@@ -617,73 +798,13 @@ static SPEC_VALIDATOR: LazyLock<Option<jsonschema::Validator>> =
 ///
 /// A [`SpecError`] listing every syntax or schema problem with its location.
 pub fn parse(bytes: &[u8], name: &str, format: SpecFormat) -> Result<ParsedSpec, SpecError> {
-    let (tree, source, spans) = parse_tree(bytes, name, format, MAX_SPEC_BYTES)?;
-    let locator = Locator {
-        source: &source,
-        spans: &spans,
-    };
-    let mut diagnostics = Vec::new();
-    if let Some(version) = tree.get("spec_version")
-        && version.as_u64() != Some(u64::from(SPEC_VERSION))
-    {
-        diagnostics.push(locator.at(
-            "unsupported-version",
-            "/spec_version",
-            false,
-            format!(
-                "spec_version {} is not supported",
-                quote(&version.to_string())
-            ),
-            Some(format!(
-                "this build understands spec_version = {SPEC_VERSION}"
-            )),
-        ));
-    }
-    diagnostics.extend(schema_diagnostics(
-        &tree,
-        &SPEC_SCHEMA,
-        SPEC_VALIDATOR.as_ref(),
-        &locator,
-    ));
-    // Unknown keys do not stop the rest of the spec from being checked: set them aside, report
-    // them, and go on, so that one run shows every problem. Any other schema error stops here.
-    let mut tree = tree;
-    if !diagnostics.is_empty() {
-        // Past the cap, the rest of the file was not searched: nothing more to check.
-        if diagnostics.len() > MAX_REPORTED_ERRORS
-            || !diagnostics.iter().all(|d| d.code == "unknown-key")
-        {
-            return Err(SpecError::new(diagnostics));
-        }
-        for d in &diagnostics {
-            remove_path(&mut tree, &d.pointer);
-        }
-    }
-    match serde_path_to_error::deserialize::<_, AgentSpec>(tree) {
-        Ok(spec) => Ok(ParsedSpec {
-            spec,
-            source,
-            spans,
-            recovered: diagnostics,
-        }),
-        Err(error) => {
-            // The schema passed, so what serde refuses is a value: most often a number out of
-            // the range of its field (`max_tokens = 1e30`), located with its key path.
-            let pointer = path_to_pointer(error.path());
-            let message = lowercase_first(&error.inner().to_string());
-            let (code, hint) = if out_of_range(&message) {
-                (
-                    "out-of-range",
-                    Some("write a whole number within the range the message names".to_owned()),
-                )
-            } else {
-                ("bad-value", None)
-            };
-            Err(SpecError::new(vec![
-                locator.at(code, &pointer, false, message, hint),
-            ]))
-        }
-    }
+    let parsed = SPEC_KIND.parse::<AgentSpec>(bytes, name, format)?;
+    Ok(ParsedSpec {
+        spec: parsed.value,
+        source: parsed.source,
+        spans: parsed.spans,
+        recovered: parsed.recovered,
+    })
 }
 
 /// Whether serde refused a whole number for its size: an integer beyond its field's range
@@ -884,6 +1005,50 @@ fn diagnose(
                 ),
                 None,
             )),
+            // A union of objects told apart by one key (`type = "regex"`, `role = "user"`): with
+            // a known tag, what its own branch found; with another, the tag itself.
+            Kind::OneOfNotValid { context } | Kind::AnyOf { context }
+                if error.instance().is_object()
+                    && tagged_union(schema, &schema_pointer).is_some() =>
+            {
+                let (tag, tags) = tagged_union(schema, &schema_pointer).unwrap_or_default();
+                let value = error.instance().get(&tag);
+                let branch = value
+                    .and_then(|v| v.as_str())
+                    .and_then(|v| tags.iter().position(|t| t == v));
+                match (branch.and_then(|i| context.get(i)), value) {
+                    (Some(branch), _) => {
+                        for inner in branch {
+                            diagnose(inner, schema, locator, out);
+                        }
+                    }
+                    (None, None) => out.push(locator.at(
+                        "missing-key",
+                        &pointer,
+                        true,
+                        format!("missing required key `{}` {place}", quote(&tag)),
+                        Some(format!("expected one of {}", quoted(&tags))),
+                    )),
+                    (None, Some(value)) => {
+                        let hint = value
+                            .as_str()
+                            .and_then(|s| suggest(s, &tags))
+                            .or_else(|| Some(format!("expected one of {}", quoted(&tags))));
+                        let at = push_pointer(&pointer, &tag);
+                        out.push(locator.at(
+                            "bad-value",
+                            &at,
+                            false,
+                            format!(
+                                "`{}` has the value {}, which is not allowed",
+                                quote(&display_path(&at)),
+                                quote(&value.to_string())
+                            ),
+                            hint,
+                        ));
+                    }
+                }
+            }
             Kind::OneOfNotValid { .. } | Kind::OneOfMultipleValid { .. } | Kind::AnyOf { .. } => {
                 // Enum-like unions (schemars renders documented enum variants as `oneOf` of
                 // constants): list the allowed constants when there are any.
@@ -1005,6 +1170,36 @@ fn one_of_constants(schema: &serde_json::Value, schema_pointer: &str) -> Vec<Str
         .iter()
         .filter_map(|v| v.get("const").and_then(|c| c.as_str()).map(str::to_owned))
         .collect()
+}
+
+/// A union whose branches are all objects holding one key with a constant string (`type`,
+/// `role`): that key, and each branch's constant in branch order.
+fn tagged_union(schema: &serde_json::Value, schema_pointer: &str) -> Option<(String, Vec<String>)> {
+    let branches = schema_node(schema, schema_pointer)?.as_array()?;
+    fn resolve<'a>(
+        schema: &'a serde_json::Value,
+        branch: &'a serde_json::Value,
+    ) -> Option<&'a serde_json::Value> {
+        match branch.get("$ref").and_then(|r| r.as_str()) {
+            Some(target) => schema.pointer(target.trim_start_matches('#')),
+            None => Some(branch),
+        }
+    }
+    let constant = |branch: &serde_json::Value, key: &str| {
+        resolve(schema, branch)?
+            .get("properties")?
+            .get(key)?
+            .get("const")?
+            .as_str()
+            .map(str::to_owned)
+    };
+    let first = resolve(schema, branches.first()?)?
+        .get("properties")?
+        .as_object()?;
+    first.keys().find_map(|key| {
+        let tags: Option<Vec<String>> = branches.iter().map(|b| constant(b, key)).collect();
+        tags.map(|tags| (key.clone(), tags))
+    })
 }
 
 /// Words longer than this are not compared for suggestions (the edit distance costs the product

@@ -18,8 +18,8 @@ use serde::{Deserialize, Serialize};
 // `SpecError` and `SpecFormat` are public at the crate root only; `crate::spec::…` keeps
 // naming them inside the crate.
 pub use load::{
-    MAX_EXPRESSION_OPERATORS, MAX_NESTING, MAX_REPORTED_ERRORS, MAX_SPEC_BYTES,
-    MAX_TEMPLATE_NESTING, ParsedSpec, SpecDiagnostic, parse,
+    DocumentKind, MAX_EXPRESSION_OPERATORS, MAX_NESTING, MAX_REPORTED_ERRORS, MAX_SPEC_BYTES,
+    MAX_TEMPLATE_NESTING, Parsed, ParsedSpec, SpecDiagnostic, parse,
 };
 pub(crate) use load::{SpecError, SpecFormat};
 pub use shape::Shape;
