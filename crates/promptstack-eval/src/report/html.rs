@@ -6,6 +6,7 @@
 //! page is also well-formed XML (void elements closed, only XML's own entities), so a strict
 //! XML reader can check it.
 
+use std::collections::BTreeMap;
 use std::fmt::Write as _;
 
 use sha2::{Digest, Sha256};
@@ -13,7 +14,7 @@ use sha2::{Digest, Sha256};
 use super::escape::{base64, escaped, write_escaped_text};
 use super::{Report, level, percent, points, rows_by_scenario};
 use crate::row::ResultRow;
-use crate::stats::{Cell, Comparison, Interval, Outcome, Paired};
+use crate::stats::{Cell, Comparison, Interval, Outcome, Paired, Summary};
 
 const STYLE: &str = "
 body{font:14px/1.45 system-ui,sans-serif;margin:2rem auto;max-width:72rem;padding:0 1rem;color:#1b1f24;background:#fff}
@@ -68,6 +69,18 @@ pub(super) fn write(report: &Report) -> String {
     out
 }
 
+/// The most cells (versions × scenarios) one model's table draws; a larger one is left to the
+/// JSON report rather than written as megabytes of "not run".
+const MAX_MATRIX_CELLS: usize = 20_000;
+
+/// One model's part of the matrix.
+#[derive(Default)]
+struct MatrixModel<'a> {
+    tier: &'a str,
+    versions: Vec<&'a Summary>,
+    cells: BTreeMap<&'a str, BTreeMap<&'a str, &'a Cell>>,
+}
+
 /// One table per model: scenarios down, versions across, each cell its pass count, rate and
 /// Wilson interval as a bar.
 fn matrix(out: &mut String, report: &Report, scenarios: &[(&str, Vec<&ResultRow>)]) {
@@ -79,26 +92,48 @@ fn matrix(out: &mut String, report: &Report, scenarios: &[(&str, Vec<&ResultRow>
          at {} confidence (line).</p>",
         level(stats.config.confidence)
     );
-    let mut models: Vec<(&str, &str)> = stats
-        .summaries
+    let anchors: BTreeMap<&str, usize> = scenarios
         .iter()
-        .map(|s| (s.model.as_str(), s.tier.as_str()))
+        .enumerate()
+        .map(|(index, (scenario, _))| (*scenario, index))
         .collect();
-    models.dedup();
-    for (model, tier) in models {
+    // Per model: its tier, its versions (summaries) and its cells by scenario then version, each
+    // gathered in one pass so that many models cost no more than many rows.
+    let mut models: BTreeMap<&str, MatrixModel<'_>> = BTreeMap::new();
+    for summary in &stats.summaries {
+        let model = models.entry(&summary.model).or_default();
+        model.tier = &summary.tier;
+        model.versions.push(summary);
+    }
+    for cell in &stats.cells {
+        if let Some(model) = models.get_mut(cell.model.as_str()) {
+            model
+                .cells
+                .entry(&cell.scenario)
+                .or_default()
+                .insert(&cell.version_id, cell);
+        }
+    }
+    for (model, matrix) in &models {
         let _ = writeln!(
             out,
             "<h3>{} <span class=\"note\">({})</span></h3>",
             escaped(model),
-            escaped(tier)
+            escaped(matrix.tier)
         );
-        let versions: Vec<_> = stats
-            .summaries
-            .iter()
-            .filter(|s| s.model == model)
-            .collect();
+        let size = matrix.versions.len().saturating_mul(matrix.cells.len());
+        if size > MAX_MATRIX_CELLS {
+            let _ = writeln!(
+                out,
+                "<p>{} versions × {} scenarios is too large a table to draw here; every cell is \
+                 in the JSON report.</p>",
+                matrix.versions.len(),
+                matrix.cells.len()
+            );
+            continue;
+        }
         out.push_str("<table>\n<thead><tr><th scope=\"col\">scenario</th>");
-        for version in &versions {
+        for version in &matrix.versions {
             let _ = write!(
                 out,
                 "<th scope=\"col\">{}</th>",
@@ -106,18 +141,13 @@ fn matrix(out: &mut String, report: &Report, scenarios: &[(&str, Vec<&ResultRow>
             );
         }
         out.push_str("</tr></thead>\n<tbody>\n");
-        for (index, (scenario, _)) in scenarios.iter().enumerate() {
-            let cells: Vec<Option<&Cell>> = versions
+        for (scenario, by_version) in &matrix.cells {
+            let index = anchors.get(scenario).copied().unwrap_or_default();
+            let cells: Vec<Option<&Cell>> = matrix
+                .versions
                 .iter()
-                .map(|v| {
-                    stats.cells.iter().find(|c| {
-                        c.model == model && c.version_id == v.version_id && c.scenario == *scenario
-                    })
-                })
+                .map(|v| by_version.get(v.version_id.as_str()).copied())
                 .collect();
-            if cells.iter().all(Option::is_none) {
-                continue;
-            }
             let _ = write!(
                 out,
                 "<tr><th scope=\"row\"><a href=\"#scenario-{index}\">{}</a></th>",
@@ -144,7 +174,7 @@ fn matrix(out: &mut String, report: &Report, scenarios: &[(&str, Vec<&ResultRow>
             out.push_str("</tr>\n");
         }
         out.push_str("<tr><th scope=\"row\">mean pass rate</th>");
-        for version in &versions {
+        for version in &matrix.versions {
             let _ = write!(
                 out,
                 "<td>{} ({}/{} runs)</td>",

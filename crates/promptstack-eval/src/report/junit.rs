@@ -7,6 +7,7 @@ use std::fmt::Write as _;
 use super::Report;
 use super::escape::{write_escaped, write_escaped_text};
 use crate::row::ResultRow;
+use crate::stats::Summary;
 
 pub(super) fn write(report: &Report) -> String {
     let run = report.run();
@@ -17,6 +18,12 @@ pub(super) fn write(report: &Report) -> String {
             .or_default()
             .push(row);
     }
+    let summaries: BTreeMap<(&str, &str), &Summary> = report
+        .statistics()
+        .summaries
+        .iter()
+        .map(|s| ((s.model.as_str(), s.version_id.as_str()), s))
+        .collect();
     let (failures, errors) = count(run.rows.iter());
     let total_us = total_latency(run.rows.iter());
 
@@ -50,12 +57,7 @@ pub(super) fn write(report: &Report) -> String {
         ] {
             property(&mut out, name, value);
         }
-        if let Some(summary) = report
-            .statistics()
-            .summaries
-            .iter()
-            .find(|s| s.model == *model && s.version_id == *version)
-        {
+        if let Some(summary) = summaries.get(&(*model, *version)) {
             property(
                 &mut out,
                 "mean_pass_rate",

@@ -33,6 +33,10 @@ pub const MAX_ROWS: usize = 1_000_000;
 /// than left to run for minutes.
 pub const MAX_BOOTSTRAP_DRAWS: u64 = 200_000_000;
 
+/// The most comparisons (pairs of versions on one model, over all models) one computation makes;
+/// past it the computation is refused, since their number grows with the square of the versions.
+pub const MAX_COMPARISONS: usize = 10_000;
+
 /// How the statistics are computed.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[non_exhaustive]
@@ -300,8 +304,9 @@ impl Statistics {
     /// - [`ErrorKind::InvalidRow`]: a row has an empty version, model or scenario, passes
     ///   although it ended in an error, repeats a repetition of its cell or an assertion id, or
     ///   gives its model another tier than an earlier row.
-    /// - [`ErrorKind::TooLarge`]: more than [`MAX_ROWS`] rows, or the bootstraps would draw more
-    ///   than [`MAX_BOOTSTRAP_DRAWS`] scenarios.
+    /// - [`ErrorKind::TooLarge`]: more than [`MAX_ROWS`] rows, more than [`MAX_COMPARISONS`]
+    ///   pairs of versions, or bootstraps that would draw more than [`MAX_BOOTSTRAP_DRAWS`]
+    ///   scenarios.
     pub fn compute(run: &Run, config: &StatsConfig) -> Result<Statistics, Error> {
         config.check()?;
         if run.rows.is_empty() {
@@ -480,6 +485,19 @@ fn tiers(rows: &[ResultRow]) -> Result<BTreeMap<&str, &str>, Error> {
 }
 
 fn check_bootstrap_work(grouped: &Grouped<'_>, config: &StatsConfig) -> Result<(), Error> {
+    let comparisons: usize = grouped
+        .values()
+        .map(|versions| versions.len() * (versions.len() - 1) / 2)
+        .sum();
+    if comparisons > MAX_COMPARISONS {
+        return Err(Error::new(
+            ErrorKind::TooLarge,
+            format!(
+                "the run would make {comparisons} comparisons of two versions on a model; \
+                 the statistics make at most {MAX_COMPARISONS}"
+            ),
+        ));
+    }
     let mut draws: u64 = 0;
     for versions in grouped.values() {
         let sets: Vec<&BTreeMap<&str, CellRows<'_>>> = versions.values().collect();

@@ -328,3 +328,24 @@ fn terminal_strips_control_characters_and_fits_its_width() {
         report.to_terminal(&TerminalConfig::new(100))
     );
 }
+
+#[test]
+fn a_sparse_matrix_too_large_to_draw_is_left_to_the_json() {
+    // 141 versions × 150 scenarios on one model, each scenario run by one version.
+    let rows: Vec<ResultRow> = (0..150)
+        .map(|s| {
+            ResultRow::new(
+                key(&format!("v{:03}", s % 141), "m", &format!("s{s:03}"), 0),
+                true,
+            )
+        })
+        .collect();
+    let report = Report::new(Run::new("wide", rows), &config()).unwrap();
+    let html = report.to_html();
+    assert!(
+        html.contains("141 versions × 150 scenarios is too large a table to draw here"),
+        "the matrix was drawn"
+    );
+    parse(&html);
+    assert_eq!(report.statistics().cells.len(), 150);
+}

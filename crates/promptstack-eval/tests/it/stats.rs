@@ -265,6 +265,17 @@ fn too_much_bootstrap_work_is_refused() {
 }
 
 #[test]
+fn too_many_versions_are_refused() {
+    // 142 versions on one model make 10 011 pairs.
+    let rows = (0..142)
+        .map(|v| ResultRow::new(key(&format!("v{v}"), "m", "s", 0), true))
+        .collect();
+    let error = Statistics::compute(&Run::new("s", rows), &config()).unwrap_err();
+    assert_eq!(error.kind(), ErrorKind::TooLarge);
+    assert!(error.message().contains("10011 comparisons"), "{error}");
+}
+
+#[test]
 fn one_scenario_is_not_compared() {
     let run = Run::new("s", paired_rows(&[(&[true, true], &[false, false])]));
     let stats = Statistics::compute(&run, &config()).unwrap();
