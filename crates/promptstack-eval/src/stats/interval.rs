@@ -52,6 +52,19 @@ fn finite_quantile(p: f64) -> Result<f64, Error> {
     }
 }
 
+/// Levels below one half make no sense for an interval or a power (the minimum detectable
+/// difference could come out negative).
+pub(crate) fn check_at_least_half(name: &str, value: f64) -> Result<(), Error> {
+    if value >= 0.5 {
+        Ok(())
+    } else {
+        Err(Error::new(
+            ErrorKind::InvalidConfig,
+            format!("{name} must be at least 0.5, not {value}"),
+        ))
+    }
+}
+
 pub(crate) fn check_probability(name: &str, value: f64) -> Result<(), Error> {
     if value.is_finite() && value > 0.0 && value < 1.0 {
         Ok(())
@@ -139,7 +152,7 @@ pub fn wilson(passes: u64, runs: u64, confidence: f64) -> Result<Interval, Error
 /// # Errors
 ///
 /// [`ErrorKind::InvalidConfig`] when `scenarios` is 0, `sd` is negative or not finite, or a
-/// level is not strictly between 0 and 1.
+/// level is below 0.5 or not below 1.
 pub fn minimum_detectable_difference(
     scenarios: u64,
     sd: f64,
@@ -158,6 +171,8 @@ pub fn minimum_detectable_difference(
             format!("a standard deviation must be finite and not negative, not {sd}"),
         ));
     }
+    check_at_least_half("confidence", confidence)?;
+    check_at_least_half("power", power)?;
     let z = z_two_sided(confidence)? + z_one_sided(power)?;
     Ok(z * sd / (scenarios as f64).sqrt())
 }

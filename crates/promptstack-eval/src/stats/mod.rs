@@ -41,9 +41,10 @@ pub const MAX_COMPARISONS: usize = 10_000;
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[non_exhaustive]
 pub struct StatsConfig {
-    /// The confidence level of every interval, and `1 − α` of the minimum detectable difference.
+    /// The confidence level of every interval, and `1 − α` of the minimum detectable difference
+    /// (at least 0.5, below 1).
     pub confidence: f64,
-    /// The power at which the minimum detectable difference is stated.
+    /// The power at which the minimum detectable difference is stated (at least 0.5, below 1).
     pub power: f64,
     /// Bootstrap resamples per comparison.
     pub resamples: u32,
@@ -105,6 +106,8 @@ impl StatsConfig {
     fn check(&self) -> Result<(), Error> {
         interval::check_probability("confidence", self.confidence)?;
         interval::check_probability("power", self.power)?;
+        interval::check_at_least_half("confidence", self.confidence)?;
+        interval::check_at_least_half("power", self.power)?;
         paired::check_resamples(self.resamples)?;
         if self.min_scenarios < 2 {
             return Err(Error::new(

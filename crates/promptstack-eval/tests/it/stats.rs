@@ -154,6 +154,15 @@ fn minimum_detectable_difference_follows_the_formula() {
     assert!(minimum_detectable_difference(5, -1.0, 0.95, 0.8).is_err());
     assert!(minimum_detectable_difference(5, f64::NAN, 0.95, 0.8).is_err());
     assert!(minimum_detectable_difference(5, 0.5, 0.95, 1.0).is_err());
+    // Below one half the sum of the quantiles could be negative.
+    assert!(minimum_detectable_difference(5, 0.5, 0.5, 0.1).is_err());
+    assert!(minimum_detectable_difference(5, 0.5, 0.3, 0.8).is_err());
+    // At power ½ only the confidence quantile (0.674 at 50 %) remains.
+    close(
+        minimum_detectable_difference(5, 0.5, 0.5, 0.5).unwrap(),
+        0.674_489_750_196_081_7 * 0.5 / 5f64.sqrt(),
+        1e-12,
+    );
 }
 
 #[test]
@@ -206,6 +215,8 @@ fn bad_settings_are_errors() {
         config().with_confidence(1.0),
         config().with_confidence(f64::NAN),
         config().with_power(0.0),
+        config().with_power(0.2),
+        config().with_confidence(0.4),
         config().with_resamples(0),
         config().with_min_scenarios(1),
     ] {
