@@ -15,7 +15,7 @@ use crate::error::{Error, ErrorKind};
 use crate::row::{ResultRow, Run};
 use crate::stats::{Statistics, StatsConfig};
 
-pub use terminal::TerminalConfig;
+pub use terminal::{MAX_FAILURE_LINES, TerminalConfig};
 
 /// The name in the `format` field of the JSON document.
 pub const FORMAT_NAME: &str = "promptstack-eval-report";
