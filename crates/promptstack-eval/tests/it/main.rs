@@ -1,6 +1,7 @@
 //! The eval crate's tests: statistics against known values, properties of the statistics, and
 //! every report format (snapshots and hostile input).
 
+mod independence;
 mod properties;
 mod reports;
 mod stats;
