@@ -102,7 +102,7 @@ fn the_same_suite_reads_as_json() {
 
 #[test]
 fn bad_suites() {
-    insta::glob!("data/bad/*.toml", |path| {
+    insta::glob!("bad-suites/*.toml", |path| {
         let name = format!("bad/{}", path.file_name().unwrap().to_string_lossy());
         let error = Suite::parse(&read(path), &name).expect_err("a bad suite was accepted");
         insta::assert_snapshot!(error.to_string());

@@ -1,0 +1,64 @@
+//! The eval crate stands apart from the service: its dependency graph holds neither the server,
+//! the store, the command line nor any network or runtime crate, so the statistics and reports
+//! can be used (and later extended) without them.
+
+use std::process::Command;
+
+/// The names of the normal (non-dev) dependencies of this crate, resolved for it alone.
+fn dependencies() -> Vec<String> {
+    let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
+    let output = Command::new(cargo)
+        .args([
+            "tree",
+            "-p",
+            "promptstack-eval",
+            "-e",
+            "normal",
+            "--prefix",
+            "none",
+            "--format",
+            "{p}",
+            "--offline",
+        ])
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .output()
+        .expect("cargo tree runs");
+    assert!(
+        output.status.success(),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    String::from_utf8(output.stdout)
+        .expect("cargo tree writes UTF-8")
+        .lines()
+        .filter_map(|line| line.split_whitespace().next())
+        .map(str::to_owned)
+        .collect()
+}
+
+#[test]
+fn the_eval_crate_depends_on_no_server_store_or_network_crate() {
+    let dependencies = dependencies();
+    assert!(
+        dependencies.iter().any(|d| d == "statrs"),
+        "{dependencies:?}"
+    );
+    for forbidden in [
+        "promptstack",
+        "promptstack-server",
+        "promptstack-store",
+        "promptstack-cli",
+        "axum",
+        "hyper",
+        "reqwest",
+        "sqlx",
+        "rmcp",
+        "mio",
+        "nalgebra",
+    ] {
+        assert!(
+            !dependencies.iter().any(|d| d == forbidden),
+            "promptstack-eval depends on {forbidden}"
+        );
+    }
+}
