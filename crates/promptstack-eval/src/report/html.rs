@@ -9,9 +9,11 @@
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
 
+use base64::Engine as _;
+use base64::prelude::BASE64_STANDARD;
 use sha2::{Digest, Sha256};
 
-use super::escape::{base64, escaped, write_escaped_text};
+use super::escape::{escaped, write_escaped_text};
 use super::{Report, level, percent, points, rows_by_scenario};
 use crate::row::ResultRow;
 use crate::stats::{Cell, Comparison, Interval, Outcome, Paired, Summary};
@@ -32,7 +34,7 @@ svg{display:block}.track{fill:#eaeef2}.fill{fill:#4a8fd8}.ci{stroke:#1b1f24;stro
 pub(super) fn write(report: &Report) -> String {
     let run = report.run();
     let stats = report.statistics();
-    let style_hash = base64(&Sha256::digest(STYLE.as_bytes()));
+    let style_hash = BASE64_STANDARD.encode(Sha256::digest(STYLE.as_bytes()));
     let mut out = String::with_capacity(16 * 1024);
     out.push_str("<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\"/>\n");
     let _ = writeln!(
