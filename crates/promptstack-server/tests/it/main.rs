@@ -1,5 +1,6 @@
 //! The server's router, driven without a port through `tower::ServiceExt::oneshot`.
 
+mod bundles;
 mod harness;
 mod inspector;
 mod isolation;
