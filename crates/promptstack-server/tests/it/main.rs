@@ -1,7 +1,9 @@
 //! The server's router, driven without a port through `tower::ServiceExt::oneshot`.
 
 mod bundles;
+mod fairness;
 mod harness;
 mod inspector;
 mod isolation;
 mod router;
+mod socket;
