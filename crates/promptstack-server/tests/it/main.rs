@@ -5,5 +5,6 @@ mod fairness;
 mod harness;
 mod inspector;
 mod isolation;
+mod quotas;
 mod router;
 mod socket;
