@@ -910,6 +910,9 @@ fn the_server_survives_hostile_input_and_keeps_serving_tenant_b() {
     );
     let failures = Mutex::new(Vec::new());
     let mut total = 0;
+    // The test harness prints the test's name without a newline before running it; the figures
+    // start on a line of their own, where scripts/hostile-report finds them.
+    eprintln!();
     for (class, cases) in classes.iter().filter(|(class, _)| wanted(class)) {
         // A server per class: a class that brings it down does not hide the others.
         let mut server = Server::start();
