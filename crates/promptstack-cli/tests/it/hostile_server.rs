@@ -571,6 +571,7 @@ fn start_load(server: &Server, load: &Load, version: &str) -> Running {
             let kind = load.kind.clone();
             let count = load.connections;
             let stop = Arc::clone(&stop);
+            let (ready, opened) = std::sync::mpsc::channel();
             threads.push(std::thread::spawn(move || {
                 let mut held = Vec::new();
                 for _ in 0..count {
@@ -588,11 +589,20 @@ fn start_load(server: &Server, load: &Load, version: &str) -> Running {
                              Transfer-Encoding: chunked\r\n\r\n1d\r\n{{\"sources\": {{\"sources\": []}}}}\n\r\n"
                         ),
                     };
-                    if c.write_all(head.as_bytes()).is_ok() {
-                        let _ = c.set_nonblocking(true);
-                        held.push(c);
+                    if c.write_all(head.as_bytes()).is_err() {
+                        continue;
                     }
+                    // A stream counts once the server has answered its head (it then holds
+                    // one of the server's stream permits).
+                    if kind == "cite-streams" {
+                        let _ = c.set_read_timeout(Some(Duration::from_secs(30)));
+                        let mut status = [0u8; 12];
+                        let _ = c.read_exact(&mut status);
+                    }
+                    let _ = c.set_nonblocking(true);
+                    held.push(c);
                 }
+                let _ = ready.send(());
                 let mut drain = vec![0u8; 64 * 1024];
                 while !stop.load(Ordering::Relaxed) {
                     for c in &mut held {
@@ -609,6 +619,8 @@ fn start_load(server: &Server, load: &Load, version: &str) -> Running {
                     std::thread::sleep(Duration::from_millis(500));
                 }
             }));
+            // Every connection is open (and every stream answered) before anything is measured.
+            let _ = opened.recv_timeout(Duration::from_secs(60));
         }
         "requests" => {
             let step = load
