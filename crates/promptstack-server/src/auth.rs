@@ -68,6 +68,7 @@ impl FromRequestParts<AppState> for Auth {
             problem.retry_after = Some(seconds);
             return Err(problem);
         }
+        crate::engine::note_tenant(&principal.tenant);
         Ok(Auth(principal))
     }
 }

@@ -28,6 +28,15 @@ pub const BUNDLE_MEDIA_TYPE: &str = "application/vnd.promptstack.bundle+json";
 /// How many files and example sends a bundle may hold.
 pub const MAX_ENTRIES: usize = 256;
 
+/// The most bytes one file of a bundle may hold.
+pub const MAX_FILE_BYTES: usize = 1024 * 1024;
+
+/// The most bytes the spec and the files of a bundle may hold together.
+pub const MAX_FILES_BYTES: u64 = 4 * 1024 * 1024;
+
+/// The most located problems one refused bundle reports.
+const MAX_REPORTED: usize = 100;
+
 /// The name the spec goes by in diagnostics.
 pub const SPEC_NAME: &str = "agent.toml";
 
@@ -88,15 +97,98 @@ impl Bundle {
         })
     }
 
-    /// Checks the entry counts.
+    /// Checks what a bundle may hold before anything of it is compiled: at most
+    /// [`MAX_ENTRIES`] files and sends; every file named by a normalised relative path (see
+    /// [`promptstack::registry::check_relative_path`]) and at most [`MAX_FILE_BYTES`] long; the
+    /// spec and the files together at most `max_bytes`. Every problem is reported at once, as a
+    /// 422 whose diagnostics name the file (`files/<path>`).
     pub fn check_shape(&self) -> Result<(), Problem> {
-        if self.files.len() > MAX_ENTRIES || self.sends.len() > MAX_ENTRIES {
-            return Err(Problem::unprocessable(
-                "invalid-bundle",
-                format!("a bundle holds at most {MAX_ENTRIES} files and {MAX_ENTRIES} sends"),
-            ));
+        use promptstack::diagnostic::{Diagnostic, quote};
+        let mut found = Vec::new();
+        if self.files.len() > MAX_ENTRIES {
+            found.push(
+                Diagnostic::error(
+                    "too-many-files",
+                    format!(
+                        "the bundle holds {} files; at most {MAX_ENTRIES} are accepted",
+                        self.files.len()
+                    ),
+                )
+                .subject("files"),
+            );
         }
-        Ok(())
+        if self.sends.len() > MAX_ENTRIES {
+            found.push(
+                Diagnostic::error(
+                    "too-many-sends",
+                    format!(
+                        "the bundle holds {} sends; at most {MAX_ENTRIES} are accepted",
+                        self.sends.len()
+                    ),
+                )
+                .subject("sends"),
+            );
+        }
+        let mut total = self.spec.len() as u64;
+        for (path, text) in &self.files {
+            total = total.saturating_add(text.len() as u64);
+            let subject = format!("files/{}", quote(path));
+            if let Err(why) = promptstack::registry::check_relative_path(path) {
+                found.push(
+                    Diagnostic::error("invalid-file-path", format!("`{}`: {why}", quote(path)))
+                        .subject(subject.clone()),
+                );
+            }
+            if text.len() > MAX_FILE_BYTES {
+                found.push(
+                    Diagnostic::error(
+                        "file-too-large",
+                        format!(
+                            "`{}` holds {} bytes; a file holds at most {MAX_FILE_BYTES}",
+                            quote(path),
+                            text.len()
+                        ),
+                    )
+                    .subject(subject),
+                );
+            }
+        }
+        if total > MAX_FILES_BYTES {
+            found.push(
+                Diagnostic::error(
+                    "bundle-too-large",
+                    format!(
+                        "the spec and its files hold {total} bytes together; a bundle holds at \
+                         most {MAX_FILES_BYTES}"
+                    ),
+                )
+                .subject("files"),
+            );
+        }
+        if found.is_empty() {
+            return Ok(());
+        }
+        let names: Vec<String> = found
+            .iter()
+            .filter_map(|d| d.subject.clone())
+            .take(10)
+            .collect();
+        let detail = format!(
+            "the bundle is refused ({} problem(s)): {}{}",
+            found.len(),
+            names.join(", "),
+            if found.len() > names.len() {
+                ", …"
+            } else {
+                ""
+            }
+        );
+        let diagnostics = found
+            .iter()
+            .take(MAX_REPORTED)
+            .filter_map(|d| serde_json::to_value(d).ok())
+            .collect();
+        Err(Problem::unprocessable("invalid-bundle", detail).with_diagnostics(diagnostics))
     }
 
     /// Compiles the spec with its manifests; a spec error is a 422 with every located

@@ -401,9 +401,37 @@ pub(crate) async fn engine<T: Send + 'static>(
     blocking(state, timed).await
 }
 
+tokio::task_local! {
+    /// The tenant whose request is being answered, once its key is authenticated: the
+    /// `around` middleware opens the slot for every request and [`crate::auth::Auth`] fills it.
+    static TENANT: Arc<std::sync::OnceLock<Tenant>>;
+}
+
+/// Runs `request` with an empty slot for its tenant (see [`note_tenant`]).
+pub(crate) async fn with_tenant_slot<F: Future>(request: F) -> F::Output {
+    TENANT
+        .scope(Arc::new(std::sync::OnceLock::new()), request)
+        .await
+}
+
+/// Records whose request this is, for the fair share of [`blocking`].
+pub(crate) fn note_tenant(tenant: &Tenant) {
+    let _ = TENANT.try_with(|slot| slot.set(tenant.clone()));
+}
+
+fn current_tenant() -> Option<Tenant> {
+    TENANT.try_with(|slot| slot.get().cloned()).ok().flatten()
+}
+
 /// Runs synchronous engine work on the blocking pool, at most twice the cores at once (the wait
 /// for a turn counts against the request timeout). Work cut off by the request timeout still
 /// holds its turn until it ends, so timed-out work cannot pile up.
+///
+/// A tenant's work first takes a turn within the tenant's share of the pool (half of it unless
+/// `--tenant-engine-share` says otherwise), so a tenant that saturates the engine queues behind
+/// itself, and every other tenant still finds free turns. Work that waits longer than
+/// `--tenant-engine-wait-ms` for a turn within its share is answered 429 with `Retry-After`.
+/// Work done for no tenant (the operator's publishes at start) takes no share.
 pub(crate) async fn blocking<T: Send + 'static>(
     state: &AppState,
     work: impl FnOnce() -> T + Send + 'static,
@@ -415,12 +443,42 @@ pub(crate) async fn blocking<T: Send + 'static>(
             "the engine work stopped",
         )
     };
+    let share = match current_tenant() {
+        Some(tenant) => {
+            let semaphore = state.inner.shares.of(&tenant);
+            let wait = state.inner.config.tenant_engine_wait;
+            match tokio::time::timeout(wait, semaphore.acquire_owned()).await {
+                Ok(Ok(permit)) => Some(permit),
+                Ok(Err(_)) => return Err(stopped()),
+                Err(_) => {
+                    state
+                        .inner
+                        .metrics
+                        .tenant_busy
+                        .fetch_add(1, Ordering::Relaxed);
+                    let mut problem = Problem::new(
+                        axum::http::StatusCode::TOO_MANY_REQUESTS,
+                        "tenant-busy",
+                        format!(
+                            "this tenant's share of the engine ({} runs at once) stayed taken for \
+                             {} ms; its other requests go first, retry later",
+                            state.inner.shares.runs(),
+                            wait.as_millis()
+                        ),
+                    );
+                    problem.retry_after = Some(1);
+                    return Err(problem);
+                }
+            }
+        }
+        None => None,
+    };
     let permit = Arc::clone(&state.inner.engine)
         .acquire_owned()
         .await
         .map_err(|_| stopped())?;
     tokio::task::spawn_blocking(move || {
-        let _permit = permit;
+        let _permits = (permit, share);
         work()
     })
     .await

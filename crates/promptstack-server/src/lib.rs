@@ -30,6 +30,7 @@ mod settings;
 mod state;
 
 use std::future::IntoFuture as _;
+use std::sync::Arc;
 use std::time::Instant;
 
 use axum::Router;
@@ -124,6 +125,7 @@ pub fn router(state: AppState) -> Router {
         .fallback(not_found)
         .method_not_allowed_fallback(method_not_allowed)
         .layer(DefaultBodyLimit::max(max_body))
+        .layer(middleware::from_fn_with_state(state.clone(), bounded_body))
         .layer(middleware::from_fn_with_state(state.clone(), around))
         .with_state(state)
 }
@@ -145,19 +147,117 @@ async fn around(State(state): State<AppState>, request: Request, next: Next) -> 
     let started = Instant::now();
     let route = request.extensions().get::<MatchedPath>().cloned();
     let timeout = state.inner.config.request_timeout;
-    let response = match tokio::time::timeout(timeout, next.run(request)).await {
-        Ok(response) => response,
-        Err(_) => Problem::new(
-            axum::http::StatusCode::SERVICE_UNAVAILABLE,
-            "timeout",
-            format!("the request took longer than {} ms", timeout.as_millis()),
-        )
-        .into_response(),
-    };
+    let response =
+        match tokio::time::timeout(timeout, engine::with_tenant_slot(next.run(request))).await {
+            Ok(response) => response,
+            Err(_) => Problem::new(
+                axum::http::StatusCode::SERVICE_UNAVAILABLE,
+                "timeout",
+                format!("the request took longer than {} ms", timeout.as_millis()),
+            )
+            .into_response(),
+        };
     state.inner.metrics.record(
         route.as_ref().map_or("unmatched", MatchedPath::as_str),
         response.status().as_u16(),
         started.elapsed(),
+    );
+    response
+}
+
+/// The route whose body is a stream with bounds of its own (`ServerConfig::max_stream_bytes`).
+const STREAMED_ROUTE: &str = "/v1/cite";
+
+/// The most bytes of a body over the limit read and thrown away after the 413 answer, so that a
+/// client still sending reads the answer instead of a reset connection.
+const DRAIN_BYTES: u64 = 64 * 1024 * 1024;
+
+/// The longest such a body is read for.
+const DRAIN_TIME: std::time::Duration = std::time::Duration::from_secs(30);
+
+/// Reads a request's body up to `--max-body-bytes` before its handler runs. A body over the
+/// limit (declared by `Content-Length`, or found while reading) is answered 413 with a problem
+/// at once, with `Connection: close`, and the rest of it is read and thrown away in the
+/// background, up to [`DRAIN_BYTES`] and [`DRAIN_TIME`], by at most [`MAX_DRAINS`] bodies at
+/// once: closing a socket with unread data makes the kernel reset the connection, and the client
+/// would see the reset instead of the answer.
+async fn bounded_body(State(state): State<AppState>, request: Request, next: Next) -> Response {
+    use futures::StreamExt as _;
+    let streamed = request
+        .extensions()
+        .get::<MatchedPath>()
+        .is_some_and(|m| m.as_str() == STREAMED_ROUTE);
+    if streamed {
+        return next.run(request).await;
+    }
+    let limit = state.inner.config.max_body_bytes;
+    let (parts, body) = request.into_parts();
+    let declared = parts
+        .headers
+        .get(axum::http::header::CONTENT_LENGTH)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.parse::<u64>().ok());
+    let mut stream = body.into_data_stream();
+    if declared.is_some_and(|n| n > limit as u64) {
+        drain(&state, stream);
+        return too_large(limit);
+    }
+    let mut held = Vec::new();
+    while let Some(chunk) = stream.next().await {
+        match chunk {
+            Ok(chunk) => {
+                if held.len() + chunk.len() > limit {
+                    drain(&state, stream);
+                    return too_large(limit);
+                }
+                held.extend_from_slice(&chunk);
+            }
+            Err(error) => {
+                return Problem::bad_request(format!(
+                    "the request body could not be read: {error}"
+                ))
+                .into_response();
+            }
+        }
+    }
+    next.run(Request::from_parts(parts, axum::body::Body::from(held)))
+        .await
+}
+
+/// How many bodies over the limit may be drained at once; past it, the connection is closed at
+/// once (and may be reset).
+const MAX_DRAINS: usize = 64;
+
+fn drain(state: &AppState, mut stream: axum::body::BodyDataStream) {
+    use futures::StreamExt as _;
+    let Ok(permit) = Arc::clone(&state.inner.drains).try_acquire_owned() else {
+        return;
+    };
+    tokio::spawn(async move {
+        let _permit = permit;
+        let mut read = 0u64;
+        let _ = tokio::time::timeout(DRAIN_TIME, async {
+            while let Some(Ok(chunk)) = stream.next().await {
+                read += chunk.len() as u64;
+                if read > DRAIN_BYTES {
+                    break;
+                }
+            }
+        })
+        .await;
+    });
+}
+
+fn too_large(limit: usize) -> Response {
+    let mut response = Problem::new(
+        axum::http::StatusCode::PAYLOAD_TOO_LARGE,
+        "too-large",
+        format!("the request body is larger than the limit of {limit} bytes (`--max-body-bytes`)"),
+    )
+    .into_response();
+    response.headers_mut().insert(
+        axum::http::header::CONNECTION,
+        axum::http::HeaderValue::from_static("close"),
     );
     response
 }

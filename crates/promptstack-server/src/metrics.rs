@@ -27,6 +27,7 @@ pub(crate) struct Metrics {
     pub(crate) store_errors: AtomicU64,
     pub(crate) invalidations: AtomicU64,
     pub(crate) stale_answers: AtomicU64,
+    pub(crate) tenant_busy: AtomicU64,
 }
 
 impl Metrics {
@@ -119,6 +120,11 @@ impl Metrics {
                 "promptstack_stale_answers_total",
                 "Answers given from the last good value while the store could not be read.",
                 self.stale_answers.load(Ordering::Relaxed),
+            ),
+            (
+                "promptstack_tenant_busy_total",
+                "Requests answered 429 because their tenant's share of the engine stayed taken.",
+                self.tenant_busy.load(Ordering::Relaxed),
             ),
         ];
         for (name, help, value) in counters {

@@ -100,6 +100,7 @@ impl From<promptstack_store::Error> for Problem {
                 "too-large",
                 error.to_string(),
             ),
+            K::Quota => Problem::unprocessable("quota-exceeded", error.to_string()),
             K::Unavailable => Problem::unavailable(format!(
                 "the store cannot be reached; nothing was written: {error}"
             )),

@@ -45,6 +45,12 @@ pub struct ServerConfig {
     /// How long a graceful shutdown waits for requests in flight before dropping them.
     /// Default: 30 s.
     pub shutdown_grace: Duration,
+    /// How many runs of engine work one tenant may have on the blocking pool at once; `0` is
+    /// half the pool (which holds twice the cores), at least 1. Default: 0.
+    pub tenant_engine_share: usize,
+    /// How long a tenant's engine work waits for a turn within its share before it is answered
+    /// 429 with `Retry-After`. Default: 2 s.
+    pub tenant_engine_wait: Duration,
 }
 
 impl Default for ServerConfig {
@@ -62,6 +68,8 @@ impl Default for ServerConfig {
             max_stream_duration: Duration::from_secs(600),
             max_streams: 64,
             shutdown_grace: Duration::from_secs(30),
+            tenant_engine_share: 0,
+            tenant_engine_wait: Duration::from_secs(2),
         }
     }
 }
@@ -106,6 +114,13 @@ impl ServerConfig {
         self.max_streams = streams.max(1);
         self
     }
+    /// Sets a tenant's share of the engine's blocking pool (`0`: half the pool) and how long its
+    /// work waits for a turn within that share before a 429.
+    pub fn tenant_engine_share(mut self, runs: usize, wait: Duration) -> Self {
+        self.tenant_engine_share = runs;
+        self.tenant_engine_wait = wait;
+        self
+    }
     /// Sets how long a graceful shutdown waits before dropping requests in flight.
     pub fn shutdown_grace(mut self, grace: Duration) -> Self {
         self.shutdown_grace = grace;
@@ -134,6 +149,10 @@ pub(crate) struct Inner {
     /// the blocking pool: twice the cores, so that the async workers stay free for `/healthz`
     /// and the cheap routes.
     pub(crate) engine: Arc<tokio::sync::Semaphore>,
+    /// The permits of bodies over the limit being read and thrown away after their 413.
+    pub(crate) drains: Arc<tokio::sync::Semaphore>,
+    /// Each tenant's share of `engine`: the runs it may have there at once.
+    pub(crate) shares: Shares,
     /// Digests of keys the store did not know, briefly, so that repeating a bad key costs no
     /// store read.
     pub(crate) failed_keys: FailedKeys,
@@ -167,12 +186,15 @@ impl AppState {
                 keys: TtlCache::new(ttl.min(Duration::from_secs(60)), breaker),
                 rate: RateLimiter::new(config.rate_per_second, config.rate_burst),
                 streams: Arc::new(tokio::sync::Semaphore::new(config.max_streams)),
+                drains: Arc::new(tokio::sync::Semaphore::new(crate::MAX_DRAINS)),
                 failed_keys: FailedKeys::default(),
                 failures: FailureBudget::default(),
                 ready: Mutex::new(None),
-                engine: Arc::new(tokio::sync::Semaphore::new(
-                    std::thread::available_parallelism().map_or(2, |n| n.get()) * 2,
-                )),
+                engine: Arc::new(tokio::sync::Semaphore::new(engine_runs())),
+                shares: Shares::new(match config.tenant_engine_share {
+                    0 => (engine_runs() / 2).max(1),
+                    runs => runs,
+                }),
                 config,
             }),
         }
@@ -231,6 +253,46 @@ impl Inner {
             }
         }
         self.metrics.invalidations.fetch_add(1, Ordering::Relaxed);
+    }
+}
+
+/// How many runs of engine work the blocking pool holds at once: twice the cores.
+pub(crate) fn engine_runs() -> usize {
+    std::thread::available_parallelism().map_or(2, |n| n.get()) * 2
+}
+
+/// Each tenant's share of the engine's blocking pool: a semaphore per tenant with work running
+/// or waiting, dropped once the tenant has none.
+pub(crate) struct Shares {
+    runs: usize,
+    tenants: Mutex<HashMap<Tenant, Arc<tokio::sync::Semaphore>>>,
+}
+
+impl Shares {
+    fn new(runs: usize) -> Shares {
+        Shares {
+            runs: runs.max(1),
+            tenants: Mutex::new(HashMap::new()),
+        }
+    }
+
+    /// How many runs one tenant may have at once.
+    pub(crate) fn runs(&self) -> usize {
+        self.runs
+    }
+
+    /// The semaphore of `tenant`'s share. Tenants that hold no permit and that nobody waits on
+    /// are forgotten first, so the map holds only tenants with work in flight.
+    pub(crate) fn of(&self, tenant: &Tenant) -> Arc<tokio::sync::Semaphore> {
+        let mut tenants = self.tenants.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(found) = tenants.get(tenant) {
+            return Arc::clone(found);
+        }
+        let runs = self.runs;
+        tenants.retain(|_, s| Arc::strong_count(s) > 1 || s.available_permits() < runs);
+        let made = Arc::new(tokio::sync::Semaphore::new(runs));
+        tenants.insert(tenant.clone(), Arc::clone(&made));
+        made
     }
 }
 

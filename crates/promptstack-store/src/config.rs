@@ -173,6 +173,14 @@ pub struct StoreConfig {
     pub max_settings_bytes: usize,
     /// The most labels one agent may have (default 256), so listing them stays bounded.
     pub max_labels_per_agent: usize,
+    /// The most versions one agent may have (default 1000); publishing one more is refused.
+    pub max_versions_per_agent: usize,
+    /// The most agents one tenant may have (default 500).
+    pub max_agents_per_tenant: usize,
+    /// The most keys one tenant may have that are not revoked (default 100).
+    pub max_keys_per_tenant: usize,
+    /// The most bytes of versions (bundles) one tenant may store (default 1 GiB).
+    pub max_tenant_bytes: u64,
     /// The page length when a request names none (default 50).
     pub default_page: u32,
     /// The longest page; longer requests are cut to it (default 200).
@@ -196,6 +204,10 @@ impl Default for StoreConfig {
             max_warnings_bytes: 1 << 20,
             max_settings_bytes: 256 << 10,
             max_labels_per_agent: 256,
+            max_versions_per_agent: 1000,
+            max_agents_per_tenant: 500,
+            max_keys_per_tenant: 100,
+            max_tenant_bytes: 1 << 30,
             default_page: 50,
             max_page: 200,
             max_connections: 8,
@@ -228,6 +240,17 @@ impl StoreConfig {
     /// Sets [`StoreConfig::max_labels_per_agent`].
     pub fn max_labels_per_agent(mut self, labels: usize) -> Self {
         self.max_labels_per_agent = labels;
+        self
+    }
+
+    /// Sets the tenant quotas: [`StoreConfig::max_versions_per_agent`],
+    /// [`StoreConfig::max_agents_per_tenant`], [`StoreConfig::max_keys_per_tenant`] and
+    /// [`StoreConfig::max_tenant_bytes`].
+    pub fn quotas(mut self, versions: usize, agents: usize, keys: usize, bytes: u64) -> Self {
+        self.max_versions_per_agent = versions;
+        self.max_agents_per_tenant = agents;
+        self.max_keys_per_tenant = keys;
+        self.max_tenant_bytes = bytes;
         self
     }
 

@@ -20,8 +20,12 @@ pub enum ErrorKind {
     Conflict,
     /// The input is malformed: a bad name, slug, cursor, location or document (400/422).
     Invalid,
-    /// The input is larger than the configured cap (413).
+    /// The input is larger than the configured cap, or would bring what the tenant stores past
+    /// its quota of bytes (413).
     TooLarge,
+    /// A count quota of the tenant is reached: versions per agent, agents per tenant, keys per
+    /// tenant (422). Nothing was written.
+    Quota,
     /// The database cannot be reached or did not answer in time: the write was not
     /// acknowledged and may be retried (503).
     Unavailable,
@@ -38,6 +42,7 @@ impl ErrorKind {
             ErrorKind::Conflict => "conflict",
             ErrorKind::Invalid => "invalid",
             ErrorKind::TooLarge => "too_large",
+            ErrorKind::Quota => "quota",
             ErrorKind::Unavailable => "unavailable",
             ErrorKind::Internal => "internal",
         }
@@ -101,6 +106,10 @@ impl Error {
             ErrorKind::TooLarge,
             format!("{what} is {size} bytes, over the cap of {cap} bytes"),
         )
+    }
+
+    pub(crate) fn quota(message: impl Into<String>) -> Self {
+        Self::new(ErrorKind::Quota, message)
     }
 
     pub(crate) fn internal(message: impl Into<String>) -> Self {

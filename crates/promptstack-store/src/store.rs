@@ -198,7 +198,8 @@ impl Store {
     ///
     /// # Errors
     ///
-    /// `Unavailable` when the database cannot be written.
+    /// `Quota` when the tenant already has [`StoreConfig::max_keys_per_tenant`] keys that are
+    /// not revoked; `Unavailable` when the database cannot be written.
     pub async fn create_key(
         &self,
         tenant: &Tenant,
@@ -206,7 +207,8 @@ impl Store {
         name: Option<&KeyName>,
     ) -> Result<NewKey> {
         let name = name.map(KeyName::as_str);
-        self.bounded(async { dispatch!(self, create_key(tenant, role, name)) })
+        let config = &self.inner.config;
+        self.bounded(async { dispatch!(self, create_key(config, tenant, role, name)) })
             .await
     }
 
@@ -262,7 +264,10 @@ impl Store {
     ///
     /// # Errors
     ///
-    /// `TooLarge` for a bundle or warnings over the caps; `Invalid` for an empty or over-long
+    /// `TooLarge` for a bundle or warnings over the caps, or a version that would bring the
+    /// tenant's stored bytes past [`StoreConfig::max_tenant_bytes`]; `Quota` for a new version
+    /// past [`StoreConfig::max_versions_per_agent`] or a new agent past
+    /// [`StoreConfig::max_agents_per_tenant`]; `Invalid` for an empty or over-long
     /// content type; `NotFound` for an unknown tenant; `Conflict` when the id already names
     /// different bytes; `Unavailable`.
     pub async fn publish(
@@ -300,8 +305,10 @@ impl Store {
                 config.max_warnings_bytes,
             ));
         }
-        self.write(async { dispatch!(self, publish(tenant, agent, version, &warnings, by)) })
-            .await
+        self.write(async {
+            dispatch!(self, publish(config, tenant, agent, version, &warnings, by))
+        })
+        .await
     }
 
     /// The agents of `tenant`, by name.

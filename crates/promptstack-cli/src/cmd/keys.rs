@@ -38,6 +38,10 @@ enum Command {
         /// A name to recognise the key by in listings (one line, at most 100 characters).
         #[arg(long)]
         name: Option<String>,
+        /// The most keys the tenant may have that are not revoked; at the quota, revoke one
+        /// first.
+        #[arg(long, value_name = "N", default_value_t = 100)]
+        max_keys_per_tenant: usize,
     },
     /// List keys: id, tenant, role, name, creation and revocation times (never the secret).
     List {
@@ -123,7 +127,7 @@ impl From<RoleArg> for Role {
 /// Store errors caused by the input (a bad name) are bad input; the rest are failures.
 fn store_error(error: promptstack_store::Error) -> anyhow::Error {
     match error.kind() {
-        ErrorKind::Invalid | ErrorKind::TooLarge => bad_input(error),
+        ErrorKind::Invalid | ErrorKind::TooLarge | ErrorKind::Quota => bad_input(error),
         _ => anyhow::Error::new(error),
     }
 }
@@ -142,6 +146,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
             tenant,
             role,
             name,
+            max_keys_per_tenant,
         } => {
             let location = store.location()?;
             let tenant = Tenant::parse(&tenant).map_err(bad_input)?;
@@ -149,7 +154,13 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
                 .map(|name| KeyName::parse(&name))
                 .transpose()
                 .map_err(bad_input)?;
-            runtime.block_on(create(location, &tenant, role.into(), name.as_ref()))
+            runtime.block_on(create(
+                location,
+                &tenant,
+                role.into(),
+                name.as_ref(),
+                max_keys_per_tenant,
+            ))
         }
         Command::List {
             store,
@@ -176,8 +187,16 @@ async fn create(
     tenant: &Tenant,
     role: Role,
     name: Option<&KeyName>,
+    max_keys: usize,
 ) -> anyhow::Result<ExitCode> {
-    let store = StoreArgs::open(location).await?;
+    let defaults = StoreConfig::default();
+    let config = defaults.clone().quotas(
+        defaults.max_versions_per_agent,
+        defaults.max_agents_per_tenant,
+        max_keys,
+        defaults.max_tenant_bytes,
+    );
+    let store = StoreArgs::open_with(location, config).await?;
     let created = store
         .create_key(tenant, role, name)
         .await

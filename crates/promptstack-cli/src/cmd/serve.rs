@@ -44,6 +44,29 @@ pub struct Args {
     /// (change notifications drop them sooner).
     #[arg(long, value_name = "SECONDS", default_value_t = 60)]
     ttl_seconds: u64,
+    /// The largest stored bundle (a version in its canonical form), in bytes (413 above).
+    #[arg(long, value_name = "BYTES", default_value_t = 8 << 20)]
+    max_bundle_bytes: usize,
+    /// The largest settings document, in bytes (413 above).
+    #[arg(long, value_name = "BYTES", default_value_t = 256 << 10)]
+    max_settings_bytes: usize,
+    /// The most versions one agent may have (422 `quota-exceeded` above).
+    #[arg(long, value_name = "N", default_value_t = 1000)]
+    max_versions_per_agent: usize,
+    /// The most agents one tenant may have (422 `quota-exceeded` above).
+    #[arg(long, value_name = "N", default_value_t = 500)]
+    max_agents_per_tenant: usize,
+    /// The most bytes of versions one tenant may store (413 above).
+    #[arg(long, value_name = "BYTES", default_value_t = 1 << 30)]
+    max_tenant_bytes: u64,
+    /// How many runs of engine work one tenant may have at once on the blocking pool (which
+    /// holds twice the cores); 0 is half the pool.
+    #[arg(long, value_name = "N", default_value_t = 0)]
+    tenant_engine_share: usize,
+    /// How long a tenant's engine work waits for a turn within its share, in milliseconds,
+    /// before it is answered 429 with Retry-After.
+    #[arg(long, value_name = "MS", default_value_t = 2000)]
+    tenant_engine_wait_ms: u64,
 }
 
 pub fn run(args: Args) -> anyhow::Result<ExitCode> {
@@ -61,13 +84,26 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         // from the last good value and writes with 503, well inside the request timeout.
         let store_config = StoreConfig::default()
             .acquire_timeout(Duration::from_secs(2))
-            .operation_timeout(Duration::from_secs(5));
+            .operation_timeout(Duration::from_secs(5))
+            .max_bundle_bytes(args.max_bundle_bytes)
+            .max_settings_bytes(args.max_settings_bytes);
+        let defaults = StoreConfig::default();
+        let store_config = store_config.quotas(
+            args.max_versions_per_agent,
+            args.max_agents_per_tenant,
+            defaults.max_keys_per_tenant,
+            args.max_tenant_bytes,
+        );
         let store = StoreArgs::open_with(location, store_config).await?;
         let mut config = ServerConfig::default()
             .max_body_bytes(args.max_body_bytes)
             .request_timeout(Duration::from_millis(args.request_timeout_ms.max(1)))
             .rate_limit(args.rate_limit, args.rate_burst)
-            .ttl(Duration::from_secs(args.ttl_seconds));
+            .ttl(Duration::from_secs(args.ttl_seconds))
+            .tenant_engine_share(
+                args.tenant_engine_share,
+                Duration::from_millis(args.tenant_engine_wait_ms),
+            );
         config.limits = crate::input::limits().clone();
         let state = AppState::new(store.clone(), config);
         if let Err(error) = state.watch().await {

@@ -404,6 +404,9 @@ fn hostile_inputs_end_cleanly_within_their_limits() {
     let cases = cases();
     assert!(cases.len() >= 30, "the hostile cases must be found");
     let mut failures = Vec::new();
+    // The test harness prints the test's name without a newline before running it; the figures
+    // start on a line of their own, where scripts/hostile-report finds them.
+    eprintln!();
     for (name, path) in &cases {
         match check(name, path) {
             Ok(figures) => eprintln!("{figures}"),

@@ -303,3 +303,34 @@ fn check_private(data: &Path) {
     assert_eq!(mode(data), 0o700);
     assert_eq!(mode(&data.join("promptstack.db")), 0o600);
 }
+
+#[test]
+fn a_tenant_at_its_key_quota_gets_no_more_keys() {
+    let data = tempfile::tempdir().unwrap();
+    let create = |quota: &str| {
+        keys_in(
+            data.path(),
+            &[
+                "create",
+                "--tenant",
+                "acme",
+                "--role",
+                "viewer",
+                "--max-keys-per-tenant",
+                quota,
+            ],
+        )
+        .output()
+        .unwrap()
+    };
+    assert!(create("2").status.success());
+    let second = create("2");
+    assert!(second.status.success());
+    let refused = create("2");
+    assert_eq!(refused.status.code(), Some(2));
+    let message = String::from_utf8_lossy(&refused.stderr);
+    assert!(message.contains("tenant acme has 2 keys"), "{message}");
+    assert!(refused.stdout.is_empty());
+    // A higher quota lets the next one through.
+    assert!(create("3").status.success());
+}

@@ -9,6 +9,7 @@ mod explain;
 mod families;
 mod fence;
 mod hostile;
+mod hostile_server;
 mod keys;
 mod pi_compat;
 mod requests;

@@ -746,3 +746,43 @@ fn a_settings_preview_renders_unsaved_settings_over_stored_ones_and_stores_nothi
         .count();
     assert_eq!(writes, 1, "{audit}");
 }
+
+#[test]
+fn the_tenant_quota_flags_reach_the_store() {
+    let data = tempfile::tempdir().unwrap();
+    let data_dir = data.path().to_str().unwrap();
+    let editor = key(&["--data", data_dir], "acme", "editor");
+    let admin = key(&["--data", data_dir], "acme", "admin");
+    let server = Server::start(&[
+        "--data",
+        data_dir,
+        "--max-versions-per-agent",
+        "1",
+        "--max-agents-per-tenant",
+        "2",
+        "--max-settings-bytes",
+        "100",
+    ]);
+    let spec = |text: &str| {
+        json!({"spec": format!(
+            "spec_version = 1\nname = \"t\"\n\n[targets.system]\nsystem = [\"@stable\"]\n\n\
+             [[blocks]]\nid = \"a\"\ntrust = \"author\"\nstability = \"stable\"\ntext = \"{text}\"\n"
+        )})
+    };
+    let (status, _) = server.json("POST", "/v1/agents/one/versions", &editor, spec("v1"));
+    assert_eq!(status, 201);
+    let (status, problem) = server.json("POST", "/v1/agents/one/versions", &editor, spec("v2"));
+    assert_eq!(status, 422, "{problem}");
+    assert_eq!(
+        problem["type"],
+        "https://promptstack.dev/problems/quota-exceeded"
+    );
+    let (status, _) = server.json("POST", "/v1/agents/two/versions", &editor, spec("v1"));
+    assert_eq!(status, 201);
+    let (status, problem) = server.json("POST", "/v1/agents/three/versions", &editor, spec("v1"));
+    assert_eq!(status, 422, "{problem}");
+    let document = json!({"instructions": {"enabled": true, "text": "x".repeat(200)}});
+    let (status, problem) =
+        server.json("PUT", "/v1/settings", &admin, json!({"document": document}));
+    assert_eq!(status, 413, "{problem}");
+}

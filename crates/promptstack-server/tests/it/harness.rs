@@ -7,7 +7,7 @@ use axum::body::Body;
 use axum::http::{HeaderMap, Method, Request, StatusCode};
 use http_body_util::BodyExt as _;
 use promptstack_server::{AppState, Bundle, ServerConfig};
-use promptstack_store::{AgentName, Role, Store, Tenant};
+use promptstack_store::{AgentName, Location, Role, Store, StoreConfig, Tenant};
 use tower::ServiceExt as _;
 
 /// The repository's examples folder.
@@ -60,8 +60,12 @@ impl Harness {
     }
 
     pub async fn with_config(config: ServerConfig) -> Harness {
+        Harness::with_configs(config, StoreConfig::default()).await
+    }
+
+    pub async fn with_configs(config: ServerConfig, store_config: StoreConfig) -> Harness {
         let dir = tempfile::tempdir().unwrap();
-        let store = Store::open(dir.path().join("promptstack.db").to_str().unwrap())
+        let store = Store::open_with(Location::data_dir(dir.path()), store_config)
             .await
             .unwrap();
         let state = AppState::new(store.clone(), config);

@@ -77,6 +77,90 @@ async fn lock_tenant(tx: &mut Tx, tenant: &Tenant) -> Result<i64> {
         .ok_or_else(|| Error::not_found(format!("no tenant {tenant}")))
 }
 
+/// A quota from the configuration as a count the database compares with.
+fn cap(quota: usize) -> i64 {
+    i64::try_from(quota).unwrap_or(i64::MAX)
+}
+
+/// The quotas a new version must fit: versions per agent, agents per tenant and the bytes of
+/// versions a tenant stores. Republishing a version that exists adds nothing and passes.
+async fn check_publish_quotas(
+    tx: &mut Tx,
+    config: &StoreConfig,
+    tenant_id: i64,
+    tenant: &Tenant,
+    agent: &AgentName,
+    id: &VersionId,
+    size: usize,
+) -> Result<()> {
+    let agent_id: Option<i64> =
+        sqlx::query("SELECT id FROM agents WHERE tenant_id = $1 AND name = $2")
+            .bind(tenant_id)
+            .bind(agent.as_str())
+            .fetch_optional(&mut **tx)
+            .await?
+            .map(|row| row.try_get(0))
+            .transpose()?;
+    match agent_id {
+        Some(agent_id) => {
+            let exists =
+                sqlx::query("SELECT 1 FROM versions WHERE agent_id = $1 AND version_id = $2")
+                    .bind(agent_id)
+                    .bind(id.as_str())
+                    .fetch_optional(&mut **tx)
+                    .await?
+                    .is_some();
+            if exists {
+                return Ok(());
+            }
+            let versions: i64 = sqlx::query("SELECT COUNT(*) FROM versions WHERE agent_id = $1")
+                .bind(agent_id)
+                .fetch_one(&mut **tx)
+                .await?
+                .try_get(0)?;
+            if versions >= cap(config.max_versions_per_agent) {
+                return Err(Error::quota(format!(
+                    "agent {agent} has {versions} versions, the most allowed \
+                     (`max_versions_per_agent`)"
+                )));
+            }
+        }
+        None => {
+            let agents: i64 = sqlx::query("SELECT COUNT(*) FROM agents WHERE tenant_id = $1")
+                .bind(tenant_id)
+                .fetch_one(&mut **tx)
+                .await?
+                .try_get(0)?;
+            if agents >= cap(config.max_agents_per_tenant) {
+                return Err(Error::quota(format!(
+                    "tenant {tenant} has {agents} agents, the most allowed \
+                     (`max_agents_per_tenant`)"
+                )));
+            }
+        }
+    }
+    let stored: i64 = sqlx::query(
+        "SELECT CAST(COALESCE(SUM(v.size), 0) AS BIGINT) FROM versions v \
+         JOIN agents a ON a.id = v.agent_id WHERE a.tenant_id = $1",
+    )
+    .bind(tenant_id)
+    .fetch_one(&mut **tx)
+    .await?
+    .try_get(0)?;
+    let stored = u64::try_from(stored).unwrap_or(0);
+    if stored.saturating_add(size as u64) > config.max_tenant_bytes {
+        return Err(Error::new(
+            crate::error::ErrorKind::TooLarge,
+            format!(
+                "tenant {tenant} stores {stored} bytes of versions; this one of {size} bytes \
+                 would pass the quota of {} bytes (`max_tenant_bytes`)",
+                config.max_tenant_bytes
+            ),
+        ));
+    }
+    Ok(())
+}
+
 /// Creates the tenant if it does not exist; its row id and whether it was created.
 async fn ensure_tenant(tx: &mut Tx, tenant: &Tenant, at: i64) -> Result<(i64, bool)> {
     let inserted = sqlx::query(
@@ -136,6 +220,7 @@ fn key_info(row: &DbRow) -> Result<KeyInfo> {
 
 pub(crate) async fn create_key(
     db: &Handle,
+    config: &StoreConfig,
     tenant: &Tenant,
     role: Role,
     name: Option<&str>,
@@ -143,7 +228,21 @@ pub(crate) async fn create_key(
     let key = ApiKey::generate()?;
     let at = now_micros();
     let mut tx = db.begin().await?;
-    let (tenant_id, _) = ensure_tenant(&mut tx, tenant, at).await?;
+    ensure_tenant(&mut tx, tenant, at).await?;
+    // Locked, so that two keys created at once cannot both pass the quota.
+    let tenant_id = lock_tenant(&mut tx, tenant).await?;
+    let keys: i64 =
+        sqlx::query("SELECT COUNT(*) FROM api_keys WHERE tenant_id = $1 AND revoked_at IS NULL")
+            .bind(tenant_id)
+            .fetch_one(&mut *tx)
+            .await?
+            .try_get(0)?;
+    if keys >= cap(config.max_keys_per_tenant) {
+        return Err(Error::quota(format!(
+            "tenant {tenant} has {keys} keys that are not revoked, the most allowed \
+             (`max_keys_per_tenant`); revoke one first"
+        )));
+    }
     sqlx::query(
         "INSERT INTO api_keys (public_id, tenant_id, role, name, hash, created_at) \
          VALUES ($1, $2, $3, $4, $5, $6)",
@@ -306,6 +405,7 @@ fn version_info(agent: &AgentName, row: &DbRow) -> Result<VersionInfo> {
 
 pub(crate) async fn publish(
     db: &Handle,
+    config: &StoreConfig,
     tenant: &Tenant,
     agent: &AgentName,
     version: &NewVersion,
@@ -316,6 +416,8 @@ pub(crate) async fn publish(
     let at = now_micros();
     let mut tx = db.begin().await?;
     let tenant_id = lock_tenant(&mut tx, tenant).await?;
+    // The tenant's row is locked: the quotas below hold against concurrent publishes.
+    check_publish_quotas(&mut tx, config, tenant_id, tenant, agent, id, bundle.len()).await?;
     sqlx::query(
         "INSERT INTO agents (tenant_id, name, created_at) VALUES ($1, $2, $3) \
          ON CONFLICT (tenant_id, name) DO NOTHING",

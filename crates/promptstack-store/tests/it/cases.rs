@@ -378,6 +378,63 @@ pub async fn label_count_is_capped(h: &Harness) {
         .unwrap();
 }
 
+/// Each tenant quota refuses the write past it, writes nothing, and leaves republishing and other
+/// tenants alone.
+pub async fn tenant_quotas_refuse_past_them(h: &Harness) {
+    // Two versions per agent, two agents, two keys, and 40 bytes of versions (each is 7 or 8).
+    let store = h
+        .open_with(StoreConfig::default().quotas(2, 2, 2, 40))
+        .await;
+    let (who, _) = principal(&store, "quota").await;
+    let t = &who.tenant;
+    let chat = agent("chat");
+    publish_all(&store, &who, &chat, &[1, 2]).await;
+    let third = store.publish(t, &chat, &bundle(3), by(&who)).await;
+    assert_eq!(kind(third), ErrorKind::Quota);
+    assert_eq!(
+        store
+            .versions(t, &chat, &PageRequest::first())
+            .await
+            .unwrap()
+            .items
+            .len(),
+        2
+    );
+    // Republishing a version that exists adds nothing and passes.
+    let again = store.publish(t, &chat, &bundle(2), by(&who)).await.unwrap();
+    assert!(!again.created);
+    // Agents: a second one fits, a third does not (and is not created).
+    publish_all(&store, &who, &agent("voice"), &[4]).await;
+    let third_agent = store.publish(t, &agent("mail"), &bundle(5), by(&who)).await;
+    assert_eq!(kind(third_agent), ErrorKind::Quota);
+    assert_eq!(
+        store
+            .agents(t, &PageRequest::first())
+            .await
+            .unwrap()
+            .items
+            .len(),
+        2
+    );
+    // Bytes: 7 + 7 + 7 = 21 stored; a version of 24 more bytes would pass 40.
+    let big = NewVersion::new(vid(6), "application/json", vec![b' '; 24]);
+    assert_eq!(
+        kind(store.publish(t, &agent("voice"), &big, by(&who)).await),
+        ErrorKind::TooLarge
+    );
+    // Keys: the admin key of `principal` and one more; a third is refused until one is revoked.
+    let second = store.create_key(t, Role::Viewer, None).await.unwrap();
+    assert_eq!(
+        kind(store.create_key(t, Role::Viewer, None).await),
+        ErrorKind::Quota
+    );
+    store.revoke_key(t, &second.info.id, None).await.unwrap();
+    store.create_key(t, Role::Viewer, None).await.unwrap();
+    // Another tenant has quotas of its own.
+    let (other, _) = principal(&store, "quota-other").await;
+    publish_all(&store, &other, &chat, &[1, 2]).await;
+}
+
 /// A reference of a version id's shape is read as a version id, so no label may have that shape:
 /// the name is refused before any backend sees it, and one character less is a label like any
 /// other.

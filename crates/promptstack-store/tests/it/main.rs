@@ -17,6 +17,7 @@ macro_rules! for_each_case {
             pagination_is_bounded,
             label_moves_compare_and_set,
             label_count_is_capped,
+            tenant_quotas_refuse_past_them,
             a_label_cannot_be_shaped_like_a_version_id,
             concurrent_movers_exactly_one_wins,
             settings_have_revisions,
