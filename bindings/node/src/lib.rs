@@ -20,12 +20,12 @@ use std::sync::Arc;
 
 use napi::bindgen_prelude::{Buffer, Either, Error, Result, Status};
 use napi_derive::napi;
+use promptstack::command::{RequestSettings, read_conversation};
+use promptstack::compose::{UnknownName, choose_target};
 use promptstack::fence::{ContentKind, Fence, MaxBytes, Provenance};
 use promptstack::limits::{InputKind, Limit, Limits};
-use promptstack::provider::{Conversation, ConversationLimits, Format, RequestOptions, Rules};
-use promptstack::stream::{
-    OutputMode, Processor, SourceSnapshot, StreamConfig, Widget, WidgetEvent, WidgetSet,
-};
+use promptstack::provider::{Conversation, Format, Rules};
+use promptstack::stream::{OutputMode, Processor, SourceSnapshot, Widget, WidgetEvent, WidgetSet};
 use promptstack::{ErrorKind, SendContext, SpecFormat};
 use serde_json::{Value, json};
 
@@ -64,23 +64,8 @@ fn engine_failure(error: &promptstack::Error) -> Error {
     failure(
         class,
         error.to_string(),
-        json!({ "kind": kind_name(error.kind()), "block": error.block() }),
+        json!({ "kind": error.kind().as_str(), "block": error.block() }),
     )
-}
-
-/// The stable name of an engine error kind.
-fn kind_name(kind: ErrorKind) -> &'static str {
-    match kind {
-        ErrorKind::Render => "render",
-        ErrorKind::Gate => "gate",
-        ErrorKind::TrailingUserText => "trailing-user-text",
-        ErrorKind::NotFound => "not-found",
-        ErrorKind::Context => "context",
-        ErrorKind::Manifest => "manifest",
-        ErrorKind::Rules => "rules",
-        ErrorKind::Request => "request",
-        _ => "other",
-    }
 }
 
 /// A value that cannot be given to the engine (a wrong option, an unknown name).
@@ -272,17 +257,8 @@ impl Agent {
 
 /// The provider format named as on the command line.
 fn provider_format(name: &str) -> Result<Format> {
-    Ok(match name {
-        "anthropic" => Format::Anthropic,
-        "openai-chat" => Format::OpenaiChat,
-        "openai-responses" => Format::OpenaiResponses,
-        "gemini" => Format::Gemini,
-        other => {
-            return Err(usage_failure(format!(
-                "format {other:?} is not one of anthropic, openai-chat, openai-responses, gemini"
-            )));
-        }
-    })
+    name.parse()
+        .map_err(|e: UnknownName| usage_failure(e.to_string()))
 }
 
 /// One send's assembly: every block with its provenance, the two halves, the diagnostics.
@@ -458,30 +434,11 @@ impl Assembly {
             cached_content: None,
             rules: None,
         });
-        let target = match options.target {
-            Some(target) => target,
-            None => {
-                let ids: Vec<&str> = self.inner.target_ids().collect();
-                match ids.as_slice() {
-                    [one] => (*one).to_owned(),
-                    _ => {
-                        return Err(usage_failure(format!(
-                            "this spec has several targets ({}); choose one with `target`",
-                            ids.join(", ")
-                        )));
-                    }
-                }
-            }
-        };
+        let target = choose_target(self.inner.target_ids(), options.target.as_deref())
+            .map_err(|several| usage_failure(several.message("choose one with `target`")))?;
         let conversation = match &options.conversation {
-            Some(json) => {
-                let limits = Limits::default();
-                let caps = ConversationLimits::new()
-                    .max_bytes(limits.get(Limit::ConversationBytes) as usize)
-                    .max_messages(limits.get(Limit::ConversationMessages) as usize);
-                Conversation::from_json_with(json.as_bytes(), "conversation", &caps)
-                    .map_err(|e| engine_failure(&e))?
-            }
+            Some(json) => read_conversation(json.as_bytes(), "conversation", &Limits::default())
+                .map_err(|e| engine_failure(&e))?,
             None => Conversation::default(),
         };
         let custom_rules = match &options.rules {
@@ -489,14 +446,15 @@ impl Assembly {
             None => None,
         };
         let rules = custom_rules.as_ref().unwrap_or_else(|| Rules::bundled());
-        let mut request_options = RequestOptions::new(format, target);
-        request_options.model = options.model;
-        if let Some(max_tokens) = options.max_tokens {
-            request_options.max_tokens = max_tokens;
-        }
-        request_options.expected_gap_seconds = options.gap_seconds;
-        request_options.cache_key = options.cache_key;
-        request_options.cached_content = options.cached_content;
+        let settings = RequestSettings {
+            conversation: None,
+            model: options.model,
+            max_tokens: options.max_tokens,
+            gap_seconds: options.gap_seconds,
+            cache_key: options.cache_key,
+            cached_content: options.cached_content,
+        };
+        let request_options = settings.options(format, target);
         let request = self
             .agent
             .request(&self.inner, &conversation, rules, &request_options)
@@ -640,13 +598,7 @@ impl CiteStream {
         };
         let widgets = WidgetSet::new(widgets.unwrap_or_default())
             .map_err(|e| usage_failure(format!("invalid widgets: {e}")))?;
-        let limits = Limits::default();
-        let config = StreamConfig::new(mode)
-            .with_widgets(widgets)
-            .with_max_link_bytes(limits.get(Limit::CiteLinkBytes))
-            .with_max_citation_runs(
-                usize::try_from(limits.get(Limit::CiteRuns)).unwrap_or(usize::MAX),
-            );
+        let config = Limits::default().cite(mode).with_widgets(widgets);
         Ok(CiteStream {
             processor: Processor::new(&sources, config),
             out: String::new(),

@@ -6,10 +6,10 @@
 
 use std::sync::Arc;
 
+use promptstack::command::{RequestSettings, read_conversation};
+use promptstack::compose::choose_target;
 use promptstack::limits::{InputKind, Limit, Limits};
-use promptstack::provider::{
-    Conversation, ConversationLimits, Format, Request, RequestOptions, Rules,
-};
+use promptstack::provider::{Conversation, Format, Request, Rules};
 use promptstack::report::BreakpointFormat;
 use promptstack::{SendContext, SpecFormat};
 use pyo3::exceptions::PyValueError;
@@ -41,14 +41,12 @@ fn spec_format(name: &str) -> PyResult<SpecFormat> {
 
 /// A provider request format by its command-line name.
 pub fn provider_format(name: &str) -> PyResult<Format> {
-    Format::ALL
-        .into_iter()
-        .find(|f| f.as_str() == name)
-        .ok_or_else(|| {
-            PyValueError::new_err(format!(
-                "format must be one of anthropic, openai-chat, openai-responses, gemini, not {name:?}"
-            ))
-        })
+    name.parse().map_err(|_| {
+        PyValueError::new_err(format!(
+            "format must be one of {}, not {name:?}",
+            Format::ALL.map(Format::as_str).join(", ")
+        ))
+    })
 }
 
 /// Reads a send (a dict, JSON `str` or `bytes`, or a path) for `agent`, without the GIL.
@@ -236,7 +234,7 @@ struct RequestArgs {
     conversation: Option<JsonInput>,
     plan: bool,
     target: Option<String>,
-    options: RequestOptions,
+    settings: RequestSettings,
     rules: Option<JsonInput>,
 }
 
@@ -252,17 +250,8 @@ impl Assembly {
 
 /// The target to build for: the one named, or the only one the spec has.
 fn only_target(assembly: &promptstack::Assembly, named: Option<String>) -> Result<String, Failure> {
-    if let Some(target) = named {
-        return Ok(target);
-    }
-    let ids: Vec<&str> = assembly.target_ids().collect();
-    match ids.as_slice() {
-        [one] => Ok((*one).to_owned()),
-        _ => Err(Failure::Request(format!(
-            "this spec has several targets ({}); choose one with target=",
-            ids.join(", ")
-        ))),
-    }
+    choose_target(assembly.target_ids(), named.as_deref())
+        .map_err(|several| Failure::Request(several.message("choose one with target=")))
 }
 
 /// The rules table: the one given (TOML), or the bundled one; without `plan`, the same table with
@@ -294,16 +283,13 @@ fn build_request(
         None => Conversation::default(),
         Some(input) => {
             let (bytes, name) = input.read(InputKind::Conversation, limits())?;
-            let caps = ConversationLimits::new()
-                .max_bytes(limits().get(Limit::ConversationBytes) as usize)
-                .max_messages(limits().get(Limit::ConversationMessages) as usize);
-            Conversation::from_json_with(&bytes, &name, &caps)?
+            read_conversation(&bytes, &name, limits())?
         }
     };
     let rules = rules(args.rules, args.plan)?;
-    let mut options = args.options;
-    options.format = args.format;
-    options.target = only_target(assembly, args.target)?;
+    let options = args
+        .settings
+        .options(args.format, only_target(assembly, args.target)?);
     Ok(agent.request(assembly, &conversation, &rules, &options)?)
 }
 
@@ -573,18 +559,20 @@ fn request_args(
         .filter(|r| !r.is_none())
         .map(|r| JsonInput::extract(r, "rules", "<rules>"))
         .transpose()?;
-    let mut options = RequestOptions::new(format, String::new());
-    options.model = model;
-    options.max_tokens = max_tokens;
-    options.expected_gap_seconds = gap_seconds;
-    options.cache_key = cache_key;
-    options.cached_content = cached_content;
+    let settings = RequestSettings {
+        conversation: None,
+        model,
+        max_tokens: Some(max_tokens),
+        gap_seconds,
+        cache_key,
+        cached_content,
+    };
     Ok(RequestArgs {
         format,
         conversation,
         plan,
         target,
-        options,
+        settings,
         rules,
     })
 }

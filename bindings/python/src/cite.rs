@@ -1,9 +1,9 @@
 //! `CiteStream`: the streaming citation and math processor, fed one model delta at a time.
 
-use promptstack::limits::{InputKind, Limit};
+use promptstack::limits::InputKind;
 use promptstack::stream::{
-    CitationMap, OutputMode, Overflow, OverflowKind, Processor, SourceSnapshot, StreamConfig,
-    WidgetEvent, WidgetSet,
+    CitationMap, OutputMode, Overflow, OverflowKind, Processor, SourceSnapshot, WidgetEvent,
+    WidgetSet,
 };
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
@@ -139,13 +139,7 @@ impl CiteStream {
         };
         let widgets = WidgetSet::new(widgets.unwrap_or_default().iter().map(String::as_str))
             .map_err(|e| PyValueError::new_err(format!("invalid widgets: {e}")))?;
-        let limits = crate::agent::limits();
-        let config = StreamConfig::new(mode)
-            .with_widgets(widgets)
-            .with_max_link_bytes(limits.get(Limit::CiteLinkBytes))
-            .with_max_citation_runs(
-                usize::try_from(limits.get(Limit::CiteRuns)).unwrap_or(usize::MAX),
-            );
+        let config = crate::agent::limits().cite(mode).with_widgets(widgets);
         Ok(CiteStream {
             processor: Processor::new(&snapshot, config),
             events: Vec::new(),

@@ -83,21 +83,6 @@ pub fn exception(
     }
 }
 
-/// The name of an engine error kind.
-pub fn kind_name(kind: ErrorKind) -> &'static str {
-    match kind {
-        ErrorKind::Render => "render",
-        ErrorKind::Gate => "gate",
-        ErrorKind::TrailingUserText => "trailing-user-text",
-        ErrorKind::NotFound => "not-found",
-        ErrorKind::Context => "context",
-        ErrorKind::Manifest => "manifest",
-        ErrorKind::Rules => "rules",
-        ErrorKind::Request => "request",
-        _ => "engine",
-    }
-}
-
 /// The name of a fence error kind.
 fn fence_kind_name(kind: FenceErrorKind) -> &'static str {
     match kind {
@@ -208,7 +193,7 @@ impl Failure {
                 )
             }
             Failure::Engine(e) => {
-                let kind = kind_name(e.kind());
+                let kind = e.kind().as_str();
                 let class = match e.kind() {
                     ErrorKind::NotFound => "NotFoundError",
                     ErrorKind::Request | ErrorKind::Rules => "RequestError",

@@ -32,6 +32,28 @@ pub enum ErrorKind {
     Request,
 }
 
+impl ErrorKind {
+    /// The kind's stable name, the one every front end reports (`render`, `not-found`, …).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ErrorKind::Render => "render",
+            ErrorKind::Gate => "gate",
+            ErrorKind::TrailingUserText => "trailing-user-text",
+            ErrorKind::NotFound => "not-found",
+            ErrorKind::Context => "context",
+            ErrorKind::Manifest => "manifest",
+            ErrorKind::Rules => "rules",
+            ErrorKind::Request => "request",
+        }
+    }
+}
+
+impl fmt::Display for ErrorKind {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
 /// An error raised while assembling or composing.
 #[derive(Debug)]
 pub struct Error {

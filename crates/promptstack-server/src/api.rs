@@ -190,6 +190,7 @@ pub struct PublishQuery {
     /// The label whose version the new one is compared with (default `production`).
     pub label: Option<String>,
     /// The provider format whose breakpoints are compared (default `anthropic`).
+    #[param(value_type = Option<promptstack::command::ProviderFormatSchema>)]
     pub format: Option<ProviderFormat>,
 }
 
@@ -419,7 +420,7 @@ fn send_impact(
             (old, &old_assembly),
             (agent, &new_assembly),
             &target,
-            format.into(),
+            format,
             &RequestOptionsBody::default(),
             limits,
         )?;

@@ -80,6 +80,7 @@ pub struct CacheSimRequest {
     pub target: Option<String>,
     /// The request format (default `anthropic`).
     #[serde(default)]
+    #[schema(value_type = promptstack::command::ProviderFormatSchema)]
     pub provider: ProviderFormat,
     /// The model id (default: the first send's).
     pub model: Option<String>,
@@ -197,7 +198,7 @@ pub async fn cache_sim(
                 }
             }
         };
-        let mut request = RequestOptions::new(body.provider.into(), target);
+        let mut request = RequestOptions::new(body.provider, target);
         request.model = body.model;
         let config = SimConfig {
             turns,

@@ -13,9 +13,8 @@ use axum::http::{HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use futures::StreamExt as _;
 use promptstack::fence::{ContentKind, Fence, MaxBytes, Provenance};
-use promptstack::limits::Limit;
 use promptstack::nonce::OsNonces;
-use promptstack::stream::{OutputMode, Processor, SourceSnapshot, StreamConfig};
+use promptstack::stream::{OutputMode, Processor, SourceSnapshot};
 use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 
@@ -309,9 +308,7 @@ pub async fn cite(
         }
         CiteMode::Links => OutputMode::Links,
     };
-    let config = StreamConfig::new(mode)
-        .with_max_link_bytes(limits.get(Limit::CiteLinkBytes))
-        .with_max_citation_runs(usize::MAX);
+    let config = limits.cite(mode).with_max_citation_runs(usize::MAX);
     let processor = Processor::new(&header.sources, config);
     let read = head.len() as u64 + 1 + rest.len() as u64;
     let state = CiteState {

@@ -11,7 +11,8 @@ use axum::extract::{FromRequest, FromRequestParts, Path, Request, State};
 use axum::http::{HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use promptstack::compose::Composition;
-use promptstack::provider::{Conversation, ConversationLimits, Format, RequestOptions, Rules};
+use promptstack::compose::choose_target;
+use promptstack::provider::{Format, Rules};
 use promptstack::report::ToolsReport;
 use promptstack::{Agent, Assembly};
 use serde::de::DeserializeOwned;
@@ -27,92 +28,11 @@ use crate::problem::{Problem, json_rejection};
 use crate::settings::SettingsPreview;
 use crate::state::AppState;
 
-/// What to render: the format of the answer.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize, ToSchema)]
-#[serde(rename_all = "kebab-case")]
-pub enum RenderFormat {
-    /// The text of one target (`text`).
-    #[default]
-    Text,
-    /// Every composition with its parts (`compositions`).
-    Json,
-    /// An Anthropic Messages request body (`body`).
-    Anthropic,
-    /// An OpenAI Chat Completions request body.
-    OpenaiChat,
-    /// An OpenAI Responses request body.
-    OpenaiResponses,
-    /// A Gemini generateContent request body.
-    Gemini,
-}
-
-impl RenderFormat {
-    fn provider(self) -> Option<Format> {
-        match self {
-            RenderFormat::Text | RenderFormat::Json => None,
-            RenderFormat::Anthropic => Some(Format::Anthropic),
-            RenderFormat::OpenaiChat => Some(Format::OpenaiChat),
-            RenderFormat::OpenaiResponses => Some(Format::OpenaiResponses),
-            RenderFormat::Gemini => Some(Format::Gemini),
-        }
-    }
-}
-
-/// A provider format.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize, ToSchema)]
-#[serde(rename_all = "kebab-case")]
-pub enum ProviderFormat {
-    /// Anthropic Messages.
-    #[default]
-    Anthropic,
-    /// OpenAI Chat Completions.
-    OpenaiChat,
-    /// OpenAI Responses.
-    OpenaiResponses,
-    /// Gemini generateContent.
-    Gemini,
-}
-
-impl From<ProviderFormat> for Format {
-    fn from(format: ProviderFormat) -> Format {
-        match format {
-            ProviderFormat::Anthropic => Format::Anthropic,
-            ProviderFormat::OpenaiChat => Format::OpenaiChat,
-            ProviderFormat::OpenaiResponses => Format::OpenaiResponses,
-            ProviderFormat::Gemini => Format::Gemini,
-        }
-    }
-}
-
-/// Which text of a target.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize, ToSchema)]
-#[serde(rename_all = "lowercase")]
-pub enum Slot {
-    /// The system text.
-    #[default]
-    System,
-    /// The notes for the last user message.
-    User,
-}
-
-/// Options of a provider request (the CLI's `--conversation`, `--model`, …).
-#[derive(Debug, Clone, Default, Deserialize, ToSchema)]
-#[serde(deny_unknown_fields)]
-pub struct RequestOptionsBody {
-    /// The conversation so far: `{"messages": [...]}`.
-    #[schema(value_type = Option<Object>)]
-    pub conversation: Option<serde_json::Value>,
-    /// The model id sent (default: the send's).
-    pub model: Option<String>,
-    /// The output token limit (default 4096).
-    pub max_tokens: Option<u32>,
-    /// Expected seconds until the thread's next request.
-    pub gap_seconds: Option<u32>,
-    /// OpenAI `prompt_cache_key`.
-    pub cache_key: Option<String>,
-    /// Gemini explicit cached content.
-    pub cached_content: Option<String>,
-}
+pub use promptstack::command::{
+    RenderFormat, RequestSettings as RequestOptionsBody, SendsDiff as CacheDiff,
+};
+pub use promptstack::compose::Slot;
+pub use promptstack::provider::Format as ProviderFormat;
 
 /// The body of `render`, `request`, `explain` and `tools`.
 #[derive(Debug, Clone, Deserialize, ToSchema)]
@@ -131,6 +51,7 @@ pub struct RenderRequest {
     pub format: RenderFormat,
     /// Which text of the target, for `text`.
     #[serde(default)]
+    #[schema(value_type = promptstack::command::SlotSchema)]
     pub slot: Slot,
     /// The full prompt (authored text plus every platform append), as `render --full`.
     #[serde(default)]
@@ -238,20 +159,12 @@ fn to_value(value: &impl Serialize) -> Option<serde_json::Value> {
 
 /// The target to render: the one named, or the only one.
 fn target(assembly: &Assembly, named: Option<&str>) -> Result<String, Problem> {
-    if let Some(target) = named {
-        return Ok(target.to_owned());
-    }
-    let ids: Vec<&str> = assembly.target_ids().collect();
-    match ids.as_slice() {
-        [one] => Ok((*one).to_owned()),
-        _ => Err(Problem::unprocessable(
+    choose_target(assembly.target_ids(), named).map_err(|several| {
+        Problem::unprocessable(
             "target-required",
-            format!(
-                "this spec has several targets ({}); choose one with `target`",
-                ids.join(", ")
-            ),
-        )),
-    }
+            several.message("choose one with `target`"),
+        )
+    })
 }
 
 fn compose(assembly: &Assembly, target: &str) -> Result<Composition, Problem> {
@@ -267,33 +180,16 @@ pub fn build_request(
     options: &RequestOptionsBody,
     limits: &promptstack::limits::Limits,
 ) -> Result<promptstack::provider::Request, Problem> {
-    use promptstack::limits::Limit;
-    let conversation = match &options.conversation {
-        Some(value) => {
-            let bytes = serde_json::to_vec(value).unwrap_or_default();
-            let caps = ConversationLimits::new()
-                .max_bytes(
-                    usize::try_from(limits.get(Limit::ConversationBytes)).unwrap_or(usize::MAX),
-                )
-                .max_messages(
-                    usize::try_from(limits.get(Limit::ConversationMessages)).unwrap_or(usize::MAX),
-                );
-            Conversation::from_json_with(&bytes, "conversation", &caps)
-                .map_err(|e| Problem::unprocessable("invalid-conversation", e.to_string()))?
-        }
-        None => Conversation::default(),
-    };
-    let request_options = RequestOptions {
-        format,
-        target: target.to_owned(),
-        model: options.model.clone(),
-        max_tokens: options.max_tokens.unwrap_or(4096),
-        expected_gap_seconds: options.gap_seconds,
-        cache_key: options.cache_key.clone(),
-        cached_content: options.cached_content.clone(),
-    };
+    let conversation = options
+        .conversation(limits)
+        .map_err(|e| Problem::unprocessable("invalid-conversation", e.to_string()))?;
     agent
-        .request(assembly, &conversation, Rules::bundled(), &request_options)
+        .request(
+            assembly,
+            &conversation,
+            Rules::bundled(),
+            &options.options(format, target),
+        )
         .map_err(engine_problem)
 }
 
@@ -539,10 +435,7 @@ fn render_now(
             let composition = compose(&assembly, &target)?;
             response.diagnostics =
                 p.diagnostics(assembly.diagnostics().chain(composition.diagnostics.iter()));
-            response.text = Some(match body.slot {
-                Slot::System => composition.system,
-                Slot::User => composition.user,
-            });
+            response.text = Some(composition.text(body.slot).to_owned());
             response.target = Some(target);
         }
     }
@@ -563,6 +456,7 @@ pub struct RequestRequest {
     pub target: Option<String>,
     /// The provider format (default `anthropic`).
     #[serde(default)]
+    #[schema(value_type = promptstack::command::ProviderFormatSchema)]
     pub format: ProviderFormat,
     /// Options of the request.
     #[serde(default)]
@@ -598,7 +492,7 @@ fn request_now(
     let request = build_request(
         &p.resolved.agent,
         &assembly,
-        body.format.into(),
+        body.format,
         &target,
         &body.options,
         limits,
@@ -629,6 +523,7 @@ pub struct ExplainRequest {
     /// Only this target (default: every target).
     pub target: Option<String>,
     /// Also plan the breakpoints of each target's request in this provider format.
+    #[schema(value_type = Option<promptstack::command::ProviderFormatSchema>)]
     pub format: Option<ProviderFormat>,
     /// Unsaved settings to preview in place of the stored ones, for this answer only (stage
     /// agents; any role that may render). Checked as a settings write is; nothing is stored,
@@ -648,28 +543,35 @@ pub async fn explain(
     State(state): State<AppState>,
     op: Op<ExplainRequest>,
 ) -> Result<RenderResponse, Problem> {
-    blocking(&state, move || {
-        let (p, body) = (&op.prepared, &op.body);
-        let assembly = p.assemble()?;
-        let format = body.format.map(|f| promptstack::report::BreakpointFormat {
-            format: f.into(),
+    op.run(&state, explain_now).await
+}
+
+/// The engine work of `explain`.
+fn explain_now(
+    p: &Prepared,
+    body: &ExplainRequest,
+    _: &promptstack::limits::Limits,
+) -> Result<RenderResponse, Problem> {
+    let assembly = p.assemble()?;
+    let format = body
+        .format
+        .map(|format| promptstack::report::BreakpointFormat {
+            format,
             rules: Rules::bundled(),
         });
-        let explanation = promptstack::report::explain(
-            &p.resolved.agent,
-            &p.send,
-            &assembly,
-            body.target.as_deref(),
-            format,
-        )
-        .map_err(engine_problem)?;
-        let mut response = RenderResponse::new(p.attribution(&assembly));
-        response.target.clone_from(&body.target);
-        response.detail = to_value(&explanation);
-        response.diagnostics = p.diagnostics(std::iter::empty());
-        Ok(response)
-    })
-    .await?
+    let explanation = promptstack::report::explain(
+        &p.resolved.agent,
+        &p.send,
+        &assembly,
+        body.target.as_deref(),
+        format,
+    )
+    .map_err(engine_problem)?;
+    let mut response = RenderResponse::new(p.attribution(&assembly));
+    response.target.clone_from(&body.target);
+    response.detail = to_value(&explanation);
+    response.diagnostics = p.diagnostics(std::iter::empty());
+    Ok(response)
 }
 
 /// The body of `tools`.
@@ -721,8 +623,7 @@ pub async fn tools(
     State(state): State<AppState>,
     op: Op<ToolsRequest>,
 ) -> Result<ToolsResponse, Problem> {
-    blocking(&state, move || {
-        let p = &op.prepared;
+    op.run(&state, |p, _, _| {
         let assembly = p.assemble()?;
         Ok(ToolsResponse {
             attribution: p.attribution(&assembly),
@@ -730,7 +631,7 @@ pub async fn tools(
             diagnostics: p.diagnostics(assembly.diagnostics()),
         })
     })
-    .await?
+    .await
 }
 
 /// The body of `diff`.
@@ -752,6 +653,7 @@ pub struct DiffRequest {
     pub target: Option<String>,
     /// The provider format (default `anthropic`).
     #[serde(default)]
+    #[schema(value_type = promptstack::command::ProviderFormatSchema)]
     pub format: ProviderFormat,
     /// Options of the requests.
     #[serde(default)]
@@ -763,25 +665,6 @@ pub struct DiffRequest {
     pub settings: Option<serde_json::Value>,
 }
 
-/// What changed between two renders, for the cache: the first divergence of the system text and
-/// of the request, and which breakpoints of the first request survive.
-#[derive(Debug, Serialize, ToSchema)]
-pub struct CacheDiff {
-    /// The target compared.
-    pub target: String,
-    /// The provider format compared.
-    pub format: String,
-    /// Where the system texts first differ (none when identical).
-    #[schema(value_type = Option<Object>)]
-    pub system: Option<serde_json::Value>,
-    /// Where the request bodies first differ (none when identical).
-    #[schema(value_type = Option<Object>)]
-    pub request: Option<serde_json::Value>,
-    /// Each breakpoint of the first request, and whether it survives in the second.
-    #[schema(value_type = Vec<Object>)]
-    pub breakpoints: Vec<serde_json::Value>,
-}
-
 /// Compares two (agent, send) pairs as `promptstack diff` does.
 pub fn cache_diff(
     a: (&Agent, &Assembly),
@@ -791,21 +674,14 @@ pub fn cache_diff(
     options: &RequestOptionsBody,
     limits: &promptstack::limits::Limits,
 ) -> Result<CacheDiff, Problem> {
-    use promptstack::provider::diff;
     let composed_a = compose(a.1, target)?;
     let composed_b = compose(b.1, target)?;
     let request_a = build_request(a.0, a.1, format, target, options, limits)?;
     let request_b = build_request(b.0, b.1, format, target, options, limits)?;
-    Ok(CacheDiff {
-        target: target.to_owned(),
-        format: format.as_str().to_owned(),
-        system: diff::compositions(&composed_a, &composed_b).and_then(|d| to_value(&d)),
-        request: diff::requests(&request_a, &request_b).and_then(|d| to_value(&d)),
-        breakpoints: diff::survivals(&request_a, &request_b)
-            .iter()
-            .filter_map(to_value)
-            .collect(),
-    })
+    Ok(CacheDiff::new(
+        (&composed_a, &request_a),
+        (&composed_b, &request_b),
+    ))
 }
 
 /// `POST /v1/agents/{name}/diff`: why a cache would break between two sends, or two versions.
@@ -830,26 +706,35 @@ pub async fn diff(
     .await?;
     let limits = state.inner.config.limits.clone();
     blocking(&state, move || {
-        let (a, body) = (&op.prepared, &op.body);
-        let (assembly_a, assembly_b) = (a.assemble()?, b.assemble()?);
-        let target = target(&assembly_a, body.target.as_deref())?;
-        let result = cache_diff(
-            (&a.resolved.agent, &assembly_a),
-            (&b.resolved.agent, &assembly_b),
-            &target,
-            body.format.into(),
-            &body.options,
-            &limits,
-        )?;
-        let mut warnings = a.warnings.clone();
-        warnings.extend(b.warnings.iter().cloned());
-        let mut response = RenderResponse::new(a.attribution(&assembly_a));
-        response.target = Some(target);
-        response.detail = to_value(&result);
-        response.diagnostics = diagnostics(std::iter::empty(), &warnings);
-        Ok(response)
+        diff_now(&op.prepared, &b, &op.body, &limits)
     })
     .await?
+}
+
+/// The engine work of `diff`: side `a` against side `b`.
+fn diff_now(
+    a: &Prepared,
+    b: &Prepared,
+    body: &DiffRequest,
+    limits: &promptstack::limits::Limits,
+) -> Result<RenderResponse, Problem> {
+    let (assembly_a, assembly_b) = (a.assemble()?, b.assemble()?);
+    let target = target(&assembly_a, body.target.as_deref())?;
+    let result = cache_diff(
+        (&a.resolved.agent, &assembly_a),
+        (&b.resolved.agent, &assembly_b),
+        &target,
+        body.format,
+        &body.options,
+        limits,
+    )?;
+    let mut warnings = a.warnings.clone();
+    warnings.extend(b.warnings.iter().cloned());
+    let mut response = RenderResponse::new(a.attribution(&assembly_a));
+    response.target = Some(target);
+    response.detail = to_value(&result);
+    response.diagnostics = diagnostics(std::iter::empty(), &warnings);
+    Ok(response)
 }
 
 /// The body of `lint`.
@@ -883,49 +768,79 @@ pub async fn lint(
     body: Result<Json<LintRequest>, axum::extract::rejection::JsonRejection>,
 ) -> Result<RenderResponse, Problem> {
     let Json(body) = body.map_err(json_rejection)?;
-    if body.sends.len() > crate::bundle::MAX_ENTRIES {
-        return Err(Problem::unprocessable(
-            "invalid-body",
-            format!(
-                "`sends` holds {} entries; at most {} are checked at once",
-                body.sends.len(),
-                crate::bundle::MAX_ENTRIES
-            ),
-        ));
-    }
-    let preview = crate::settings::preview(body.settings.as_ref())?;
-    let tenant = &auth.0.tenant;
-    let resolved = resolve(&state, tenant, &name, body.reference.as_deref()).await?;
-    let agent = std::sync::Arc::clone(&resolved.agent);
-    // Every send is checked before the settings are read, as for one send.
-    let mut sends = blocking(&state, move || {
-        body.sends
-            .iter()
-            .enumerate()
-            .map(|(i, send)| {
-                let what = format!("sends[{i}]");
-                let ctx = read_send(&agent, send.get().as_bytes(), &what)?;
-                Ok((what, ctx))
-            })
-            .collect::<Result<Vec<_>, Problem>>()
-    })
-    .await??;
-    let mut warnings = resolved.stale.clone();
-    let overrides = Overrides::read(&state, tenant, &resolved, &preview, &mut warnings).await?;
-    for (_, send) in &mut sends {
-        overrides.apply(send);
-    }
-    let agent = std::sync::Arc::clone(&resolved.agent);
+    let sends = Sends::new(&state, &auth, &name, body).await?;
+    let agent = std::sync::Arc::clone(&sends.resolved.agent);
+    let read = sends.sends;
     let findings = blocking(&state, move || {
         promptstack::report::lint(
             &agent,
-            sends.iter().map(|(name, send)| (name.as_str(), send)),
+            read.iter().map(|(name, send)| (name.as_str(), send)),
         )
     })
     .await?;
-    let mut response = RenderResponse::new(resolved.attribution(String::new()));
-    response.attribution.preview = !preview.is_empty();
+    let mut response = RenderResponse::new(sends.resolved.attribution(String::new()));
+    response.attribution.preview = sends.preview;
     response.detail = Some(serde_json::json!({ "findings": to_value(&findings) }));
-    response.diagnostics = diagnostics(std::iter::empty(), &warnings);
+    response.diagnostics = diagnostics(std::iter::empty(), &sends.warnings);
     Ok(response)
+}
+
+/// A version resolved and several sends read for it (`lint`), with the tenant's settings applied.
+struct Sends {
+    resolved: Resolved,
+    /// Each send with the name its problems are located in (`sends[i]`).
+    sends: Vec<(String, promptstack::SendContext)>,
+    /// Why parts of the answer come from the last good value.
+    warnings: Vec<String>,
+    /// Whether the request's `settings` stood in for the stored ones.
+    preview: bool,
+}
+
+impl Sends {
+    /// Resolves the body's reference and reads its sends, at most [`crate::bundle::MAX_ENTRIES`];
+    /// every send is checked before the settings are read, as for one send.
+    async fn new(
+        state: &AppState,
+        auth: &Auth,
+        name: &str,
+        body: LintRequest,
+    ) -> Result<Sends, Problem> {
+        if body.sends.len() > crate::bundle::MAX_ENTRIES {
+            return Err(Problem::unprocessable(
+                "invalid-body",
+                format!(
+                    "`sends` holds {} entries; at most {} are checked at once",
+                    body.sends.len(),
+                    crate::bundle::MAX_ENTRIES
+                ),
+            ));
+        }
+        let preview = crate::settings::preview(body.settings.as_ref())?;
+        let tenant = &auth.0.tenant;
+        let resolved = resolve(state, tenant, name, body.reference.as_deref()).await?;
+        let agent = std::sync::Arc::clone(&resolved.agent);
+        let mut sends = blocking(state, move || {
+            body.sends
+                .iter()
+                .enumerate()
+                .map(|(i, send)| {
+                    let what = format!("sends[{i}]");
+                    let ctx = read_send(&agent, send.get().as_bytes(), &what)?;
+                    Ok((what, ctx))
+                })
+                .collect::<Result<Vec<_>, Problem>>()
+        })
+        .await??;
+        let mut warnings = resolved.stale.clone();
+        let overrides = Overrides::read(state, tenant, &resolved, &preview, &mut warnings).await?;
+        for (_, send) in &mut sends {
+            overrides.apply(send);
+        }
+        Ok(Sends {
+            resolved,
+            sends,
+            warnings,
+            preview: !preview.is_empty(),
+        })
+    }
 }

@@ -26,6 +26,7 @@
 //! and gets the engine, the OS nonces, context files and registry manifests without rmcp, reqwest
 //! or a tokio runtime.
 
+pub mod command;
 pub mod context_files;
 pub mod limits;
 #[cfg(feature = "mcp")]

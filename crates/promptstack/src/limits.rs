@@ -321,6 +321,30 @@ impl Default for Limits {
 }
 
 impl Limits {
+    /// The bounds of a conversation read as input: [`Limit::ConversationBytes`] and
+    /// [`Limit::ConversationMessages`].
+    pub fn conversation(&self) -> promptstack_core::provider::ConversationLimits {
+        promptstack_core::provider::ConversationLimits::new()
+            .max_bytes(usize::try_from(self.get(Limit::ConversationBytes)).unwrap_or(usize::MAX))
+            .max_messages(
+                usize::try_from(self.get(Limit::ConversationMessages)).unwrap_or(usize::MAX),
+            )
+    }
+
+    /// A citation stream's configuration in `mode`, bounded by [`Limit::CiteLinkBytes`] and
+    /// [`Limit::CiteRuns`]. A front end that takes the runs as they come lifts the second bound
+    /// with `with_max_citation_runs(usize::MAX)`.
+    pub fn cite(
+        &self,
+        mode: promptstack_core::stream::OutputMode,
+    ) -> promptstack_core::stream::StreamConfig {
+        promptstack_core::stream::StreamConfig::new(mode)
+            .with_max_link_bytes(self.get(Limit::CiteLinkBytes))
+            .with_max_citation_runs(
+                usize::try_from(self.get(Limit::CiteRuns)).unwrap_or(usize::MAX),
+            )
+    }
+
     /// The value of `limit`.
     pub fn get(&self, limit: Limit) -> u64 {
         self.values[limit as usize]

@@ -59,21 +59,10 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
 fn publish(args: PublishArgs) -> anyhow::Result<ExitCode> {
     let agent = input::agent(&args.spec)?;
     let send = input::send(&args.send, &agent)?;
-    let target = match args.target {
-        Some(target) => target,
-        None => {
-            let ids: Vec<&str> = agent.target_ids().collect();
-            match ids.as_slice() {
-                [one] => (*one).to_owned(),
-                _ => {
-                    return Err(bad_input(anyhow::anyhow!(
-                        "this spec has several targets ({}); choose one with --target",
-                        ids.join(", ")
-                    )));
-                }
-            }
-        }
-    };
+    let target = promptstack::compose::choose_target(agent.target_ids(), args.target.as_deref())
+        .map_err(|several| {
+            bad_input(anyhow::anyhow!(several.message("choose one with --target")))
+        })?;
     let published =
         promptstack::registry::publish(&agent, &args.spec, &send, &target, input::limits())
             .map_err(|e| match e {

@@ -8,8 +8,7 @@ use std::process::ExitCode;
 use anyhow::Context as _;
 use promptstack::limits::Limit;
 use promptstack::stream::{
-    CitationMap, OutputMode, Overflow, OverflowKind, Processor, SourceSnapshot, StreamConfig,
-    WidgetSet,
+    CitationMap, OutputMode, Overflow, OverflowKind, Processor, SourceSnapshot, WidgetSet,
 };
 
 use crate::exit::bad_input;
@@ -78,16 +77,12 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     let widgets = WidgetSet::new(args.widgets.iter().map(String::as_str))
         .map_err(|e| bad_input(anyhow::anyhow!("invalid --widgets: {e}")))?;
     let limits = crate::input::limits();
-    let config = StreamConfig::new(mode)
-        .with_widgets(widgets)
-        .with_max_link_bytes(limits.get(Limit::CiteLinkBytes))
-        .with_max_citation_runs(if args.json {
-            usize::try_from(limits.get(Limit::CiteRuns)).unwrap_or(usize::MAX)
-        } else {
-            // The runs are taken after every chunk, so the map never holds more than one
-            // chunk's worth.
-            usize::MAX
-        });
+    let mut config = limits.cite(mode).with_widgets(widgets);
+    if !args.json {
+        // The runs are taken after every chunk, so the map never holds more than one chunk's
+        // worth.
+        config = config.with_max_citation_runs(usize::MAX);
+    }
     let mut processor = Processor::new(&sources, config);
     match stream(&mut processor, args.json) {
         Err(e) if is_broken_pipe(&e) => Ok(ExitCode::SUCCESS),

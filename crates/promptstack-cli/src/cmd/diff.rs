@@ -5,7 +5,8 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use anyhow::Context as _;
-use promptstack::provider::diff::{self, Divergence, Survival};
+use promptstack::command::SendsDiff;
+use promptstack::provider::diff::{self, Divergence};
 use serde::Serialize;
 
 use crate::exit::bad_input;
@@ -46,15 +47,6 @@ pub struct Args {
 }
 
 #[derive(Serialize)]
-struct SendsDiff {
-    target: String,
-    format: &'static str,
-    system: Option<Divergence>,
-    request: Option<Divergence>,
-    breakpoints: Vec<Survival>,
-}
-
-#[derive(Serialize)]
 struct AssembliesDiff {
     body: Option<Divergence>,
     same_fingerprint: bool,
@@ -90,14 +82,8 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     let composed_b = crate::cmd::render::compose_all(&assembly_b, std::slice::from_ref(&target))?;
     let request_a = args.request.build(&agent, &assembly_a, format, &target)?;
     let request_b = args.request.build(&agent, &assembly_b, format, &target)?;
-    let result = SendsDiff {
-        system: diff::compositions(&composed[0], &composed_b[0]),
-        request: diff::requests(&request_a, &request_b),
-        breakpoints: diff::survivals(&request_a, &request_b),
-        format: format.as_str(),
-        target,
-    };
-    let same = result.system.is_none() && result.request.is_none();
+    let result = SendsDiff::new((&composed[0], &request_a), (&composed_b[0], &request_b));
+    let same = result.is_same();
     let mut out = std::io::stdout().lock();
     if args.json {
         serde_json::to_writer_pretty(&mut out, &result)?;

@@ -40,8 +40,8 @@ pub struct Args {
     #[arg(long)]
     json: bool,
     /// Also plan the cache breakpoints of each target's request in this provider format.
-    #[arg(long, value_enum)]
-    format: Option<crate::cmd::request::ProviderFormat>,
+    #[arg(long, value_parser = crate::cmd::request::provider_format())]
+    format: Option<promptstack::provider::Format>,
     /// With `--format`: a provider rules table (TOML) replacing the bundled one.
     #[arg(long, requires = "format")]
     rules: Option<PathBuf>,
@@ -59,10 +59,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     let format = args
         .format
         .zip(rules.as_ref())
-        .map(|(format, rules)| BreakpointFormat {
-            format: format.into(),
-            rules,
-        });
+        .map(|(format, rules)| BreakpointFormat { format, rules });
     let bad_or_failed = |e: promptstack::Error| match e.kind() {
         promptstack::ErrorKind::NotFound
         | promptstack::ErrorKind::Request

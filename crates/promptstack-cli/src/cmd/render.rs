@@ -5,12 +5,13 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use anyhow::Context as _;
-use clap::ValueEnum;
 use promptstack::Assembly;
-use promptstack::compose::Composition;
+use promptstack::command::RenderFormat as Format;
+use promptstack::compose::{Composition, Slot};
 use promptstack::diagnostic::Severity;
 use serde::Serialize;
 
+use crate::cmd::request::named;
 use crate::input;
 
 /// Print the exact text a target sends for one send context, or the provider request body.
@@ -37,10 +38,12 @@ pub struct Args {
     #[arg(long)]
     target: Option<String>,
     /// Which text of the target to print in text format.
-    #[arg(long, value_enum, default_value_t = SlotArg::System)]
-    slot: SlotArg,
+    #[arg(long, default_value_t = Slot::System,
+        value_parser = named(&Slot::ALL, Slot::as_str, Slot::summary))]
+    slot: Slot,
     /// Output format.
-    #[arg(long, value_enum, default_value_t = Format::Text)]
+    #[arg(long, default_value_t = Format::Text,
+        value_parser = named(&Format::ALL, Format::as_str, Format::summary))]
     format: Format,
     #[command(flatten)]
     request: crate::cmd::request::RequestArgs,
@@ -53,43 +56,6 @@ pub struct Args {
     /// stderr; with `--format json` the text, its parts and the warnings are printed as JSON.
     #[arg(long, conflicts_with_all = ["slot", "plan"])]
     full: bool,
-}
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-enum Format {
-    /// The text itself.
-    Text,
-    /// Every composed text with its parts, the fingerprint and the diagnostics, as JSON.
-    Json,
-    /// An Anthropic Messages request body.
-    Anthropic,
-    /// An OpenAI Chat Completions request body.
-    OpenaiChat,
-    /// An OpenAI Responses request body.
-    OpenaiResponses,
-    /// A Gemini generateContent request body (REST).
-    Gemini,
-}
-
-impl Format {
-    fn provider(self) -> Option<promptstack::provider::Format> {
-        use promptstack::provider::Format as P;
-        match self {
-            Format::Text | Format::Json => None,
-            Format::Anthropic => Some(P::Anthropic),
-            Format::OpenaiChat => Some(P::OpenaiChat),
-            Format::OpenaiResponses => Some(P::OpenaiResponses),
-            Format::Gemini => Some(P::Gemini),
-        }
-    }
-}
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-enum SlotArg {
-    /// The system text.
-    System,
-    /// The notes for the last user message.
-    User,
 }
 
 #[derive(Serialize)]
@@ -138,23 +104,15 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         }
         Format::Text if args.target.is_some() => {
             let composition = &compositions[0];
-            let text = match args.slot {
-                SlotArg::System => &composition.system,
-                SlotArg::User => &composition.user,
-            };
-            out.write_all(text.as_bytes())?;
+            out.write_all(composition.text(args.slot).as_bytes())?;
         }
         Format::Text => {
             for (i, composition) in compositions.iter().enumerate() {
                 if i > 0 {
                     writeln!(out)?;
                 }
-                let (label, text) = match args.slot {
-                    SlotArg::System => ("system", &composition.system),
-                    SlotArg::User => ("user", &composition.user),
-                };
-                writeln!(out, "==> {} ({label}) <==", composition.target)?;
-                writeln!(out, "{text}")?;
+                writeln!(out, "==> {} ({}) <==", composition.target, args.slot)?;
+                writeln!(out, "{}", composition.text(args.slot))?;
             }
         }
     }

@@ -3,34 +3,36 @@
 use std::path::PathBuf;
 
 use anyhow::Context as _;
-use promptstack::provider::{Conversation, Format, Request, RequestOptions, Rules};
+use promptstack::command::{RequestSettings, read_conversation};
+use promptstack::compose::choose_target;
+use promptstack::provider::{Conversation, Format, Request, Rules};
 use promptstack::{Agent, Assembly};
 
 use crate::exit::bad_input;
 use crate::input;
 
-/// A provider request format, as the commands that plan requests name it.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
-pub enum ProviderFormat {
-    /// Anthropic Messages.
-    Anthropic,
-    /// OpenAI Chat Completions.
-    OpenaiChat,
-    /// OpenAI Responses.
-    OpenaiResponses,
-    /// Gemini generateContent (REST).
-    Gemini,
+/// A clap parser for a value named by strings (a format, a slot): it lists each of `all` with its
+/// summary in `--help` and parses through the value's `FromStr`, the one the other front ends use.
+pub fn named<T>(
+    all: &[T],
+    name: fn(T) -> &'static str,
+    summary: fn(T) -> &'static str,
+) -> impl clap::builder::TypedValueParser<Value = T>
+where
+    T: Copy + Send + Sync + std::str::FromStr + 'static,
+    T::Err: std::error::Error + Send + Sync + 'static,
+{
+    use clap::builder::{PossibleValue, PossibleValuesParser, TypedValueParser as _};
+    PossibleValuesParser::new(
+        all.iter()
+            .map(|&value| PossibleValue::new(name(value)).help(summary(value))),
+    )
+    .try_map(|name| name.parse::<T>())
 }
 
-impl From<ProviderFormat> for Format {
-    fn from(format: ProviderFormat) -> Self {
-        match format {
-            ProviderFormat::Anthropic => Format::Anthropic,
-            ProviderFormat::OpenaiChat => Format::OpenaiChat,
-            ProviderFormat::OpenaiResponses => Format::OpenaiResponses,
-            ProviderFormat::Gemini => Format::Gemini,
-        }
-    }
+/// The parser of a provider format.
+pub fn provider_format() -> impl clap::builder::TypedValueParser<Value = Format> {
+    named(&Format::ALL, Format::as_str, Format::summary)
 }
 
 /// Options of a provider request.
@@ -46,7 +48,7 @@ pub struct RequestArgs {
     #[arg(long)]
     pub model: Option<String>,
     /// The output token limit.
-    #[arg(long, default_value_t = 4096)]
+    #[arg(long, default_value_t = promptstack::provider::DEFAULT_MAX_TOKENS)]
     pub max_tokens: u32,
     /// The expected seconds until the thread's next request (chooses cache lifetimes).
     #[arg(long)]
@@ -73,15 +75,7 @@ impl RequestArgs {
             None => Conversation::default(),
         };
         let rules = self.rules()?;
-        let options = RequestOptions {
-            format,
-            target: target.to_owned(),
-            model: self.model.clone(),
-            max_tokens: self.max_tokens,
-            expected_gap_seconds: self.gap_seconds,
-            cache_key: self.cache_key.clone(),
-            cached_content: self.cached_content.clone(),
-        };
+        let options = self.settings().options(format, target);
         agent
             .request(assembly, &conversation, &rules, &options)
             .map_err(|e| match e.kind() {
@@ -90,6 +84,18 @@ impl RequestArgs {
                 | promptstack::ErrorKind::NotFound => bad_input(e),
                 _ => anyhow::Error::new(e),
             })
+    }
+
+    /// The options as every front end gives them.
+    pub fn settings(&self) -> RequestSettings {
+        RequestSettings {
+            conversation: None,
+            model: self.model.clone(),
+            max_tokens: Some(self.max_tokens),
+            gap_seconds: self.gap_seconds,
+            cache_key: self.cache_key.clone(),
+            cached_content: self.cached_content.clone(),
+        }
     }
 
     /// The rules table: the file given, or the bundled one.
@@ -114,28 +120,14 @@ pub fn rules(path: Option<&std::path::Path>) -> anyhow::Result<Rules> {
 
 /// Reads a conversation file.
 pub fn conversation(path: &std::path::Path) -> anyhow::Result<Conversation> {
-    use promptstack::limits::{InputKind, Limit};
-    let bytes = input::read(path, InputKind::Conversation)?;
-    let limits = input::limits();
-    let caps = promptstack::provider::ConversationLimits::new()
-        .max_bytes(limits.get(Limit::ConversationBytes) as usize)
-        .max_messages(limits.get(Limit::ConversationMessages) as usize);
-    Conversation::from_json_with(&bytes, &path.display().to_string(), &caps).map_err(bad_input)
+    let bytes = input::read(path, promptstack::limits::InputKind::Conversation)?;
+    read_conversation(&bytes, &path.display().to_string(), input::limits()).map_err(bad_input)
 }
 
 /// The target to build for: the one named, or the only one the spec has.
 pub fn target(assembly: &Assembly, named: Option<&str>) -> anyhow::Result<String> {
-    if let Some(target) = named {
-        return Ok(target.to_owned());
-    }
-    let ids: Vec<&str> = assembly.target_ids().collect();
-    match ids.as_slice() {
-        [one] => Ok((*one).to_owned()),
-        _ => Err(bad_input(anyhow::anyhow!(
-            "this spec has several targets ({}); choose one with --target",
-            ids.join(", ")
-        ))),
-    }
+    choose_target(assembly.target_ids(), named)
+        .map_err(|several| bad_input(anyhow::anyhow!(several.message("choose one with --target"))))
 }
 
 /// One line naming the rules version, the row, the breakpoints and the expected cost.

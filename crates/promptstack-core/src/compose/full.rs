@@ -27,23 +27,11 @@ pub struct FullPrompt {
 
 /// The target a full prompt is rendered for: `target`, or the only one of `ids`.
 pub(crate) fn full_prompt_target<'a>(
-    mut ids: impl Iterator<Item = &'a str>,
+    ids: impl Iterator<Item = &'a str>,
     target: Option<&str>,
 ) -> Result<String, Error> {
-    if let Some(t) = target {
-        return Ok(t.to_owned());
-    }
-    let all: Vec<&str> = ids.by_ref().collect();
-    match all.as_slice() {
-        [only] => Ok((*only).to_owned()),
-        _ => Err(Error::new(
-            ErrorKind::NotFound,
-            format!(
-                "this spec has several targets ({}); name one",
-                all.join(", ")
-            ),
-        )),
-    }
+    super::choose_target(ids, target)
+        .map_err(|several| Error::new(ErrorKind::NotFound, several.message("name one")))
 }
 
 /// The full prompt of `target` from a send's assembly: its composition, and the warnings a

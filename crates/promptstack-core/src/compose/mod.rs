@@ -11,7 +11,7 @@ pub mod shedding;
 
 use std::ops::Range;
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 pub use full::FullPrompt;
 
@@ -23,13 +23,130 @@ use crate::ir::TargetItem;
 use crate::spec::{Stability, Trust, UserPosition};
 
 /// Which text of a composition a part lives in.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Slot {
     /// The system text.
+    #[default]
     System,
     /// The notes for the last user message.
     User,
+}
+
+impl Slot {
+    /// Both slots.
+    pub const ALL: [Slot; 2] = [Slot::System, Slot::User];
+
+    /// The slot's name (`system`, `user`).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Slot::System => "system",
+            Slot::User => "user",
+        }
+    }
+
+    /// What the slot holds, in a few words.
+    pub fn summary(self) -> &'static str {
+        match self {
+            Slot::System => "The system text",
+            Slot::User => "The notes for the last user message",
+        }
+    }
+}
+
+impl std::fmt::Display for Slot {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+impl std::str::FromStr for Slot {
+    type Err = UnknownName;
+
+    fn from_str(name: &str) -> Result<Slot, UnknownName> {
+        Slot::ALL
+            .into_iter()
+            .find(|slot| slot.as_str() == name)
+            .ok_or_else(|| UnknownName::new("slot", name, Slot::ALL.map(Slot::as_str)))
+    }
+}
+
+/// A name that is none of the ones a value may take (a format, a slot, …).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct UnknownName {
+    /// What was being named (`format`, `slot`).
+    pub what: &'static str,
+    /// The name given.
+    pub given: String,
+    /// Every name accepted.
+    pub accepted: Vec<&'static str>,
+}
+
+impl UnknownName {
+    /// `given` is not one of `accepted` names of a `what`.
+    pub fn new(
+        what: &'static str,
+        given: &str,
+        accepted: impl IntoIterator<Item = &'static str>,
+    ) -> UnknownName {
+        UnknownName {
+            what,
+            given: given.to_owned(),
+            accepted: accepted.into_iter().collect(),
+        }
+    }
+}
+
+impl std::fmt::Display for UnknownName {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "{} {:?} is not one of {}",
+            self.what,
+            self.given,
+            self.accepted.join(", ")
+        )
+    }
+}
+
+impl std::error::Error for UnknownName {}
+
+/// The target to compose: the one `named`, or the only one of `ids`.
+///
+/// # Errors
+///
+/// [`SeveralTargets`] when none is named and there is not exactly one.
+pub fn choose_target<'a>(
+    ids: impl IntoIterator<Item = &'a str>,
+    named: Option<&str>,
+) -> Result<String, SeveralTargets> {
+    if let Some(target) = named {
+        return Ok(target.to_owned());
+    }
+    let ids: Vec<&str> = ids.into_iter().collect();
+    match ids.as_slice() {
+        [one] => Ok((*one).to_owned()),
+        _ => Err(SeveralTargets {
+            ids: ids.into_iter().map(str::to_owned).collect(),
+        }),
+    }
+}
+
+/// No target was named and the spec does not have exactly one.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SeveralTargets {
+    /// The spec's targets.
+    pub ids: Vec<String>,
+}
+
+impl SeveralTargets {
+    /// The message, ending with how to name one (`choose one with --target`).
+    pub fn message(&self, how: &str) -> String {
+        format!(
+            "this spec has several targets ({}); {how}",
+            self.ids.join(", ")
+        )
+    }
 }
 
 /// One block's place in a composed text.
@@ -82,6 +199,14 @@ impl Composition {
             .last()
             .map_or(0, |p| p.range.end);
         &self.system[..end]
+    }
+
+    /// The text of `slot`: the system text or the user-slot notes.
+    pub fn text(&self, slot: Slot) -> &str {
+        match slot {
+            Slot::System => &self.system,
+            Slot::User => &self.user,
+        }
     }
 
     /// The user's message with this target's user-slot notes placed around it.

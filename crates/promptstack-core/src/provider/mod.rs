@@ -49,10 +49,11 @@ pub use plan::{
 pub use rules::{BUNDLED as BUNDLED_RULES, Family, Retention, Rule, Rules, Ttl};
 
 /// A request format.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default, Serialize, serde::Deserialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum Format {
     /// Anthropic Messages (`POST /v1/messages`).
+    #[default]
     Anthropic,
     /// OpenAI Chat Completions (`POST /v1/chat/completions`).
     OpenaiChat,
@@ -81,6 +82,16 @@ impl Format {
         }
     }
 
+    /// The API the format is the body of, in a few words.
+    pub fn summary(self) -> &'static str {
+        match self {
+            Format::Anthropic => "Anthropic Messages",
+            Format::OpenaiChat => "OpenAI Chat Completions",
+            Format::OpenaiResponses => "OpenAI Responses",
+            Format::Gemini => "Gemini generateContent (REST)",
+        }
+    }
+
     /// The provider family whose rules apply.
     pub fn family(self) -> Family {
         match self {
@@ -101,6 +112,30 @@ impl Format {
         }
     }
 }
+
+impl std::fmt::Display for Format {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+impl std::str::FromStr for Format {
+    type Err = crate::compose::UnknownName;
+
+    /// The format of this exact name ([`Format::as_str`]); [`Format::for_provider`] also takes
+    /// provider names.
+    fn from_str(name: &str) -> Result<Format, Self::Err> {
+        Format::ALL
+            .into_iter()
+            .find(|format| format.as_str() == name)
+            .ok_or_else(|| {
+                crate::compose::UnknownName::new("format", name, Format::ALL.map(Format::as_str))
+            })
+    }
+}
+
+/// The output token limit of a request when none is given.
+pub const DEFAULT_MAX_TOKENS: u32 = 4096;
 
 /// What to build, beyond the assembly and the conversation.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -131,7 +166,7 @@ impl RequestOptions {
             format,
             target: target.into(),
             model: None,
-            max_tokens: 4096,
+            max_tokens: DEFAULT_MAX_TOKENS,
             expected_gap_seconds: None,
             cache_key: None,
             cached_content: None,

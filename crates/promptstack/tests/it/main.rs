@@ -1,5 +1,6 @@
 //! The facade's integration tests: one binary, one module per area.
 
+mod command;
 mod features;
 mod limits;
 #[cfg(all(feature = "mcp", feature = "tenant"))]

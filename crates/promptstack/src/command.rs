@@ -1,0 +1,264 @@
+//! What the front ends share around the engine's calls: the names a command's options take, the
+//! request options with their defaults, the diff report, and the target a command works on.
+//!
+//! The command line, the HTTP server and the Node and Python packages each read their input in
+//! their own way (arguments, a JSON body, a JavaScript object, keyword arguments) and print in
+//! their own way; what lies between is defined here once, so that the four agree:
+//!
+//! - [`RenderFormat`] names what `render` answers with (text, JSON, or a provider request body);
+//!   the provider formats are [`provider::Format`](crate::provider::Format) and the slots
+//!   [`compose::Slot`](crate::compose::Slot), each with `FromStr`, `Display` and serde under the
+//!   same names;
+//! - [`RequestSettings`] are the options of a provider request with their defaults, and
+//!   [`read_conversation`] reads the conversation within the [`Limits`];
+//! - the target is [`compose::choose_target`](crate::compose::choose_target);
+//! - [`SendsDiff`] is the report of `diff` (and of a publish's cache impact);
+//! - an engine error's kind is named by [`ErrorKind::as_str`](crate::ErrorKind::as_str).
+//!
+//! With the `schema` feature each serialisable type also derives its OpenAPI schema.
+
+use promptstack_core::compose::{Composition, UnknownName};
+use promptstack_core::provider::diff::{self, Divergence, Survival};
+use promptstack_core::provider::{
+    Conversation, DEFAULT_MAX_TOKENS, Format, Request, RequestOptions,
+};
+use serde::{Deserialize, Serialize};
+
+use crate::limits::Limits;
+
+/// What `render` answers with: a text, every composition as JSON, or a provider request body.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(utoipa::ToSchema))]
+#[serde(rename_all = "kebab-case")]
+pub enum RenderFormat {
+    /// The text of one target (`text`).
+    #[default]
+    Text,
+    /// Every composition with its parts (`compositions`).
+    Json,
+    /// An Anthropic Messages request body (`body`).
+    Anthropic,
+    /// An OpenAI Chat Completions request body.
+    OpenaiChat,
+    /// An OpenAI Responses request body.
+    OpenaiResponses,
+    /// A Gemini generateContent request body.
+    Gemini,
+}
+
+impl RenderFormat {
+    /// Every format, in the order they are listed.
+    pub const ALL: [RenderFormat; 6] = [
+        RenderFormat::Text,
+        RenderFormat::Json,
+        RenderFormat::Anthropic,
+        RenderFormat::OpenaiChat,
+        RenderFormat::OpenaiResponses,
+        RenderFormat::Gemini,
+    ];
+
+    /// The provider format, for a request body.
+    pub fn provider(self) -> Option<Format> {
+        match self {
+            RenderFormat::Text | RenderFormat::Json => None,
+            RenderFormat::Anthropic => Some(Format::Anthropic),
+            RenderFormat::OpenaiChat => Some(Format::OpenaiChat),
+            RenderFormat::OpenaiResponses => Some(Format::OpenaiResponses),
+            RenderFormat::Gemini => Some(Format::Gemini),
+        }
+    }
+
+    /// The format's name (`text`, `json`, or the provider format's).
+    pub fn as_str(self) -> &'static str {
+        match self.provider() {
+            Some(format) => format.as_str(),
+            None if self == RenderFormat::Json => "json",
+            None => "text",
+        }
+    }
+
+    /// What the format prints, in a few words.
+    pub fn summary(self) -> &'static str {
+        match self {
+            RenderFormat::Text => "The text itself",
+            RenderFormat::Json => {
+                "Every composed text with its parts, the fingerprint and the diagnostics, as JSON"
+            }
+            RenderFormat::Anthropic => "An Anthropic Messages request body",
+            RenderFormat::OpenaiChat => "An OpenAI Chat Completions request body",
+            RenderFormat::OpenaiResponses => "An OpenAI Responses request body",
+            RenderFormat::Gemini => "A Gemini generateContent request body (REST)",
+        }
+    }
+}
+
+impl std::fmt::Display for RenderFormat {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+impl std::str::FromStr for RenderFormat {
+    type Err = UnknownName;
+
+    fn from_str(name: &str) -> Result<RenderFormat, UnknownName> {
+        RenderFormat::ALL
+            .into_iter()
+            .find(|format| format.as_str() == name)
+            .ok_or_else(|| UnknownName::new("format", name, RenderFormat::ALL.map(|f| f.as_str())))
+    }
+}
+
+/// An OpenAPI schema of a type named by strings, built from its one list of names, for a type of
+/// the core (which knows no OpenAPI).
+#[cfg(feature = "schema")]
+macro_rules! named_schema {
+    ($(#[$doc:meta])* $schema:ident, $name:literal, $description:literal, $names:expr) => {
+        $(#[$doc])*
+        pub struct $schema;
+
+        impl utoipa::PartialSchema for $schema {
+            fn schema() -> utoipa::openapi::RefOr<utoipa::openapi::schema::Schema> {
+                use utoipa::openapi::schema::{ObjectBuilder, SchemaType, Type};
+                ObjectBuilder::new()
+                    .schema_type(SchemaType::new(Type::String))
+                    .description(Some($description))
+                    .enum_values(Some($names))
+                    .into()
+            }
+        }
+
+        impl utoipa::ToSchema for $schema {
+            fn name() -> std::borrow::Cow<'static, str> {
+                std::borrow::Cow::Borrowed($name)
+            }
+        }
+    };
+}
+
+#[cfg(feature = "schema")]
+named_schema!(
+    /// The OpenAPI schema of a [`Format`] (`ProviderFormat`): its names, from [`Format::ALL`].
+    ProviderFormatSchema,
+    "ProviderFormat",
+    "A provider format.",
+    Format::ALL.map(Format::as_str)
+);
+
+#[cfg(feature = "schema")]
+named_schema!(
+    /// The OpenAPI schema of a [`Slot`](crate::compose::Slot) (`Slot`): its names.
+    SlotSchema,
+    "Slot",
+    "Which text of a target.",
+    crate::compose::Slot::ALL.map(crate::compose::Slot::as_str)
+);
+
+/// Options of a provider request (the command line's `--conversation`, `--model`, …), each
+/// absent one taking its default.
+#[derive(Debug, Clone, Default, PartialEq, Deserialize)]
+#[cfg_attr(feature = "schema", derive(utoipa::ToSchema))]
+#[cfg_attr(feature = "schema", schema(as = RequestOptionsBody))]
+#[serde(deny_unknown_fields)]
+pub struct RequestSettings {
+    /// The conversation so far: `{"messages": [...]}`.
+    #[cfg_attr(feature = "schema", schema(value_type = Option<Object>))]
+    pub conversation: Option<serde_json::Value>,
+    /// The model id sent (default: the send's).
+    pub model: Option<String>,
+    /// The output token limit (default 4096).
+    pub max_tokens: Option<u32>,
+    /// Expected seconds until the thread's next request.
+    pub gap_seconds: Option<u32>,
+    /// OpenAI `prompt_cache_key`.
+    pub cache_key: Option<String>,
+    /// Gemini explicit cached content.
+    pub cached_content: Option<String>,
+}
+
+impl RequestSettings {
+    /// The options of a request in `format` for `target`, with the defaults filled in
+    /// ([`DEFAULT_MAX_TOKENS`]; the send's model id).
+    pub fn options(&self, format: Format, target: impl Into<String>) -> RequestOptions {
+        RequestOptions {
+            format,
+            target: target.into(),
+            model: self.model.clone(),
+            max_tokens: self.max_tokens.unwrap_or(DEFAULT_MAX_TOKENS),
+            expected_gap_seconds: self.gap_seconds,
+            cache_key: self.cache_key.clone(),
+            cached_content: self.cached_content.clone(),
+        }
+    }
+
+    /// The conversation given as JSON (an empty one when none is), read within `limits`.
+    ///
+    /// # Errors
+    ///
+    /// A [`Request`](crate::ErrorKind::Request) error when it is not a conversation or passes
+    /// its bounds.
+    pub fn conversation(&self, limits: &Limits) -> Result<Conversation, crate::Error> {
+        match &self.conversation {
+            Some(value) => {
+                let bytes = serde_json::to_vec(value).unwrap_or_default();
+                read_conversation(&bytes, "conversation", limits)
+            }
+            None => Ok(Conversation::default()),
+        }
+    }
+}
+
+/// Reads a conversation (`{"messages": [...]}` as JSON) named `name` in messages, within the
+/// conversation bounds of `limits`.
+///
+/// # Errors
+///
+/// A [`Request`](crate::ErrorKind::Request) error when it is not a conversation or passes its
+/// bounds.
+pub fn read_conversation(
+    bytes: &[u8],
+    name: &str,
+    limits: &Limits,
+) -> Result<Conversation, crate::Error> {
+    Conversation::from_json_with(bytes, name, &limits.conversation())
+}
+
+/// What changed between two renders, for the cache: the first divergence of the system text and
+/// of the request, and which breakpoints of the first request survive.
+#[derive(Debug, Clone, Serialize)]
+#[cfg_attr(feature = "schema", derive(utoipa::ToSchema))]
+#[cfg_attr(feature = "schema", schema(as = CacheDiff))]
+pub struct SendsDiff {
+    /// The target compared.
+    pub target: String,
+    /// The provider format compared.
+    #[cfg_attr(feature = "schema", schema(value_type = String))]
+    pub format: Format,
+    /// Where the system texts first differ (none when identical).
+    #[cfg_attr(feature = "schema", schema(value_type = Option<Object>))]
+    pub system: Option<Divergence>,
+    /// Where the request bodies first differ (none when identical).
+    #[cfg_attr(feature = "schema", schema(value_type = Option<Object>))]
+    pub request: Option<Divergence>,
+    /// Each breakpoint of the first request, and whether it survives in the second.
+    #[cfg_attr(feature = "schema", schema(value_type = Vec<Object>))]
+    pub breakpoints: Vec<Survival>,
+}
+
+impl SendsDiff {
+    /// Compares the compositions and requests of the two sides (both of `target` in one format).
+    pub fn new(a: (&Composition, &Request), b: (&Composition, &Request)) -> SendsDiff {
+        SendsDiff {
+            target: a.1.target.clone(),
+            format: a.1.format,
+            system: diff::compositions(a.0, b.0),
+            request: diff::requests(a.1, b.1),
+            breakpoints: diff::survivals(a.1, b.1),
+        }
+    }
+
+    /// Whether the two sides send the same system text and request.
+    pub fn is_same(&self) -> bool {
+        self.system.is_none() && self.request.is_none()
+    }
+}
