@@ -10,7 +10,7 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use promptstack_core::SendContext;
 use promptstack_core::provider::{Conversation, Format};
-use promptstack_core::spec::{DocumentKind, Parsed, SpecDiagnostic};
+use promptstack_core::spec::{DocumentKind, Parsed, SpecDiagnostic, check_relative_path};
 use promptstack_core::{SpecError, SpecFormat};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
@@ -726,30 +726,17 @@ fn is_reference(reference: &str) -> bool {
             .all(|&b| b.is_ascii_alphanumeric() || matches!(b, b'.' | b'_' | b'-'))
 }
 
-/// A path a suite may name: relative, normalised, `/`-separated, printable, within the agent's
-/// folder. The same rule holds for a suite read from disk and one published in a bundle.
+/// A path a suite may name: the rule every file of an agent's folder is named by
+/// ([`check_relative_path`]), so a suite read from disk and one published in a bundle agree.
+///
+/// # Errors
+///
+/// The rule the path breaks, quoting the path.
 pub fn check_path(path: &str) -> Result<(), String> {
-    let shown = clip(path);
-    if path.is_empty() || path.len() > 1024 {
-        return Err(format!("`{shown}` is not a path of 1 to 1024 bytes"));
+    if path.len() > 1024 {
+        return Err(format!("`{}` is longer than 1024 bytes", clip(path)));
     }
-    if path.starts_with('/') {
-        return Err(format!("`{shown}` is absolute"));
-    }
-    if path.contains('\\') {
-        return Err(format!("`{shown}` holds a backslash"));
-    }
-    if path.chars().any(char::is_control) {
-        return Err(format!("`{shown}` holds a control character"));
-    }
-    for part in path.split('/') {
-        match part {
-            "" => return Err(format!("`{shown}` has an empty component")),
-            "." | ".." => return Err(format!("`{shown}` has a `{part}` component")),
-            _ => {}
-        }
-    }
-    Ok(())
+    check_relative_path(path).map_err(|why| format!("`{}`: {why}", clip(path)))
 }
 
 /// Compiles a pattern within [`MAX_PATTERN_BYTES`].

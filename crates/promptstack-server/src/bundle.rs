@@ -99,7 +99,7 @@ impl Bundle {
 
     /// Checks what a bundle may hold before anything of it is compiled: at most
     /// [`MAX_ENTRIES`] files and sends; every file named by a normalised relative path (see
-    /// [`promptstack::registry::check_relative_path`]) and at most [`MAX_FILE_BYTES`] long; the
+    /// [`promptstack::spec::check_relative_path`]) and at most [`MAX_FILE_BYTES`] long; the
     /// spec and the files together at most `max_bytes`. Every problem is reported at once, as a
     /// 422 whose diagnostics name the file (`files/<path>`).
     pub fn check_shape(&self) -> Result<(), Problem> {
@@ -133,7 +133,7 @@ impl Bundle {
         for (path, text) in &self.files {
             total = total.saturating_add(text.len() as u64);
             let subject = format!("files/{}", quote(path));
-            if let Err(why) = promptstack::registry::check_relative_path(path) {
+            if let Err(why) = promptstack::spec::check_relative_path(path) {
                 found.push(
                     Diagnostic::error("invalid-file-path", format!("`{}`: {why}", quote(path)))
                         .subject(subject.clone()),

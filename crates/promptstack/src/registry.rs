@@ -10,7 +10,7 @@
 use std::path::{Path, PathBuf};
 
 use promptstack_core::inject::manifests::{Manifest, Published, REFERENCE_PREFIX, Registry};
-use promptstack_core::spec::{self, AgentSpec};
+use promptstack_core::spec::{self, AgentSpec, check_relative_path};
 use promptstack_core::{Agent, SendContext, SpecError, SpecFormat};
 
 use crate::limits::{InputError, InputKind, Limits, read_within};
@@ -29,71 +29,6 @@ pub enum LoadError {
     /// A manifest is not valid.
     #[error(transparent)]
     Manifest(#[from] promptstack_core::Error),
-}
-
-/// Why a path cannot name a file of a spec's folder (see [`check_relative_path`]).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
-#[non_exhaustive]
-pub enum PathError {
-    /// The path is empty.
-    #[error("the path is empty")]
-    Empty,
-    /// The path starts at the root (`/etc/passwd`).
-    #[error("the path is absolute; name the file relative to the spec's folder")]
-    Absolute,
-    /// The path holds a backslash, which some systems read as a separator.
-    #[error("the path holds a backslash; separate folders with `/`")]
-    Backslash,
-    /// The path holds a control character.
-    #[error("the path holds a control character")]
-    Control,
-    /// The path has an empty component (`a//b`, a trailing `/`).
-    #[error("the path has an empty component (`//` or a trailing `/`)")]
-    EmptyComponent,
-    /// The path has a `.` or `..` component, so it is not normalised (`..` could leave the
-    /// folder).
-    #[error("the path has a `.` or `..` component; write it normalised, inside the spec's folder")]
-    DotComponent,
-}
-
-/// Checks that `path` is a normalised relative path below a spec's folder: not empty, not
-/// absolute, no backslash, no control character, no empty, `.` or `..` component. Bundles held in
-/// memory (the server's) name their files this way, and a registry reference's manifest path is
-/// checked the same way before it is looked up, so no name can reach outside the folder.
-///
-/// # Errors
-///
-/// The first rule `path` breaks.
-///
-/// # Example
-///
-/// ```
-/// use promptstack::registry::{PathError, check_relative_path};
-/// assert!(check_relative_path("capabilities/payments.toml").is_ok());
-/// assert_eq!(check_relative_path("capabilities/../../x.toml"), Err(PathError::DotComponent));
-/// assert_eq!(check_relative_path("/etc/shadow"), Err(PathError::Absolute));
-/// ```
-pub fn check_relative_path(path: &str) -> Result<(), PathError> {
-    if path.is_empty() {
-        return Err(PathError::Empty);
-    }
-    if path.starts_with('/') {
-        return Err(PathError::Absolute);
-    }
-    if path.contains('\\') {
-        return Err(PathError::Backslash);
-    }
-    if path.chars().any(char::is_control) {
-        return Err(PathError::Control);
-    }
-    for component in path.split('/') {
-        match component {
-            "" => return Err(PathError::EmptyComponent),
-            "." | ".." => return Err(PathError::DotComponent),
-            _ => {}
-        }
-    }
-    Ok(())
 }
 
 /// The folder registry manifests are read from, for a spec at `spec_path`.

@@ -6,6 +6,7 @@
 //! [`SpecError`](crate::SpecError).
 
 pub(crate) mod load;
+mod path;
 pub(crate) mod shape;
 pub(crate) mod span;
 pub(crate) mod turn_config;
@@ -22,6 +23,7 @@ pub use load::{
     MAX_TEMPLATE_NESTING, Parsed, ParsedSpec, SpecDiagnostic, parse,
 };
 pub(crate) use load::{SpecError, SpecFormat};
+pub use path::{PathError, check_relative_path};
 pub use shape::Shape;
 pub use span::SourceMap;
 pub(crate) use span::push_pointer as span_pointer;

@@ -153,7 +153,7 @@ async fn files_are_bounded_one_by_one_together_and_in_number() {
 
 #[test]
 fn the_path_rule_is_the_registry_s() {
-    use promptstack::registry::{PathError, check_relative_path};
+    use promptstack::spec::{PathError, check_relative_path};
     assert_eq!(check_relative_path("a/b.toml"), Ok(()));
     assert_eq!(check_relative_path(".hidden/b"), Ok(()));
     assert_eq!(check_relative_path(""), Err(PathError::Empty));
