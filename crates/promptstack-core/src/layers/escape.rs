@@ -110,13 +110,13 @@ pub fn escaped_len(text: &str) -> usize {
 }
 
 /// The most names one call of [`escape_end_tags`] takes, and the longest name.
-pub const MAX_END_TAG_NAMES: usize = 16;
+pub(crate) const MAX_END_TAG_NAMES: usize = 16;
 /// The longest tag name [`escape_end_tags`] takes, in bytes.
-pub const MAX_END_TAG_NAME_BYTES: usize = 64;
+pub(crate) const MAX_END_TAG_NAME_BYTES: usize = 64;
 
 /// Whether `name` is a tag name [`escape_end_tags`] takes: an ASCII letter or `_`, then ASCII
 /// letters, digits, `_`, `-`, `.` or `:`, at most [`MAX_END_TAG_NAME_BYTES`] bytes.
-pub fn is_tag_name(name: &str) -> bool {
+pub(crate) fn is_tag_name(name: &str) -> bool {
     let bytes = name.as_bytes();
     match bytes.first() {
         Some(first) if first.is_ascii_alphabetic() || *first == b'_' => {}
@@ -170,7 +170,7 @@ fn end_tag_starts<'t>(text: &'t str, names: &'t [&'t str]) -> impl Iterator<Item
 /// name (`>`, whitespace, attributes, the end of the text) except a byte that would make it a
 /// longer name. Nothing else changes (other tags, entities, `&` are kept), so text without such
 /// an end tag is returned unchanged (borrowed).
-pub fn escape_end_tags<'t>(text: &'t str, names: &[&str]) -> Cow<'t, str> {
+pub(crate) fn escape_end_tags<'t>(text: &'t str, names: &[&str]) -> Cow<'t, str> {
     let mut starts = end_tag_starts(text, names).peekable();
     if starts.peek().is_none() {
         return Cow::Borrowed(text);
@@ -187,7 +187,7 @@ pub fn escape_end_tags<'t>(text: &'t str, names: &[&str]) -> Cow<'t, str> {
 }
 
 /// The length of `text` once [`escape_end_tags`] has escaped it, computed without allocating.
-pub fn end_tags_escaped_len(text: &str, names: &[&str]) -> usize {
+pub(crate) fn end_tags_escaped_len(text: &str, names: &[&str]) -> usize {
     let count = end_tag_starts(text, names).count();
     text.len().saturating_add(count.saturating_mul(3))
 }
