@@ -229,13 +229,36 @@ export interface BuildSystemPromptOptions {
   [key: string]: unknown;
 }
 
+/** The options object of `buildSystemPrompt` in @earendil-works/pi-coding-agent@1.6.0. */
+export interface BuildSystemPromptOptions16 extends BuildSystemPromptOptions {
+  /** The whole prompt, as given; nothing else is read (`cwd` may then be left out). */
+  forceSystemPrompt?: string;
+  /** Selected tools left out of the tool list, the rules and the skills hint. */
+  hiddenTools?: string[] | null;
+  /** Rules contributed by each declared tool (at most 64 declared tools may have some). */
+  toolGuidelines?: Record<string, string[]> | null;
+  /** Sections of the caller's own, by tag name, in key order. */
+  sections?: Record<string, string> | null;
+}
+
+/** The versions of the coding agent whose builder `buildSystemPrompt` reproduces. */
+export declare const PI_VERSIONS: readonly ["0.73.1", "1.6.0"];
+
+/** The second argument of `buildSystemPrompt`. */
+export interface BuildSystemPromptSettings {
+  /** The version to reproduce; without it, the one installed where the process runs (else 0.73.1). */
+  version?: "0.73.1" | "1.6.0";
+  /** Where the documentation paths point (otherwise `PI_PACKAGE_DIR`, otherwise this package's directory). */
+  packageDir?: string;
+}
+
 /**
- * Byte for byte what `buildSystemPrompt(options)` of @mariozechner/pi-coding-agent@0.73.1
- * returns. The date is today's in the process's time zone (`new Date()`, like the original);
- * the documentation paths point into `settings.packageDir`, else `PI_PACKAGE_DIR`, else this
- * package's directory.
+ * Byte for byte what `buildSystemPrompt(options)` of @mariozechner/pi-coding-agent@0.73.1 or
+ * @earendil-works/pi-coding-agent@1.6.0 returns (`settings.version`, else the installed one).
+ * For 0.73.1 the date is today's in the process's time zone (`new Date()`, like the original);
+ * 1.6.0 prints no date, and its context files are escaped so none can close its tag.
  */
-export declare function buildSystemPrompt(options: BuildSystemPromptOptions, settings?: { packageDir?: string }): string;
+export declare function buildSystemPrompt(options: BuildSystemPromptOptions16, settings?: BuildSystemPromptSettings): string;
 
 /** The base class of every failure the package reports. */
 export declare class PromptstackError extends Error {

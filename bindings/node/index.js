@@ -11,7 +11,9 @@
 "use strict";
 
 const { homedir } = require("node:os");
-const { resolve: resolvePath } = require("node:path");
+const { join: joinPath, resolve: resolvePath } = require("node:path");
+const { existsSync, readFileSync } = require("node:fs");
+const { createRequire } = require("node:module");
 
 const native = require("./promptstack.node");
 
@@ -512,16 +514,71 @@ function checkPiDomain(options) {
   return skillsRead;
 }
 
+/** The coding agent's versions whose builder `buildSystemPrompt` reproduces. */
+const PI_VERSIONS = Object.freeze(["0.73.1", "1.6.0"]);
+
+/** The package each version is published as. */
+const PI_PACKAGES = Object.freeze({ "0.73.1": "@mariozechner/pi-coding-agent", "1.6.0": "@earendil-works/pi-coding-agent" });
+
+let detectedVersion = null;
+
 /**
- * Builds the coding agent's system prompt, byte for byte what `buildSystemPrompt(options)` of
- * `@mariozechner/pi-coding-agent@0.73.1` returns, from the same options object. The optional
- * second argument `{ packageDir }` overrides where the documentation paths point (otherwise
- * `PI_PACKAGE_DIR`, otherwise this package's directory).
+ * The version of the coding agent installed where the process runs: the nearest
+ * `node_modules/<package>/package.json` on Node's lookup path from the working directory. 1.6.0
+ * when `@earendil-works/pi-coding-agent` is found first (or in the same directory as the older
+ * package), 0.73.1 otherwise, whether `@mariozechner/pi-coding-agent` is found or nothing is (the
+ * drop-in's behaviour before it served two versions). Looked up once per process.
+ */
+function installedPiVersion() {
+  if (detectedVersion !== null) return detectedVersion;
+  detectedVersion = "0.73.1";
+  let paths = [];
+  try {
+    paths = createRequire(joinPath(process.cwd(), "index.js")).resolve.paths(PI_PACKAGES["1.6.0"]) ?? [];
+  } catch {
+    // No working directory to look from: the default stands.
+  }
+  for (const dir of paths) {
+    if (existsSync(joinPath(dir, PI_PACKAGES["1.6.0"], "package.json"))) {
+      detectedVersion = "1.6.0";
+      break;
+    }
+    if (existsSync(joinPath(dir, PI_PACKAGES["0.73.1"], "package.json"))) break;
+  }
+  return detectedVersion;
+}
+
+/** The version `settings.version` names, or the installed one. */
+function piVersion(settings) {
+  const version = settings?.version;
+  if (version === undefined || version === null) return installedPiVersion();
+  if (!PI_VERSIONS.includes(version)) {
+    throw new RangeError(`buildSystemPrompt: settings.version must be one of ${PI_VERSIONS.join(", ")}`);
+  }
+  return version;
+}
+
+/**
+ * Builds the coding agent's system prompt, byte for byte what `buildSystemPrompt(options)`
+ * returns in `@mariozechner/pi-coding-agent@0.73.1` or `@earendil-works/pi-coding-agent@1.6.0`,
+ * from that version's options object. `settings.version` chooses the version; without it, the
+ * version installed where the process runs (see `installedPiVersion`). `settings.packageDir`
+ * overrides where the documentation paths point (otherwise `PI_PACKAGE_DIR`, otherwise this
+ * package's directory). For 1.6.0 a context file that would close its tag is escaped instead
+ * (examples/pi-compat-1.6/README.md).
  */
 function buildSystemPrompt(options, settings) {
   if (options === null || typeof options !== "object") {
     throw new TypeError("buildSystemPrompt: options must be an object");
   }
+  if (settings !== undefined && settings !== null && typeof settings !== "object") {
+    throw new TypeError("buildSystemPrompt: settings must be an object");
+  }
+  return piVersion(settings) === "1.6.0" ? buildSystemPrompt16(options, settings) : buildSystemPrompt073(options, settings);
+}
+
+/** `buildSystemPrompt` for 0.73.1. */
+function buildSystemPrompt073(options, settings) {
   const cwd = options.cwd;
   if (typeof cwd !== "string") throw new TypeError("buildSystemPrompt: options.cwd must be a string");
   const skillsRead = checkPiDomain(options);
@@ -557,6 +614,182 @@ function buildSystemPrompt(options, settings) {
   }
 }
 
+let pi16Agent = null;
+
+function piCompat16Agent() {
+  if (pi16Agent === null) pi16Agent = native.Agent.fromSource(native.piCompat16Spec(), "toml", "pi-compat-1.6.toml");
+  return pi16Agent;
+}
+
+/** The instant of every 1.6.0 send (never rendered). */
+const PI_16_NOW = "2000-01-01T00:00:00Z";
+
+/** How many declared tools (repeats counted) may have guidelines (the spec's macro depth). */
+const PI_MAX_TOOLS_WITH_GUIDELINES = 64;
+
+/** The section names 1.6.0 accepts in `options.sections` (it throws an `Error` for others). */
+const PI_SECTION_NAME = /^[a-z][a-z0-9_-]*$/;
+
+const isStringArray = (value) => Array.isArray(value) && value.every((item) => typeof item === "string");
+
+/**
+ * Refuses, for 1.6.0, the inputs the peer renders with JavaScript artefacts or throws on (see
+ * examples/pi-compat-1.6/PEER.md): as for 0.73.1, plus hidden tools, tool guidelines, sections and
+ * context files whose fields are not what the peer's types say. A section name the peer refuses
+ * raises the peer's own `Error`. Returns the tools the peer counts as selected.
+ */
+function checkPi16Domain(options) {
+  for (const key of ["customPrompt", "appendSystemPrompt"]) {
+    if (options[key] != null && typeof options[key] !== "string") {
+      throw new TypeError(`buildSystemPrompt: options.${key} must be a string`);
+    }
+  }
+  for (const key of ["selectedTools", "hiddenTools"]) {
+    if (options[key] != null && !isStringArray(options[key])) {
+      throw new TypeError(`buildSystemPrompt: options.${key} must be an array of strings`);
+    }
+  }
+  const tools = options.selectedTools ?? ["read", "bash", "edit", "write"];
+  const hidden = options.hiddenTools ?? [];
+  const declared = tools.filter((name) => !hidden.includes(name));
+  const customPath = Boolean(options.customPrompt);
+  const guidelines = options.toolGuidelines;
+  if (guidelines != null) {
+    if (typeof guidelines !== "object" || Array.isArray(guidelines)) {
+      throw new TypeError("buildSystemPrompt: options.toolGuidelines must be an object");
+    }
+    for (const [name, list] of Object.entries(guidelines)) {
+      if (!isStringArray(list)) {
+        throw new TypeError(`buildSystemPrompt: options.toolGuidelines[${JSON.stringify(name)}] must be an array of strings`);
+      }
+    }
+  }
+  if (!customPath) {
+    const snippets = options.toolSnippets;
+    if (snippets != null && (typeof snippets !== "object" || Array.isArray(snippets))) {
+      throw new TypeError("buildSystemPrompt: options.toolSnippets must be an object");
+    }
+    for (const name of declared) {
+      // The peer looks both up on plain objects, so a prototype member answers for a tool of its name.
+      for (const [what, map] of [["toolSnippets", snippets ?? {}], ["toolGuidelines", guidelines ?? {}]]) {
+        if (!Object.hasOwn(map, name) && name in map) {
+          throw new RangeError(`buildSystemPrompt: the tool name ${JSON.stringify(name)} is an Object.prototype member without its own entry in options.${what}`);
+        }
+      }
+      if (snippets != null && Object.hasOwn(snippets, name) && snippets[name] && typeof snippets[name] !== "string") {
+        throw new TypeError(`buildSystemPrompt: options.toolSnippets[${JSON.stringify(name)}] must be a string`);
+      }
+    }
+    // The spec gathers the tools' rules one declared tool at a time (a macro calling itself), so
+    // it bounds how many may contribute; past the bound the drop-in refuses rather than fail deep
+    // in the template.
+    const contributing = declared.filter((name) => guidelines != null && Object.hasOwn(guidelines, name)).length;
+    if (contributing > PI_MAX_TOOLS_WITH_GUIDELINES) {
+      throw new RangeError(`buildSystemPrompt: ${contributing} declared tools have guidelines; at most ${PI_MAX_TOOLS_WITH_GUIDELINES} are supported`);
+    }
+    if (options.promptGuidelines != null && !isStringArray(options.promptGuidelines)) {
+      throw new TypeError("buildSystemPrompt: options.promptGuidelines must be an array of strings");
+    }
+  } else if (options.promptGuidelines != null && !Array.isArray(options.promptGuidelines)) {
+    throw new TypeError("buildSystemPrompt: options.promptGuidelines must be an array");
+  }
+  const sections = options.sections;
+  if (sections != null) {
+    if (typeof sections !== "object" || Array.isArray(sections)) {
+      throw new TypeError("buildSystemPrompt: options.sections must be an object");
+    }
+    for (const [name, content] of Object.entries(sections)) {
+      if (!PI_SECTION_NAME.test(name) || name === "preamble") throw new Error(`Invalid system prompt section name: ${name}`);
+      if (content && typeof content !== "string") {
+        throw new TypeError(`buildSystemPrompt: options.sections[${JSON.stringify(name)}] must be a string`);
+      }
+    }
+  }
+  const files = options.contextFiles;
+  if (files != null) {
+    if (!Array.isArray(files)) throw new TypeError("buildSystemPrompt: options.contextFiles must be an array");
+    for (const file of files) {
+      if (file === null || typeof file !== "object" || typeof file.path !== "string" || typeof file.content !== "string") {
+        throw new TypeError("buildSystemPrompt: every context file must be an object with a string path and content");
+      }
+    }
+  }
+  const skills = options.skills;
+  if (skills != null && !Array.isArray(skills)) throw new TypeError("buildSystemPrompt: options.skills must be an array");
+  // The peer formats the skills only when a reader (read or bash) is selected, hidden or not.
+  const skillsRead = tools.includes("read") || tools.includes("bash");
+  if (skills != null && skillsRead) {
+    for (const skill of skills) {
+      if (skill === null || typeof skill !== "object") throw new TypeError("buildSystemPrompt: every skill must be an object");
+      if (!skill.disableModelInvocation && (typeof skill.name !== "string" || typeof skill.description !== "string" || typeof skill.filePath !== "string")) {
+        throw new TypeError("buildSystemPrompt: a skill's name, description and filePath must be strings");
+      }
+    }
+  }
+  return skillsRead;
+}
+
+/** `buildSystemPrompt` for 1.6.0, on the pi-compat-1.6 spec (examples/pi-compat-1.6/README.md). */
+function buildSystemPrompt16(options, settings) {
+  const variables = {};
+  // A send carries an instant, but 1.6.0 prints no date and the spec reads none: a constant
+  // keeps the clock out of the call entirely.
+  const send = { now: PI_16_NOW, model: PI_MODEL, variables };
+  const force = options.forceSystemPrompt;
+  if (force !== undefined) {
+    // The peer reads nothing else once the prompt is forced.
+    if (typeof force !== "string") throw new TypeError("buildSystemPrompt: options.forceSystemPrompt must be a string");
+    variables.force_prompt = force;
+  } else {
+    const cwd = options.cwd;
+    if (typeof cwd !== "string") throw new TypeError("buildSystemPrompt: options.cwd must be a string");
+    const skillsRead = checkPi16Domain(options);
+    send.cwd = cwd;
+    variables.package_dir = piPackageDir(settings);
+    for (const [option, variable] of [
+      ["customPrompt", "custom_prompt"],
+      ["selectedTools", "selected_tools"],
+      ["hiddenTools", "hidden_tools"],
+      ["toolSnippets", "tool_snippets"],
+      ["toolGuidelines", "tool_guidelines"],
+      ["promptGuidelines", "prompt_guidelines"],
+      ["appendSystemPrompt", "append"],
+    ]) {
+      if (options[option] != null) variables[variable] = options[option];
+    }
+    if (options.customPrompt) {
+      // The custom path reads none of these (and the peer accepts any shape for them there).
+      delete variables.tool_snippets;
+      delete variables.tool_guidelines;
+      delete variables.prompt_guidelines;
+    }
+    if (options.sections != null) {
+      // In the object's order; a section without content changes nothing, so it is not sent.
+      variables.sections = Object.entries(options.sections)
+        .filter(([, content]) => content)
+        .map(([name, content]) => ({ name, content }));
+    }
+    const files = options.contextFiles;
+    if (files != null) send.context_files = files.map((file) => ({ path: file.path, content: file.content }));
+    const skills = options.skills;
+    if (skills != null && skillsRead) {
+      send.skills = [];
+      for (const skill of skills) {
+        if (!skill.disableModelInvocation) {
+          send.skills.push({ name: skill.name, description: skill.description, location: skill.filePath });
+        }
+      }
+    }
+  }
+  const json = JSON.stringify(send);
+  const agent = piCompat16Agent();
+  try {
+    return agent.systemText(json, "system");
+  } catch (error) {
+    throw convert(error);
+  }
+}
+
 exports.Agent = Agent;
 exports.Assembly = Assembly;
 exports.Composition = Composition;
@@ -564,6 +797,7 @@ exports.CiteStream = CiteStream;
 exports.fence = fence;
 exports.checkFence = checkFence;
 exports.buildSystemPrompt = buildSystemPrompt;
+exports.PI_VERSIONS = PI_VERSIONS;
 exports.PromptstackError = PromptstackError;
 exports.SpecError = SpecError;
 exports.SendError = SendError;

@@ -14,12 +14,24 @@
 #   reuse      — assemble + compose for a thread's later sends: the stable half reused by its key
 #                (the sends keep the digests of their facts, as a thread's kept send does).
 # "fixtures in turn" is every fixture once per round of calls (the large case left out).
-# Usage: examples/pi-compat/bench.sh [--rounds N] [--batches N] [--calls N] [--warmup N]
+# Usage: examples/pi-compat/bench.sh [--peer 0.73|1.6] [--rounds N] [--batches N] [--calls N] [--warmup N]
+# `--peer 1.6` runs the same comparison against @earendil-works/pi-coding-agent@1.6.0 on the
+# pi-compat-1.6 cases (examples/pi-compat-1.6; its prompt has no date, so reuse keeps every block).
 # PI_COMPAT_BENCH_BIN=PATH times that build of the promptstack side (e.g. one of an earlier commit,
 # for a before/after comparison) instead of building this tree's.
 set -euo pipefail
-here="$(cd "$(dirname "$0")" && pwd)"
-root="$(cd "$here/../.." && pwd)"
+script_dir="$(cd "$(dirname "$0")" && pwd)"
+root="$(cd "$script_dir/../.." && pwd)"
+here="$script_dir"
+example=pi-compat
+if [ "${1:-}" = "--peer" ]; then
+  case "${2:-}" in
+    0.73) ;;
+    1.6) example=pi-compat-1.6; here="$root/examples/pi-compat-1.6" ;;
+    *) echo "--peer takes 0.73 or 1.6" >&2; exit 2 ;;
+  esac
+  shift 2
+fi
 out="$(mktemp -d)"
 trap 'rm -rf "$out"' EXIT
 
@@ -41,7 +53,7 @@ done
 case "$rounds" in '' | *[!0-9]* | 0) echo "--rounds needs a positive integer" >&2; exit 2 ;; esac
 
 peer() { (cd "$here/peer" && TZ=UTC node bench.mjs "${args[@]}") > "$out/peer.$1.json"; }
-ours() { "$bin" "${args[@]}" > "$out/promptstack.$1.json"; }
+ours() { "$bin" --example "$example" "${args[@]}" > "$out/promptstack.$1.json"; }
 for r in $(seq 1 "$rounds"); do
   if [ $((r % 2)) -eq 1 ]; then peer "$r"; ours "$r"; else ours "$r"; peer "$r"; fi
 done

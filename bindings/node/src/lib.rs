@@ -32,8 +32,11 @@ use serde_json::{Value, json};
 /// The prefix of a failure's message: the rest is the failure as JSON, for `index.js`.
 pub const ERROR_MARKER: &str = "\u{1}promptstack-error:";
 
-/// The pi-compat parity spec, compiled into the addon for `buildSystemPrompt`.
+/// The pi-compat parity spec (0.73.1), compiled into the addon for `buildSystemPrompt`.
 const PI_COMPAT_SPEC: &str = include_str!("../../../examples/pi-compat/agent.toml");
+
+/// The pi-compat parity spec for 1.6.0, compiled into the addon for `buildSystemPrompt`.
+const PI_COMPAT_1_6_SPEC: &str = include_str!("../../../examples/pi-compat-1.6/agent.toml");
 
 /// A failure as the JavaScript half receives it: an error class name, a message and data.
 fn failure(class: &str, message: impl Into<String>, data: Value) -> Error {
@@ -476,6 +479,13 @@ impl Assembly {
 #[napi(catch_unwind)]
 pub fn pi_compat_spec() -> &'static str {
     PI_COMPAT_SPEC
+}
+
+/// The pi-compat parity spec for 1.6.0 (`examples/pi-compat-1.6/agent.toml`) the
+/// `buildSystemPrompt` drop-in runs on when it serves that version.
+#[napi(catch_unwind)]
+pub fn pi_compat_1_6_spec() -> &'static str {
+    PI_COMPAT_1_6_SPEC
 }
 
 /// Untrusted content wrapped in a fence.

@@ -3,6 +3,7 @@ import {
   Agent,
   AssemblyError,
   buildSystemPrompt,
+  PI_VERSIONS,
   checkFence,
   CiteStream,
   fence,
@@ -36,6 +37,8 @@ for (const event of events) {
 }
 const removed: Widget[] = widgetStream.takeWidgets();
 const prompt: string = buildSystemPrompt({ cwd: "/w", selectedTools: ["read"] }, { packageDir: "/opt/pi" });
+const prompt16: string = buildSystemPrompt({ cwd: "/w", hiddenTools: ["bash"], toolGuidelines: { read: ["Read first"] }, sections: { notes: "n" } }, { version: "1.6.0" });
+const versions: readonly string[] = PI_VERSIONS;
 try {
   Agent.fromPath("agent.toml");
 } catch (error) {
@@ -44,4 +47,4 @@ try {
     console.log(diagnostics.map((d) => `${d.code} ${d.location?.line ?? "?"}`));
   }
 }
-console.log(system, body, exact, first, valid, shown, keys, loadingAt, removed, prompt, assembly.blocks[0]?.id, assembly.fingerprint);
+console.log(system, body, exact, first, valid, shown, keys, loadingAt, removed, prompt, prompt16, versions, assembly.blocks[0]?.id, assembly.fingerprint);

@@ -1,7 +1,10 @@
-//! Byte parity with a peer assembler: every case under `examples/pi-compat/cases/` renders, through
-//! `promptstack render`, exactly the `expected.txt` that the real peer package produced.
+//! Byte parity with a peer assembler: every case under `examples/pi-compat/cases/` (0.73.1) and
+//! `examples/pi-compat-1.6/cases/` (1.6.0) renders, through `promptstack render`, exactly the
+//! `expected.txt` that the real peer package produced, or, for a 1.6 case that `differs` (a
+//! context file that would break out of its tag), its `intended.txt`: the peer's own output for
+//! the input with the context files escaped as promptstack escapes them.
 //!
-//! Each case's send (`examples/pi-compat/sends/<case>.json`) is derived here from the case's
+//! Each case's send (`examples/<example>/sends/<case>.json`) is derived here from the case's
 //! `input.json`, and the committed file must equal the derivation, so the sends cannot drift from
 //! the inputs the peer saw. `PROMPTSTACK_WRITE_SENDS=1` rewrites them.
 
@@ -11,18 +14,20 @@ use crate::support::root;
 use insta_cmd::get_cargo_bin;
 use serde_json::{Map, Value, json};
 
-fn cases() -> Vec<String> {
-    let mut names: Vec<String> = std::fs::read_dir(root().join("examples/pi-compat/cases"))
-        .unwrap()
-        .flatten()
-        .filter(|e| e.path().join("input.json").exists())
-        .map(|e| e.file_name().to_string_lossy().into_owned())
-        .collect();
+fn cases(example: &str) -> Vec<String> {
+    let mut names: Vec<String> =
+        std::fs::read_dir(root().join(format!("examples/{example}/cases")))
+            .unwrap()
+            .flatten()
+            .filter(|e| e.path().join("input.json").exists())
+            .map(|e| e.file_name().to_string_lossy().into_owned())
+            .collect();
     names.sort();
     names
 }
 
-/// The send context for a case: options mapped onto the send, absent and `null` options left out.
+/// The send context for a 0.73.1 case: options mapped onto the send, absent and `null` options
+/// left out.
 fn send_for(input: &Value) -> Value {
     let options = input["options"].as_object().unwrap();
     let present = |key: &str| options.get(key).filter(|v| !v.is_null());
@@ -72,33 +77,105 @@ fn send_for(input: &Value) -> Value {
     Value::Object(send)
 }
 
-fn render(send: &str) -> std::process::Output {
+/// The send context for a 1.6.0 case: as for 0.73.1, with the options 1.6.0 added, and
+/// `sections` as a list of `{name, content}` in the object's key order (a send's objects do not
+/// keep their order).
+fn send_for_1_6(input: &Value, text: &str) -> Value {
+    let mut send = send_for(input);
+    let options = input["options"].as_object().unwrap();
+    let present = |key: &str| options.get(key).filter(|v| !v.is_null());
+    let variables = send["variables"].as_object_mut().unwrap();
+    for (option, variable) in [
+        ("forceSystemPrompt", "force_prompt"),
+        ("hiddenTools", "hidden_tools"),
+        ("toolGuidelines", "tool_guidelines"),
+    ] {
+        if let Some(value) = present(option) {
+            variables.insert(variable.into(), value.clone());
+        }
+    }
+    if let Some(sections) = present("sections") {
+        let list: Vec<Value> = section_names(text)
+            .into_iter()
+            .map(|name| json!({"name": name, "content": sections[&name]}))
+            .collect();
+        variables.insert("sections".into(), Value::Array(list));
+    }
+    send
+}
+
+/// The keys of `options.sections` in the order `input.json` writes them: a `Value`'s maps are
+/// sorted, so the names are read again from the text through a visitor that keeps the order.
+fn section_names(text: &str) -> Vec<String> {
+    struct Keys(Vec<String>);
+    impl<'de> serde::Deserialize<'de> for Keys {
+        fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+            struct Visit;
+            impl<'de> serde::de::Visitor<'de> for Visit {
+                type Value = Keys;
+                fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+                    f.write_str("an object")
+                }
+                fn visit_map<A: serde::de::MapAccess<'de>>(
+                    self,
+                    mut map: A,
+                ) -> Result<Keys, A::Error> {
+                    let mut keys = Vec::new();
+                    while let Some((key, _)) = map.next_entry::<String, serde::de::IgnoredAny>()? {
+                        keys.push(key);
+                    }
+                    Ok(Keys(keys))
+                }
+            }
+            d.deserialize_map(Visit)
+        }
+    }
+    #[derive(serde::Deserialize)]
+    struct Options {
+        sections: Keys,
+    }
+    #[derive(serde::Deserialize)]
+    struct Input {
+        options: Options,
+    }
+    let parsed: Input = serde_json::from_str(text).unwrap();
+    parsed.options.sections.0
+}
+
+fn render(spec: &str, send: &str) -> std::process::Output {
     Command::new(get_cargo_bin("promptstack"))
         .current_dir(root())
-        .args([
-            "render",
-            "examples/pi-compat/agent.toml",
-            "--send",
-            send,
-            "--target",
-            "system",
-        ])
+        .args(["render", spec, "--send", send, "--target", "system"])
         .output()
         .unwrap()
 }
 
 #[test]
 fn every_case_renders_the_peer_bytes() {
-    let names = cases();
+    check_example("pi-compat", 0, &|input, _| send_for(input));
+}
+
+#[test]
+fn every_1_6_case_renders_the_peer_bytes() {
+    // One case differs from the peer: a context file that would close its tag is escaped.
+    check_example("pi-compat-1.6", 1, &send_for_1_6);
+}
+
+/// Renders every case of an example and compares the bytes with the peer's (`intended.txt` where
+/// the case `differs`, which must then differ from `expected.txt`).
+fn check_example(example: &str, differ: usize, derive: &dyn Fn(&Value, &str) -> Value) {
+    let names = cases(example);
     assert!(names.len() >= 12, "the parity cases must be found");
     let write = std::env::var_os("PROMPTSTACK_WRITE_SENDS").is_some();
+    let spec = format!("examples/{example}/agent.toml");
     let mut mismatches = Vec::new();
+    let mut differing = 0;
     for name in &names {
-        let dir = root().join("examples/pi-compat/cases").join(name);
-        let input: Value =
-            serde_json::from_slice(&std::fs::read(dir.join("input.json")).unwrap()).unwrap();
-        let send = send_for(&input);
-        let send_path = format!("examples/pi-compat/sends/{name}.json");
+        let dir = root().join(format!("examples/{example}/cases")).join(name);
+        let text = std::fs::read_to_string(dir.join("input.json")).unwrap();
+        let input: Value = serde_json::from_str(&text).unwrap();
+        let send = derive(&input, &text);
+        let send_path = format!("examples/{example}/sends/{name}.json");
         let file = root().join(&send_path);
         if write {
             let mut text = serde_json::to_string_pretty(&send).unwrap();
@@ -113,13 +190,25 @@ fn every_case_renders_the_peer_bytes() {
             committed, send,
             "{send_path} is stale; rerun with PROMPTSTACK_WRITE_SENDS=1"
         );
-        let output = render(&send_path);
+        let output = render(&spec, &send_path);
         assert!(
             output.status.success(),
             "{name}: {}",
             String::from_utf8_lossy(&output.stderr)
         );
-        let expected = std::fs::read(dir.join("expected.txt")).unwrap();
+        let peer = std::fs::read(dir.join("expected.txt")).unwrap();
+        let expected = if input.get("differs").is_some() {
+            differing += 1;
+            let intended = std::fs::read(dir.join("intended.txt")).unwrap();
+            assert_ne!(intended, peer, "{name} differs, so intended.txt must");
+            intended
+        } else {
+            assert!(
+                !dir.join("intended.txt").exists(),
+                "{name}: intended.txt without differs"
+            );
+            peer.clone()
+        };
         if output.stdout != expected {
             let got = String::from_utf8_lossy(&output.stdout);
             let want = String::from_utf8_lossy(&expected);
@@ -138,13 +227,18 @@ fn every_case_renders_the_peer_bytes() {
         if let Some(same) = input["sameAs"].as_str() {
             let other = std::fs::read(
                 root()
-                    .join("examples/pi-compat/cases")
+                    .join(format!("examples/{example}/cases"))
                     .join(same)
                     .join("expected.txt"),
             )
             .unwrap();
-            assert_eq!(expected, other, "{name} must equal {same}");
+            assert_eq!(peer, other, "{name} must equal {same}");
         }
     }
+    // Only the escaping of context files may differ from the peer, and only where stated.
+    assert_eq!(
+        differing, differ,
+        "{example}: cases that differ from the peer"
+    );
     assert!(mismatches.is_empty(), "{}", mismatches.join("\n"));
 }

@@ -109,6 +109,89 @@ pub fn escaped_len(text: &str) -> usize {
     len
 }
 
+/// The most names one call of [`escape_end_tags`] takes, and the longest name.
+pub(crate) const MAX_END_TAG_NAMES: usize = 16;
+/// The longest tag name [`escape_end_tags`] takes, in bytes.
+pub(crate) const MAX_END_TAG_NAME_BYTES: usize = 64;
+
+/// Whether `name` is a tag name [`escape_end_tags`] takes: an ASCII letter or `_`, then ASCII
+/// letters, digits, `_`, `-`, `.` or `:`, at most [`MAX_END_TAG_NAME_BYTES`] bytes.
+pub(crate) fn is_tag_name(name: &str) -> bool {
+    let bytes = name.as_bytes();
+    match bytes.first() {
+        Some(first) if first.is_ascii_alphabetic() || *first == b'_' => {}
+        _ => return false,
+    }
+    bytes.len() <= MAX_END_TAG_NAME_BYTES && bytes.iter().all(|&b| is_name_byte(b))
+}
+
+/// A byte that may continue a tag name.
+fn is_name_byte(byte: u8) -> bool {
+    byte.is_ascii_alphanumeric() || matches!(byte, b'_' | b'-' | b'.' | b':')
+}
+
+/// The positions of the `<` that open an end tag of one of `names` in `text`: `</`, optional
+/// ASCII whitespace, the name in any ASCII case, then a byte that cannot continue a name (or the
+/// end of the text). Linear in the text: each `</` is looked at once, and the whitespace after
+/// one ends before the next.
+fn end_tag_starts<'t>(text: &'t str, names: &'t [&'t str]) -> impl Iterator<Item = usize> + 't {
+    let bytes = text.as_bytes();
+    let mut at = 0;
+    std::iter::from_fn(move || {
+        while let Some(found) = bytes
+            .get(at..)
+            .and_then(|rest| rest.windows(2).position(|w| w == b"</"))
+        {
+            let start = at + found;
+            at = start + 2;
+            let mut name_at = at;
+            while bytes.get(name_at).is_some_and(u8::is_ascii_whitespace) {
+                name_at += 1;
+            }
+            let rest = &bytes[name_at..];
+            let closes = names.iter().any(|name| {
+                let name = name.as_bytes();
+                rest.len() >= name.len()
+                    && rest[..name.len()].eq_ignore_ascii_case(name)
+                    && !rest.get(name.len()).copied().is_some_and(is_name_byte)
+            });
+            if closes {
+                return Some(start);
+            }
+        }
+        at = bytes.len();
+        None
+    })
+}
+
+/// Escapes every end tag of one of `names` in `text` by writing its `<` as `&lt;`, so text placed
+/// inside those elements cannot close them. Matching is forgiving, as a model reading the prompt
+/// may be: the name in any ASCII case, ASCII whitespace allowed after `</`, anything after the
+/// name (`>`, whitespace, attributes, the end of the text) except a byte that would make it a
+/// longer name. Nothing else changes (other tags, entities, `&` are kept), so text without such
+/// an end tag is returned unchanged (borrowed).
+pub(crate) fn escape_end_tags<'t>(text: &'t str, names: &[&str]) -> Cow<'t, str> {
+    let mut starts = end_tag_starts(text, names).peekable();
+    if starts.peek().is_none() {
+        return Cow::Borrowed(text);
+    }
+    let mut out = String::with_capacity(text.len() + 16);
+    let mut copied = 0;
+    for start in starts {
+        out.push_str(&text[copied..start]);
+        out.push_str("&lt;");
+        copied = start + 1;
+    }
+    out.push_str(&text[copied..]);
+    Cow::Owned(out)
+}
+
+/// The length of `text` once [`escape_end_tags`] has escaped it, computed without allocating.
+pub(crate) fn end_tags_escaped_len(text: &str, names: &[&str]) -> usize {
+    let count = end_tag_starts(text, names).count();
+    text.len().saturating_add(count.saturating_mul(3))
+}
+
 /// Reverses [`escape_xml`]: the five entities it writes become their characters again, in one
 /// left-to-right pass (so `&amp;lt;` is `&lt;`, not `<`). Any other `&` is kept as is.
 pub fn unescape_xml(text: &str) -> String {
@@ -148,6 +231,27 @@ mod tests {
         assert!(matches!(escape_xml("plain\ntext"), Cow::Borrowed(_)));
         assert_eq!(escape_xml("é<ü>ß'"), "é&lt;ü&gt;ß&apos;");
         assert_eq!(unescape_xml("&amp;lt; &lt; &x; &"), "&lt; < &x; &");
+        let names = ["project_instructions", "project_context"];
+        assert_eq!(
+            escape_end_tags(
+                "a</project_instructions>b</Project_Context >c</ project_instructions",
+                &names
+            ),
+            "a&lt;/project_instructions>b&lt;/Project_Context >c&lt;/ project_instructions"
+        );
+        assert!(matches!(
+            escape_end_tags(
+                "</project_instructions_x> </div> <project_context> &lt;/project_context>",
+                &names
+            ),
+            Cow::Borrowed(_)
+        ));
+        assert_eq!(end_tags_escaped_len("</x></x\n", &["x"]), 14);
+        assert_eq!(escape_end_tags("é</x>ü</", &["x"]), "é&lt;/x>ü</");
+        assert!(is_tag_name("project_context") && is_tag_name("a:b.c-d"));
+        assert!(
+            !is_tag_name("") && !is_tag_name("1a") && !is_tag_name("a b") && !is_tag_name("a>")
+        );
     }
 
     proptest::proptest! {
@@ -171,6 +275,17 @@ mod tests {
                 })
                 .collect();
             proptest::prop_assert_eq!(escape_xml(&text), replaced);
+        }
+
+        /// After escaping no end tag of the names is left, the length is counted exactly, and
+        /// only `<` became `&lt;`: undoing that gives back the text with its own `&lt;` undone.
+        #[test]
+        fn no_end_tag_survives(text in "(</|<|/|[xXyY_ >\t&;lté])*") {
+            let names = ["xy", "x"];
+            let escaped = escape_end_tags(&text, &names);
+            proptest::prop_assert_eq!(end_tag_starts(&escaped, &names).count(), 0);
+            proptest::prop_assert_eq!(end_tags_escaped_len(&text, &names), escaped.len());
+            proptest::prop_assert_eq!(escaped.replace("&lt;", "<"), text.replace("&lt;", "<"));
         }
     }
 }

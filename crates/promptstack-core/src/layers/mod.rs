@@ -20,7 +20,7 @@ pub mod escape;
 pub mod files;
 pub mod guidelines;
 
-use minijinja::value::{Kwargs, Value};
+use minijinja::value::{Kwargs, Rest, Value};
 use minijinja::{Environment, Error, ErrorKind, State};
 
 use crate::room::{ensure_room, ensure_value_fits};
@@ -32,6 +32,7 @@ use crate::sites;
 /// |---|---|---|
 /// | `escape_xml` | string | `& < > " '` escaped |
 /// | `posix_path` | string | every `\` replaced by `/` |
+/// | `escape_end_tags(name, …)` | string | every end tag of one of the names (any ASCII case, whitespace after `</` allowed) written with `&lt;` for its `<`, so the text cannot close those elements |
 /// | `guidelines` | list of strings | trimmed, non-empty, first-wins unique |
 /// | `unique_names` | list of objects with `name` | first object of each exact name |
 /// | `for_sites(urls)` | list of objects with `sites` | those whose site patterns match one of `urls` (an empty `sites` matches every URL) |
@@ -48,6 +49,7 @@ pub(crate) fn register(env: &mut Environment<'static>) {
         ensure_room(state, s.len())?;
         Ok::<_, Error>(files::posix_path(s))
     });
+    env.add_filter("escape_end_tags", escape_end_tags_filter);
     env.add_filter("guidelines", guidelines_filter);
     env.add_filter("unique_names", unique_names_filter);
     env.add_filter("for_sites", for_sites_filter);
@@ -57,6 +59,33 @@ pub(crate) fn register(env: &mut Environment<'static>) {
 
 fn invalid(message: String) -> Error {
     Error::new(ErrorKind::InvalidOperation, message)
+}
+
+/// `escape_end_tags(name, …)`: between one and [`escape::MAX_END_TAG_NAMES`] tag names, each
+/// one [`escape::is_tag_name`] takes; the result's length is counted before it is made.
+fn escape_end_tags_filter(state: &State, text: &str, names: Rest<Value>) -> Result<String, Error> {
+    if names.is_empty() || names.len() > escape::MAX_END_TAG_NAMES {
+        return Err(invalid(format!(
+            "escape_end_tags takes 1 to {} tag names, not {}",
+            escape::MAX_END_TAG_NAMES,
+            names.len()
+        )));
+    }
+    // The names are read where they lie: a long or non-string argument is refused, not copied.
+    let mut checked = Vec::with_capacity(names.len());
+    for (i, name) in names.iter().enumerate() {
+        match name.as_str() {
+            Some(name) if escape::is_tag_name(name) => checked.push(name),
+            _ => {
+                return Err(invalid(format!(
+                    "escape_end_tags: argument {i} is not a tag name (a letter or `_`, then letters, digits, `_`, `-`, `.` or `:`, at most {} bytes)",
+                    escape::MAX_END_TAG_NAME_BYTES
+                )));
+            }
+        }
+    }
+    ensure_room(state, escape::end_tags_escaped_len(text, &checked))?;
+    Ok(escape::escape_end_tags(text, &checked).into_owned())
 }
 
 fn guidelines_filter(state: &State, values: Value) -> Result<Value, Error> {

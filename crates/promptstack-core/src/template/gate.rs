@@ -192,20 +192,34 @@ impl Expr {
 }
 
 /// The filters the evaluator applies, by calling the same functions as the engine's filters.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) enum Filter {
     EscapeXml,
     PosixPath,
     Guidelines,
+    /// `escape_end_tags` with constant names, each one the engine's filter takes.
+    EscapeEndTags(Box<[String]>),
 }
 
 impl Filter {
-    /// The filter registered under `name`, if the evaluator knows it.
-    pub(crate) fn named(name: &str) -> Option<Self> {
-        match name {
-            "escape_xml" => Some(Filter::EscapeXml),
-            "posix_path" => Some(Filter::PosixPath),
-            "guidelines" => Some(Filter::Guidelines),
+    /// The filter registered under `name` with these arguments, if the evaluator knows it:
+    /// `escape_end_tags` takes constant tag names (as many as the engine's filter does), the
+    /// others none. Anything else is left to the engine, whose error is the one to report.
+    pub(crate) fn named(name: &str, args: &[Option<&str>]) -> Option<Self> {
+        use crate::layers::escape;
+        match (name, args) {
+            ("escape_xml", []) => Some(Filter::EscapeXml),
+            ("posix_path", []) => Some(Filter::PosixPath),
+            ("guidelines", []) => Some(Filter::Guidelines),
+            ("escape_end_tags", names)
+                if (1..=escape::MAX_END_TAG_NAMES).contains(&names.len()) =>
+            {
+                names
+                    .iter()
+                    .map(|name| name.filter(|n| escape::is_tag_name(n)).map(str::to_owned))
+                    .collect::<Option<Box<[String]>>>()
+                    .map(Filter::EscapeEndTags)
+            }
             _ => None,
         }
     }
@@ -474,7 +488,7 @@ impl Expr {
                 })
             }),
             Expr::Filter { value, filter } => {
-                value.with_value(scope, meter, |value, meter| apply(*filter, value, meter))
+                value.with_value(scope, meter, |value, meter| apply(filter, value, meter))
             }
         }
     }
@@ -677,22 +691,42 @@ pub(crate) fn escape_charged<'t, T>(
     meter: &mut Meter,
     escape: impl FnOnce(&'t str) -> (T, usize),
 ) -> Option<T> {
+    escape_charged_by(
+        text,
+        charges_per_byte,
+        6,
+        meter,
+        escape,
+        crate::layers::escape::escaped_len,
+    )
+}
+
+/// [`escape_charged`] for an escape whose result is at most `growth` bytes a byte and whose
+/// result's length `escaped_len` counts without allocating.
+pub(crate) fn escape_charged_by<'t, T>(
+    text: &'t str,
+    charges_per_byte: u64,
+    growth: usize,
+    meter: &mut Meter,
+    escape: impl FnOnce(&'t str) -> (T, usize),
+    escaped_len: impl FnOnce(&'t str) -> usize,
+) -> Option<T> {
     let len = text.len() as u64;
     let cost =
         |escaped: usize| len.saturating_add((escaped as u64).saturating_mul(charges_per_byte));
-    if meter.fits(cost(text.len().saturating_mul(6))) {
+    if meter.fits(cost(text.len().saturating_mul(growth))) {
         let (made, escaped) = escape(text);
         meter.charge(cost(escaped))?;
         Some(made)
     } else {
-        meter.charge(cost(crate::layers::escape::escaped_len(text)))?;
+        meter.charge(cost(escaped_len(text)))?;
         Some(escape(text).0)
     }
 }
 
 /// Applies a filter by calling the function its engine filter calls; `None` for a value the
 /// filter would refuse (the engine's error is the one to report).
-fn apply<'a>(filter: Filter, value: &Val<'a>, meter: &mut Meter) -> Option<Val<'a>> {
+fn apply<'a>(filter: &Filter, value: &Val<'a>, meter: &mut Meter) -> Option<Val<'a>> {
     use crate::layers::{escape, files, guidelines};
     match filter {
         Filter::EscapeXml => {
@@ -702,6 +736,29 @@ fn apply<'a>(filter: Filter, value: &Val<'a>, meter: &mut Meter) -> Option<Val<'
                 let len = escaped.len();
                 (escaped, len)
             })?;
+            Some(match escaped {
+                // Nothing to escape: the same plain string, without a copy.
+                Cow::Borrowed(_) if !value.is_safe() => value.clone(),
+                escaped => Val::Value(Value::from(escaped.into_owned())),
+            })
+        }
+        Filter::EscapeEndTags(names) => {
+            let text = value.as_str()?;
+            let names: Vec<&str> = names.iter().map(String::as_str).collect();
+            // The input is charged once for the search and the result as it is made; the result
+            // is at most four bytes a byte, counted first when that would not fit.
+            let escaped = escape_charged_by(
+                text,
+                1,
+                4,
+                meter,
+                |text| {
+                    let escaped = escape::escape_end_tags(text, &names);
+                    let len = escaped.len();
+                    (escaped, len)
+                },
+                |text| escape::end_tags_escaped_len(text, &names),
+            )?;
             Some(match escaped {
                 // Nothing to escape: the same plain string, without a copy.
                 Cow::Borrowed(_) if !value.is_safe() => value.clone(),

@@ -79,8 +79,8 @@ fn writes_operands(filter: &str) -> Option<Form> {
         "length" | "count" | "first" | "last" | "list" | "items" | "dictsort" | "reverse"
         | "sort" | "batch" | "slice" | "sum" | "min" | "max" | "default" | "d" | "attr"
         | "bool" | "abs" | "round" | "int" | "float" | "chain" | "zip" | "split" | "lines"
-        | "join" | "string" | "escape_xml" | "posix_path" | "guidelines" | "for_sites"
-        | "context_files" | "compact" => None,
+        | "join" | "string" | "escape_xml" | "escape_end_tags" | "posix_path" | "guidelines"
+        | "for_sites" | "context_files" | "compact" => None,
         _ => Some(Form::Display),
     }
 }
@@ -133,6 +133,7 @@ fn returns_string(filter: &str) -> bool {
             | "join"
             | "string"
             | "escape_xml"
+            | "escape_end_tags"
             | "posix_path"
             | "compact"
     )
@@ -1048,6 +1049,7 @@ mod tests {
                 "chain(xs)",
                 "zip(ns)",
                 "escape_xml",
+                "escape_end_tags('b', 'x')",
                 "unique_names",
                 "guidelines",
             ]);

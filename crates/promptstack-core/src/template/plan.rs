@@ -367,12 +367,17 @@ impl Compiler {
                 otherwise: sub(choose.false_expr.as_ref()?)?,
             },
             ast::Expr::Filter(filter) => {
-                if !filter.args.is_empty() {
-                    return None;
+                // Only constant string arguments are planned; any other is left to the engine.
+                let mut args = Vec::with_capacity(filter.args.len());
+                for arg in &filter.args {
+                    match arg {
+                        ast::CallArg::Pos(ast::Expr::Const(c)) => args.push(c.value.as_str()),
+                        _ => return None,
+                    }
                 }
                 Expr::Filter {
                     value: sub(filter.expr.as_ref()?)?,
-                    filter: Filter::named(filter.name)?,
+                    filter: Filter::named(filter.name, &args)?,
                 }
             }
             ast::Expr::List(list) => Expr::list(
@@ -713,6 +718,7 @@ mod tests {
             "v",
             "'read'",
             "'a<b'",
+            "'x</B >y'",
             "''",
             "1",
             "0",
@@ -736,6 +742,7 @@ mod tests {
                 "| escape_xml",
                 "| posix_path",
                 "| guidelines",
+                "| escape_end_tags('b', 'read')",
             ]);
             prop_oneof![
                 4 => inner.clone().prop_map(|e| format!("not {e}")),
@@ -753,6 +760,7 @@ mod tests {
                 // Outside the subset.
                 1 => (inner.clone(), inner.clone()).prop_map(|(t, l)| format!("({l} if {t})")),
                 1 => inner.clone().prop_map(|e| format!("{e} | upper")),
+                1 => inner.clone().prop_map(|e| format!("{e} | escape_end_tags(a)")),
             ]
         })
     }
@@ -978,6 +986,36 @@ mod tests {
             plan("{% for i in items %}<{{ i }}>{% endfor %}").render(context, 8),
             None
         );
+    }
+
+    /// `escape_end_tags` with constant names is planned, and answers what the engine's filter
+    /// makes, at every fuel from where it starts answering; other arguments are left to the engine.
+    #[test]
+    fn end_tags_are_escaped_as_the_filter_escapes_them() {
+        let syntax = SyntaxConfig::default();
+        let text = "a</b> </B\t> </bc> </x>".repeat(20);
+        let expected = escape::escape_end_tags(&text, &["b", "x"]).into_owned();
+        let context = Context::new(vec![("a", Val::Str(&text))]);
+        let source = "{{ a | escape_end_tags('b', 'x') }}";
+        let plan = Plan::compile(source, &syntax).expect(source);
+        let mut answered_from = None;
+        for fuel in (0..200).map(|step| step * 16) {
+            match plan.render(&context, fuel) {
+                Some(written) => {
+                    assert_eq!(written.text, expected, "at {fuel}");
+                    answered_from.get_or_insert(fuel);
+                }
+                None => assert!(answered_from.is_none(), "stops at {fuel}"),
+            }
+        }
+        assert!(answered_from.is_some());
+        for unplanned in [
+            "{{ a | escape_end_tags(a) }}",
+            "{{ a | escape_end_tags('1b') }}",
+            "{{ a | escape_end_tags() }}",
+        ] {
+            assert!(Plan::compile(unplanned, &syntax).is_none(), "{unplanned}");
+        }
     }
 
     /// Escaping is charged exactly, whether the result is written first (room to spare) or its

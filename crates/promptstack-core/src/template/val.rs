@@ -691,6 +691,7 @@ mod tests {
             "x<y & \"z\"",
             "C:\\dir\\f.md",
             "/s/SKILL.md",
+            "a</F >b</project_context",
         ])
         .prop_map(str::to_owned)
     }
@@ -793,6 +794,7 @@ mod tests {
         "{% for s in skills if s.location is not none and 'read' not in s.tags %}{{ s.location | posix_path }}{% else %}-{% endfor %}",
         "{% if skills[0] == skills[0] %}eq{% endif %}{% if skills[0]['missing'] is defined %}m{% endif %}{{ skills | guidelines }}",
         "{% for f in context_files %}{{ f.path | posix_path }}:{% if f.content %}{{ f.content }}{% endif %};{% endfor %}{{ context_files[0]['path'] }}",
+        "{% for f in context_files %}<f path=\"{{ f.path | escape_xml }}\">{{ f.content | escape_end_tags('f', 'project_context') }}</f>{% endfor %}",
         "{% if 'path' in context_files[0] %}p{% endif %}{% if context_files %}c{% endif %}{{ cwd }}{{ cwd | posix_path }}",
         "{{ variables.x }}{% if variables.y is defined %}d{% endif %}{% if variables.tools %}t{% endif %}",
         "{% if 'x' in variables %}in{% endif %}{{ variables['x'] }}{% for k in variables %}{{ k }}{% endfor %}",

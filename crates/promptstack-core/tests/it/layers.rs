@@ -218,6 +218,7 @@ fn examples() -> &'static Vec<(String, Agent, Vec<serde_json::Value>)> {
             "coding-agent",
             "browser-agent",
             "pi-compat",
+            "pi-compat-1.6",
             "chat-assistant",
         ]
         .into_iter()
@@ -273,7 +274,7 @@ proptest! {
     /// whatever the other skills, their order, their sites or name clashes with visible skills.
     #[test]
     fn a_hidden_skill_never_appears_in_any_output(
-        example in 0usize..4,
+        example in 0usize..5,
         send in 0usize..8,
         skills in proptest::collection::vec((any::<bool>(), any::<bool>(), any::<bool>()), 1..6),
         inline_all in any::<bool>(),
