@@ -403,8 +403,24 @@ impl Suite {
     ///
     /// A [`SpecError`] listing every problem found, each located at its key.
     pub fn parse(bytes: &[u8], name: &str) -> Result<Self, SpecError> {
+        Self::parse_for(bytes, name, |_| true)
+    }
+
+    /// Reads a suite as [`parse`](Self::parse) does, and also checks that every file it names
+    /// (a version's `spec`, a scenario's `send`) is one `exists` knows: the agent's folder on
+    /// disk, or the files of a published bundle.
+    ///
+    /// # Errors
+    ///
+    /// A [`SpecError`] listing every problem found, each located at its key.
+    pub fn parse_for(
+        bytes: &[u8],
+        name: &str,
+        exists: impl Fn(&str) -> bool,
+    ) -> Result<Self, SpecError> {
         let parsed: Parsed<Suite> = SUITE_KIND.parse(bytes, name, SpecFormat::from_name(name))?;
-        let found = check(&parsed);
+        let mut found = check(&parsed);
+        found.extend(missing_files(&parsed, &exists));
         match parsed.error("eval suite", found) {
             Some(error) => Err(error),
             None => Ok(parsed.value),
@@ -604,6 +620,35 @@ fn check(parsed: &Parsed<Suite>) -> Vec<SpecDiagnostic> {
         }
     }
     found
+}
+
+/// The files a suite names that `exists` does not know (paths that break the path rule are
+/// reported by [`check`] instead).
+fn missing_files(parsed: &Parsed<Suite>, exists: &impl Fn(&str) -> bool) -> Vec<SpecDiagnostic> {
+    let suite = &parsed.value;
+    let versions = suite
+        .matrix
+        .versions
+        .iter()
+        .enumerate()
+        .filter_map(|(i, v)| Some((format!("/matrix/versions/{i}/spec"), v.spec.as_deref()?)));
+    let sends = suite
+        .scenarios
+        .iter()
+        .enumerate()
+        .filter_map(|(i, s)| Some((format!("/scenarios/{i}/send"), s.send.as_deref()?)));
+    versions
+        .chain(sends)
+        .filter(|(_, path)| check_path(path).is_ok() && !exists(path))
+        .map(|(pointer, path)| {
+            parsed.diagnostic(
+                "missing-file",
+                &pointer,
+                format!("`{}` is not a file of this agent", clip(path)),
+                Some(PATH_HINT.to_owned()),
+            )
+        })
+        .collect()
 }
 
 fn check_assertion(

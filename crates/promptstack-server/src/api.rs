@@ -289,6 +289,7 @@ pub(crate) async fn publish_bundle(
     format: ProviderFormat,
 ) -> Result<PublishResponse, Problem> {
     bundle.check_shape()?;
+    bundle.check_suites()?;
     let limits = state.inner.config.limits.clone();
     let owned = bundle.clone();
     let (agent, sends, findings) = crate::engine::blocking(state, move || {

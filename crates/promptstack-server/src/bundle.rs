@@ -191,6 +191,56 @@ impl Bundle {
         Err(Problem::unprocessable("invalid-bundle", detail).with_diagnostics(diagnostics))
     }
 
+    /// The bundle's eval suites (`evals/*.toml`, `evals/*.json`) by path.
+    pub fn suites(&self) -> impl Iterator<Item = (&str, &str)> {
+        self.files.iter().filter_map(|(path, text)| {
+            let name = path.strip_prefix("evals/")?;
+            let suite = !name.contains('/')
+                && (name.ends_with(".toml") || name.ends_with(".json"))
+                && name.len() > 5;
+            suite.then_some((path.as_str(), text.as_str()))
+        })
+    }
+
+    /// Checks every eval suite as `promptstack eval` reads one, and that each file a suite names
+    /// is in the bundle: the spec (`agent.toml`), a file, or an example send as
+    /// `sends/<name>.json`. Every problem of every suite is reported at once, located in its
+    /// file, as one 422 `invalid-suite`.
+    pub fn check_suites(&self) -> Result<(), Problem> {
+        let exists = |path: &str| {
+            path == SPEC_NAME
+                || self.files.contains_key(path)
+                || path
+                    .strip_prefix("sends/")
+                    .and_then(|name| name.strip_suffix(".json"))
+                    .is_some_and(|name| self.sends.contains_key(name))
+        };
+        let mut diagnostics = Vec::new();
+        let mut refused = 0usize;
+        for (path, text) in self.suites() {
+            if let Err(error) =
+                promptstack_eval::suite::Suite::parse_for(text.as_bytes(), path, exists)
+            {
+                refused += 1;
+                diagnostics.extend(
+                    error
+                        .diagnostics
+                        .iter()
+                        .filter_map(|d| serde_json::to_value(d).ok()),
+                );
+            }
+        }
+        if refused == 0 {
+            return Ok(());
+        }
+        let detail = format!(
+            "{} problem(s) in {refused} eval suite(s); nothing was published",
+            diagnostics.len()
+        );
+        diagnostics.truncate(MAX_REPORTED);
+        Err(Problem::unprocessable("invalid-suite", detail).with_diagnostics(diagnostics))
+    }
+
     /// Compiles the spec with its manifests; a spec error is a 422 with every located
     /// diagnostic.
     pub fn compile(&self, limits: &Limits) -> Result<Agent, Problem> {

@@ -185,3 +185,28 @@ proptest! {
         }
     }
 }
+
+#[test]
+fn files_a_suite_names_must_exist() {
+    let path = examples().into_iter().next().unwrap();
+    let text = read(&path);
+    let error = Suite::parse_for(&text, "evals/citations.toml", |p| p == "agent.toml")
+        .expect_err("a send that is not there was accepted");
+    let codes: Vec<(&str, &str)> = error
+        .diagnostics
+        .iter()
+        .map(|d| (d.code, d.path.as_str()))
+        .collect();
+    assert_eq!(
+        codes,
+        [
+            ("missing-file", "scenarios[0].send"),
+            ("missing-file", "scenarios[1].send")
+        ]
+    );
+    assert!(error.diagnostics.iter().all(|d| d.location.is_some()));
+    Suite::parse_for(&text, "evals/citations.toml", |p| {
+        matches!(p, "agent.toml" | "sends/research.json")
+    })
+    .unwrap();
+}

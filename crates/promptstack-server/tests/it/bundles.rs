@@ -165,3 +165,89 @@ fn the_path_rule_is_the_registry_s() {
     assert_eq!(check_relative_path("./a"), Err(PathError::DotComponent));
     assert_eq!(check_relative_path("a/.."), Err(PathError::DotComponent));
 }
+
+#[tokio::test]
+async fn eval_suites_are_checked_on_publish_every_problem_located_in_its_file() {
+    let h = Harness::new().await;
+    let unknown_model = "suite_version = 1\n[models.local]\nformat = \"openai-chat\"\nbase_url = \"http://127.0.0.1:8080/v1\"\nmodel = \"m\"\n[matrix]\nversions = [{ name = \"prod\", ref = \"production\" }]\nmodels = [\"remote\"]\n[[scenarios]]\nname = \"s\"\nsend = \"sends/research.json\"\n[[scenarios.assert]]\ntype = \"budget\"\n";
+    let missing_send = unknown_model
+        .replace("[\"remote\"]", "[\"local\"]")
+        .replace("sends/research.json", "sends/nowhere.json");
+    let answer = h
+        .json(
+            Method::POST,
+            "/v1/agents/chat-assistant/versions",
+            &h.acme.editor,
+            with_files(&[
+                ("evals/a.toml", unknown_model.to_owned()),
+                ("evals/b.toml", missing_send),
+            ]),
+        )
+        .await;
+    let problem = answer.problem(StatusCode::UNPROCESSABLE_ENTITY);
+    assert_eq!(
+        problem["type"],
+        "https://promptstack.dev/problems/invalid-suite"
+    );
+    let found: Vec<(String, String, u64)> = problem["diagnostics"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|d| {
+            (
+                d["code"].as_str().unwrap().to_owned(),
+                d["location"]["file"].as_str().unwrap().to_owned(),
+                d["location"]["line"].as_u64().unwrap(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        found,
+        [
+            ("unknown-model".to_owned(), "evals/a.toml".to_owned(), 8),
+            ("missing-file".to_owned(), "evals/b.toml".to_owned(), 11),
+        ],
+        "{problem}"
+    );
+    // Nothing was stored: the agent still has its one version.
+    let versions = h
+        .call(
+            Method::GET,
+            "/v1/agents/chat-assistant/versions",
+            Some(&h.acme.viewer),
+            None,
+        )
+        .await
+        .json();
+    assert_eq!(versions["items"].as_array().unwrap().len(), 1);
+}
+
+#[tokio::test]
+async fn a_bundle_s_suites_are_part_of_its_version_id() {
+    let h = Harness::new().await;
+    let with = serde_json::to_value(bundle("chat-assistant")).unwrap();
+    assert!(
+        with["files"]["evals/citations.toml"].is_string(),
+        "the example's suite is in its bundle"
+    );
+    let mut without = with.clone();
+    without["files"]
+        .as_object_mut()
+        .unwrap()
+        .remove("evals/citations.toml");
+    let mut ids = Vec::new();
+    for body in [with, without] {
+        let answer = h
+            .json(
+                Method::POST,
+                "/v1/agents/chat-assistant/versions",
+                &h.acme.editor,
+                body,
+            )
+            .await;
+        // The harness published the example as it is when it started: 200 for that one.
+        assert!(answer.status.is_success(), "{}", answer.text());
+        ids.push(answer.json()["version"]["id"].as_str().unwrap().to_owned());
+    }
+    assert_ne!(ids[0], ids[1]);
+}
