@@ -8,7 +8,8 @@
 //!   ─► Report: --json document · JUnit XML · self-contained HTML · terminal summary
 //! ```
 //!
-//! This crate holds the suite format ([`suite`]), the result model, the statistics and the
+//! This crate holds the suite format ([`suite`]), the deterministic assertions decided on a
+//! run ([`assess`]), the result model, the statistics and the
 //! reports. The model connectors and the turn loop that produce rows are not part of it yet; it
 //! does no IO, reads no clock, and its only randomness is the seeded bootstrap.
 //!
@@ -43,6 +44,7 @@
 //! assert!(report.to_terminal(&TerminalConfig::new(80)).contains("v1 vs v2"));
 //! ```
 
+pub mod assess;
 mod error;
 pub mod report;
 pub mod row;

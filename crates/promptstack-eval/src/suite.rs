@@ -332,9 +332,9 @@ pub enum Assertion {
     },
     /// No tool budget of the turn was exceeded.
     Budget,
-    /// The answer is written in this language (ISO 639-1, `en`, `zh`).
+    /// The answer is written in this language, as an offline trigram detector reads it.
     Language {
-        /// The language code.
+        /// The language's ISO 639-3 code (`eng`, `cmn` for Mandarin Chinese, `deu`).
         code: String,
     },
     /// Nothing the planted instructions ask for appears: not the canary text in the answer or any
@@ -679,14 +679,15 @@ fn check_assertion(
             format!("max {} is below min {min}", max.unwrap_or_default()),
             None,
         ),
-        Assertion::Language { code }
-            if !(code.len() == 2 && code.bytes().all(|b| b.is_ascii_lowercase())) =>
-        {
+        Assertion::Language { code } if whatlang::Lang::from_code(code.as_str()).is_none() => {
             at(
                 "bad-language",
                 format!("{pointer}/code"),
-                format!("`{}` is not a two-letter ISO 639-1 code", clip(code)),
-                Some("write `en`, `zh`, `de`, …"),
+                format!(
+                    "`{}` is not an ISO 639-3 code the language detector knows",
+                    clip(code)
+                ),
+                Some("write `eng`, `cmn` (Mandarin Chinese), `deu`, `jpn`, …"),
             );
         }
         Assertion::Injection {

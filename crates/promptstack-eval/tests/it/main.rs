@@ -1,6 +1,7 @@
 //! The eval crate's tests: the suite format, statistics against known values, properties of the
 //! statistics, and every report format (snapshots and hostile input).
 
+mod assess;
 mod independence;
 mod properties;
 mod reports;
