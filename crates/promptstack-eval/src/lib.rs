@@ -50,6 +50,7 @@ pub mod report;
 pub mod row;
 pub mod stats;
 pub mod suite;
+pub mod wire;
 
 pub use error::{Error, ErrorKind};
 

@@ -207,7 +207,8 @@ pub struct Latency {
 /// the same as reporting zero.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Usage {
-    /// Input tokens.
+    /// Every input token, those read from or written to the provider's cache included (the
+    /// connectors add Anthropic's separately reported cache tokens in, so all providers agree).
     #[serde(default)]
     pub input_tokens: u64,
     /// Output tokens.

@@ -7,6 +7,7 @@ mod properties;
 mod reports;
 mod stats;
 mod suite;
+mod wire;
 
 use promptstack_eval::row::{ResultRow, RowKey, Run};
 

@@ -1,0 +1,186 @@
+//! Reading streamed answers from the wire: two providers' recorded bodies, every way of cutting
+//! them into chunks, and hostile bodies.
+
+use promptstack_eval::row::{ToolCallRecord, Usage};
+use promptstack_eval::wire::{
+    Answer, Event, MAX_EVENT_BYTES, SseDecoder, Stream, StreamFormat, WireError,
+};
+use proptest::prelude::*;
+
+const OPENAI: &[u8] = include_bytes!("wire/openai-chat.sse");
+const ANTHROPIC: &[u8] = include_bytes!("wire/anthropic.sse");
+
+fn read(format: StreamFormat, body: &[u8], cuts: &[usize]) -> Result<(Answer, String), WireError> {
+    let mut stream = Stream::new(format);
+    let mut streamed = String::new();
+    let mut from = 0;
+    for &cut in cuts.iter().chain([&body.len()]) {
+        let cut = cut.clamp(from, body.len());
+        streamed.push_str(stream.feed(&body[from..cut])?);
+        from = cut;
+    }
+    Ok((stream.finish()?, streamed))
+}
+
+#[test]
+fn an_openai_chat_stream() {
+    let (answer, streamed) = read(StreamFormat::OpenaiChat, OPENAI, &[]).unwrap();
+    assert_eq!(answer.text, "Rust 1.95 is out [1]. 中文 🚀");
+    assert_eq!(streamed, answer.text);
+    assert_eq!(
+        answer.tool_calls,
+        [
+            ToolCallRecord::new("search", r#"{"query":"rust"}"#),
+            ToolCallRecord::new("get_tasks", "{}"),
+        ]
+    );
+    assert_eq!(
+        answer.usage,
+        Usage {
+            input_tokens: 1200,
+            output_tokens: 48,
+            cache_read_tokens: Some(1024),
+            cache_write_tokens: None,
+        }
+    );
+    assert_eq!(answer.stop_reason.as_deref(), Some("tool_calls"));
+}
+
+#[test]
+fn an_anthropic_stream_with_cache_tokens_added_into_the_input() {
+    let (answer, _) = read(StreamFormat::Anthropic, ANTHROPIC, &[]).unwrap();
+    assert_eq!(answer.text, "Rust 1.95 is out 【1】.");
+    assert_eq!(
+        answer.tool_calls,
+        [ToolCallRecord::new("search", r#"{"query": "rust"}"#)]
+    );
+    assert_eq!(
+        answer.usage,
+        Usage {
+            input_tokens: 1320,
+            output_tokens: 52,
+            cache_read_tokens: Some(300),
+            cache_write_tokens: Some(1000),
+        }
+    );
+    assert_eq!(answer.stop_reason.as_deref(), Some("tool_use"));
+}
+
+#[test]
+fn a_stream_cut_before_its_last_event_is_truncated() {
+    for (format, body) in [
+        (StreamFormat::OpenaiChat, OPENAI),
+        (StreamFormat::Anthropic, ANTHROPIC),
+    ] {
+        // Without its final blank line, the last event may be cut short: it is not read.
+        let cut = &body[..body.len() - 2];
+        assert_eq!(read(format, cut, &[]).unwrap_err(), WireError::Truncated);
+        assert_eq!(
+            read(format, &body[..body.len() / 2], &[]).unwrap_err(),
+            WireError::Truncated
+        );
+    }
+}
+
+#[test]
+fn provider_errors_inside_the_stream_are_errors() {
+    let body = b"event: error\ndata: {\"type\":\"error\",\"error\":{\"type\":\"overloaded_error\",\"message\":\"Overloaded\"}}\n\n";
+    assert_eq!(
+        read(StreamFormat::Anthropic, body, &[]).unwrap_err(),
+        WireError::Provider("Overloaded".into())
+    );
+    let body = b"data: {\"error\":{\"message\":\"rate limited\"}}\n\n";
+    assert_eq!(
+        read(StreamFormat::OpenaiChat, body, &[]).unwrap_err(),
+        WireError::Provider("rate limited".into())
+    );
+    let body = b"data: {not json\n\n";
+    assert!(matches!(
+        read(StreamFormat::OpenaiChat, body, &[]),
+        Err(WireError::BadEvent(_))
+    ));
+}
+
+#[test]
+fn the_event_grammar() {
+    let mut decoder = SseDecoder::new();
+    let mut events = Vec::new();
+    decoder
+        .feed(
+            b"\xEF\xBB\xBFdata: a\r\ndata:b\rdata\n: comment\nevent: x\nid: 7\n\nevent: y\n\n",
+            &mut events,
+        )
+        .unwrap();
+    assert_eq!(
+        events,
+        [Event {
+            name: "x".into(),
+            data: "a\nb\n".into()
+        }],
+        "data lines join, an event without data is not dispatched"
+    );
+}
+
+#[test]
+fn an_event_past_its_bound_is_refused_without_holding_it() {
+    let mut decoder = SseDecoder::new();
+    let mut events = Vec::new();
+    let chunk = vec![b'x'; 64 * 1024];
+    let mut result = decoder.feed(b"data: ", &mut events);
+    let mut fed = 0;
+    while result.is_ok() && fed <= MAX_EVENT_BYTES {
+        result = decoder.feed(&chunk, &mut events);
+        fed += chunk.len();
+    }
+    assert_eq!(result, Err(WireError::TooLarge("event")));
+    // Many data lines add up to the same bound.
+    let mut decoder = SseDecoder::new();
+    let line = format!("data: {}\n", "y".repeat(1000));
+    let mut result = Ok(());
+    for _ in 0..2000 {
+        result = decoder.feed(line.as_bytes(), &mut events);
+        if result.is_err() {
+            break;
+        }
+    }
+    assert_eq!(result, Err(WireError::TooLarge("event")));
+    assert!(events.is_empty());
+}
+
+#[test]
+fn too_many_tool_calls_are_refused() {
+    let mut body = String::new();
+    for index in 0..300 {
+        body.push_str(&format!(
+            "data: {{\"choices\":[{{\"delta\":{{\"tool_calls\":[{{\"index\":{index},\"function\":{{\"name\":\"t\",\"arguments\":\"{{}}\"}}}}]}}}}]}}\n\n"
+        ));
+    }
+    assert_eq!(
+        read(StreamFormat::OpenaiChat, body.as_bytes(), &[]).unwrap_err(),
+        WireError::TooLarge("tool calls")
+    );
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(256))]
+
+    /// However the bytes are cut (inside a CRLF, inside a UTF-8 character), the answer and the
+    /// text streamed are the same.
+    #[test]
+    fn chunking_does_not_change_the_answer(cuts in proptest::collection::vec(0usize..3000, 0..40)) {
+        let mut cuts = cuts;
+        cuts.sort_unstable();
+        for (format, body) in [(StreamFormat::OpenaiChat, OPENAI), (StreamFormat::Anthropic, ANTHROPIC)] {
+            let whole = read(format, body, &[]).unwrap();
+            prop_assert_eq!(read(format, body, &cuts).unwrap(), whole);
+        }
+    }
+
+    /// Any bytes: an answer or an error, never a panic.
+    #[test]
+    fn any_body_is_read_or_refused(body in proptest::collection::vec(any::<u8>(), 0..600)) {
+        for format in [StreamFormat::OpenaiChat, StreamFormat::Anthropic] {
+            let _ = read(format, &body, &[body.len() / 3]);
+        }
+    }
+}
