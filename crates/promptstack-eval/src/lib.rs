@@ -46,6 +46,7 @@
 
 pub mod assess;
 mod error;
+pub mod record;
 pub mod report;
 pub mod row;
 pub mod stats;

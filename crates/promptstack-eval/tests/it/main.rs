@@ -4,6 +4,7 @@
 mod assess;
 mod independence;
 mod properties;
+mod record;
 mod reports;
 mod stats;
 mod suite;
