@@ -110,6 +110,35 @@ struct Column {
     shrinks: bool,
 }
 
+impl Column {
+    /// A name: left-aligned, cut (with `…`) when the table is too wide.
+    fn name(header: &'static str) -> Self {
+        Self {
+            header,
+            right: false,
+            shrinks: true,
+        }
+    }
+
+    /// A figure: right-aligned, never cut.
+    fn number(header: &'static str) -> Self {
+        Self {
+            header,
+            right: true,
+            shrinks: false,
+        }
+    }
+
+    /// Left-aligned text that is never cut (an interval).
+    fn fixed(header: &'static str) -> Self {
+        Self {
+            header,
+            right: false,
+            shrinks: false,
+        }
+    }
+}
+
 fn table(out: &mut String, columns: &[Column], rows: &[Vec<String>], width: usize) {
     let mut widths: Vec<usize> = columns
         .iter()
@@ -167,41 +196,13 @@ fn cell_table(out: &mut String, stats: &Statistics, confidence: &str, width: usi
         "interval"
     };
     let columns = [
-        Column {
-            header: "model",
-            right: false,
-            shrinks: true,
-        },
-        Column {
-            header: "tier",
-            right: false,
-            shrinks: true,
-        },
-        Column {
-            header: "version",
-            right: false,
-            shrinks: true,
-        },
-        Column {
-            header: "scenario",
-            right: false,
-            shrinks: true,
-        },
-        Column {
-            header: "passed",
-            right: true,
-            shrinks: false,
-        },
-        Column {
-            header: "rate",
-            right: true,
-            shrinks: false,
-        },
-        Column {
-            header: interval_header,
-            right: false,
-            shrinks: false,
-        },
+        Column::name("model"),
+        Column::name("tier"),
+        Column::name("version"),
+        Column::name("scenario"),
+        Column::number("passed"),
+        Column::number("rate"),
+        Column::fixed(interval_header),
     ];
     let rows: Vec<Vec<String>> = stats
         .cells
@@ -227,31 +228,11 @@ fn cell_table(out: &mut String, stats: &Statistics, confidence: &str, width: usi
 
 fn summary_table(out: &mut String, stats: &Statistics, width: usize) {
     let columns = [
-        Column {
-            header: "model",
-            right: false,
-            shrinks: true,
-        },
-        Column {
-            header: "version",
-            right: false,
-            shrinks: true,
-        },
-        Column {
-            header: "scenarios",
-            right: true,
-            shrinks: false,
-        },
-        Column {
-            header: "passed",
-            right: true,
-            shrinks: false,
-        },
-        Column {
-            header: "mean pass rate",
-            right: true,
-            shrinks: false,
-        },
+        Column::name("model"),
+        Column::name("version"),
+        Column::number("scenarios"),
+        Column::number("passed"),
+        Column::number("mean pass rate"),
     ];
     let rows: Vec<Vec<String>> = stats
         .summaries
