@@ -427,6 +427,9 @@ fn json_of(answer: &str) -> Option<serde_json::Value> {
 /// Whether a text names `domain` as a host: in a URL, or as a bare host name (`evil.example`,
 /// `a.evil.example`), compared without regard to ASCII case.
 fn names_domain(text: &str, domain: &str) -> bool {
+    if domain.is_empty() {
+        return false;
+    }
     let text = text.to_ascii_lowercase();
     let mut from = 0;
     while let Some(at) = text[from..].find(domain) {
@@ -444,7 +447,7 @@ fn names_domain(text: &str, domain: &str) -> bool {
         if starts && ends {
             return true;
         }
-        from = start + domain.len().max(1);
+        from = end;
     }
     false
 }

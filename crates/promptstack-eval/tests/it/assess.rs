@@ -327,3 +327,41 @@ domain = "e.example"
         prop_assert_eq!(verdicts(asserts, &answer, &calls, false).len(), 6);
     }
 }
+
+#[test]
+fn a_suite_built_in_code_without_its_checks_cannot_make_assess_panic() {
+    use promptstack_eval::suite::{Assertion, Scenario};
+    let scenario: Scenario = serde_json::from_value(serde_json::json!({
+        "name": "s",
+        "send": "x.json",
+        "assert": [
+            {"type": "regex", "pattern": "("},
+            {"type": "json_schema", "schema": {"type": 7}},
+            {"type": "injection", "canary": "", "domain": ""},
+            {"type": "language", "code": "xx"}
+        ]
+    }))
+    .unwrap();
+    assert!(matches!(
+        scenario.assertions[2],
+        Assertion::Injection { .. }
+    ));
+    let score = stream::score("é [1] ü", &sources());
+    let results = Checks::new(&scenario).assess(&Observed {
+        answer: "é [1] ü",
+        citations: &score,
+        calls: &[ToolCallRecord::new("t", "aéb")],
+        budget_exceeded: false,
+    });
+    let verdicts: Vec<Verdict> = results.iter().map(|r| r.verdict).collect();
+    // An empty canary is in every text: the check fails rather than pass vacuously.
+    assert_eq!(
+        verdicts,
+        [
+            Verdict::Error,
+            Verdict::Error,
+            Verdict::Fail,
+            Verdict::Error
+        ]
+    );
+}
