@@ -398,6 +398,9 @@ class CiteStream {
 // examples/pi-compat/README.md describes; the clock and the package directory are read as the
 // peer reads them (see docs/bindings.md).
 
+/** The instant written into a 0.73.1 send's text; the call's own clock reading goes beside it. */
+const PI_PLACEHOLDER_NOW = "2000-01-01T00:00:00Z";
+
 /** The model descriptor of every pi-compat send (the spec does not render it). */
 const PI_MODEL = { id: "claude-sonnet-4-5", name: "Claude Sonnet 4.5", provider: "anthropic" };
 
@@ -588,7 +591,10 @@ function buildSystemPrompt073(options, settings) {
   if (options.toolSnippets != null) variables.tool_snippets = options.toolSnippets;
   if (options.promptGuidelines != null) variables.prompt_guidelines = options.promptGuidelines;
   if (options.appendSystemPrompt != null) variables.append = options.appendSystemPrompt;
-  const send = { now: localNow(), model: PI_MODEL, cwd, variables };
+  // The send is written with a placeholder instant and the clock passed beside it, so the
+  // addon finds a send it has read before by its text (one reading and check per distinct send).
+  const now = localNow();
+  const send = { now: PI_PLACEHOLDER_NOW, model: PI_MODEL, cwd, variables };
   const files = options.contextFiles;
   if (files != null) {
     send.context_files = files.map((file) => ({ path: file.path, content: file.content }));
@@ -608,7 +614,7 @@ function buildSystemPrompt073(options, settings) {
   const json = JSON.stringify(send);
   const agent = piCompatAgent();
   try {
-    return agent.systemText(json, "system");
+    return agent.systemTextAt(json, now, "system");
   } catch (error) {
     throw convert(error);
   }
@@ -784,7 +790,7 @@ function buildSystemPrompt16(options, settings) {
   const json = JSON.stringify(send);
   const agent = piCompat16Agent();
   try {
-    return agent.systemText(json, "system");
+    return agent.systemTextAt(json, PI_16_NOW, "system");
   } catch (error) {
     throw convert(error);
   }
