@@ -432,7 +432,11 @@ function jsonString(text) {
   return json;
 }
 
-/** `"key":value` as `JSON.stringify` writes the member of an object, or "" where it leaves it out. */
+/**
+ * `"key":value` as `JSON.stringify` writes the member of an object, or "" where it leaves it
+ * out. Strings, arrays of strings and plain objects of strings are written here; anything else
+ * by `JSON.stringify`.
+ */
 function jsonMember(key, value) {
   if (typeof value === "string") return `"${key}":${jsonString(value)}`;
   if (Array.isArray(value) && value.toJSON === undefined) {
@@ -445,6 +449,19 @@ function jsonMember(key, value) {
       out += (i === 0 ? "" : ",") + jsonString(item);
     }
     if (i === length) return `"${key}":[${out}]`;
+  } else if (value !== null && typeof value === "object" && Object.getPrototypeOf(value) === Object.prototype && value.toJSON === undefined) {
+    // A plain object of strings (tool snippets): its own enumerable keys, in their order.
+    let out = "";
+    let all = true;
+    for (const name of Object.keys(value)) {
+      const item = value[name];
+      if (typeof item !== "string") {
+        all = false;
+        break;
+      }
+      out += (out === "" ? "" : ",") + jsonString(name) + ":" + jsonString(item);
+    }
+    if (all) return `"${key}":{${out}}`;
   }
   const member = JSON.stringify({ [key]: value });
   return member === "{}" ? "" : member.slice(1, -1);
