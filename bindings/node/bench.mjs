@@ -6,15 +6,30 @@
 // Our side is measured as an application calls it: options object in, string out, FFI included.
 //
 // Usage (after `node build.mjs --release` and `npm ci` in examples/pi-compat/peer):
-//   TZ=UTC node bench.mjs [--warmup N] [--batches N] [--calls N] [--json]
+//   TZ=UTC node bench.mjs [--warmup N] [--batches N] [--calls N] [--json] [--pi VERSION] [--dropin PATH]
+// `--pi 1.6.0` compares with `@earendil-works/pi-coding-agent@1.6.0` on the pi-compat-1.6 cases
+// instead (after `npm ci` in examples/pi-compat-1.6/peer); a case that differs on purpose is
+// timed on its escaped options, whose output both sides share (that harness's `escapeContext`).
+// `--dropin PATH` times the `buildSystemPrompt` of another copy of this package (its index.js),
+// so two builds can be compared in one window.
 import { readFileSync } from "node:fs";
 import { createRequire } from "node:module";
 import { cpus, loadavg } from "node:os";
+import { resolve } from "node:path";
 
-import { enterCase, expectedPath, listCases, loadCase, loadPeer, PEER_VERSION } from "../../examples/pi-compat/peer/harness.mjs";
 
 const require = createRequire(import.meta.url);
-const { buildSystemPrompt } = require("./index.js");
+const dropinAt = process.argv.indexOf("--dropin");
+const dropin = require(dropinAt < 0 ? "./index.js" : resolve(process.argv[dropinAt + 1])).buildSystemPrompt;
+const piAt = process.argv.indexOf("--pi");
+const PI = piAt < 0 ? "0.73.1" : process.argv[piAt + 1];
+if (PI !== "0.73.1" && PI !== "1.6.0") throw new Error("--pi takes 0.73.1 or 1.6.0");
+const harness = await import(PI === "1.6.0" ? "../../examples/pi-compat-1.6/peer/harness.mjs" : "../../examples/pi-compat/peer/harness.mjs");
+const { enterCase, expectedPath, listCases, loadCase, loadPeer, PEER_VERSION } = harness;
+const PEER_PACKAGE = PI === "1.6.0" ? "@earendil-works/pi-coding-agent" : "@mariozechner/pi-coding-agent";
+// 0.73.1 is what the drop-in serves here without a version; 1.6.0 is asked for by name.
+const SETTINGS = { version: PI };
+const buildSystemPrompt = PI === "1.6.0" ? (options) => dropin(options, SETTINGS) : dropin;
 
 function flag(name, fallback) {
   const i = process.argv.indexOf(name);
@@ -27,14 +42,19 @@ const warmup = flag("--warmup", 2000);
 const batches = flag("--batches", 21);
 const calls = flag("--calls", 1000);
 
-const peer = await loadPeer();
-const cases = listCases().map(loadCase);
+const peerFn = await loadPeer();
+const cases = listCases()
+  .map(loadCase)
+  .map((c) => (c.differs === undefined ? c : { ...c, peerOptions: harness.escapeContext(c.options), fixture: harness.intendedPath(c.name) }));
+// Each side called on a case: the peer on the escaped options of a case that differs.
+const peerCall = (c) => peerFn(c.peerOptions ?? c.options);
+const oursCall = (c) => buildSystemPrompt(c.options);
 
 for (const c of cases) {
   enterCase(c);
-  const expected = readFileSync(expectedPath(c.name), "utf8");
-  if (peer(c.options) !== expected) throw new Error(`${c.name}: the peer does not return expected.txt`);
-  if (buildSystemPrompt(c.options) !== expected) throw new Error(`${c.name}: the drop-in does not return expected.txt`);
+  const expected = readFileSync(c.fixture ?? expectedPath(c.name), "utf8");
+  if (peerCall(c) !== expected) throw new Error(`${c.name}: the peer does not return expected.txt`);
+  if (oursCall(c) !== expected) throw new Error(`${c.name}: the drop-in does not return expected.txt`);
 }
 
 const median = (xs) => {
@@ -51,7 +71,7 @@ let sink = 0;
 function batch(fn, c) {
   const cpu0 = process.cpuUsage();
   const t0 = process.hrtime.bigint();
-  for (let i = 0; i < calls; i++) sink += fn(c.options).length;
+  for (let i = 0; i < calls; i++) sink += fn(c).length;
   const wall = Number(process.hrtime.bigint() - t0) / calls;
   const cpu = process.cpuUsage(cpu0);
   return [wall, ((cpu.user + cpu.system) * 1000) / calls];
@@ -60,14 +80,14 @@ function batch(fn, c) {
 const rows = [];
 for (const c of cases) {
   enterCase(c);
-  for (let i = 0; i < warmup; i++) sink += peer(c.options).length + buildSystemPrompt(c.options).length;
+  for (let i = 0; i < warmup; i++) sink += peerCall(c).length + oursCall(c).length;
   const peerNs = [];
   const oursNs = [];
   const peerCpu = [];
   const oursCpu = [];
   for (let b = 0; b < batches; b++) {
-    const [pw, pc] = batch(peer, c);
-    const [ow, oc] = batch(buildSystemPrompt, c);
+    const [pw, pc] = batch(peerCall, c);
+    const [ow, oc] = batch(oursCall, c);
     peerNs.push(pw);
     peerCpu.push(pc);
     oursNs.push(ow);
@@ -75,7 +95,7 @@ for (const c of cases) {
   }
   rows.push({
     case: c.name,
-    bytes: Buffer.byteLength(peer(c.options)),
+    bytes: Buffer.byteLength(oursCall(c)),
     peer_ns: median(peerNs),
     ours_ns: median(oursNs),
     peer_cpu_ns: median(peerCpu),
@@ -88,7 +108,7 @@ for (const c of cases) {
 function round(fn) {
   for (const c of cases) {
     enterCase(c);
-    sink += fn(c.options).length;
+    sink += fn(c).length;
   }
 }
 const rounds = Math.max(1, Math.round(calls / cases.length));
@@ -98,8 +118,8 @@ const overallPeerCpu = [];
 const overallOursCpu = [];
 for (let b = 0; b < batches; b++) {
   for (const [fn, out, outCpu] of [
-    [peer, overallPeer, overallPeerCpu],
-    [buildSystemPrompt, overallOurs, overallOursCpu],
+    [peerCall, overallPeer, overallPeerCpu],
+    [oursCall, overallOurs, overallOursCpu],
   ]) {
     const cpu0 = process.cpuUsage();
     const t0 = process.hrtime.bigint();
@@ -146,9 +166,9 @@ for (const [example, send, target] of [
 const fmt = (n) => Math.round(n).toLocaleString("en-US");
 const ratio = (peerNs, oursNs) => `${(peerNs / oursNs).toFixed(2)}×`;
 if (process.argv.includes("--json")) {
-  console.log(JSON.stringify({ peer: `@mariozechner/pi-coding-agent@${PEER_VERSION}`, node: process.version, settings: { warmup, batches, calls }, cases: rows, overall, api, sink }, null, 2));
+  console.log(JSON.stringify({ peer: `${PEER_PACKAGE}@${PEER_VERSION}`, node: process.version, settings: { warmup, batches, calls }, cases: rows, overall, api, sink }, null, 2));
 } else {
-  console.log(`peer @mariozechner/pi-coding-agent@${PEER_VERSION} vs @promptstack/node, node ${process.version}, ${cpus()[0]?.model ?? "unknown cpu"}, load ${loadavg().map((l) => l.toFixed(2)).join(" ")}`);
+  console.log(`peer ${PEER_PACKAGE}@${PEER_VERSION} vs @promptstack/node, node ${process.version}, ${cpus()[0]?.model ?? "unknown cpu"}, load ${loadavg().map((l) => l.toFixed(2)).join(" ")}`);
   console.log(`ns per call (wall, then CPU of the process), median of ${batches} batches of ${calls} calls after ${warmup} warm-up calls per case; peer ÷ ours above 1× means the drop-in is faster`);
   console.log("");
   console.log("| case | bytes | peer | @promptstack/node | peer ÷ ours | peer CPU | ours CPU | CPU peer ÷ ours |");

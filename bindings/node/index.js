@@ -398,8 +398,119 @@ class CiteStream {
 // examples/pi-compat/README.md describes; the clock and the package directory are read as the
 // peer reads them (see docs/bindings.md).
 
+/** The instant written into a 0.73.1 send's text; the call's own clock reading goes beside it. */
+const PI_PLACEHOLDER_NOW = "2000-01-01T00:00:00Z";
+
 /** The model descriptor of every pi-compat send (the spec does not render it). */
 const PI_MODEL = { id: "claude-sonnet-4-5", name: "Claude Sonnet 4.5", provider: "anthropic" };
+
+/** `PI_MODEL` as JSON, written once. */
+const PI_MODEL_JSON = JSON.stringify(PI_MODEL);
+
+// The send's JSON text, written without `JSON.stringify` walking the whole send on every call:
+// escaping long context files and skills was most of a large call. A string's JSON is kept by
+// the string (a `Map` finds a string it has seen by its cached hash), bounded by entries and
+// characters. Everything else is written as `JSON.stringify` writes it, member by member: a value
+// that is neither a string nor an array of strings is handed to `JSON.stringify` as the only
+// member of an object, so `toJSON`, left-out values and every other rule stay its own.
+const jsonStrings = new Map();
+let jsonStringChars = 0;
+const JSON_STRINGS_MAX = 4096;
+const JSON_STRING_CHARS_MAX = 8 << 20;
+
+function jsonString(text) {
+  let json = jsonStrings.get(text);
+  if (json === undefined) {
+    json = JSON.stringify(text);
+    if (jsonStrings.size >= JSON_STRINGS_MAX || jsonStringChars + text.length + json.length > JSON_STRING_CHARS_MAX) {
+      jsonStrings.clear();
+      jsonStringChars = 0;
+    }
+    jsonStrings.set(text, json);
+    jsonStringChars += text.length + json.length;
+  }
+  return json;
+}
+
+/**
+ * `"key":value` as `JSON.stringify` writes the member of an object, or "" where it leaves it
+ * out. Strings, arrays of strings and plain objects of strings are written here; anything else
+ * by `JSON.stringify`.
+ */
+function jsonMember(key, value) {
+  if (typeof value === "string") return `"${key}":${jsonString(value)}`;
+  if (Array.isArray(value) && value.toJSON === undefined) {
+    const length = value.length;
+    let out = "";
+    let i = 0;
+    for (; i < length; i++) {
+      const item = value[i];
+      if (typeof item !== "string") break;
+      out += (i === 0 ? "" : ",") + jsonString(item);
+    }
+    if (i === length) return `"${key}":[${out}]`;
+  } else if (value !== null && typeof value === "object" && Object.getPrototypeOf(value) === Object.prototype && value.toJSON === undefined) {
+    // A plain object of strings (tool snippets): its own enumerable keys, in their order.
+    let out = "";
+    let all = true;
+    for (const name of Object.keys(value)) {
+      const item = value[name];
+      if (typeof item !== "string") {
+        all = false;
+        break;
+      }
+      out += (out === "" ? "" : ",") + jsonString(name) + ":" + jsonString(item);
+    }
+    if (all) return `"${key}":{${out}}`;
+  }
+  const member = JSON.stringify({ [key]: value });
+  return member === "{}" ? "" : member.slice(1, -1);
+}
+
+/** An object of the drop-in's own making (plain keys, in their order), as `JSON.stringify` writes it. */
+function jsonRecord(record) {
+  let out = "";
+  for (const key of Object.keys(record)) {
+    const member = jsonMember(key, record[key]);
+    if (member !== "") out += (out === "" ? "" : ",") + member;
+  }
+  return `{${out}}`;
+}
+
+/** A list of the drop-in's records (context files, skills, sections). */
+function jsonRecords(records) {
+  let out = "";
+  for (let i = 0; i < records.length; i++) out += (i === 0 ? "" : ",") + jsonRecord(records[i]);
+  return `[${out}]`;
+}
+
+/**
+ * A send of the drop-in's making, byte for byte `JSON.stringify(send)`: `model` is `PI_MODEL`,
+ * `variables` a record, `context_files`, `skills` and `variables.sections` lists of records.
+ */
+function piSendJson(send) {
+  let out = "";
+  for (const key of Object.keys(send)) {
+    const value = send[key];
+    let member;
+    if (key === "model") {
+      member = `"model":${PI_MODEL_JSON}`;
+    } else if (key === "variables") {
+      let variables = "";
+      for (const name of Object.keys(value)) {
+        const m = name === "sections" ? `"sections":${jsonRecords(value[name])}` : jsonMember(name, value[name]);
+        if (m !== "") variables += (variables === "" ? "" : ",") + m;
+      }
+      member = `"variables":{${variables}}`;
+    } else if (key === "context_files" || key === "skills") {
+      member = `"${key}":${jsonRecords(value)}`;
+    } else {
+      member = jsonMember(key, value);
+    }
+    if (member !== "") out += (out === "" ? "" : ",") + member;
+  }
+  return `{${out}}`;
+}
 
 let piAgent = null;
 
@@ -588,7 +699,10 @@ function buildSystemPrompt073(options, settings) {
   if (options.toolSnippets != null) variables.tool_snippets = options.toolSnippets;
   if (options.promptGuidelines != null) variables.prompt_guidelines = options.promptGuidelines;
   if (options.appendSystemPrompt != null) variables.append = options.appendSystemPrompt;
-  const send = { now: localNow(), model: PI_MODEL, cwd, variables };
+  // The send is written with a placeholder instant and the clock passed beside it, so the
+  // addon finds a send it has read before by its text (one reading and check per distinct send).
+  const now = localNow();
+  const send = { now: PI_PLACEHOLDER_NOW, model: PI_MODEL, cwd, variables };
   const files = options.contextFiles;
   if (files != null) {
     send.context_files = files.map((file) => ({ path: file.path, content: file.content }));
@@ -605,10 +719,10 @@ function buildSystemPrompt073(options, settings) {
       }
     }
   }
-  const json = JSON.stringify(send);
+  const json = piSendJson(send);
   const agent = piCompatAgent();
   try {
-    return agent.systemText(json, "system");
+    return agent.systemTextAt(json, now, "system");
   } catch (error) {
     throw convert(error);
   }
@@ -781,10 +895,10 @@ function buildSystemPrompt16(options, settings) {
       }
     }
   }
-  const json = JSON.stringify(send);
+  const json = piSendJson(send);
   const agent = piCompat16Agent();
   try {
-    return agent.systemText(json, "system");
+    return agent.systemTextAt(json, PI_16_NOW, "system");
   } catch (error) {
     throw convert(error);
   }

@@ -15,8 +15,9 @@
 //! JSON object (`kind`, `message`, and the located diagnostics); `index.js` rebuilds the matching
 //! `Error` subclass from it, so every diagnostic reaches JavaScript as data, not as text to parse.
 
+use std::collections::HashMap;
 use std::path::Path;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 
 use napi::bindgen_prelude::{Buffer, Either, Error, Result, Status};
 use napi_derive::napi;
@@ -96,6 +97,32 @@ fn bytes_of(input: &Either<String, Buffer>) -> &[u8] {
 #[napi]
 pub struct Agent {
     inner: promptstack::Agent,
+    /// The sends [`Agent::system_text_at`] has read, by their JSON text: each distinct send is
+    /// read and checked once (see [`PreparedSends`]).
+    prepared: Mutex<PreparedSends>,
+}
+
+/// Sends already read and checked, by their exact JSON text. Bounded: past
+/// [`PreparedSends::MAX_ENTRIES`] sends or [`PreparedSends::MAX_BYTES`] of keys it starts afresh,
+/// so a process that never repeats a send keeps at most that much.
+#[derive(Default)]
+struct PreparedSends {
+    sends: HashMap<String, SendContext>,
+    bytes: usize,
+}
+
+impl PreparedSends {
+    const MAX_ENTRIES: usize = 256;
+    const MAX_BYTES: usize = 8 << 20;
+
+    fn insert(&mut self, key: String, ctx: SendContext) -> &mut SendContext {
+        if self.sends.len() >= Self::MAX_ENTRIES || self.bytes + key.len() > Self::MAX_BYTES {
+            self.sends.clear();
+            self.bytes = 0;
+        }
+        self.bytes += key.len();
+        self.sends.entry(key).or_insert(ctx)
+    }
 }
 
 #[napi]
@@ -110,7 +137,7 @@ impl Agent {
             .map_err(|e| failure("InputError", e.to_string(), json!({ "path": path })))?;
         let format = SpecFormat::from_name(&path.display().to_string());
         match promptstack::registry::compile(&bytes, path, format, &limits) {
-            Ok(inner) => Ok(Agent { inner }),
+            Ok(inner) => Ok(Agent::new(inner)),
             Err(promptstack::registry::LoadError::Spec(error)) => {
                 Err(spec_failure("SpecError", &error))
             }
@@ -147,7 +174,7 @@ impl Agent {
         let inner = promptstack::Agent::from_source(bytes_of(&text), &name, format)
             .map_err(|e| spec_failure("SpecError", &e))?
             .with_template_memory(Limits::default().get(Limit::TemplateMemory));
-        Ok(Agent { inner })
+        Ok(Agent::new(inner))
     }
 
     /// The agent's name.
@@ -194,6 +221,36 @@ impl Agent {
         Ok(composition.system)
     }
 
+    /// [`Agent::system_text`] for a send that is read once and kept: `send` is its JSON text with
+    /// a placeholder `now`, `now` the moment of this call (RFC 3339). The first call with a given
+    /// text reads and checks it exactly as [`Agent::system_text`] does (a refused send is not
+    /// kept, so it is refused again with the same diagnostics); later calls find it by the text
+    /// and only read `now`. The `buildSystemPrompt` drop-in's path.
+    #[napi(catch_unwind)]
+    pub fn system_text_at(&self, send: String, now: String, target: String) -> Result<String> {
+        let now: promptstack::context::Now =
+            now.parse().map_err(|e: promptstack::context::NowError| {
+                failure(
+                    "SendError",
+                    format!("send: now: {e}"),
+                    json!({ "diagnostics": [] }),
+                )
+            })?;
+        let mut prepared = self.prepared.lock().unwrap_or_else(|e| e.into_inner());
+        let ctx = match prepared.sends.get_mut(&send) {
+            Some(ctx) => ctx,
+            None => {
+                let ctx = self.send(&Either::A(send.clone()))?;
+                prepared.insert(send, ctx)
+            }
+        };
+        ctx.now = now;
+        let assembly = self.inner.assemble(ctx).map_err(|e| engine_failure(&e))?;
+        drop(prepared);
+        let composition = assembly.compose(&target).map_err(|e| engine_failure(&e))?;
+        Ok(composition.system)
+    }
+
     /// The spec's own lint findings, then for each send (JSON) those of assembling it and
     /// composing every target: a list of diagnostics, each with `send` (its index) when it is
     /// about one.
@@ -236,6 +293,13 @@ impl Agent {
 }
 
 impl Agent {
+    fn new(inner: promptstack::Agent) -> Self {
+        Agent {
+            inner,
+            prepared: Mutex::default(),
+        }
+    }
+
     fn assemble_stringified_inner(&self, send: String) -> Result<promptstack::Assembly> {
         // The same reading as every other entry point (and the CLI): schema, site patterns and
         // variable shapes are checked, so no send is accepted here that the CLI refuses.

@@ -183,3 +183,34 @@ test("inputs outside the parity domain fail with an error instead of imitating J
     assert.throws(() => buildSystemPrompt(options), TypeError, JSON.stringify(options));
   }
 });
+
+test("a send read before is found again: a changed options object, a new day and a refused send all give what a first call gives", () => {
+  const options = { cwd: "/w", contextFiles: [{ path: "/w/AGENTS.md", content: "one" }], skills: [] };
+  const days = [Date.UTC(2026, 0, 2), Date.UTC(2026, 0, 3)];
+  for (let round = 0; round < 2; round++) {
+    for (const nowMs of days) {
+      enterCase({ nowMs, packageDir: "/opt/pi", options });
+      assert.equal(buildSystemPrompt(options), peer(options), `round ${round}, ${new Date(nowMs).toISOString()}`);
+    }
+  }
+  // The same object changed in place, at the top and deep inside, is read afresh.
+  options.contextFiles[0].content = "two";
+  options.skills.push({ name: "s", description: "d", filePath: "/s/SKILL.md" });
+  assert.equal(buildSystemPrompt(options), peer(options));
+  assert.match(buildSystemPrompt(options), /\ntwo\n/);
+  options.cwd = "/elsewhere";
+  assert.equal(buildSystemPrompt(options), peer(options));
+  // A refused send is refused on every call, with the same located diagnostics.
+  const bad = { cwd: "/w", contextFiles: [{ path: "/a", content: 3 }] };
+  const refusals = [0, 1].map(() => {
+    try {
+      buildSystemPrompt(bad);
+    } catch (error) {
+      return error;
+    }
+    return null;
+  });
+  for (const error of refusals) assert.ok(error instanceof SendError && error.diagnostics.length > 0);
+  assert.equal(refusals[0].message, refusals[1].message);
+  assert.deepEqual(refusals[0].diagnostics, refusals[1].diagnostics);
+});
