@@ -95,7 +95,7 @@ impl JsonInput {
     }
 }
 
-/// Reads a dict send straight into the send through serde (`pythonize`), for `spec`: the dict is
+/// Reads a dict send straight into the send through serde ([`crate::serde_py`]), for `spec`: the dict is
 /// walked once to check it as the engine checks a send's text (see
 /// `SendContext::from_tree_for`), then deserialised. `None` for anything that is not a `dict`,
 /// and for a dict the engine would refuse or that cannot be decided without its text: it is then
@@ -109,7 +109,7 @@ pub fn send_from_dict(
     }
     promptstack::SendContext::from_tree_for(
         &PyTree(value.clone()),
-        |tree| pythonize::depythonize(&tree.0).ok(),
+        |tree| serde::Deserialize::deserialize(crate::serde_py::PyDeserializer(&tree.0)).ok(),
         Some(spec),
     )
 }
