@@ -6,7 +6,7 @@ it times anything:
 
 - promptstack: ``agent.assemble(send)`` then ``assembly.compose(target)``, the whole pipeline
   (send parsing, gates, toolset, rendering, halves, fingerprint, composition). The send is a dict
-  (``assemble(dict)``: converted to JSON and parsed every call) or JSON bytes. The same sends
+  (``assemble(dict)``: read into the send through serde every call) or JSON bytes. The same sends
   come round every round, so the agent's caches serve their stable halves and volatile units; the
   "clock moved" row gives every call a send of its own (``now`` one minute later each time), the
   next send of a thread: the stable half is reused, the notes that read the clock are rendered.

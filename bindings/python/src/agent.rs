@@ -16,7 +16,7 @@ use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyString};
 
-use crate::convert::{JsonInput, from_json_text, fspath, to_python};
+use crate::convert::{JsonInput, from_json_text, fspath, send_from_dict, to_python};
 use crate::errors::Failure;
 
 /// The name a send given as a dict, `str` or `bytes` is located in.
@@ -140,10 +140,17 @@ impl Agent {
         send: &Bound<'_, PyAny>,
         name: Option<&str>,
     ) -> PyResult<Assembly> {
-        let input = JsonInput::extract(send, "send", name.unwrap_or(SEND_NAME))?;
+        // A dict the engine accepts is the send already; anything else is read as JSON.
+        let input = match send_from_dict(send, self.inner.spec()) {
+            Some(ready) => Ok(ready),
+            None => Err(JsonInput::extract(send, "send", name.unwrap_or(SEND_NAME))?),
+        };
         let agent = self.inner.clone();
         py.detach(move || -> Result<Assembly, Failure> {
-            let send = read_send(&agent, input)?;
+            let send = match input {
+                Ok(ready) => ready,
+                Err(input) => read_send(&agent, input)?,
+            };
             let assembly = agent.assemble(&send)?;
             Ok(Assembly {
                 agent,

@@ -2,9 +2,10 @@
 //! sources snapshot, and how the engine's serialisable reports reach Python.
 //!
 //! Inputs arrive as a `dict` (or any mapping of `str` keys), a JSON `str`, JSON `bytes`, or an
-//! `os.PathLike` naming a JSON file. Whatever the form, the engine reads JSON bytes, so a dict
-//! is written as JSON first (with the GIL held), and parsing, with its located errors, happens
-//! in the engine like for a file. Outputs that the command line prints as JSON are serialised by
+//! `os.PathLike` naming a JSON file. A dict send is read straight into the send through serde
+//! ([`send_from_dict`]) when the engine's checks of it pass; otherwise, and for every other dict,
+//! the dict is written as JSON (with the GIL held) and read by the engine like a file, so every
+//! error is located in that text. Outputs that the command line prints as JSON are serialised by
 //! the same `serde` code and read back with Python's `json.loads`, so key order and values are
 //! the command line's.
 
@@ -91,6 +92,110 @@ impl JsonInput {
                 Ok((bytes, path.display().to_string()))
             }
         }
+    }
+}
+
+/// Reads a dict send straight into the send through serde ([`crate::serde_py`]), for `spec`: the dict is
+/// walked once to check it as the engine checks a send's text (see
+/// `SendContext::from_tree_for`), then deserialised. `None` for anything that is not a `dict`,
+/// and for a dict the engine would refuse or that cannot be decided without its text: it is then
+/// read through [`JsonInput::extract`], whose JSON text gives the located error.
+pub fn send_from_dict(
+    value: &Bound<'_, PyAny>,
+    spec: &promptstack::spec::AgentSpec,
+) -> Option<promptstack::SendContext> {
+    if !value.is_exact_instance_of::<PyDict>() {
+        return None;
+    }
+    promptstack::SendContext::from_tree_for(
+        &PyTree(value.clone()),
+        |tree| serde::Deserialize::deserialize(crate::serde_py::PyDeserializer(&tree.0)).ok(),
+        Some(spec),
+    )
+}
+
+/// A Python value seen as a send's tree: the values [`to_json`] accepts, and nothing else.
+struct PyTree<'py>(Bound<'py, PyAny>);
+
+/// An upper bound of the length of a `str` written as JSON: each character takes at most six
+/// bytes (`\u001f`), and the quotes two.
+fn string_json_bytes(text: &Bound<'_, PyAny>) -> Option<usize> {
+    text.len().ok()?.checked_mul(6)?.checked_add(2)
+}
+
+impl promptstack::context::SendTree for PyTree<'_> {
+    fn kind(&self) -> Option<promptstack::context::TreeKind> {
+        use promptstack::context::TreeKind;
+        let value = &self.0;
+        if value.is_none() {
+            return Some(TreeKind::Null);
+        }
+        if value.is_instance_of::<PyString>() {
+            return string_json_bytes(value).map(|json_bytes| TreeKind::String { json_bytes });
+        }
+        // `bool` is a subclass of `int`: test it first.
+        if value.is_instance_of::<PyBool>() {
+            return Some(TreeKind::Bool);
+        }
+        if value.is_instance_of::<PyInt>() {
+            // As `to_json`: an integer of at most 64 bits, signed or not.
+            let fits = value.extract::<i64>().is_ok() || value.extract::<u64>().is_ok();
+            return fits
+                .then(|| value.extract::<f64>().ok().map(TreeKind::Number))
+                .flatten();
+        }
+        if let Ok(float) = value.cast::<PyFloat>() {
+            let float = float.value();
+            return float.is_finite().then_some(TreeKind::Number(float));
+        }
+        // Containers of the exact types only: a subclass may answer serde's mapping and
+        // sequence calls otherwise than its items, so it is read through its JSON text.
+        if value.is_exact_instance_of::<PyDict>() {
+            return Some(TreeKind::Object);
+        }
+        if value.is_exact_instance_of::<PyList>() || value.is_exact_instance_of::<PyTuple>() {
+            return Some(TreeKind::Array);
+        }
+        None
+    }
+
+    fn entries(
+        &self,
+        need_text: bool,
+        each: &mut dyn FnMut(Option<&str>, usize, &Self) -> bool,
+    ) -> bool {
+        let Ok(dict) = self.0.cast::<PyDict>() else {
+            return false;
+        };
+        for (key, item) in dict.iter() {
+            if !key.is_instance_of::<PyString>() {
+                return false;
+            }
+            let Some(key_bytes) = string_json_bytes(&key) else {
+                return false;
+            };
+            let text = match need_text {
+                true => match key.cast::<PyString>().map(|key| key.to_cow()) {
+                    Ok(Ok(text)) => Some(text),
+                    _ => return false,
+                },
+                false => None,
+            };
+            if !each(text.as_deref(), key_bytes, &PyTree(item)) {
+                return false;
+            }
+        }
+        true
+    }
+
+    fn items(&self, each: &mut dyn FnMut(&Self) -> bool) -> bool {
+        if let Ok(list) = self.0.cast::<PyList>() {
+            return list.iter().all(|item| each(&PyTree(item)));
+        }
+        if let Ok(tuple) = self.0.cast::<PyTuple>() {
+            return tuple.iter().all(|item| each(&PyTree(item)));
+        }
+        false
     }
 }
 

@@ -9,12 +9,14 @@
 //! - `cite`: `CiteStream`.
 //! - `errors`: engine errors as the exceptions of `promptstack/_errors.py`.
 //! - `convert`: sends, conversations and reports between Python values and JSON.
+//! - `serde_py`: a serde deserialiser over Python values, for dict sends.
 
 mod agent;
 mod cite;
 mod convert;
 mod errors;
 mod fence;
+mod serde_py;
 
 use pyo3::prelude::*;
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 import pickle
 from pathlib import Path
-from typing import Any, Dict
+from typing import Any, Dict, List
 
 import pytest
 
@@ -205,3 +205,42 @@ def test_every_error_is_a_promptstack_error() -> None:
     ):
         assert issubclass(cls, promptstack.PromptstackError)
     assert ROOT.is_dir()
+
+
+def _answer(agent: promptstack.Agent, send: Any) -> Any:
+    """What assembling `send` gives: the full text, or the error's class, text and diagnostics."""
+    try:
+        return agent.assemble(send).full
+    except promptstack.PromptstackError as error:
+        return (type(error).__name__, str(error), getattr(error, "diagnostics", None))
+
+
+def test_a_dict_send_answers_as_its_json_text() -> None:
+    # A dict is read without JSON text when the engine accepts it; every answer, accepted or
+    # refused, is the one its pretty JSON text (what a refused dict is located in) gives.
+    agent = promptstack.Agent.from_path(ROOT / SPEC)
+    research: Dict[str, Any] = json.loads((ROOT / SEND).read_text())
+    base: Dict[str, Any] = dict(SEND_DICT)
+    model: Dict[str, Any] = {"id": "gpt-4o", "name": "GPT-4o", "provider": "openai"}
+    sends: List[Dict[str, Any]] = [
+        research,
+        base,
+        dict(base, model=dict(model, context_window=-1)),
+        dict(base, model=dict(model, context_window=1.5)),
+        dict(base, model=dict(model, context_window=True)),
+        dict(base, model=["gpt-4o", "GPT-4o", "openai"]),
+        dict(base, user_message=None),
+        dict(base, user={"name": 7}),
+        dict(base, settings={"web_tools": "yes", "n": 2**63, "f": -0.5, "t": (1, [None])}),
+        dict(base, unexpected=1),
+        dict(base, now="2026-11-30T09:15:00"),
+        {key: value for key, value in base.items() if key != "model"},
+    ]
+    for send in sends:
+        # The text a refused dict is located in: keys sorted, two spaces of indentation.
+        text = json.dumps(send, indent=2, ensure_ascii=False, sort_keys=True).encode()
+        assert _answer(agent, send) == _answer(agent, text), send
+    # Both kinds of answer are among them.
+    answers = [_answer(agent, send) for send in sends]
+    assert any(isinstance(answer, str) for answer in answers)
+    assert any(isinstance(answer, tuple) for answer in answers)

@@ -23,6 +23,7 @@ pub(crate) mod send;
 
 pub use fact::Fact;
 pub(crate) use fact::Scope;
+pub use fast::{SendTree, TreeKind};
 
 // `SendContext` is public at the crate root only; `crate::context::SendContext` keeps naming it
 // inside the crate.

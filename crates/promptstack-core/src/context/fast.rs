@@ -63,24 +63,8 @@ pub(crate) fn read(bytes: &[u8], spec: Option<&crate::AgentSpec>) -> Result<Send
         keys: Vec::new(),
     };
     scan.value(skeleton)?;
-    for skill in &context.skills {
-        for pattern in &skill.sites {
-            if crate::sites::SitePattern::parse(pattern).is_err() {
-                return Err(Declined::Refused);
-            }
-        }
-    }
-    if let Some(spec) = spec {
-        for (name, value) in &context.variables {
-            let misfit = spec
-                .variables
-                .get(name)
-                .and_then(|declared| declared.shape)
-                .and_then(|shape| shape.mismatch(value));
-            if misfit.is_some() {
-                return Err(Declined::Refused);
-            }
-        }
+    if !context_fits(&context, spec) {
+        return Err(Declined::Refused);
     }
     Ok(context)
 }
@@ -519,6 +503,165 @@ impl<'a> Scan<'a> {
 
 /// The place of a value the schema says nothing about.
 static ANYTHING: Node = Node::any();
+
+/// What one value of a [`SendTree`] is.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum TreeKind {
+    /// A mapping of string keys.
+    Object,
+    /// A sequence.
+    Array,
+    /// A string; `json_bytes` is at least the length of its JSON text, quotes included.
+    String {
+        /// An upper bound of the length of the string written as JSON.
+        json_bytes: usize,
+    },
+    /// A number JSON can write (an integer of at most 64 bits, or a finite float), as a float
+    /// for the schema's bounds.
+    Number(f64),
+    /// `true` or `false`.
+    Bool,
+    /// `null`.
+    Null,
+}
+
+/// A send held as values in memory (a host language's dicts and lists), checked by
+/// [`SendContext::check_tree_for`] without being written as JSON text.
+///
+/// Every method answers `None` or `false` for a value that is not JSON (a key that is not a
+/// string, a number JSON cannot write, a type of its own): the tree is then declined.
+pub trait SendTree: Sized {
+    /// What this value is; `None` when it is not a JSON value.
+    fn kind(&self) -> Option<TreeKind>;
+    /// Calls `each` with the key of every entry of an object (its text when `need_text`, and
+    /// an upper bound of its length as JSON) and the entry's value, until `each` answers `false`.
+    /// Answers `false` when `each` did, or when a key is not a string.
+    fn entries(
+        &self,
+        need_text: bool,
+        each: &mut dyn FnMut(Option<&str>, usize, &Self) -> bool,
+    ) -> bool;
+    /// Calls `each` with every item of an array, until it answers `false`; answers `false`
+    /// when `each` did.
+    fn items(&self, each: &mut dyn FnMut(&Self) -> bool) -> bool;
+}
+
+/// The longest JSON text of a number: an integer of 64 bits takes 20 bytes, a float at most 24,
+/// and a float written without a fraction gets `.0`.
+const NUMBER_JSON_BYTES: usize = 26;
+
+/// Whether a send held as a tree is one the located reader accepts, as the text
+/// `serde_json::to_vec_pretty` writes of it: the same size limit ([`MAX_SEND_BYTES`], against an
+/// upper bound of the pretty text's length), nesting, and the schema's types and bounds that
+/// serde does not check itself. `false` when it is not (or not surely) one.
+pub(crate) fn tree_fits<T: SendTree>(tree: &T) -> bool {
+    let Some(skeleton) = SKELETON.as_ref() else {
+        return false;
+    };
+    let mut walk = Walk { bytes: 0 };
+    walk.value(tree, skeleton, 0) && walk.bytes <= MAX_SEND_BYTES
+}
+
+/// One pass over a [`SendTree`], following the skeleton and adding up the pretty text's length.
+struct Walk {
+    bytes: usize,
+}
+
+impl Walk {
+    /// Checks `tree`, a value at `depth` (the number of containers around it), against `node`.
+    fn value<T: SendTree>(&mut self, tree: &T, node: &Node, depth: usize) -> bool {
+        let Some(kind) = tree.kind() else {
+            return false;
+        };
+        let bit = match kind {
+            TreeKind::Object => OBJECT,
+            TreeKind::Array => ARRAY,
+            TreeKind::String { .. } => STRING,
+            TreeKind::Number(_) => NUMBER,
+            TreeKind::Bool => BOOLEAN,
+            TreeKind::Null => NULL,
+        };
+        if node.types & bit == 0 {
+            return false;
+        }
+        // A container opens a level: the text reader counts the root as one, and refuses
+        // more than `MAX_NESTING`.
+        if matches!(kind, TreeKind::Object | TreeKind::Array)
+            && depth + 1 > crate::spec::load::MAX_NESTING
+        {
+            return false;
+        }
+        // Each line of a container's content: its indentation, a comma and a newline.
+        let line = 2 * (depth + 1) + 2;
+        match kind {
+            TreeKind::Object => {
+                self.bytes += 3 + 2 * depth;
+                let need_text = !node.properties.is_empty();
+                tree.entries(need_text, &mut |key, key_bytes, value| {
+                    // Without named keys, every key has the place of every other key.
+                    let child = key
+                        .and_then(|key| node.property(key))
+                        .or(node.additional.as_deref())
+                        .unwrap_or(&ANYTHING);
+                    // `"key": `
+                    self.bytes = self.bytes.saturating_add(line + key_bytes + 2);
+                    self.value(value, child, depth + 1) && self.bytes <= MAX_SEND_BYTES
+                })
+            }
+            TreeKind::Array => {
+                self.bytes += 3 + 2 * depth;
+                let item = node.items.as_deref().unwrap_or(&ANYTHING);
+                tree.items(&mut |value| {
+                    self.bytes = self.bytes.saturating_add(line);
+                    self.value(value, item, depth + 1) && self.bytes <= MAX_SEND_BYTES
+                })
+            }
+            TreeKind::String { json_bytes } => {
+                self.bytes = self.bytes.saturating_add(json_bytes);
+                true
+            }
+            TreeKind::Number(number) => {
+                self.bytes += NUMBER_JSON_BYTES;
+                let below = node.minimum.is_some_and(|minimum| number < minimum);
+                let above = node.maximum.is_some_and(|maximum| number > maximum);
+                !(below || above)
+            }
+            TreeKind::Bool => {
+                self.bytes += 5;
+                true
+            }
+            TreeKind::Null => {
+                self.bytes += 4;
+                true
+            }
+        }
+    }
+}
+
+/// The checks after deserialising, as the text reader makes them: site patterns, and the shapes
+/// the spec declares. `false` when the located reader would refuse the send.
+pub(crate) fn context_fits(context: &SendContext, spec: Option<&crate::AgentSpec>) -> bool {
+    for skill in &context.skills {
+        for pattern in &skill.sites {
+            if crate::sites::SitePattern::parse(pattern).is_err() {
+                return false;
+            }
+        }
+    }
+    if let Some(spec) = spec {
+        for (name, value) in &context.variables {
+            let misfit = spec
+                .variables
+                .get(name)
+                .and_then(|declared| declared.shape)
+                .and_then(|shape| shape.mismatch(value));
+            if misfit.is_some() {
+                return false;
+            }
+        }
+    }
+    true
+}
 
 #[cfg(test)]
 mod tests;

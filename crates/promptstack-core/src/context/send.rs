@@ -245,6 +245,28 @@ impl SendContext {
         Self::read(bytes, name, Some(spec))
     }
 
+    /// Reads a send held as values in memory (a host language's dicts and lists) for an agent
+    /// spec, without writing it as JSON text: `deserialize` reads the tree through serde (the
+    /// host's own deserialiser), and the tree is checked as the text reader checks a text (size,
+    /// nesting, the schema's types and bounds, site patterns, the spec's shapes).
+    ///
+    /// `None` when the located reader would refuse the tree's JSON text, or when this cannot be
+    /// decided here: write the tree as JSON (`serde_json::to_vec_pretty`) and read it with
+    /// [`SendContext::from_json_for`], which reads the same sends to the same value and locates
+    /// every problem. The size limit is checked against an upper bound of that text's length,
+    /// so a send close to the limit is left to the text.
+    pub fn from_tree_for<T: SendTree>(
+        tree: &T,
+        deserialize: impl FnOnce(&T) -> Option<Self>,
+        spec: Option<&crate::AgentSpec>,
+    ) -> Option<Self> {
+        if !fast::tree_fits(tree) {
+            return None;
+        }
+        let context = deserialize(tree)?;
+        fast::context_fits(&context, spec).then_some(context)
+    }
+
     /// The fast reader when it can decide, else the located one: the same sends accepted, read
     /// to the same value, and every refusal located.
     pub(super) fn read(

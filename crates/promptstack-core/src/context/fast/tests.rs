@@ -626,6 +626,73 @@ proptest! {
     }
 }
 
+/// A JSON tree read in place, as a host language's values are.
+impl super::SendTree for Value {
+    fn kind(&self) -> Option<super::TreeKind> {
+        use super::TreeKind;
+        Some(match self {
+            Value::Object(_) => TreeKind::Object,
+            Value::Array(_) => TreeKind::Array,
+            Value::String(text) => TreeKind::String {
+                json_bytes: text.chars().count() * 6 + 2,
+            },
+            Value::Number(number) => TreeKind::Number(number.as_f64()?),
+            Value::Bool(_) => TreeKind::Bool,
+            Value::Null => TreeKind::Null,
+        })
+    }
+
+    fn entries(
+        &self,
+        need_text: bool,
+        each: &mut dyn FnMut(Option<&str>, usize, &Self) -> bool,
+    ) -> bool {
+        let Value::Object(map) = self else {
+            return false;
+        };
+        map.iter().all(|(key, value)| {
+            each(
+                need_text.then_some(key.as_str()),
+                key.chars().count() * 6 + 2,
+                value,
+            )
+        })
+    }
+
+    fn items(&self, each: &mut dyn FnMut(&Self) -> bool) -> bool {
+        let Value::Array(items) = self else {
+            return false;
+        };
+        items.iter().all(each)
+    }
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::default())]
+
+    /// A send held as a tree is read as the located reader reads its pretty text: to the same
+    /// value when accepted, and declined only when that reader refuses it.
+    #[test]
+    fn tree_equivalence(send in send(), mutation in mutation(), for_spec in any::<bool>()) {
+        use serde::Deserialize as _;
+        let Ok(tree) = serde_json::from_slice::<Value>(&render(send, &mutation)) else {
+            return Ok(());
+        };
+        let spec = for_spec.then(shapes_spec);
+        let pretty = serde_json::to_vec_pretty(&tree).unwrap_or_default();
+        let located = SendContext::read_located(&pretty, "send.json", spec.as_ref());
+        let read = SendContext::from_tree_for(
+            &tree,
+            |tree| SendContext::deserialize(tree).ok(),
+            spec.as_ref(),
+        );
+        match read {
+            Some(context) => prop_assert_eq!(Ok(context), located, "the tree was read differently"),
+            None => prop_assert!(located.is_err(), "the tree reader declined a send the located one reads"),
+        }
+    }
+}
+
 #[test]
 fn the_research_send_reads_fast() {
     let bytes = include_bytes!(concat!(
