@@ -63,6 +63,55 @@ pub fn agent(path: &Path) -> anyhow::Result<Agent> {
     )
 }
 
+/// The most eval suites checked beside one spec.
+const MAX_SUITES: usize = 256;
+
+/// Checks the eval suites beside a spec (`evals/*.toml` and `evals/*.json` in its folder) as
+/// `promptstack eval` and a publish read them, every file they name looked up in the spec's
+/// folder. Returns how many were checked; every problem of every bad suite is bad input.
+pub fn suites(spec: &Path) -> anyhow::Result<usize> {
+    let folder = match spec.parent() {
+        Some(parent) if !parent.as_os_str().is_empty() => parent,
+        _ => Path::new("."),
+    };
+    let evals = folder.join("evals");
+    let Ok(entries) = std::fs::read_dir(&evals) else {
+        return Ok(0);
+    };
+    let mut paths = Vec::new();
+    for entry in entries.flatten() {
+        let path = entry.path();
+        let suite = path.extension().is_some_and(|e| e == "toml" || e == "json");
+        if suite && entry.file_type().is_ok_and(|t| t.is_file()) {
+            if paths.len() == MAX_SUITES {
+                return Err(bad_input(anyhow::anyhow!(
+                    "{} holds more than {MAX_SUITES} suites",
+                    evals.display()
+                )));
+            }
+            paths.push(path);
+        }
+    }
+    paths.sort();
+    let exists = |path: &str| {
+        promptstack::spec::check_relative_path(path).is_ok() && folder.join(path).is_file()
+    };
+    let mut refused = Vec::new();
+    for path in &paths {
+        let bytes = read(path, InputKind::Spec)?;
+        if let Err(error) =
+            promptstack_eval::suite::Suite::parse_for(&bytes, &path.display().to_string(), exists)
+        {
+            refused.push(error.to_string());
+        }
+    }
+    if refused.is_empty() {
+        Ok(paths.len())
+    } else {
+        Err(bad_input(anyhow::anyhow!("{}", refused.join("\n\n"))))
+    }
+}
+
 /// Reads a send context (JSON) for `agent`: its variables must have the shapes the spec declares.
 pub fn send(path: &Path, agent: &Agent) -> anyhow::Result<SendContext> {
     let bytes = read(path, InputKind::Send)?;

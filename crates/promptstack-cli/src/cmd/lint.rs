@@ -9,10 +9,11 @@ use crate::input;
 
 /// Check an agent spec: schema, templates, invariants, lint rules; with `--send`, also assemble and
 /// compose every target for each send (token limits, empty variables, render failures). Without
-/// `--send`, blocks with literal text are still held to their `max_tokens` (counted as o200k).
+/// `--send`, blocks with literal text are still held to their `max_tokens` (counted as o200k). The
+/// eval suites beside the spec (`evals/*.toml`) are read as a publish reads them.
 ///
 /// Exit status: 0 when there is no lint error (warnings allowed), 1 when there are lint errors,
-/// 2 when the spec or a send cannot be read or is invalid.
+/// 2 when the spec, a send or an eval suite cannot be read or is invalid.
 #[derive(Debug, clap::Args)]
 pub struct Args {
     /// The agent spec (TOML, or JSON if the name ends in .json).
@@ -29,6 +30,7 @@ pub struct Args {
 
 pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     let agent = input::agent(&args.spec)?;
+    input::suites(&args.spec)?;
     let sends = args
         .send
         .iter()

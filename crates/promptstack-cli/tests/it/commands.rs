@@ -231,3 +231,47 @@ fn lint_checks_token_budgets() {
         });
     }
 }
+
+/// `lint` reads the eval suites beside the spec as a publish does: a bad one is bad input, every
+/// problem located in its file, and a file it names must be in the spec's folder.
+#[test]
+fn lint_checks_the_eval_suites_beside_the_spec() {
+    let dir = tempfile::tempdir().unwrap();
+    let spec = dir.path().join("agent.toml");
+    let root = crate::support::root();
+    std::fs::copy(root.join(SPEC), &spec).unwrap();
+    std::fs::create_dir(dir.path().join("evals")).unwrap();
+    std::fs::create_dir(dir.path().join("sends")).unwrap();
+    std::fs::copy(root.join(SEND), dir.path().join("sends/research.json")).unwrap();
+    let suite = "suite_version = 1\n[models.local]\nformat = \"openai-chat\"\nbase_url = \"http://127.0.0.1:8080/v1\"\nmodel = \"m\"\n[matrix]\nversions = [{ name = \"current\", spec = \"agent.toml\" }]\nmodels = [\"local\"]\n[[scenarios]]\nname = \"s\"\nsend = \"sends/research.json\"\n[[scenarios.assert]]\ntype = \"budget\"\n";
+    std::fs::write(dir.path().join("evals/good.toml"), suite).unwrap();
+    let clean = promptstack().arg("lint").arg(&spec).output().unwrap();
+    assert_eq!(
+        clean.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&clean.stderr)
+    );
+
+    let bad = suite
+        .replace("[\"local\"]", "[\"remote\"]")
+        .replace("sends/research.json", "../sends/research.json");
+    std::fs::write(dir.path().join("evals/bad.toml"), bad).unwrap();
+    std::fs::write(
+        dir.path().join("evals/missing.toml"),
+        suite.replace("sends/research.json", "sends/nowhere.json"),
+    )
+    .unwrap();
+    let refused = promptstack().arg("lint").arg(&spec).output().unwrap();
+    assert_eq!(refused.status.code(), Some(2));
+    let stderr = String::from_utf8_lossy(&refused.stderr);
+    for expected in [
+        "error[unknown-model]",
+        "bad.toml:8:",
+        "error[bad-path]",
+        "error[missing-file]",
+        "missing.toml:11:",
+    ] {
+        assert!(stderr.contains(expected), "{expected} not in {stderr}");
+    }
+}
