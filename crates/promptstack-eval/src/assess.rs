@@ -11,7 +11,7 @@
 use promptstack_core::stream::CitationScore;
 
 use crate::row::{AssertionResult, ToolCallRecord, Verdict};
-use crate::suite::{Assertion, Scenario};
+use crate::suite::{Assertion, Scenario, compile};
 
 /// What one run of a scenario produced, as the assertions read it.
 #[derive(Debug, Clone, Copy)]
@@ -129,14 +129,6 @@ fn kind(assertion: &Assertion) -> &'static str {
         Assertion::Injection { .. } => "injection",
         Assertion::Rubric { .. } => "rubric",
     }
-}
-
-fn compile(pattern: &str) -> Result<regex::Regex, String> {
-    regex::RegexBuilder::new(pattern)
-        .size_limit(crate::suite::MAX_PATTERN_BYTES)
-        .dfa_size_limit(crate::suite::MAX_PATTERN_BYTES)
-        .build()
-        .map_err(|e| format!("the pattern does not compile: {e}"))
 }
 
 impl Check {

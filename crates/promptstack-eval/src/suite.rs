@@ -36,6 +36,10 @@ pub const MAX_STEPS: u32 = 64;
 /// The largest compiled regular expression an assertion or a scripted tool may use, in bytes.
 pub const MAX_PATTERN_BYTES: usize = 256 * 1024;
 
+/// The most regular expressions and JSON Schemas one suite may compile: each costs up to
+/// [`MAX_PATTERN_BYTES`] of work, so a suite's checking stays bounded whatever its size.
+pub const MAX_PATTERNS: usize = 256;
+
 /// The longest scripted tool result, in bytes.
 pub const MAX_RESULT_BYTES: usize = 64 * 1024;
 
@@ -440,6 +444,19 @@ fn check(parsed: &Parsed<Suite>) -> Vec<SpecDiagnostic> {
     let mut at = |code, pointer: String, message: String, hint: Option<&str>| {
         found.push(parsed.diagnostic(code, &pointer, message, hint.map(str::to_owned)));
     };
+    // Past the cap nothing is compiled: the count alone refuses the suite.
+    let patterns = patterns(suite);
+    let compiles = patterns <= MAX_PATTERNS;
+    if !compiles {
+        at(
+            "too-many-patterns",
+            "/scenarios".to_owned(),
+            format!(
+                "the suite holds {patterns} regular expressions and JSON Schemas; at most {MAX_PATTERNS} are compiled"
+            ),
+            Some("share scenarios, or split the suite"),
+        );
+    }
 
     for (name, model) in &suite.models {
         let base = format!("/models/{}", escape(name));
@@ -600,6 +617,7 @@ fn check(parsed: &Parsed<Suite>) -> Vec<SpecDiagnostic> {
         for (t, tool) in scenario.tools.iter().enumerate() {
             let pointer = format!("{base}/tools/{t}");
             if let Some(pattern) = &tool.arguments
+                && compiles
                 && let Err(why) = compile(pattern)
             {
                 at("bad-pattern", format!("{pointer}/arguments"), why, None);
@@ -616,7 +634,7 @@ fn check(parsed: &Parsed<Suite>) -> Vec<SpecDiagnostic> {
         }
         for (a, assertion) in scenario.assertions.iter().enumerate() {
             let pointer = format!("{base}/assert/{a}");
-            check_assertion(suite, assertion, &pointer, &mut at);
+            check_assertion(suite, assertion, &pointer, compiles, &mut at);
         }
     }
     found
@@ -655,15 +673,16 @@ fn check_assertion(
     suite: &Suite,
     assertion: &Assertion,
     pointer: &str,
+    compiles: bool,
     at: &mut impl FnMut(&'static str, String, String, Option<&str>),
 ) {
     match assertion {
-        Assertion::Regex { pattern, .. } | Assertion::ToolArguments { pattern, .. } => {
+        Assertion::Regex { pattern, .. } | Assertion::ToolArguments { pattern, .. } if compiles => {
             if let Err(why) = compile(pattern) {
                 at("bad-pattern", format!("{pointer}/pattern"), why, None);
             }
         }
-        Assertion::JsonSchema { schema } => {
+        Assertion::JsonSchema { schema } if compiles => {
             if let Err(error) = jsonschema::validator_for(schema) {
                 at(
                     "bad-schema",
@@ -785,8 +804,37 @@ pub fn check_path(path: &str) -> Result<(), String> {
     check_relative_path(path).map_err(|why| format!("`{}`: {why}", clip(path)))
 }
 
-/// Compiles a pattern within [`MAX_PATTERN_BYTES`].
-fn compile(pattern: &str) -> Result<regex::Regex, String> {
+/// How many regular expressions and JSON Schemas a suite compiles.
+fn patterns(suite: &Suite) -> usize {
+    suite
+        .scenarios
+        .iter()
+        .map(|scenario| {
+            let tools = scenario
+                .tools
+                .iter()
+                .filter(|t| t.arguments.is_some())
+                .count();
+            let assertions = scenario
+                .assertions
+                .iter()
+                .filter(|a| {
+                    matches!(
+                        a,
+                        Assertion::Regex { .. }
+                            | Assertion::ToolArguments { .. }
+                            | Assertion::JsonSchema { .. }
+                    )
+                })
+                .count();
+            tools + assertions
+        })
+        .sum()
+}
+
+/// Compiles a pattern within [`MAX_PATTERN_BYTES`]: the one way a suite's patterns are compiled,
+/// when the suite is checked and when its assertions are decided.
+pub(crate) fn compile(pattern: &str) -> Result<regex::Regex, String> {
     regex::RegexBuilder::new(pattern)
         .size_limit(MAX_PATTERN_BYTES)
         .dfa_size_limit(MAX_PATTERN_BYTES)

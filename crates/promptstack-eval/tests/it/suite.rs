@@ -210,3 +210,23 @@ fn files_a_suite_names_must_exist() {
     })
     .unwrap();
 }
+
+#[test]
+fn a_suite_compiles_a_bounded_number_of_patterns() {
+    let mut text = String::from(
+        "suite_version = 1\n[models.m]\nformat = \"openai-chat\"\nbase_url = \"http://127.0.0.1:1/v1\"\nmodel = \"m\"\n[matrix]\nversions = [{ name = \"v\", ref = \"production\" }]\nmodels = [\"m\"]\n",
+    );
+    for s in 0..5 {
+        text.push_str(&format!(
+            "[[scenarios]]\nname = \"s{s}\"\nsend = \"sends/x.json\"\n"
+        ));
+        for _ in 0..52 {
+            // Heavy to compile, and one that does not compile: past the cap neither is tried.
+            text.push_str("[[scenarios.assert]]\ntype = \"regex\"\npattern = \"\\\\w{50}(\"\n");
+        }
+    }
+    let error = Suite::parse(text.as_bytes(), "many.toml").unwrap_err();
+    let codes: Vec<&str> = error.diagnostics.iter().map(|d| d.code).collect();
+    assert_eq!(codes, ["too-many-patterns"], "{error}");
+    assert!(error.diagnostics[0].location.is_some());
+}

@@ -15,6 +15,21 @@ fn with_files(files: &[(&str, String)]) -> serde_json::Value {
     value
 }
 
+/// How many versions the chat assistant has.
+async fn versions(h: &Harness) -> usize {
+    h.call(
+        Method::GET,
+        "/v1/agents/chat-assistant/versions",
+        Some(&h.acme.viewer),
+        None,
+    )
+    .await
+    .json()["items"]
+        .as_array()
+        .unwrap()
+        .len()
+}
+
 /// The subjects of a problem's diagnostics.
 fn subjects(problem: &serde_json::Value) -> Vec<String> {
     problem["diagnostics"]
@@ -73,16 +88,7 @@ async fn path_like_file_names_are_refused_all_at_once_and_nothing_is_stored() {
     assert!(!answer.text().contains('\u{1b}'), "{}", answer.text());
     assert!(answer.text().contains("\\\\u{1b}"), "{}", answer.text());
     // Nothing was stored: the agent still has its one version.
-    let versions = h
-        .call(
-            Method::GET,
-            "/v1/agents/chat-assistant/versions",
-            Some(&h.acme.viewer),
-            None,
-        )
-        .await
-        .json();
-    assert_eq!(versions["items"].as_array().unwrap().len(), 1);
+    assert_eq!(versions(&h).await, 1);
 }
 
 #[tokio::test]
@@ -210,16 +216,7 @@ async fn eval_suites_are_checked_on_publish_every_problem_located_in_its_file() 
         "{problem}"
     );
     // Nothing was stored: the agent still has its one version.
-    let versions = h
-        .call(
-            Method::GET,
-            "/v1/agents/chat-assistant/versions",
-            Some(&h.acme.viewer),
-            None,
-        )
-        .await
-        .json();
-    assert_eq!(versions["items"].as_array().unwrap().len(), 1);
+    assert_eq!(versions(&h).await, 1);
 }
 
 #[tokio::test]
