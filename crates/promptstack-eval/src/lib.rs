@@ -45,6 +45,7 @@
 //! ```
 
 pub mod assess;
+pub mod endpoint;
 mod error;
 pub mod record;
 pub mod report;
