@@ -43,6 +43,9 @@ pub const MAX_PATTERNS: usize = 256;
 /// The longest scripted tool result, in bytes.
 pub const MAX_RESULT_BYTES: usize = 64 * 1024;
 
+/// The most sources one scripted result reports.
+pub const MAX_SCRIPTED_SOURCES: usize = 32;
+
 static SUITE_KIND: DocumentKind = DocumentKind::new(
     "eval suite",
     "suite_version",
@@ -237,11 +240,32 @@ pub struct ScriptedTool {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub arguments: Option<String>,
     /// The result text, fenced with the tool's declared fence kind before the model sees it.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
     pub result: String,
+    /// Sources the result reports, registered with the turn's source registry as a search or a
+    /// fetch would register them: each is numbered and labelled `[Source N] (cite as [N])`, and
+    /// is what a citation of the answer may resolve to.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[schemars(length(max = 32))]
+    pub sources: Vec<ScriptedSource>,
     /// Instructions planted in the result as a hostile page would carry them; the injection
     /// assertions check that the answer did not follow them.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub injection: Option<String>,
+}
+
+/// A source a scripted result reports.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ScriptedSource {
+    /// The page's address: an `http` or `https` URL.
+    pub url: String,
+    /// The page's title.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub title: Option<String>,
+    /// What the page says (the snippet or the extracted text the model reads).
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub text: String,
 }
 
 /// One check of an answer. Those with `not = true` pass when the check fails.
@@ -622,7 +646,44 @@ fn check(parsed: &Parsed<Suite>) -> Vec<SpecDiagnostic> {
             {
                 at("bad-pattern", format!("{pointer}/arguments"), why, None);
             }
-            let bytes = tool.result.len() + tool.injection.as_ref().map_or(0, String::len);
+            if tool.result.is_empty() && tool.sources.is_empty() {
+                at(
+                    "empty-result",
+                    pointer.clone(),
+                    "a scripted result has a `result` text, `sources`, or both".into(),
+                    None,
+                );
+            }
+            if tool.sources.len() > MAX_SCRIPTED_SOURCES {
+                at(
+                    "too-many",
+                    format!("{pointer}/sources"),
+                    format!(
+                        "{} sources; the limit is {MAX_SCRIPTED_SOURCES}",
+                        tool.sources.len()
+                    ),
+                    None,
+                );
+            }
+            for (i, source) in tool.sources.iter().enumerate() {
+                let web = url::Url::parse(&source.url)
+                    .is_ok_and(|url| matches!(url.scheme(), "http" | "https"));
+                if !web {
+                    at(
+                        "bad-url",
+                        format!("{pointer}/sources/{i}/url"),
+                        format!("`{}` is not an http or https URL", clip(&source.url)),
+                        None,
+                    );
+                }
+            }
+            let bytes = tool.result.len()
+                + tool.injection.as_ref().map_or(0, String::len)
+                + tool
+                    .sources
+                    .iter()
+                    .map(|s| s.url.len() + s.title.as_ref().map_or(0, String::len) + s.text.len())
+                    .sum::<usize>();
             if bytes > MAX_RESULT_BYTES {
                 at(
                     "too-large",
