@@ -47,6 +47,7 @@
 pub mod assess;
 pub mod endpoint;
 mod error;
+pub mod price;
 pub mod record;
 pub mod report;
 pub mod row;

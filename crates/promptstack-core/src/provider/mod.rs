@@ -46,7 +46,9 @@ pub use conversation::{
 pub use plan::{
     Boundary, Breakpoint, CachePlan, CacheState, Cost, PlanUnit, Region, RuleSummary, Skipped,
 };
-pub use rules::{BUNDLED as BUNDLED_RULES, Family, Retention, Rule, Rules, Ttl};
+pub use rules::{
+    BUNDLED as BUNDLED_RULES, Family, Retention, Rule, Rules, Ttl, model_glob_matches,
+};
 
 /// A request format.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default, Serialize, serde::Deserialize)]

@@ -104,7 +104,7 @@ fn one() -> u32 {
 impl Rule {
     /// Whether this row applies to a model id.
     pub fn matches(&self, family: Family, model: &str) -> bool {
-        self.provider == family && glob(&self.models, &normalise_model(model))
+        self.provider == family && model_glob_matches(&self.models, model)
     }
 
     /// The shortest lifetime that outlives `gap_seconds`, else the longest one.
@@ -231,6 +231,13 @@ impl Rules {
                 )
             })
     }
+}
+
+/// Whether a `models` glob of a provider data table (`*` matches any run of characters) matches a
+/// model id, compared lowercase and without a `vendor/` prefix: the one way the rules table and
+/// every other per-model table match models.
+pub fn model_glob_matches(pattern: &str, model: &str) -> bool {
+    glob(pattern, &normalise_model(model))
 }
 
 /// The lowercase model id without a `vendor/` prefix.
