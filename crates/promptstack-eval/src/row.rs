@@ -94,6 +94,13 @@ pub struct ResultRow {
     /// The cost from the price table, when the table prices this model.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cost: Option<MicroUsd>,
+    /// The input tokens the provider rules table predicted this run's requests would read from
+    /// the cache (every request replayed, in the order it was sent to the model, into one
+    /// simulated cache per model); absent when no prediction was made. Counted with the
+    /// engine's token estimate, so it sits beside the measured `usage.cache_read_tokens`, not
+    /// equal to it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub predicted_cache_read_tokens: Option<u64>,
     /// Each assertion's verdict, in the scenario's order.
     #[serde(default)]
     pub assertions: Vec<AssertionResult>,
@@ -133,6 +140,7 @@ impl ResultRow {
             latency: Latency::default(),
             usage: Usage::default(),
             cost: None,
+            predicted_cache_read_tokens: None,
             assertions: Vec::new(),
             passed,
             error: None,
@@ -158,6 +166,13 @@ impl ResultRow {
     #[must_use]
     pub fn with_cost(mut self, cost: MicroUsd) -> Self {
         self.cost = Some(cost);
+        self
+    }
+
+    /// Sets the predicted cache reads.
+    #[must_use]
+    pub fn with_predicted_cache_read_tokens(mut self, tokens: u64) -> Self {
+        self.predicted_cache_read_tokens = Some(tokens);
         self
     }
 

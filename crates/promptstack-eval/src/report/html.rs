@@ -185,7 +185,44 @@ fn matrix(out: &mut String, report: &Report, scenarios: &[(&str, Vec<&ResultRow>
                 version.runs
             );
         }
-        out.push_str("</tr>\n</tbody>\n</table>\n");
+        out.push_str("</tr>\n");
+        accounting_rows(out, &matrix.versions);
+        out.push_str("</tbody>\n</table>\n");
+    }
+}
+
+/// The matrix's last rows: tokens, cache reads beside their prediction, and cost per version.
+fn accounting_rows(out: &mut String, versions: &[&Summary]) {
+    let known = |value: Option<u64>| value.map_or_else(|| "—".to_owned(), |v| v.to_string());
+    let rows: [(&str, &dyn Fn(&Summary) -> String); 3] = [
+        ("tokens in / out", &|s| {
+            format!(
+                "{} / {}",
+                s.accounting.input_tokens, s.accounting.output_tokens
+            )
+        }),
+        ("cache read: measured / predicted", &|s| {
+            format!(
+                "{} / {}",
+                known(s.accounting.cache_read_tokens),
+                known(s.accounting.predicted_cache_read_tokens)
+            )
+        }),
+        (
+            "cost",
+            &|s| match (s.accounting.cost, s.accounting.unpriced_runs) {
+                (None, _) => "unpriced".to_owned(),
+                (Some(cost), 0) => cost.to_string(),
+                (Some(cost), unpriced) => format!("{cost} + {unpriced} unpriced runs"),
+            },
+        ),
+    ];
+    for (label, value) in rows {
+        let _ = write!(out, "<tr><th scope=\"row\">{label}</th>");
+        for version in versions {
+            let _ = write!(out, "<td>{}</td>", value(version));
+        }
+        out.push_str("</tr>\n");
     }
 }
 

@@ -64,6 +64,8 @@ pub(super) fn write(report: &Report, config: &TerminalConfig) -> String {
     cell_table(&mut out, stats, &confidence, width);
     out.push('\n');
     summary_table(&mut out, stats, width);
+    out.push('\n');
+    accounting_table(&mut out, stats, width);
     comparisons(&mut out, stats, &confidence, width);
     failures(&mut out, report, width);
     out
@@ -244,6 +246,42 @@ fn summary_table(out: &mut String, stats: &Statistics, width: usize) {
                 s.scenarios.to_string(),
                 format!("{}/{}", s.passes, s.runs),
                 percent(s.mean_pass_rate),
+            ]
+        })
+        .collect();
+    table(out, &columns, &rows, width);
+}
+
+/// Tokens, cache reads beside their prediction, and cost, per version on a model.
+fn accounting_table(out: &mut String, stats: &Statistics, width: usize) {
+    let columns = [
+        Column::name("model"),
+        Column::name("version"),
+        Column::number("tokens in"),
+        Column::number("tokens out"),
+        Column::number("cache read"),
+        Column::number("predicted"),
+        Column::number("cost"),
+    ];
+    let known = |value: Option<u64>| value.map_or_else(|| "—".to_owned(), |v| v.to_string());
+    let rows: Vec<Vec<String>> = stats
+        .summaries
+        .iter()
+        .map(|s| {
+            let a = &s.accounting;
+            let cost = match (a.cost, a.unpriced_runs) {
+                (None, _) => "unpriced".to_owned(),
+                (Some(cost), 0) => cost.to_string(),
+                (Some(cost), unpriced) => format!("{cost} + {unpriced} unpriced"),
+            };
+            vec![
+                safe(&s.model),
+                safe(&s.version_id),
+                a.input_tokens.to_string(),
+                a.output_tokens.to_string(),
+                known(a.cache_read_tokens),
+                known(a.predicted_cache_read_tokens),
+                cost,
             ]
         })
         .collect();

@@ -20,7 +20,7 @@ use promptstack_core::diagnostic::quote;
 use serde::{Deserialize, Serialize};
 
 use crate::error::{Error, ErrorKind};
-use crate::row::{ResultRow, Run};
+use crate::row::{MicroUsd, ResultRow, Run};
 
 pub use interval::{Interval, PLANNING_SD, minimum_detectable_difference, wilson};
 pub use paired::{MAX_RESAMPLES, bootstrap_mean, mcnemar_exact};
@@ -177,6 +177,58 @@ pub struct Summary {
     /// The mean of the cells' pass rates: each scenario weighs the same, however many
     /// repetitions it has.
     pub mean_pass_rate: f64,
+    /// What the runs used and cost, added up.
+    pub accounting: Accounting,
+}
+
+/// What a version's runs on a model used and cost, added up over its rows (saturating).
+///
+/// A sum whose every row said nothing is absent, never zero: a provider that reports no cache
+/// figures and an unpriced model stay visibly unknown.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[non_exhaustive]
+pub struct Accounting {
+    /// Input tokens, cached ones included.
+    pub input_tokens: u64,
+    /// Output tokens.
+    pub output_tokens: u64,
+    /// Cache reads the provider reported, over the rows that reported them.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cache_read_tokens: Option<u64>,
+    /// Cache writes the provider reported, over the rows that reported them.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cache_write_tokens: Option<u64>,
+    /// Cache reads the rules table predicted for the same requests, over the rows that hold a
+    /// prediction.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub predicted_cache_read_tokens: Option<u64>,
+    /// The cost of the priced rows.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cost: Option<MicroUsd>,
+    /// Rows without a cost (their model is unpriced).
+    pub unpriced_runs: u64,
+}
+
+impl Accounting {
+    fn add(&mut self, row: &ResultRow) {
+        fn plus(sum: &mut Option<u64>, value: Option<u64>) {
+            if let Some(value) = value {
+                *sum = Some(sum.unwrap_or(0).saturating_add(value));
+            }
+        }
+        self.input_tokens = self.input_tokens.saturating_add(row.usage.input_tokens);
+        self.output_tokens = self.output_tokens.saturating_add(row.usage.output_tokens);
+        plus(&mut self.cache_read_tokens, row.usage.cache_read_tokens);
+        plus(&mut self.cache_write_tokens, row.usage.cache_write_tokens);
+        plus(
+            &mut self.predicted_cache_read_tokens,
+            row.predicted_cache_read_tokens,
+        );
+        match row.cost {
+            Some(cost) => self.cost = Some(self.cost.unwrap_or_default().saturating_add(cost)),
+            None => self.unpriced_runs += 1,
+        }
+    }
 }
 
 /// Two versions compared on one model. `a` sorts before `b`; differences are `b − a`.
@@ -335,7 +387,9 @@ impl Statistics {
                 let mut runs = 0;
                 let mut passes = 0;
                 let mut rate_sum = 0.0;
+                let mut accounting = Accounting::default();
                 for (scenario, rows) in scenarios {
+                    rows.values().for_each(|row| accounting.add(row));
                     let cell_runs = rows.len() as u64;
                     let cell_passes = rows.values().filter(|r| r.passed).count() as u64;
                     let pass_rate = cell_passes as f64 / cell_runs as f64;
@@ -361,6 +415,7 @@ impl Statistics {
                     runs,
                     passes,
                     mean_pass_rate: rate_sum / scenarios.len() as f64,
+                    accounting,
                 });
             }
         }

@@ -427,3 +427,39 @@ fn the_fixture_compares_both_assertions() {
     // kernel-en passes 16 of 21, kernel-zh 10 of 21, each scenario three times.
     close(paired.difference, (10.0 - 16.0) / 21.0, 1e-12);
 }
+
+#[test]
+fn accounting_adds_what_rows_reported_and_keeps_unknown_apart_from_zero() {
+    use promptstack_eval::row::{MicroUsd, Usage};
+    let usage = |read: Option<u64>| Usage {
+        input_tokens: 100,
+        output_tokens: 10,
+        cache_read_tokens: read,
+        cache_write_tokens: None,
+    };
+    let rows = vec![
+        ResultRow::new(key("a", "m", "s", 0), true)
+            .with_usage(usage(Some(60)))
+            .with_cost(MicroUsd(7))
+            .with_predicted_cache_read_tokens(64),
+        ResultRow::new(key("a", "m", "s", 1), true)
+            .with_usage(usage(None))
+            .with_predicted_cache_read_tokens(0),
+        ResultRow::new(key("a", "m", "t", 0), false).with_usage(usage(Some(0))),
+        ResultRow::new(key("b", "m", "s", 0), true).with_usage(usage(None)),
+    ];
+    let stats = Statistics::compute(&Run::new("x", rows), &config()).unwrap();
+    let a = &stats.summaries[0].accounting;
+    assert_eq!((a.input_tokens, a.output_tokens), (300, 30));
+    // Two rows reported cache reads (60 and 0); one said nothing.
+    assert_eq!(a.cache_read_tokens, Some(60));
+    assert_eq!(a.cache_write_tokens, None);
+    assert_eq!(a.predicted_cache_read_tokens, Some(64));
+    assert_eq!((a.cost, a.unpriced_runs), (Some(MicroUsd(7)), 2));
+    let b = &stats.summaries[1].accounting;
+    assert_eq!(
+        (b.cache_read_tokens, b.predicted_cache_read_tokens),
+        (None, None)
+    );
+    assert_eq!((b.cost, b.unpriced_runs), (None, 1));
+}
