@@ -194,33 +194,31 @@ fn matrix(out: &mut String, report: &Report, scenarios: &[(&str, Vec<&ResultRow>
 /// The matrix's last rows: tokens, cache reads beside their prediction, and cost per version.
 fn accounting_rows(out: &mut String, versions: &[&Summary]) {
     let known = |value: Option<u64>| value.map_or_else(|| "—".to_owned(), |v| v.to_string());
-    let rows: [(&str, &dyn Fn(&Summary) -> String); 3] = [
-        ("tokens in / out", &|s| {
-            format!(
-                "{} / {}",
-                s.accounting.input_tokens, s.accounting.output_tokens
-            )
-        }),
-        ("cache read: measured / predicted", &|s| {
-            format!(
-                "{} / {}",
-                known(s.accounting.cache_read_tokens),
-                known(s.accounting.predicted_cache_read_tokens)
-            )
-        }),
-        (
-            "cost",
-            &|s| match (s.accounting.cost, s.accounting.unpriced_runs) {
-                (None, _) => "unpriced".to_owned(),
-                (Some(cost), 0) => cost.to_string(),
-                (Some(cost), unpriced) => format!("{cost} + {unpriced} unpriced runs"),
-            },
-        ),
-    ];
-    for (label, value) in rows {
+    let mut tokens = Vec::new();
+    let mut cache = Vec::new();
+    let mut cost = Vec::new();
+    for version in versions {
+        let a = &version.accounting;
+        tokens.push(format!("{} / {}", a.input_tokens, a.output_tokens));
+        cache.push(format!(
+            "{} / {}",
+            known(a.cache_read_tokens),
+            known(a.predicted_cache_read_tokens)
+        ));
+        cost.push(match (a.cost, a.unpriced_runs) {
+            (None, _) => "unpriced".to_owned(),
+            (Some(total), 0) => total.to_string(),
+            (Some(total), unpriced) => format!("{total} + {unpriced} unpriced runs"),
+        });
+    }
+    for (label, cells) in [
+        ("tokens in / out", tokens),
+        ("cache read: measured / predicted", cache),
+        ("cost", cost),
+    ] {
         let _ = write!(out, "<tr><th scope=\"row\">{label}</th>");
-        for version in versions {
-            let _ = write!(out, "<td>{}</td>", value(version));
+        for cell in cells {
+            let _ = write!(out, "<td>{cell}</td>");
         }
         out.push_str("</tr>\n");
     }
