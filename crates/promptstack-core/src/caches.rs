@@ -2,7 +2,7 @@
 //! MCP listings, the tool units of requests and the token-count memo.
 //!
 //! [`Caches::clear`] forgets all of them and [`Caches::stats`] reports all of them. Each cache is
-//! bounded by a number of entries (the constants below, listed in ARCHITECTURE.md, "Caches"); an
+//! bounded by a number of entries (the constants below, listed in ARCHITECTURE.md, "Inside the core"); an
 //! entry's own size is bounded by the limits on what produced it (`docs/limits.md`).
 //!
 //! No lock is held while anything is rendered, serialised or tokenised: a lock guards only a
