@@ -9,9 +9,10 @@
 //! ```
 //!
 //! This crate holds the suite format ([`suite`]), the deterministic assertions decided on a
-//! run ([`assess`]), the result model, the statistics and the
-//! reports. The model connectors and the turn loop that produce rows are not part of it yet; it
-//! does no IO, reads no clock, and its only randomness is the seeded bootstrap.
+//! run ([`assess`]), the result model, the statistics, the reports, the stream reader
+//! ([`wire`]), recordings ([`record`]) and the seam a model is called through ([`endpoint`]). The HTTP connectors live in the `promptstack` crate (its `eval`
+//! module); the turn loop that produces rows is not part of it yet. Apart from recordings on disk
+//! it does no IO, reads no clock, and its only randomness is the seeded bootstrap.
 //!
 //! # Example
 //!
