@@ -1,5 +1,5 @@
-//! Bundles from folders (`agent.toml`, `capabilities/*.toml`, `evals/*.toml`, `sends/*.json`),
-//! and publishing them as the operator: what `promptstack serve --examples` does.
+//! Bundles from folders (`agent.toml`, `capabilities/*.toml`, `evals/*.toml`, `variants/*.toml`,
+//! `sends/*.json`), and publishing them as the operator: what `promptstack serve --examples` does.
 
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -60,7 +60,8 @@ fn entries(dir: &Path, extension: &str) -> Result<Vec<std::path::PathBuf>, Folde
 
 impl Bundle {
     /// Reads the bundle of the agent in `dir`: `agent.toml`, every `capabilities/*.toml`, every
-    /// `evals/*.toml` and every `sends/*.json` (named by file stem), each through the bounded
+    /// `evals/*.toml`, every `variants/*.toml` (the specs a suite's versions name beside
+    /// `agent.toml`) and every `sends/*.json` (named by file stem), each through the bounded
     /// reader.
     ///
     /// # Errors
@@ -87,6 +88,16 @@ impl Bundle {
             files.insert(
                 format!("evals/{name}"),
                 text(&path, InputKind::Manifest, limits)?,
+            );
+        }
+        for path in entries(&dir.join("variants"), "toml")? {
+            let name = path
+                .file_name()
+                .and_then(|n| n.to_str())
+                .unwrap_or_default();
+            files.insert(
+                format!("variants/{name}"),
+                text(&path, InputKind::Spec, limits)?,
             );
         }
         let mut sends = BTreeMap::new();

@@ -10,6 +10,7 @@ use std::path::PathBuf;
 use crate::support::{promptstack, root};
 use insta_cmd::assert_cmd_snapshot;
 use promptstack::{Agent, SendContext, SpecFormat};
+use promptstack_eval::suite::{Assertion, Suite};
 
 struct Example {
     name: String,
@@ -187,22 +188,227 @@ fn json_render_matches_text_render() {
     }
 }
 
+/// The spec variants an example's eval suites compare against its `agent.toml`
+/// (`examples/NAME/variants/*.toml`), as paths from the workspace root.
+fn variants(example: &Example) -> Vec<String> {
+    let dir = root().join("examples").join(&example.name).join("variants");
+    let Ok(entries) = std::fs::read_dir(&dir) else {
+        return Vec::new();
+    };
+    let mut out: Vec<String> = entries
+        .flatten()
+        .filter(|e| e.path().extension().is_some_and(|x| x == "toml"))
+        .map(|e| {
+            format!(
+                "examples/{}/variants/{}",
+                example.name,
+                e.file_name().to_string_lossy()
+            )
+        })
+        .collect();
+    out.sort();
+    out
+}
+
+/// `lint` over every example's spec and spec variants, with all its sends. Linting `agent.toml`
+/// also checks the eval suites in `evals/` beside it.
 #[test]
 fn every_example_lints_clean_against_its_sends() {
     for example in examples() {
-        let mut command = promptstack();
-        command.args(["lint", &example.spec]);
-        for (_, path) in &example.sends {
-            command.args(["--send", path]);
+        for spec in std::iter::once(example.spec.clone()).chain(variants(&example)) {
+            let mut command = promptstack();
+            command.args(["lint", &spec]);
+            for (_, path) in &example.sends {
+                command.args(["--send", path]);
+            }
+            let output = command.output().unwrap();
+            assert!(
+                output.status.success(),
+                "{spec}: {}{}",
+                String::from_utf8_lossy(&output.stdout),
+                String::from_utf8_lossy(&output.stderr)
+            );
         }
-        let output = command.output().unwrap();
-        assert!(
-            output.status.success(),
-            "{}: {}",
-            example.name,
-            String::from_utf8_lossy(&output.stdout)
-        );
     }
+}
+
+/// A suite's files, parsed, with their paths from the workspace root.
+fn suites(example: &Example) -> Vec<(String, Suite)> {
+    let dir = root().join("examples").join(&example.name).join("evals");
+    let Ok(entries) = std::fs::read_dir(&dir) else {
+        return Vec::new();
+    };
+    let mut paths: Vec<PathBuf> = entries
+        .flatten()
+        .map(|e| e.path())
+        .filter(|p| p.extension().is_some_and(|x| x == "toml"))
+        .collect();
+    paths.sort();
+    paths
+        .into_iter()
+        .map(|path| {
+            let name = format!(
+                "examples/{}/evals/{}",
+                example.name,
+                path.file_name().unwrap().to_string_lossy()
+            );
+            let suite = Suite::parse(&std::fs::read(&path).unwrap(), &name)
+                .unwrap_or_else(|e| panic!("{e}"));
+            (name, suite)
+        })
+        .collect()
+}
+
+/// The tools an assertion names, and whether it can pass only if the tool is called.
+fn asserted_tools(assertion: &Assertion) -> Vec<(&str, bool)> {
+    match assertion {
+        Assertion::ToolUsed { tool, not } | Assertion::ToolArguments { tool, not, .. } => {
+            vec![(tool.as_str(), !not)]
+        }
+        Assertion::ToolSequence { tools } => tools.iter().map(|t| (t.as_str(), true)).collect(),
+        Assertion::ToolCount { tool, min, .. } => {
+            tool.iter().map(|t| (t.as_str(), *min > 0)).collect()
+        }
+        Assertion::Injection { tool, .. } => tool.iter().map(|t| (t.as_str(), false)).collect(),
+        _ => Vec::new(),
+    }
+}
+
+/// What `lint` cannot see in a suite, checked against the agent it belongs to: every version's
+/// spec compiles; every scenario's send assembles with it; every scripted tool and every tool an
+/// assertion needs called is offered by that send; every tool an assertion forbids is one the
+/// spec declares (a misspelt name would make the assertion pass whatever the model does); and
+/// every widget asserted on is one the prompt tells the model to write.
+#[test]
+fn every_example_suite_fits_its_agent() {
+    let mut checked = 0;
+    for example in examples() {
+        for (name, suite) in suites(&example) {
+            for version in &suite.matrix.versions {
+                let Some(spec) = &version.spec else { continue };
+                let spec_path = format!("examples/{}/{spec}", example.name);
+                let agent = load(&Example {
+                    name: example.name.clone(),
+                    spec: spec_path.clone(),
+                    sends: Vec::new(),
+                });
+                let target = agent.target_ids().next().unwrap().to_owned();
+                for scenario in &suite.scenarios {
+                    let at = format!("{name}: {} with {spec_path}", scenario.name);
+                    let bytes = match (&scenario.send, &scenario.context) {
+                        (Some(send), None) => {
+                            std::fs::read(root().join("examples").join(&example.name).join(send))
+                                .unwrap()
+                        }
+                        (None, Some(context)) => serde_json::to_vec(context).unwrap(),
+                        _ => panic!("{at}: a scenario has a send or a context"),
+                    };
+                    let ctx = SendContext::from_json_for(&bytes, &at, agent.spec())
+                        .unwrap_or_else(|e| panic!("{at}: {e}"));
+                    let assembly = agent.assemble(&ctx).unwrap_or_else(|e| panic!("{at}: {e}"));
+                    let toolset = assembly.toolset();
+                    let declared = |tool: &str| {
+                        toolset.contains(tool) || toolset.excluded().iter().any(|t| t.name == tool)
+                    };
+                    for scripted in &scenario.tools {
+                        assert!(
+                            toolset.contains(&scripted.tool),
+                            "{at}: scripted tool `{}` is not offered",
+                            scripted.tool
+                        );
+                    }
+                    let system = assembly.compose(&target).unwrap().system;
+                    for assertion in &scenario.assertions {
+                        for (tool, needs_call) in asserted_tools(assertion) {
+                            if needs_call {
+                                assert!(toolset.contains(tool), "{at}: `{tool}` is not offered");
+                            } else {
+                                assert!(declared(tool), "{at}: `{tool}` is not a tool of the spec");
+                            }
+                        }
+                        if let Assertion::WidgetUsed { widget, .. } = assertion {
+                            assert!(
+                                system.contains(&format!("<{widget}")),
+                                "{at}: the prompt never mentions the widget `{widget}`"
+                            );
+                        }
+                    }
+                    checked += 1;
+                }
+            }
+        }
+    }
+    assert!(checked > 0, "the example suites must be found");
+}
+
+/// Takes the kernel block's text out of a parsed spec.
+fn take_kernel_text(spec: &mut toml::Table) -> Option<toml::Value> {
+    spec.get_mut("blocks")?
+        .as_array_mut()?
+        .iter_mut()
+        .filter_map(toml::Value::as_table_mut)
+        .find(|b| b.get("id").and_then(toml::Value::as_str) == Some("kernel"))?
+        .remove("text")
+}
+
+/// A spec variant differs from its agent's `agent.toml` only where its A/B question says: the
+/// kernel block's text and the description. Everything else stays in step with the original.
+#[test]
+fn spec_variants_differ_only_in_their_kernel() {
+    let mut compared = 0;
+    for example in examples() {
+        let read = |path: &str| -> toml::Table {
+            toml::from_str(&std::fs::read_to_string(root().join(path)).unwrap()).unwrap()
+        };
+        let mut base = read(&example.spec);
+        let base_kernel = take_kernel_text(&mut base);
+        base.remove("description");
+        for variant in variants(&example) {
+            let mut varied = read(&variant);
+            let kernel = take_kernel_text(&mut varied);
+            assert!(kernel.is_some(), "{variant}: no kernel text");
+            assert_ne!(
+                kernel, base_kernel,
+                "{variant}: the kernel is the original's"
+            );
+            varied.remove("description");
+            assert_eq!(
+                varied, base,
+                "{variant} differs from {} beyond its kernel",
+                example.spec
+            );
+            compared += 1;
+        }
+    }
+    assert!(compared > 0, "the spec variants must be found");
+}
+
+/// A suite that runs another's scenarios on more models (`NAME-tiers.toml` beside `NAME.toml`)
+/// holds exactly the same scenarios, so the two never drift apart.
+#[test]
+fn tiered_suites_hold_the_same_scenarios() {
+    let mut compared = 0;
+    for example in examples() {
+        let suites = suites(&example);
+        for (name, tiered) in &suites {
+            let Some(stem) = name.strip_suffix("-tiers.toml") else {
+                continue;
+            };
+            let base = format!("{stem}.toml");
+            let (_, original) = suites
+                .iter()
+                .find(|(n, _)| *n == base)
+                .unwrap_or_else(|| panic!("{name} has no {base}"));
+            assert_eq!(
+                tiered.scenarios, original.scenarios,
+                "{name} and {base} differ"
+            );
+            assert_eq!(tiered.matrix.versions, original.matrix.versions);
+            assert!(tiered.matrix.models.len() > original.matrix.models.len());
+            compared += 1;
+        }
+    }
+    assert!(compared > 0, "the tiered suites must be found");
 }
 
 /// `render --full` for every send of every example with a stage: a snapshot of the text and its

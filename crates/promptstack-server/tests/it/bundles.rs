@@ -248,3 +248,53 @@ async fn a_bundle_s_suites_are_part_of_its_version_id() {
     }
     assert_ne!(ids[0], ids[1]);
 }
+
+#[tokio::test]
+async fn a_folder_s_spec_variants_travel_with_the_suites_that_name_them() {
+    let h = Harness::new().await;
+    let with = serde_json::to_value(bundle("browser-agent")).unwrap();
+    assert!(
+        with["files"]["variants/kernel-zh.toml"].is_string(),
+        "the spec variant is in the bundle"
+    );
+    let answer = h
+        .json(
+            Method::POST,
+            "/v1/agents/browser-agent/versions",
+            &h.acme.editor,
+            with.clone(),
+        )
+        .await;
+    assert!(answer.status.is_success(), "{}", answer.text());
+    // Without the variant, the suite that compares against it names a file the bundle lacks.
+    let mut without = with;
+    without["files"]
+        .as_object_mut()
+        .unwrap()
+        .remove("variants/kernel-zh.toml");
+    let answer = h
+        .json(
+            Method::POST,
+            "/v1/agents/browser-agent/versions",
+            &h.acme.editor,
+            without,
+        )
+        .await;
+    let problem = answer.problem(StatusCode::UNPROCESSABLE_ENTITY);
+    let found: Vec<(&str, &str)> = problem["diagnostics"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|d| {
+            (
+                d["code"].as_str().unwrap(),
+                d["location"]["file"].as_str().unwrap(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        found,
+        [("missing-file", "evals/kernel-language.toml")],
+        "{problem}"
+    );
+}
