@@ -15,19 +15,24 @@
 //!   background retry that the application runs on its own runtime.
 //! - [`registry`]: registry capability manifests read from the folder next to a spec.
 //! - [`tenant`]: tenant-instructions sources (file, memory) behind a fail-open TTL cache.
+//! - [`eval`]: the eval model connectors, an HTTP endpoint per suite model with retries, rate and
+//!   concurrency limits and timeouts.
 //! - [`report`]: what `explain` and `lint` report, as serialisable data.
 //!
 //! # Features
 //!
 //! - `mcp`: the [`mcp`] module (rmcp, reqwest, tokio with process support).
 //! - `tenant`: the [`tenant`] module (tokio timers and its blocking pool).
+//! - `eval`: the [`eval`] module (`promptstack-eval`, reqwest, tokio timers and semaphores).
 //!
-//! Both are on by default. An embedder that needs neither builds with `default-features = false`
-//! and gets the engine, the OS nonces, context files and registry manifests without rmcp, reqwest
-//! or a tokio runtime.
+//! All three are on by default. An embedder that needs none of them builds with
+//! `default-features = false` and gets the engine, the OS nonces, context files and registry
+//! manifests without rmcp, reqwest or a tokio runtime.
 
 pub mod command;
 pub mod context_files;
+#[cfg(feature = "eval")]
+pub mod eval;
 pub mod limits;
 #[cfg(feature = "mcp")]
 pub mod mcp;

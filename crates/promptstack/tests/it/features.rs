@@ -1,4 +1,4 @@
-//! The facade's features: without `mcp` and `tenant`, neither the MCP client nor an HTTP stack
+//! The facade's features: without `mcp`, `tenant` and `eval`, neither the MCP client nor an HTTP stack
 //! (nor an async runtime beyond the core's sync primitives) is in the graph; the OpenAPI schema
 //! derive comes only with `schema`.
 
@@ -45,13 +45,26 @@ fn without_default_features_there_is_no_mcp_client_or_http_stack() {
         lean.contains("promptstack-core"),
         "the graph was read: {lean:?}"
     );
-    for name in ["rmcp", "reqwest", "hyper", "http", "futures", "utoipa"] {
+    for name in [
+        "rmcp",
+        "reqwest",
+        "hyper",
+        "http",
+        "futures",
+        "utoipa",
+        "promptstack-eval",
+    ] {
         assert!(!lean.contains(name), "{name} without default features");
     }
     let full = graph(&[]);
-    for name in ["rmcp", "reqwest"] {
+    for name in ["rmcp", "reqwest", "promptstack-eval"] {
         assert!(full.contains(name), "{name} with default features");
     }
+    let eval = graph(&["--no-default-features", "--features", "eval"]);
+    for name in ["promptstack-eval", "reqwest"] {
+        assert!(eval.contains(name), "{name} with `eval`");
+    }
+    assert!(!eval.contains("rmcp"), "rmcp with `eval` alone");
     assert!(!full.contains("utoipa"), "utoipa with default features");
     let schema = graph(&["--no-default-features", "--features", "schema"]);
     assert!(schema.contains("utoipa"), "utoipa with `schema`");
