@@ -39,6 +39,7 @@ enum Command {
     Keys(cmd::keys::Args),
     Serve(cmd::serve::Args),
     Capabilities(cmd::capabilities::Args),
+    Eval(cmd::eval::Args),
 }
 
 fn main() -> ExitCode {
@@ -74,6 +75,7 @@ fn main() -> ExitCode {
         Command::Keys(args) => cmd::keys::run(args),
         Command::Serve(args) => cmd::serve::run(args),
         Command::Capabilities(args) => cmd::capabilities::run(args),
+        Command::Eval(args) => cmd::eval::run(args),
     };
     exit::report(result)
 }

@@ -8,11 +8,12 @@
 //!   ─► Report: --json document · JUnit XML · self-contained HTML · terminal summary
 //! ```
 //!
-//! This crate holds the suite format ([`suite`]), the deterministic assertions decided on a
-//! run ([`assess`]), the result model, the statistics, the reports, the stream reader
-//! ([`wire`]), recordings ([`record`]) and the seam a model is called through ([`endpoint`]). The HTTP connectors live in the `promptstack` crate (its `eval`
-//! module); the turn loop that produces rows is not part of it yet. Apart from recordings on disk
-//! it does no IO, reads no clock, and its only randomness is the seeded bootstrap.
+//! This crate holds the suite format ([`suite`]), the runner that plays each scenario as one
+//! Turn against a model endpoint ([`run`]), the deterministic assertions decided on a run
+//! ([`assess`]), the stream reader ([`wire`]), recordings ([`record`]), the result model, the
+//! statistics and the reports. It speaks no HTTP (an [`endpoint::Endpoint`] does) and needs no
+//! particular async runtime; its IO is reading a suite's send files and recordings, its clock
+//! the runner's latencies, and its only randomness the seeded bootstrap.
 //!
 //! # Example
 //!
@@ -52,6 +53,7 @@ pub mod price;
 pub mod record;
 pub mod report;
 pub mod row;
+pub mod run;
 pub mod stats;
 pub mod suite;
 pub mod wire;

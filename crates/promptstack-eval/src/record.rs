@@ -7,17 +7,24 @@
 //! same stream reader as a live run. A request carries no credential (keys travel in headers, and
 //! headers are not kept), so none can reach a recording.
 //!
+//! [`Recording`] wraps any endpoint and saves each exchange it completes; [`Replay`] answers from
+//! disk only.
+//!
 //! Recordings are input like any other: a file is read only if it is a regular file of at most
 //! [`MAX_RECORDING_BYTES`], and one that does not hold the exchange its name promises is refused.
 
 use std::fmt;
 use std::io::{Read as _, Write as _};
 use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
 
 use base64::Engine as _;
 use base64::prelude::BASE64_STANDARD;
 use serde::{Deserialize, Serialize};
 use sha2::{Digest as _, Sha256};
+
+use crate::endpoint::{Call, Endpoint, EndpointError, EndpointErrorKind, Reply, ReplyFuture};
 
 /// The largest recording read, in bytes.
 pub const MAX_RECORDING_BYTES: u64 = 16 * 1024 * 1024;
@@ -262,4 +269,124 @@ fn key_of(exchange: &Exchange) -> String {
         exchange.repetition,
         &exchange.request,
     )
+}
+
+/// An endpoint that records: every exchange the inner endpoint completes is saved before it is
+/// answered. A call that produced no reply (an [`EndpointError`]) is not saved, so a replay
+/// never holds half an answer; a reply of any status is, so a replay reproduces error rows too.
+pub struct Recording {
+    inner: Arc<dyn Endpoint>,
+    recordings: Recordings,
+    format: String,
+    model: String,
+}
+
+impl Recording {
+    /// Records the exchanges of `inner`, a `format` endpoint for `model` (the model name sent),
+    /// in `recordings`.
+    pub fn new(
+        inner: Arc<dyn Endpoint>,
+        recordings: Recordings,
+        format: impl Into<String>,
+        model: impl Into<String>,
+    ) -> Self {
+        Self {
+            inner,
+            recordings,
+            format: format.into(),
+            model: model.into(),
+        }
+    }
+}
+
+impl fmt::Debug for Recording {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Recording")
+            .field("dir", &self.recordings.dir)
+            .field("format", &self.format)
+            .field("model", &self.model)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Endpoint for Recording {
+    fn exchange<'a>(&'a self, call: Call<'a>) -> ReplyFuture<'a> {
+        Box::pin(async move {
+            let reply = self.inner.exchange(call).await?;
+            let exchange = Exchange {
+                format: self.format.clone(),
+                model: self.model.clone(),
+                repetition: call.repetition,
+                request: call.body.clone(),
+                status: reply.status,
+                body: reply.body.clone(),
+            };
+            self.recordings
+                .save(&exchange)
+                .map_err(|e| EndpointError::new(EndpointErrorKind::Recording, e.to_string()))?;
+            Ok(reply)
+        })
+    }
+}
+
+/// An endpoint that answers from recordings only: an exchange never recorded is a
+/// [`EndpointErrorKind::MissingRecording`] error naming the model, the repetition and the key,
+/// never a live call. Replayed replies carry no timing (`first_byte` none, `elapsed` zero) and
+/// `attempts` 0: no call was made.
+pub struct Replay {
+    recordings: Recordings,
+    format: String,
+    model: String,
+}
+
+impl Replay {
+    /// Replays the exchanges of a `format` endpoint for `model` (the model name sent) from
+    /// `recordings`.
+    pub fn new(
+        recordings: Recordings,
+        format: impl Into<String>,
+        model: impl Into<String>,
+    ) -> Self {
+        Self {
+            recordings,
+            format: format.into(),
+            model: model.into(),
+        }
+    }
+}
+
+impl fmt::Debug for Replay {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Replay")
+            .field("dir", &self.recordings.dir)
+            .field("format", &self.format)
+            .field("model", &self.model)
+            .finish()
+    }
+}
+
+impl Endpoint for Replay {
+    fn exchange<'a>(&'a self, call: Call<'a>) -> ReplyFuture<'a> {
+        let loaded = self
+            .recordings
+            .load(&self.format, &self.model, call.repetition, call.body);
+        let reply = match loaded {
+            Ok(exchange) => Ok(Reply {
+                status: exchange.status,
+                body: exchange.body,
+                first_byte: None,
+                elapsed: Duration::ZERO,
+                attempts: 0,
+            }),
+            Err(error @ RecordingError::Missing { .. }) => Err(EndpointError::new(
+                EndpointErrorKind::MissingRecording,
+                error.to_string(),
+            )),
+            Err(error) => Err(EndpointError::new(
+                EndpointErrorKind::Recording,
+                error.to_string(),
+            )),
+        };
+        Box::pin(std::future::ready(reply))
+    }
 }

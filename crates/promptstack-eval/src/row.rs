@@ -6,6 +6,7 @@
 
 use std::fmt;
 
+use promptstack_core::stream::record::TurnRecord;
 use serde::{Deserialize, Serialize};
 
 /// One eval run: the suite it ran and every result row, in the order the runner wrote them.
@@ -113,6 +114,10 @@ pub struct ResultRow {
     /// What was sent and answered, for the drill-down of the HTML report.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub transcript: Option<Transcript>,
+    /// Every tool call of the turn as the runtime decided it (ran, failed, refused by a budget,
+    /// shared with an identical call), in the order the calls finished.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub turn: Option<TurnRecord>,
 }
 
 impl ResultRow {
@@ -145,6 +150,7 @@ impl ResultRow {
             passed,
             error: None,
             transcript: None,
+            turn: None,
         }
     }
 
@@ -195,6 +201,13 @@ impl ResultRow {
     #[must_use]
     pub fn with_transcript(mut self, transcript: Transcript) -> Self {
         self.transcript = Some(transcript);
+        self
+    }
+
+    /// Sets the turn's record of its tool calls.
+    #[must_use]
+    pub fn with_turn(mut self, turn: TurnRecord) -> Self {
+        self.turn = Some(turn);
         self
     }
 

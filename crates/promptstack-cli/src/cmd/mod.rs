@@ -5,6 +5,7 @@ pub mod cache_sim;
 pub mod capabilities;
 pub mod cite;
 pub mod diff;
+pub mod eval;
 pub mod explain;
 pub mod fence;
 pub mod keys;

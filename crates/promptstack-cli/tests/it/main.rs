@@ -4,6 +4,7 @@ mod capabilities;
 mod cite;
 mod commands;
 mod diff;
+mod eval;
 mod examples;
 mod explain;
 mod families;

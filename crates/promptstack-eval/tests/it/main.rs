@@ -6,6 +6,7 @@ mod independence;
 mod properties;
 mod record;
 mod reports;
+mod run;
 mod stats;
 mod suite;
 mod wire;

@@ -1,0 +1,376 @@
+//! `promptstack eval` end to end: a run recorded against a scripted OpenAI-compatible server on
+//! the loopback, replayed offline to the same rows, its JSON report, and the exit codes.
+
+use std::io::{BufRead as _, BufReader, Read as _, Write as _};
+use std::net::{TcpListener, TcpStream};
+use std::path::Path;
+use std::process::Output;
+
+use serde_json::{Value, json};
+
+use crate::support::promptstack;
+
+const SPEC: &str = r#"
+spec_version = 1
+name = "tester"
+
+[[tools]]
+name = "search"
+description = "Search the web."
+cacheable = true
+read_only = true
+budget = "web"
+results = "untrusted"
+parameters = { type = "object", properties = { query = { type = "string" } }, required = ["query"] }
+
+[turn.budgets.web]
+auto = 3
+
+[[blocks]]
+id = "kernel"
+trust = "author"
+stability = "stable"
+text = "You answer from search results and cite them as [N]."
+
+[targets.main]
+system = ["@stable"]
+"#;
+
+const SEND: &str = r#"{
+  "now": "2026-11-30T09:15:00+00:00",
+  "model": { "id": "gpt-5", "name": "GPT-5", "provider": "openai", "tool_usage": "native" },
+  "user_message": "What is new in Rust?"
+}"#;
+
+/// Two scenarios: one the scripted model passes (it cites the scripted source), one it fails.
+fn suite(port: u16) -> String {
+    format!(
+        r#"suite_version = 1
+description = "Citations from scripted search results."
+
+[models.local]
+format = "openai-chat"
+base_url = "http://127.0.0.1:{port}/v1"
+model = "small-model"
+tier = "small"
+timeout_seconds = 10
+retries = 0
+
+[matrix]
+versions = [{{ name = "current", spec = "agent.toml" }}]
+models = ["local"]
+temperature = 0.2
+seed = 7
+
+[[scenarios]]
+name = "cites"
+send = "sends/s.json"
+
+[[scenarios.tools]]
+tool = "search"
+sources = [{{ url = "https://blog.rust-lang.org/1.95", title = "Rust 1.95", text = "Rust 1.95 is out." }}]
+
+[[scenarios.assert]]
+type = "citations"
+min = 1
+
+[[scenarios.assert]]
+type = "tool_used"
+tool = "search"
+
+[[scenarios]]
+name = "wants-nope"
+send = "sends/s.json"
+
+[[scenarios.assert]]
+type = "contains"
+value = "nope"
+"#
+    )
+}
+
+/// The agent's folder with its spec, send and suite.
+fn folder(port: u16) -> tempfile::TempDir {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("agent.toml"), SPEC).unwrap();
+    std::fs::create_dir(dir.path().join("sends")).unwrap();
+    std::fs::write(dir.path().join("sends/s.json"), SEND).unwrap();
+    std::fs::create_dir(dir.path().join("evals")).unwrap();
+    std::fs::write(dir.path().join("evals/suite.toml"), suite(port)).unwrap();
+    dir
+}
+
+fn sse(chunks: &[Value]) -> String {
+    let mut body = String::new();
+    for chunk in chunks {
+        body.push_str(&format!("data: {chunk}\n\n"));
+    }
+    body.push_str("data: [DONE]\n\n");
+    body
+}
+
+/// The scripted model: it searches first, and answers citing source 1 once it has a result.
+fn answer(request: &Value) -> String {
+    let has_result = request["messages"]
+        .as_array()
+        .is_some_and(|m| m.iter().any(|m| m["role"] == "tool"));
+    let usage = json!({"choices": [], "usage": {"prompt_tokens": 40, "completion_tokens": 4}});
+    if has_result {
+        sse(&[
+            json!({"choices": [{"index": 0, "delta": {"content": "Rust 1.95 is out [1]."}, "finish_reason": null}]}),
+            json!({"choices": [{"index": 0, "delta": {}, "finish_reason": "stop"}]}),
+            usage,
+        ])
+    } else {
+        sse(&[
+            json!({"choices": [{"index": 0, "delta": {"tool_calls": [{"index": 0, "id": "c1", "type": "function", "function": {"name": "search", "arguments": "{\"query\":\"rust\"}"}}]}, "finish_reason": null}]}),
+            json!({"choices": [{"index": 0, "delta": {}, "finish_reason": "tool_calls"}]}),
+            usage,
+        ])
+    }
+}
+
+/// Serves one HTTP/1.1 request on `stream` with the scripted model's answer.
+fn serve(stream: TcpStream) -> std::io::Result<()> {
+    let mut reader = BufReader::new(stream.try_clone()?);
+    let mut length = 0usize;
+    loop {
+        let mut line = String::new();
+        if reader.read_line(&mut line)? == 0 {
+            return Ok(());
+        }
+        let line = line.trim_end();
+        if line.is_empty() {
+            break;
+        }
+        if let Some((name, value)) = line.split_once(':')
+            && name.eq_ignore_ascii_case("content-length")
+        {
+            length = value.trim().parse().unwrap_or(0);
+        }
+    }
+    let mut body = vec![0; length.min(1 << 20)];
+    reader.read_exact(&mut body)?;
+    let request: Value = serde_json::from_slice(&body).unwrap_or(Value::Null);
+    let answer = answer(&request);
+    let mut stream = stream;
+    write!(
+        stream,
+        "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{answer}",
+        answer.len()
+    )?;
+    stream.flush()
+}
+
+/// A scripted OpenAI-compatible server on the loopback, serving at most 64 connections.
+fn server() -> u16 {
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = listener.local_addr().unwrap().port();
+    std::thread::spawn(move || {
+        for stream in listener.incoming().take(64).flatten() {
+            let _ = serve(stream);
+        }
+    });
+    port
+}
+
+fn eval(dir: &Path, args: &[&str]) -> Output {
+    promptstack()
+        .current_dir(dir)
+        .arg("eval")
+        .arg("evals/suite.toml")
+        .args(args)
+        .output()
+        .unwrap()
+}
+
+fn text(bytes: &[u8]) -> String {
+    String::from_utf8_lossy(bytes).into_owned()
+}
+
+/// The JSON report with what changes from run to run (time) set to fixed values.
+fn without_timing(mut report: Value) -> Value {
+    report["run"]["started_at"] = json!("[started_at]");
+    for row in report["rows"].as_array_mut().unwrap() {
+        row["latency"] = json!({"total_us": "[total_us]"});
+    }
+    report
+}
+
+#[test]
+fn a_recorded_run_replays_to_the_same_report_and_exit_codes_follow_fail_under() {
+    let port = server();
+    let dir = folder(port);
+    let recorded = eval(
+        dir.path(),
+        &[
+            "--record",
+            "recordings",
+            "--json",
+            "recorded.json",
+            "--quiet",
+        ],
+    );
+    assert_eq!(
+        recorded.status.code(),
+        Some(0),
+        "{}",
+        text(&recorded.stderr)
+    );
+    assert!(recorded.stdout.is_empty(), "{}", text(&recorded.stdout));
+    // Two steps for each scenario, whose first requests are the same bytes (one send, one
+    // repetition): three exchanges.
+    let files = std::fs::read_dir(dir.path().join("recordings")).unwrap();
+    assert_eq!(files.count(), 3);
+    let recorded: Value =
+        serde_json::from_slice(&std::fs::read(dir.path().join("recorded.json")).unwrap()).unwrap();
+
+    let replayed = eval(dir.path(), &["--replay", "recordings", "--json", "-"]);
+    assert_eq!(
+        replayed.status.code(),
+        Some(0),
+        "{}",
+        text(&replayed.stderr)
+    );
+    let replayed: Value = serde_json::from_slice(&replayed.stdout).unwrap();
+    assert_eq!(
+        without_timing(recorded.clone())["rows"],
+        without_timing(replayed.clone())["rows"]
+    );
+    // Live rows carry a first-token time; replayed ones do not.
+    assert!(recorded["rows"][0]["latency"]["first_token_us"].is_u64());
+    insta::assert_snapshot!(serde_json::to_string_pretty(&without_timing(replayed)).unwrap());
+
+    // One of two scenarios passes: 50 %.
+    let met = eval(
+        dir.path(),
+        &["--replay", "recordings", "--fail-under", "0.5"],
+    );
+    assert_eq!(met.status.code(), Some(0), "{}", text(&met.stderr));
+    let summary = text(&met.stdout);
+    assert!(summary.contains("wants-nope"), "{summary}");
+    let missed = eval(
+        dir.path(),
+        &["--replay", "recordings", "--fail-under", "0.6", "-q"],
+    );
+    assert_eq!(missed.status.code(), Some(1));
+    let stderr = text(&missed.stderr);
+    assert!(
+        stderr.contains("pass rate 50.0% (1 of 2 runs) is under fail_under 60.0%"),
+        "{stderr}"
+    );
+
+    // Filters: only the scenario that passes.
+    let only = eval(
+        dir.path(),
+        &[
+            "--replay",
+            "recordings",
+            "--scenario",
+            "cites",
+            "--fail-under",
+            "1",
+            "-q",
+        ],
+    );
+    assert_eq!(only.status.code(), Some(0), "{}", text(&only.stderr));
+
+    // Reports as files.
+    let files = eval(
+        dir.path(),
+        &[
+            "--replay",
+            "recordings",
+            "--junit",
+            "junit.xml",
+            "--html",
+            "report.html",
+            "-q",
+        ],
+    );
+    assert_eq!(files.status.code(), Some(0), "{}", text(&files.stderr));
+    let junit = std::fs::read_to_string(dir.path().join("junit.xml")).unwrap();
+    assert!(junit.contains("<testsuite"), "{junit}");
+    assert!(dir.path().join("report.html").is_file());
+}
+
+#[test]
+fn a_missing_recording_fails_loudly() {
+    let port = server();
+    let dir = folder(port);
+    let recorded = eval(dir.path(), &["--record", "recordings", "-q"]);
+    assert_eq!(
+        recorded.status.code(),
+        Some(0),
+        "{}",
+        text(&recorded.stderr)
+    );
+    // A second repetition was never recorded.
+    let replayed = eval(
+        dir.path(),
+        &["--replay", "recordings", "--repeats", "2", "-q"],
+    );
+    assert_eq!(replayed.status.code(), Some(2));
+    let stderr = text(&replayed.stderr);
+    assert!(
+        stderr.contains("no recording of this request to `small-model` at repetition 1"),
+        "{stderr}"
+    );
+    assert!(stderr.contains("record it with --record"), "{stderr}");
+
+    // An empty folder: nothing was recorded.
+    let empty = eval(dir.path(), &["--replay", "nothing-here", "-q"]);
+    assert_eq!(empty.status.code(), Some(2));
+}
+
+#[test]
+fn bad_input_exits_2() {
+    let dir = folder(1);
+    // An unknown filter name.
+    let out = eval(dir.path(), &["--replay", "r", "--scenario", "nope"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(
+        text(&out.stderr).contains("no scenario `nope`"),
+        "{}",
+        text(&out.stderr)
+    );
+
+    // A suite that does not read is located as lint locates it.
+    let bad = suite(1).replace("models = [\"local\"]", "models = [\"remote\"]");
+    std::fs::write(dir.path().join("evals/suite.toml"), bad).unwrap();
+    let out = eval(dir.path(), &["--replay", "r"]);
+    assert_eq!(out.status.code(), Some(2));
+    let stderr = text(&out.stderr);
+    assert!(stderr.contains("error[unknown-model]"), "{stderr}");
+    assert!(stderr.contains("evals/suite.toml:"), "{stderr}");
+
+    // A spec that is not there.
+    std::fs::write(dir.path().join("evals/suite.toml"), suite(1)).unwrap();
+    std::fs::remove_file(dir.path().join("agent.toml")).unwrap();
+    let out = eval(dir.path(), &["--replay", "r"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(
+        text(&out.stderr).contains("agent.toml"),
+        "{}",
+        text(&out.stderr)
+    );
+
+    // A rate that is not one.
+    let out = eval(dir.path(), &["--fail-under", "80"]);
+    assert_eq!(out.status.code(), Some(2));
+
+    // A model whose key variable is not set.
+    std::fs::write(dir.path().join("agent.toml"), SPEC).unwrap();
+    let keyed = suite(1).replace(
+        "retries = 0",
+        "retries = 0\napi_key_env = \"PROMPTSTACK_TEST_KEY_THAT_IS_NOT_SET\"",
+    );
+    std::fs::write(dir.path().join("evals/suite.toml"), keyed).unwrap();
+    let out = eval(dir.path(), &[]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(
+        text(&out.stderr).contains("PROMPTSTACK_TEST_KEY_THAT_IS_NOT_SET"),
+        "{}",
+        text(&out.stderr)
+    );
+}
