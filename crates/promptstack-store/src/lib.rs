@@ -45,6 +45,7 @@
 
 mod backend;
 mod config;
+mod credential;
 mod error;
 mod eval;
 mod key;
@@ -56,6 +57,7 @@ mod store;
 pub mod testing;
 
 pub use config::{Backend, DATABASE_FILE, Location, StoreConfig};
+pub use credential::{CREDENTIALS_KEY_ENV, CredentialInfo, CredentialKey, Secret};
 pub use error::{Error, ErrorKind, Result};
 pub use eval::{
     ActiveRun, Cell, CellResult, Claim, ClaimedCell, LEASE_BOUNDS, MAX_RUN_MESSAGE, MAX_RUN_MODELS,

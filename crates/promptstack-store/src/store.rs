@@ -10,10 +10,13 @@ use tokio::sync::{Mutex, broadcast, oneshot};
 
 use crate::backend::{Written, postgres, sqlite};
 use crate::config::{Backend, Location, StoreConfig};
+use crate::credential::{CredentialInfo, CredentialKey, Secret};
 use crate::error::{Error, Result};
 use crate::eval::{ActiveRun, CellResult, Claim, ClaimedCell, NewRun, RunInfo, RunState};
 use crate::key::{KeyInfo, NewKey, Principal};
-use crate::name::{AgentName, KeyId, KeyName, LabelName, Role, RunId, Tenant, VersionId};
+use crate::name::{
+    AgentName, CredentialName, KeyId, KeyName, LabelName, Role, RunId, Tenant, VersionId,
+};
 use crate::notify::{self, Notification, Subscription};
 use crate::record::{
     AgentInfo, AuditEntry, Expected, Label, LabelMove, NewVersion, Page, PageRequest, Published,
@@ -77,6 +80,16 @@ macro_rules! edispatch {
         match &$store.inner.db {
             Db::Sqlite(db) => sqlite::eval_ops::$op(db, $($arg),*).await,
             Db::Postgres(db) => postgres::eval_ops::$op(db, $($arg),*).await,
+        }
+    };
+}
+
+/// Runs one credential operation on whichever backend the store has.
+macro_rules! cdispatch {
+    ($store:expr, $op:ident($($arg:expr),* $(,)?)) => {
+        match &$store.inner.db {
+            Db::Sqlite(db) => sqlite::credential_ops::$op(db, $($arg),*).await,
+            Db::Postgres(db) => postgres::credential_ops::$op(db, $($arg),*).await,
         }
     };
 }
@@ -685,6 +698,90 @@ impl Store {
     ) -> Result<Page<CellResult>> {
         let config = &self.inner.config;
         self.bounded(async { edispatch!(self, run_results(config, tenant, run, page)) })
+            .await
+    }
+
+    // --- provider credentials -----------------------------------------------------------------
+
+    /// Writes credential `name` of `tenant`: `secret` sealed under `key` (AES-256-GCM, a random
+    /// nonce, the tenant and the name as associated data), audited by name only. The answer's
+    /// flag says whether it was created (not replaced).
+    ///
+    /// # Errors
+    ///
+    /// `Invalid` for an empty value; `TooLarge` past [`StoreConfig::max_credential_bytes`];
+    /// `Quota` for a new name past [`StoreConfig::max_credentials_per_tenant`]; `NotFound` for
+    /// an unknown tenant; `Unavailable`.
+    pub async fn put_credential(
+        &self,
+        tenant: &Tenant,
+        name: &CredentialName,
+        secret: &Secret,
+        key: &CredentialKey,
+        by: Option<&KeyId>,
+    ) -> Result<(CredentialInfo, bool)> {
+        let config = &self.inner.config;
+        if secret.is_empty() {
+            return Err(Error::invalid("a credential's value must not be empty"));
+        }
+        if secret.len() > config.max_credential_bytes {
+            return Err(Error::too_large(
+                "the credential's value",
+                secret.len(),
+                config.max_credential_bytes,
+            ));
+        }
+        let sealed = key.seal(tenant, name, secret)?;
+        self.bounded(async { cdispatch!(self, put_credential(config, tenant, name, &sealed, by)) })
+            .await
+    }
+
+    /// The credentials of `tenant` by name: names and times, never values.
+    ///
+    /// # Errors
+    ///
+    /// `Invalid` for a cursor of another listing; `Unavailable`.
+    pub async fn credentials(
+        &self,
+        tenant: &Tenant,
+        page: &PageRequest,
+    ) -> Result<Page<CredentialInfo>> {
+        let config = &self.inner.config;
+        self.bounded(async { cdispatch!(self, credentials(config, tenant, page)) })
+            .await
+    }
+
+    /// Deletes credential `name` of `tenant`, audited by name only.
+    ///
+    /// # Errors
+    ///
+    /// `NotFound` for a credential that is not `tenant`'s; `Unavailable`.
+    pub async fn delete_credential(
+        &self,
+        tenant: &Tenant,
+        name: &CredentialName,
+        by: Option<&KeyId>,
+    ) -> Result<()> {
+        self.bounded(async { cdispatch!(self, delete_credential(tenant, name, by)) })
+            .await
+    }
+
+    /// Opens credential `name` for a queued or running eval run of the same tenant, and stamps
+    /// its last use. The only way back to a value.
+    ///
+    /// # Errors
+    ///
+    /// `NotFound` for a run or credential that is not `tenant`'s; `Conflict` for a run that is
+    /// done, cancelled or failed; `Internal` when the sealed value does not open under `key`
+    /// (another key, or altered); `Unavailable`.
+    pub async fn use_credential(
+        &self,
+        tenant: &Tenant,
+        run: &RunId,
+        name: &CredentialName,
+        key: &CredentialKey,
+    ) -> Result<Secret> {
+        self.bounded(async { cdispatch!(self, use_credential(tenant, run, name, key)) })
             .await
     }
 

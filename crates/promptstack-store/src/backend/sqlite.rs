@@ -33,6 +33,10 @@ pub(crate) mod ops;
 #[path = "eval_ops.rs"]
 pub(crate) mod eval_ops;
 
+#[allow(clippy::duplicate_mod)]
+#[path = "credential_ops.rs"]
+pub(crate) mod credential_ops;
+
 /// The pools of one SQLite database.
 pub(crate) struct Handle {
     writer: SqlitePool,

@@ -3,6 +3,7 @@
 //! case, also when it fails). PostgreSQL being unreachable fails the PostgreSQL half.
 
 mod cases;
+mod credentials;
 mod runs;
 mod support;
 
@@ -35,6 +36,7 @@ macro_rules! for_each_case {
             eval_runs_cancel_and_fail,
             eval_run_quotas_and_validation,
             eval_runs_are_isolated_by_tenant,
+            credentials_are_sealed_and_used_only_by_own_runs,
         }
     };
 }
