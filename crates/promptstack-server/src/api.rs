@@ -36,7 +36,7 @@ pub struct PageQuery {
 }
 
 impl PageQuery {
-    fn request(&self) -> Result<PageRequest, Problem> {
+    pub(crate) fn request(&self) -> Result<PageRequest, Problem> {
         let mut page = PageRequest::first();
         if let Some(limit) = self.limit {
             page = page.limit(limit);
@@ -50,13 +50,13 @@ impl PageQuery {
     }
 }
 
-fn query<T>(query: Result<Query<T>, QueryRejection>) -> Result<T, Problem> {
+pub(crate) fn query<T>(query: Result<Query<T>, QueryRejection>) -> Result<T, Problem> {
     query
         .map(|Query(q)| q)
         .map_err(|e| Problem::bad_request(e.body_text()))
 }
 
-fn store_problem(state: &AppState, error: promptstack_store::Error) -> Problem {
+pub(crate) fn store_problem(state: &AppState, error: promptstack_store::Error) -> Problem {
     if error.kind() == promptstack_store::ErrorKind::Unavailable {
         state
             .inner

@@ -6,6 +6,7 @@
 //!                    /v1/agents/{name}/labels      list, move (production: admins; audited)
 //!                    /v1/settings, …/settings      tenant instructions, agent overrides (admins write)
 //!                    /v1/audit                     who moved what, when (admins)
+//!                    /v1/credentials/{name}        provider credentials, sealed (admins; audited)
 //!                    /v1/agents/{name}/render|request|explain|tools|diff|lint
 //!                    /v1/fence, /v1/cite (streamed)
 //!                    /healthz /readyz /metrics /openapi.json
@@ -19,6 +20,7 @@
 mod api;
 mod auth;
 pub mod bundle;
+mod credentials;
 mod engine;
 mod examples;
 mod inspector;
@@ -54,6 +56,7 @@ pub use state::{AppState, ServerConfig};
         api::list_labels, api::move_label,
         api::get_tenant_settings, api::put_tenant_settings,
         api::get_agent_settings, api::put_agent_settings, api::audit,
+        credentials::put_credential, credentials::list_credentials, credentials::delete_credential,
         render::render, render::request, render::explain, render::tools, render::diff, render::lint,
         ops::fence, ops::cite, ops::healthz, ops::readyz, ops::metrics, ops::openapi,
         inspector::me, inspector::cache_sim,
@@ -105,6 +108,11 @@ pub fn router(state: AppState) -> Router {
             get(api::get_agent_settings).put(api::put_agent_settings),
         )
         .route("/v1/audit", get(api::audit))
+        .route("/v1/credentials", get(credentials::list_credentials))
+        .route(
+            "/v1/credentials/{name}",
+            put(credentials::put_credential).delete(credentials::delete_credential),
+        )
         .route("/v1/agents/{name}/render", post(render::render))
         .route("/v1/agents/{name}/request", post(render::request))
         .route("/v1/agents/{name}/explain", post(render::explain))

@@ -10,7 +10,8 @@ use futures::StreamExt as _;
 use promptstack::Agent;
 use promptstack::limits::Limits;
 use promptstack_store::{
-    AgentName, ChangeKind, ErrorKind, LabelName, Notification, Principal, Store, Tenant, VersionId,
+    AgentName, ChangeKind, CredentialKey, ErrorKind, LabelName, Notification, Principal, Store,
+    Tenant, VersionId,
 };
 use tokio::time::Instant;
 
@@ -51,6 +52,10 @@ pub struct ServerConfig {
     /// How long a tenant's engine work waits for a turn within its share before it is answered
     /// 429 with `Retry-After`. Default: 2 s.
     pub tenant_engine_wait: Duration,
+    /// The key provider credentials are sealed with (from `PROMPTSTACK_CREDENTIALS_KEY`);
+    /// without one, the credentials routes answer 503 `credentials-not-configured` and nothing
+    /// else changes. Default: none.
+    pub credentials_key: Option<Arc<CredentialKey>>,
 }
 
 impl Default for ServerConfig {
@@ -70,6 +75,7 @@ impl Default for ServerConfig {
             shutdown_grace: Duration::from_secs(30),
             tenant_engine_share: 0,
             tenant_engine_wait: Duration::from_secs(2),
+            credentials_key: None,
         }
     }
 }
@@ -119,6 +125,11 @@ impl ServerConfig {
     pub fn tenant_engine_share(mut self, runs: usize, wait: Duration) -> Self {
         self.tenant_engine_share = runs;
         self.tenant_engine_wait = wait;
+        self
+    }
+    /// Sets the key provider credentials are sealed with.
+    pub fn credentials_key(mut self, key: CredentialKey) -> Self {
+        self.credentials_key = Some(Arc::new(key));
         self
     }
     /// Sets how long a graceful shutdown waits before dropping requests in flight.

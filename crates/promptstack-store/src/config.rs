@@ -179,8 +179,20 @@ pub struct StoreConfig {
     pub max_agents_per_tenant: usize,
     /// The most keys one tenant may have that are not revoked (default 100).
     pub max_keys_per_tenant: usize,
-    /// The most bytes of versions (bundles) one tenant may store (default 1 GiB).
+    /// The most bytes one tenant may store (default 1 GiB): its versions (bundles) and the
+    /// result rows of its eval runs together.
     pub max_tenant_bytes: u64,
+    /// The most cells (version × model × scenario × repetition) one eval run may have
+    /// (default 10000).
+    pub max_cells_per_run: usize,
+    /// The most eval runs one tenant may have queued or running at once (default 4).
+    pub max_active_runs_per_tenant: usize,
+    /// The largest result row of one cell, serialised, in bytes (default 256 KiB).
+    pub max_result_row_bytes: usize,
+    /// The most provider credentials one tenant may hold (default 100).
+    pub max_credentials_per_tenant: usize,
+    /// The largest secret value of one credential, in bytes (default 8 KiB).
+    pub max_credential_bytes: usize,
     /// The page length when a request names none (default 50).
     pub default_page: u32,
     /// The longest page; longer requests are cut to it (default 200).
@@ -208,6 +220,11 @@ impl Default for StoreConfig {
             max_agents_per_tenant: 500,
             max_keys_per_tenant: 100,
             max_tenant_bytes: 1 << 30,
+            max_cells_per_run: 10_000,
+            max_active_runs_per_tenant: 4,
+            max_result_row_bytes: 256 << 10,
+            max_credentials_per_tenant: 100,
+            max_credential_bytes: 8 << 10,
             default_page: 50,
             max_page: 200,
             max_connections: 8,
@@ -251,6 +268,23 @@ impl StoreConfig {
         self.max_agents_per_tenant = agents;
         self.max_keys_per_tenant = keys;
         self.max_tenant_bytes = bytes;
+        self
+    }
+
+    /// Sets the eval run quotas: [`StoreConfig::max_cells_per_run`],
+    /// [`StoreConfig::max_active_runs_per_tenant`] and [`StoreConfig::max_result_row_bytes`].
+    pub fn eval_quotas(mut self, cells: usize, active_runs: usize, row_bytes: usize) -> Self {
+        self.max_cells_per_run = cells;
+        self.max_active_runs_per_tenant = active_runs;
+        self.max_result_row_bytes = row_bytes;
+        self
+    }
+
+    /// Sets the credential quotas: [`StoreConfig::max_credentials_per_tenant`] and
+    /// [`StoreConfig::max_credential_bytes`].
+    pub fn credential_quotas(mut self, credentials: usize, bytes: usize) -> Self {
+        self.max_credentials_per_tenant = credentials;
+        self.max_credential_bytes = bytes;
         self
     }
 

@@ -8,6 +8,8 @@
 //!                                                   │ move_label (compare-and-set, audited)
 //!                                                   │ put_settings (revisioned, audited)
 //!                                                   │ audit, keys
+//!                                                   │ create_run / claim_cell / complete_cell
+//!                                                   │ put_credential / use_credential
 //!                                                   └ subscribe() → Change | Gap
 //! ```
 //!
@@ -43,7 +45,9 @@
 
 mod backend;
 mod config;
+mod credential;
 mod error;
+mod eval;
 mod key;
 mod name;
 mod notify;
@@ -53,9 +57,17 @@ mod store;
 pub mod testing;
 
 pub use config::{Backend, DATABASE_FILE, Location, StoreConfig};
+pub use credential::{CREDENTIALS_KEY_ENV, CredentialInfo, CredentialKey, Secret};
 pub use error::{Error, ErrorKind, Result};
+pub use eval::{
+    ActiveRun, Cell, CellResult, Claim, ClaimedCell, LEASE_BOUNDS, MAX_RUN_MESSAGE, MAX_RUN_MODELS,
+    MAX_RUN_REFS, MAX_RUN_REPEATS, MAX_RUN_SCENARIOS, MAX_RUN_TEXT, NewRun, RunInfo, RunProgress,
+    RunRef, RunState,
+};
 pub use key::{ApiKey, KeyInfo, NewKey, Principal};
-pub use name::{AgentName, KeyId, KeyName, LabelName, Role, Tenant, VersionId};
+pub use name::{
+    AgentName, CredentialName, KeyId, KeyName, LabelName, Role, RunId, Tenant, VersionId,
+};
 pub use notify::{Change, ChangeKind, Gap, Notification, Subscription};
 pub use record::{
     AgentInfo, AuditAction, AuditEntry, Cursor, Expected, Label, LabelMove, NewVersion, Page,

@@ -133,6 +133,16 @@ const KEY_ID: Rule = Rule {
     unlike: None,
 };
 
+const RUN_ID: Rule = Rule {
+    what: "run id",
+    ..KEY_ID
+};
+
+const CREDENTIAL: Rule = Rule {
+    what: "credential name",
+    ..AGENT
+};
+
 macro_rules! names {
     ($($(#[$doc:meta])* $name:ident => $rule:ident;)*) => {$(
         $(#[$doc])*
@@ -229,6 +239,21 @@ names! {
     /// The public part of an API key: 16 lowercase hex digits. It identifies a key in listings
     /// and the audit log and is not secret.
     KeyId => KEY_ID;
+    /// An eval run's id: 16 lowercase hex digits, random, made by the store.
+    RunId => RUN_ID;
+    /// A provider credential's name within a tenant (`openai`, `anthropic-prod`): the same rule
+    /// as agent names.
+    CredentialName => CREDENTIAL;
+}
+
+impl RunId {
+    /// A new random id.
+    pub(crate) fn generate() -> Result<RunId> {
+        let mut bytes = [0u8; 8];
+        getrandom::fill(&mut bytes)
+            .map_err(|e| Error::internal(format!("no randomness for a run id: {e}")))?;
+        Ok(RunId(bytes.iter().map(|b| format!("{b:02x}")).collect()))
+    }
 }
 
 /// What a key may do. The store records it; the server enforces it.
@@ -337,7 +362,7 @@ impl fmt::Display for KeyName {
 }
 
 /// Checks a free-text label a person gives (a key's name): bounded, printable, one line.
-fn check_text(what: &str, text: &str, max_chars: usize) -> Result<()> {
+pub(crate) fn check_text(what: &str, text: &str, max_chars: usize) -> Result<()> {
     let count = text.chars().count();
     if count == 0 || count > max_chars {
         return Err(Error::invalid(format!(

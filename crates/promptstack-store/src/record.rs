@@ -201,16 +201,28 @@ pub enum AuditAction {
     LabelMove,
     /// Settings were written; `from` and `to` are revisions.
     SettingsWrite,
+    /// An eval run was created; `to` is its suite.
+    EvalRunCreate,
+    /// An eval run was cancelled; `from` is the state it was in.
+    EvalRunCancel,
+    /// A credential was written; only its name is recorded (in `object`).
+    CredentialWrite,
+    /// A credential was deleted; only its name is recorded (in `object`).
+    CredentialDelete,
 }
 
 impl AuditAction {
-    const ALL: [AuditAction; 6] = [
+    const ALL: [AuditAction; 10] = [
         AuditAction::TenantCreate,
         AuditAction::KeyCreate,
         AuditAction::KeyRevoke,
         AuditAction::Publish,
         AuditAction::LabelMove,
         AuditAction::SettingsWrite,
+        AuditAction::EvalRunCreate,
+        AuditAction::EvalRunCancel,
+        AuditAction::CredentialWrite,
+        AuditAction::CredentialDelete,
     ];
 
     /// The action's stable name (`label.move`, …).
@@ -222,6 +234,10 @@ impl AuditAction {
             AuditAction::Publish => "version.publish",
             AuditAction::LabelMove => "label.move",
             AuditAction::SettingsWrite => "settings.write",
+            AuditAction::EvalRunCreate => "eval.run.create",
+            AuditAction::EvalRunCancel => "eval.run.cancel",
+            AuditAction::CredentialWrite => "credential.write",
+            AuditAction::CredentialDelete => "credential.delete",
         }
     }
 
@@ -250,7 +266,8 @@ pub struct AuditEntry {
     /// What was done.
     pub action: AuditAction,
     /// What it was done to, as a path: `agents/NAME/labels/LABEL`, `agents/NAME/versions/ID`,
-    /// `settings`, `agents/NAME/settings`, `keys/ID`, `tenant`.
+    /// `settings`, `agents/NAME/settings`, `keys/ID`, `tenant`, `agents/NAME/evals/RUN`,
+    /// `credentials/NAME`.
     pub object: String,
     /// The value before, when there was one.
     pub from: Option<String>,

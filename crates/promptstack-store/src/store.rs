@@ -2,14 +2,21 @@
 
 use std::future::Future;
 use std::sync::Arc;
+use std::time::Duration;
+
+use jiff::Timestamp;
 
 use tokio::sync::{Mutex, broadcast, oneshot};
 
 use crate::backend::{Written, postgres, sqlite};
 use crate::config::{Backend, Location, StoreConfig};
+use crate::credential::{CredentialInfo, CredentialKey, Secret};
 use crate::error::{Error, Result};
+use crate::eval::{ActiveRun, CellResult, Claim, ClaimedCell, NewRun, RunInfo, RunState};
 use crate::key::{KeyInfo, NewKey, Principal};
-use crate::name::{AgentName, KeyId, KeyName, LabelName, Role, Tenant, VersionId};
+use crate::name::{
+    AgentName, CredentialName, KeyId, KeyName, LabelName, Role, RunId, Tenant, VersionId,
+};
 use crate::notify::{self, Notification, Subscription};
 use crate::record::{
     AgentInfo, AuditEntry, Expected, Label, LabelMove, NewVersion, Page, PageRequest, Published,
@@ -63,6 +70,26 @@ macro_rules! dispatch {
         match &$store.inner.db {
             Db::Sqlite(db) => sqlite::ops::$op(db, $($arg),*).await,
             Db::Postgres(db) => postgres::ops::$op(db, $($arg),*).await,
+        }
+    };
+}
+
+/// Runs one eval operation on whichever backend the store has.
+macro_rules! edispatch {
+    ($store:expr, $op:ident($($arg:expr),* $(,)?)) => {
+        match &$store.inner.db {
+            Db::Sqlite(db) => sqlite::eval_ops::$op(db, $($arg),*).await,
+            Db::Postgres(db) => postgres::eval_ops::$op(db, $($arg),*).await,
+        }
+    };
+}
+
+/// Runs one credential operation on whichever backend the store has.
+macro_rules! cdispatch {
+    ($store:expr, $op:ident($($arg:expr),* $(,)?)) => {
+        match &$store.inner.db {
+            Db::Sqlite(db) => sqlite::credential_ops::$op(db, $($arg),*).await,
+            Db::Postgres(db) => postgres::credential_ops::$op(db, $($arg),*).await,
         }
     };
 }
@@ -475,6 +502,287 @@ impl Store {
             }
         })
         .await
+    }
+
+    // --- eval runs ----------------------------------------------------------------------------
+
+    /// Creates an eval run of `run`'s agent with every cell (distinct versions × models ×
+    /// scenarios × repetitions), in one transaction, audited. The run starts `queued`.
+    ///
+    /// # Errors
+    ///
+    /// `Invalid` for a part out of its bounds (see [`NewRun::new`]); `Quota` for more cells
+    /// than [`StoreConfig::max_cells_per_run`] or a tenant that already has
+    /// [`StoreConfig::max_active_runs_per_tenant`] runs queued or running; `NotFound` for an
+    /// unknown tenant, agent or version; `Unavailable`.
+    pub async fn create_run(
+        &self,
+        tenant: &Tenant,
+        run: &NewRun,
+        by: Option<&KeyId>,
+    ) -> Result<RunInfo> {
+        let config = &self.inner.config;
+        run.check(config.max_cells_per_run)?;
+        self.bounded(async { edispatch!(self, create_run(config, tenant, run, by)) })
+            .await
+    }
+
+    /// A run of `tenant`, with its progress.
+    ///
+    /// # Errors
+    ///
+    /// `NotFound` for a run that is not `tenant`'s; `Unavailable`.
+    pub async fn run(&self, tenant: &Tenant, run: &RunId) -> Result<RunInfo> {
+        self.bounded(async { edispatch!(self, run(tenant, run)) })
+            .await
+    }
+
+    /// The runs of `tenant` (of one agent, when given), newest first.
+    ///
+    /// # Errors
+    ///
+    /// `NotFound` for an unknown agent; `Invalid` for a cursor of another listing;
+    /// `Unavailable`.
+    pub async fn runs(
+        &self,
+        tenant: &Tenant,
+        agent: Option<&AgentName>,
+        page: &PageRequest,
+    ) -> Result<Page<RunInfo>> {
+        let config = &self.inner.config;
+        self.bounded(async { edispatch!(self, runs(config, tenant, agent, page)) })
+            .await
+    }
+
+    /// The runs of every tenant with cells left to claim (queued or running), oldest first:
+    /// where a worker looks for work. The only cross-tenant read of runs; what it names is then
+    /// claimed with the tenant it names.
+    ///
+    /// # Errors
+    ///
+    /// `Invalid` for a cursor of another listing; `Unavailable`.
+    pub async fn active_runs(&self, page: &PageRequest) -> Result<Page<ActiveRun>> {
+        let config = &self.inner.config;
+        self.bounded(async { edispatch!(self, active_runs(config, page)) })
+            .await
+    }
+
+    /// Cancels a queued or running run, audited: no cell is claimed or completed after it.
+    /// Cancelling a cancelled run returns it unchanged.
+    ///
+    /// # Errors
+    ///
+    /// `NotFound` for a run that is not `tenant`'s; `Conflict` for a run that is done or
+    /// failed; `Unavailable`.
+    pub async fn cancel_run(
+        &self,
+        tenant: &Tenant,
+        run: &RunId,
+        by: Option<&KeyId>,
+    ) -> Result<RunInfo> {
+        self.bounded(async {
+            edispatch!(self, finish_run(tenant, run, RunState::Cancelled, None, by))
+        })
+        .await
+    }
+
+    /// Marks a queued or running run failed, with why (cut to [`MAX_RUN_MESSAGE`] characters):
+    /// what a runner does when the run cannot go on (its suite cannot be read, its credentials
+    /// are missing). No cell is claimed or completed after it.
+    ///
+    /// [`MAX_RUN_MESSAGE`]: crate::MAX_RUN_MESSAGE
+    ///
+    /// # Errors
+    ///
+    /// `NotFound` for a run that is not `tenant`'s; `Conflict` for a run that is done or
+    /// cancelled; `Unavailable`.
+    pub async fn fail_run(&self, tenant: &Tenant, run: &RunId, message: &str) -> Result<RunInfo> {
+        let message: String = message
+            .chars()
+            .take(crate::eval::MAX_RUN_MESSAGE)
+            .map(|c| if c.is_control() { ' ' } else { c })
+            .collect();
+        let message = Some(message.as_str());
+        self.bounded(async {
+            edispatch!(
+                self,
+                finish_run(tenant, run, RunState::Failed, message, None)
+            )
+        })
+        .await
+    }
+
+    /// Claims the next claimable cell of a run for `worker`, until `lease` from now: a cell
+    /// nobody completed whose lease, if any, has run out (its worker died or stalled). The
+    /// first claim moves the run from `queued` to `running`. `None` when no cell is claimable
+    /// now (all done or leased) or the run is not queued or running.
+    ///
+    /// # Errors
+    ///
+    /// `Invalid` for a worker id that is not 1 to 128 printable characters or a lease outside
+    /// [`LEASE_BOUNDS`](crate::LEASE_BOUNDS); `NotFound` for a run that is not `tenant`'s;
+    /// `Unavailable`.
+    pub async fn claim_cell(
+        &self,
+        tenant: &Tenant,
+        run: &RunId,
+        worker: &str,
+        lease: Duration,
+    ) -> Result<Option<ClaimedCell>> {
+        crate::eval::check_worker(worker)?;
+        let lease = crate::eval::lease_micros(lease)?;
+        self.bounded(async { edispatch!(self, claim_cell(tenant, run, worker, lease)) })
+            .await
+    }
+
+    /// Extends a claim's lease to `lease` from now.
+    ///
+    /// # Errors
+    ///
+    /// `Conflict` when the claim is no longer held (the cell was claimed again after the lease
+    /// ran out, or completed, or the run is no longer running); `Invalid` for a lease outside
+    /// [`LEASE_BOUNDS`](crate::LEASE_BOUNDS); `NotFound`; `Unavailable`.
+    pub async fn renew_lease(
+        &self,
+        tenant: &Tenant,
+        claim: &Claim,
+        lease: Duration,
+    ) -> Result<Timestamp> {
+        let lease = crate::eval::lease_micros(lease)?;
+        self.bounded(async { edispatch!(self, renew_lease(tenant, claim, lease)) })
+            .await
+    }
+
+    /// Records a claimed cell's result row, once: only while `claim` is still the cell's latest
+    /// claim and the run is running. `failed` says the row records that the cell could not
+    /// complete. The last cell completed makes the run `done`. A claim whose lease ran out may
+    /// still complete as long as no other worker claimed the cell since.
+    ///
+    /// # Errors
+    ///
+    /// `Conflict` when the claim is no longer held (see [`Store::renew_lease`]) — nothing is
+    /// recorded; `TooLarge` for a row over [`StoreConfig::max_result_row_bytes`], or one that
+    /// would bring the tenant's stored bytes past [`StoreConfig::max_tenant_bytes`];
+    /// `NotFound`; `Unavailable`.
+    pub async fn complete_cell(
+        &self,
+        tenant: &Tenant,
+        claim: &Claim,
+        row: &serde_json::Value,
+        failed: bool,
+    ) -> Result<RunInfo> {
+        let text = serde_json::to_string(row)
+            .map_err(|e| Error::invalid(format!("the result row is not serialisable: {e}")))?;
+        let config = &self.inner.config;
+        let cap = config.max_result_row_bytes;
+        if text.len() > cap {
+            return Err(Error::too_large("the result row", text.len(), cap));
+        }
+        self.bounded(async {
+            edispatch!(self, complete_cell(config, tenant, claim, &text, failed))
+        })
+        .await
+    }
+
+    /// The result rows of a run's completed cells, by cell index.
+    ///
+    /// # Errors
+    ///
+    /// `NotFound` for a run that is not `tenant`'s; `Invalid` for a cursor of another listing;
+    /// `Unavailable`.
+    pub async fn run_results(
+        &self,
+        tenant: &Tenant,
+        run: &RunId,
+        page: &PageRequest,
+    ) -> Result<Page<CellResult>> {
+        let config = &self.inner.config;
+        self.bounded(async { edispatch!(self, run_results(config, tenant, run, page)) })
+            .await
+    }
+
+    // --- provider credentials -----------------------------------------------------------------
+
+    /// Writes credential `name` of `tenant`: `secret` sealed under `key` (AES-256-GCM, a random
+    /// nonce, the tenant and the name as associated data), audited by name only. The answer's
+    /// flag says whether it was created (not replaced).
+    ///
+    /// # Errors
+    ///
+    /// `Invalid` for an empty value; `TooLarge` past [`StoreConfig::max_credential_bytes`];
+    /// `Quota` for a new name past [`StoreConfig::max_credentials_per_tenant`]; `NotFound` for
+    /// an unknown tenant; `Unavailable`.
+    pub async fn put_credential(
+        &self,
+        tenant: &Tenant,
+        name: &CredentialName,
+        secret: &Secret,
+        key: &CredentialKey,
+        by: Option<&KeyId>,
+    ) -> Result<(CredentialInfo, bool)> {
+        let config = &self.inner.config;
+        if secret.is_empty() {
+            return Err(Error::invalid("a credential's value must not be empty"));
+        }
+        if secret.len() > config.max_credential_bytes {
+            return Err(Error::too_large(
+                "the credential's value",
+                secret.len(),
+                config.max_credential_bytes,
+            ));
+        }
+        let sealed = key.seal(tenant, name, secret)?;
+        self.bounded(async { cdispatch!(self, put_credential(config, tenant, name, &sealed, by)) })
+            .await
+    }
+
+    /// The credentials of `tenant` by name: names and times, never values.
+    ///
+    /// # Errors
+    ///
+    /// `Invalid` for a cursor of another listing; `Unavailable`.
+    pub async fn credentials(
+        &self,
+        tenant: &Tenant,
+        page: &PageRequest,
+    ) -> Result<Page<CredentialInfo>> {
+        let config = &self.inner.config;
+        self.bounded(async { cdispatch!(self, credentials(config, tenant, page)) })
+            .await
+    }
+
+    /// Deletes credential `name` of `tenant`, audited by name only.
+    ///
+    /// # Errors
+    ///
+    /// `NotFound` for a credential that is not `tenant`'s; `Unavailable`.
+    pub async fn delete_credential(
+        &self,
+        tenant: &Tenant,
+        name: &CredentialName,
+        by: Option<&KeyId>,
+    ) -> Result<()> {
+        self.bounded(async { cdispatch!(self, delete_credential(tenant, name, by)) })
+            .await
+    }
+
+    /// Opens credential `name` for a queued or running eval run of the same tenant, and stamps
+    /// its last use. The only way back to a value.
+    ///
+    /// # Errors
+    ///
+    /// `NotFound` for a run or credential that is not `tenant`'s; `Conflict` for a run that is
+    /// done, cancelled or failed; `Internal` when the sealed value does not open under `key`
+    /// (another key, or altered); `Unavailable`.
+    pub async fn use_credential(
+        &self,
+        tenant: &Tenant,
+        run: &RunId,
+        name: &CredentialName,
+        key: &CredentialKey,
+    ) -> Result<Secret> {
+        self.bounded(async { cdispatch!(self, use_credential(tenant, run, name, key)) })
+            .await
     }
 
     // --- audit and changes --------------------------------------------------------------------

@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use anyhow::Context as _;
 use promptstack_server::{AppState, Bundle, ServerConfig};
-use promptstack_store::{AgentName, StoreConfig, Tenant};
+use promptstack_store::{AgentName, CREDENTIALS_KEY_ENV, CredentialKey, StoreConfig, Tenant};
 
 use crate::cmd::keys::StoreArgs;
 use crate::exit::bad_input;
@@ -16,7 +16,9 @@ use crate::exit::bad_input;
 /// The store is an SQLite file under `--data` (default `promptstack-data/`), or the PostgreSQL
 /// database given with `--database` (several instances may share one). Requests authenticate
 /// with `Authorization: Bearer KEY`; make keys with `promptstack keys create`. SIGTERM or
-/// SIGINT stops accepting connections and lets requests in flight finish. See docs/server.md.
+/// SIGINT stops accepting connections and lets requests in flight finish. Provider credentials
+/// are stored sealed under the key in `PROMPTSTACK_CREDENTIALS_KEY` (32 bytes in base64); without
+/// it, the credentials routes answer 503. See docs/server.md.
 #[derive(Debug, clap::Args)]
 pub struct Args {
     /// The address to listen on.
@@ -71,6 +73,7 @@ pub struct Args {
 
 pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     let location = args.store.location()?;
+    let credentials_key = credentials_key()?;
     let listen: std::net::SocketAddr = args
         .listen
         .parse()
@@ -105,6 +108,13 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
                 Duration::from_millis(args.tenant_engine_wait_ms),
             );
         config.limits = crate::input::limits().clone();
+        match credentials_key {
+            Some(key) => config = config.credentials_key(key),
+            None => eprintln!(
+                "note: {CREDENTIALS_KEY_ENV} is not set: the credentials routes answer 503 \
+                 and nothing else changes"
+            ),
+        }
         let state = AppState::new(store.clone(), config);
         if let Err(error) = state.watch().await {
             eprintln!(
@@ -128,6 +138,20 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         eprintln!("stopped");
         Ok(ExitCode::SUCCESS)
     })
+}
+
+/// The credentials key from the environment: `None` when unset; a malformed key refuses to
+/// start (exit 2), without quoting it.
+fn credentials_key() -> anyhow::Result<Option<CredentialKey>> {
+    match std::env::var(CREDENTIALS_KEY_ENV) {
+        Ok(text) => CredentialKey::from_base64(&text)
+            .map(Some)
+            .map_err(|e| bad_input(anyhow::anyhow!("{CREDENTIALS_KEY_ENV}: {e}"))),
+        Err(std::env::VarError::NotPresent) => Ok(None),
+        Err(std::env::VarError::NotUnicode(_)) => Err(bad_input(anyhow::anyhow!(
+            "{CREDENTIALS_KEY_ENV}: the credentials key is not valid base64"
+        ))),
+    }
 }
 
 async fn publish_examples(state: &AppState, dir: &std::path::Path) -> anyhow::Result<()> {

@@ -7,7 +7,9 @@ use axum::body::Body;
 use axum::http::{HeaderMap, Method, Request, StatusCode};
 use http_body_util::BodyExt as _;
 use promptstack_server::{AppState, Bundle, ServerConfig};
-use promptstack_store::{AgentName, Location, Role, Store, StoreConfig, Tenant};
+use promptstack_store::{
+    AgentName, CredentialKey, CredentialName, Location, Role, Secret, Store, StoreConfig, Tenant,
+};
 use tower::ServiceExt as _;
 
 /// The repository's examples folder.
@@ -51,12 +53,20 @@ pub struct Keys {
     pub viewer: String,
 }
 
+/// The credentials key of [`Harness::new`].
+pub const CREDENTIALS_KEY: [u8; 32] = [0x5a; 32];
+
 /// The text only tenant `globex`'s agent holds: no answer to `acme` may contain it.
 pub const GLOBEX_SECRET: &str = "globex-secret-instructions-7f3a";
 
 impl Harness {
     pub async fn new() -> Harness {
-        Harness::with_config(ServerConfig::default().rate_limit(0, 1)).await
+        Harness::with_config(
+            ServerConfig::default()
+                .rate_limit(0, 1)
+                .credentials_key(CredentialKey::from_bytes(&CREDENTIALS_KEY)),
+        )
+        .await
     }
 
     pub async fn with_config(config: ServerConfig) -> Harness {
@@ -116,6 +126,17 @@ impl Harness {
                 }
             }
         };
+        // Globex's provider credential, named like its agent, holding its secret.
+        store
+            .put_credential(
+                &globex,
+                &CredentialName::parse("secret-agent").unwrap(),
+                &Secret::new(GLOBEX_SECRET),
+                &CredentialKey::from_bytes(&CREDENTIALS_KEY),
+                None,
+            )
+            .await
+            .unwrap();
         Harness {
             router: promptstack_server::router(state.clone()),
             acme: keys(acme).await,

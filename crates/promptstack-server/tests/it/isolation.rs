@@ -11,7 +11,8 @@ use crate::harness::{GLOBEX_SECRET, Harness, bundle};
 fn body_for(method: &Method, path: &str, globex_version: &str) -> Option<Option<Value>> {
     let send = json!({"user_message": "hello"});
     let body = match (method.as_str(), path) {
-        ("GET", _) => None,
+        ("GET" | "DELETE", _) => None,
+        ("PUT", "/v1/credentials/{name}") => Some(json!({"value": "acme-own-value"})),
         ("POST", "/v1/agents/{name}/versions") => {
             Some(serde_json::to_value(bundle("title")).unwrap())
         }
@@ -64,7 +65,19 @@ async fn no_route_lets_one_tenant_reach_another() {
                     "{method} {path} leaked: {text}"
                 );
                 let publishes = method == Method::POST && template.ends_with("/versions");
-                if template.contains("{name}") && !publishes {
+                let credential = template == "/v1/credentials/{name}";
+                if credential {
+                    // Admin-only: other roles are refused before any lookup. An admin's delete
+                    // finds no credential of that name in its own tenant (the walk deletes
+                    // before it writes: the document's operations are ordered by method), and
+                    // its write makes its own tenant's credential.
+                    let expected = match (key == &h.acme.admin, method.as_str()) {
+                        (false, _) => StatusCode::FORBIDDEN,
+                        (true, "DELETE") => StatusCode::NOT_FOUND,
+                        (true, _) => StatusCode::CREATED,
+                    };
+                    assert_eq!(answer.status, expected, "{method} {path}: {text}");
+                } else if template.contains("{name}") && !publishes {
                     assert_eq!(
                         answer.status,
                         StatusCode::NOT_FOUND,
@@ -106,6 +119,18 @@ async fn no_route_lets_one_tenant_reach_another() {
         }
     }
     assert!(walked >= 20, "only {walked} operations walked");
+    // Globex's credential of the walked name is untouched, and Acme's own is separate.
+    let credentials = h
+        .call(Method::GET, "/v1/credentials", Some(&h.globex.admin), None)
+        .await
+        .json();
+    let items = credentials["items"].as_array().unwrap();
+    assert_eq!(items.len(), 1, "{credentials}");
+    assert_eq!(items[0]["name"], "secret-agent");
+    assert_eq!(
+        items[0]["created_at"], items[0]["updated_at"],
+        "{credentials}"
+    );
     // Globex's objects are untouched.
     let versions = h
         .call(

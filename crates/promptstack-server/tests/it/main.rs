@@ -1,6 +1,7 @@
 //! The server's router, driven without a port through `tower::ServiceExt::oneshot`.
 
 mod bundles;
+mod credentials;
 mod fairness;
 mod harness;
 mod inspector;

@@ -20,21 +20,21 @@ use crate::record::{
     PageRequest, Published, Settings, SettingsScope, Version, VersionInfo,
 };
 
-type Tx = sqlx::Transaction<'static, Db>;
-type DbRow = <Db as sqlx::Database>::Row;
+pub(super) type Tx = sqlx::Transaction<'static, Db>;
+pub(super) type DbRow = <Db as sqlx::Database>::Row;
 
 /// One audit entry, written in the transaction of the write it records.
-struct Audit<'a> {
-    tenant_id: i64,
-    at: i64,
-    actor: Option<&'a KeyId>,
-    action: AuditAction,
-    object: String,
-    from: Option<String>,
-    to: Option<String>,
+pub(super) struct Audit<'a> {
+    pub(super) tenant_id: i64,
+    pub(super) at: i64,
+    pub(super) actor: Option<&'a KeyId>,
+    pub(super) action: AuditAction,
+    pub(super) object: String,
+    pub(super) from: Option<String>,
+    pub(super) to: Option<String>,
 }
 
-async fn audit(tx: &mut Tx, entry: Audit<'_>) -> Result<()> {
+pub(super) async fn audit(tx: &mut Tx, entry: Audit<'_>) -> Result<()> {
     sqlx::query(
         "INSERT INTO audit (tenant_id, at, actor, action, object, from_value, to_value) \
          VALUES ($1, $2, $3, $4, $5, $6, $7)",
@@ -60,14 +60,14 @@ async fn commit(mut tx: Tx, entry: Audit<'_>, change: &Change) -> Result<()> {
 }
 
 /// An optional key id column (`created_by`, `updated_by`, `actor`).
-fn key_column(row: &DbRow, column: &str) -> Result<Option<KeyId>> {
+pub(super) fn key_column(row: &DbRow, column: &str) -> Result<Option<KeyId>> {
     row.try_get::<Option<String>, _>(column)?
         .map(KeyId::from_db)
         .transpose()
 }
 
 /// The tenant's row id, locked for the rest of the transaction where the backend locks rows.
-async fn lock_tenant(tx: &mut Tx, tenant: &Tenant) -> Result<i64> {
+pub(super) async fn lock_tenant(tx: &mut Tx, tenant: &Tenant) -> Result<i64> {
     sqlx::query(LOCK_TENANT)
         .bind(tenant.as_str())
         .fetch_optional(&mut **tx)
@@ -78,7 +78,7 @@ async fn lock_tenant(tx: &mut Tx, tenant: &Tenant) -> Result<i64> {
 }
 
 /// A quota from the configuration as a count the database compares with.
-fn cap(quota: usize) -> i64 {
+pub(super) fn cap(quota: usize) -> i64 {
     i64::try_from(quota).unwrap_or(i64::MAX)
 }
 
@@ -139,26 +139,33 @@ async fn check_publish_quotas(
             }
         }
     }
-    let stored: i64 = sqlx::query(
-        "SELECT CAST(COALESCE(SUM(v.size), 0) AS BIGINT) FROM versions v \
-         JOIN agents a ON a.id = v.agent_id WHERE a.tenant_id = $1",
-    )
-    .bind(tenant_id)
-    .fetch_one(&mut **tx)
-    .await?
-    .try_get(0)?;
-    let stored = u64::try_from(stored).unwrap_or(0);
+    let stored = stored_bytes(tx, tenant_id).await?;
     if stored.saturating_add(size as u64) > config.max_tenant_bytes {
         return Err(Error::new(
             crate::error::ErrorKind::TooLarge,
             format!(
-                "tenant {tenant} stores {stored} bytes of versions; this one of {size} bytes \
-                 would pass the quota of {} bytes (`max_tenant_bytes`)",
+                "tenant {tenant} stores {stored} bytes of versions and eval results; this \
+                 version of {size} bytes would pass the quota of {} bytes (`max_tenant_bytes`)",
                 config.max_tenant_bytes
             ),
         ));
     }
     Ok(())
+}
+
+/// The bytes a tenant stores: its versions' bundles and its eval runs' result rows.
+pub(super) async fn stored_bytes(tx: &mut Tx, tenant_id: i64) -> Result<u64> {
+    let stored: i64 = sqlx::query(
+        "SELECT CAST(COALESCE((SELECT SUM(v.size) FROM versions v \
+         JOIN agents a ON a.id = v.agent_id WHERE a.tenant_id = $1), 0) \
+         + COALESCE((SELECT SUM(r.result_bytes) FROM eval_runs r WHERE r.tenant_id = $1), 0) \
+         AS BIGINT)",
+    )
+    .bind(tenant_id)
+    .fetch_one(&mut **tx)
+    .await?
+    .try_get(0)?;
+    Ok(u64::try_from(stored).unwrap_or(0))
 }
 
 /// Creates the tenant if it does not exist; its row id and whether it was created.
@@ -545,7 +552,7 @@ pub(crate) async fn agents(
 }
 
 /// Whether the tenant has this agent; listings of an unknown agent are `NotFound`, not empty.
-async fn agent_exists(db: &Handle, tenant: &Tenant, agent: &AgentName) -> Result<()> {
+pub(super) async fn agent_exists(db: &Handle, tenant: &Tenant, agent: &AgentName) -> Result<()> {
     let found = sqlx::query(
         "SELECT a.id FROM agents a JOIN tenants t ON t.id = a.tenant_id \
          WHERE t.slug = $1 AND a.name = $2",
@@ -945,7 +952,7 @@ pub(crate) async fn audit_log(
 }
 
 /// Cuts `limit + 1` fetched rows to a page: the extra row only says that a next page exists.
-fn paged<T>(
+pub(super) fn paged<T>(
     rows: Vec<DbRow>,
     limit: u32,
     mut read: impl FnMut(&DbRow) -> Result<(Cursor, T)>,

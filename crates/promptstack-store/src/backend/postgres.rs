@@ -19,8 +19,19 @@ pub(crate) const LOCK_TENANT: &str = "SELECT id FROM tenants WHERE slug = $1 FOR
 pub(crate) const LOCK_AGENT: &str = "SELECT a.id, a.tenant_id FROM agents a \
      JOIN tenants t ON t.id = a.tenant_id WHERE t.slug = $1 AND a.name = $2 FOR UPDATE OF a";
 
+/// Claimers skip a cell another transaction is claiming, instead of waiting for it.
+pub(crate) const SKIP_LOCKED: &str = " FOR UPDATE SKIP LOCKED";
+
 #[path = "ops.rs"]
 pub(crate) mod ops;
+
+#[allow(clippy::duplicate_mod)]
+#[path = "eval_ops.rs"]
+pub(crate) mod eval_ops;
+
+#[allow(clippy::duplicate_mod)]
+#[path = "credential_ops.rs"]
+pub(crate) mod credential_ops;
 
 /// The pools of one PostgreSQL database.
 pub(crate) struct Handle {

@@ -23,8 +23,19 @@ pub(crate) const LOCK_TENANT: &str = "SELECT id FROM tenants WHERE slug = $1";
 pub(crate) const LOCK_AGENT: &str = "SELECT a.id, a.tenant_id FROM agents a \
      JOIN tenants t ON t.id = a.tenant_id WHERE t.slug = $1 AND a.name = $2";
 
+/// Nothing to skip: `BEGIN IMMEDIATE` serialises claimers, and the claim is one `UPDATE`.
+pub(crate) const SKIP_LOCKED: &str = "";
+
 #[path = "ops.rs"]
 pub(crate) mod ops;
+
+#[allow(clippy::duplicate_mod)]
+#[path = "eval_ops.rs"]
+pub(crate) mod eval_ops;
+
+#[allow(clippy::duplicate_mod)]
+#[path = "credential_ops.rs"]
+pub(crate) mod credential_ops;
 
 /// The pools of one SQLite database.
 pub(crate) struct Handle {

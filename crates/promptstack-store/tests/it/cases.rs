@@ -11,6 +11,12 @@ use promptstack_store::{
 };
 use serde_json::json;
 
+pub use crate::credentials::credentials_are_sealed_and_used_only_by_own_runs;
+pub use crate::runs::{
+    eval_cells_are_claimed_again_after_their_lease, eval_run_quotas_and_validation,
+    eval_runs_are_isolated_by_tenant, eval_runs_cancel_and_fail,
+    eval_runs_claim_and_complete_every_cell,
+};
 use crate::support::{Harness, agent, bundle, by, label, principal, publish_all, tenant, vid};
 
 /// How long a change may take to reach another instance's subscription: the consistency the

@@ -3,6 +3,8 @@
 //! case, also when it fails). PostgreSQL being unreachable fails the PostgreSQL half.
 
 mod cases;
+mod credentials;
+mod runs;
 mod support;
 
 /// Every case that runs on both backends, instantiated below once per backend.
@@ -29,6 +31,12 @@ macro_rules! for_each_case {
             notifications_report_lagging,
             acknowledged_writes_survive_kill_9,
             label_history_replays_from_the_audit_log,
+            eval_runs_claim_and_complete_every_cell,
+            eval_cells_are_claimed_again_after_their_lease,
+            eval_runs_cancel_and_fail,
+            eval_run_quotas_and_validation,
+            eval_runs_are_isolated_by_tenant,
+            credentials_are_sealed_and_used_only_by_own_runs,
         }
     };
 }
@@ -85,6 +93,12 @@ mod postgres {
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     async fn unreachable_server_is_unavailable() {
         crate::cases::postgres_unreachable_server_is_unavailable().await;
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn two_instances_complete_every_cell_once() {
+        let harness = crate::support::Harness::postgres().await;
+        crate::runs::postgres_two_instances_complete_every_cell_once(&harness).await;
     }
 
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
