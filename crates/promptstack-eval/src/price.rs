@@ -30,7 +30,6 @@ use promptstack_core::provider::{Family, model_glob_matches};
 use serde::{Deserialize, Serialize};
 
 use crate::row::{MicroUsd, Usage};
-use crate::suite::ModelFormat;
 
 /// The bundled table's text.
 pub const BUNDLED: &str = include_str!("prices.toml");
@@ -193,9 +192,14 @@ impl Prices {
         &self.rows
     }
 
-    /// The first row for a model reached in `format`; none when the table does not price it.
-    pub fn find(&self, format: ModelFormat, model: &str) -> Option<&Price> {
-        let family = promptstack_core::provider::Format::from(format).family();
+    /// The first row for a model reached in `format` (a suite's [`ModelFormat`](crate::suite::ModelFormat) or a provider
+    /// [`Format`](promptstack_core::provider::Format)); none when the table does not price it.
+    pub fn find(
+        &self,
+        format: impl Into<promptstack_core::provider::Format>,
+        model: &str,
+    ) -> Option<&Price> {
+        let family = format.into().family();
         self.rows
             .iter()
             .find(|row| row.provider == family && model_glob_matches(&row.models, model))
@@ -239,6 +243,7 @@ fn micro(dollars: f64) -> Result<u64, String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::suite::ModelFormat;
 
     fn usage(input: u64, output: u64, read: Option<u64>, write: Option<u64>) -> Usage {
         Usage {

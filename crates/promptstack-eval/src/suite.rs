@@ -194,6 +194,30 @@ pub struct Version {
     /// A label or version id of the agent in the service (`production`, `v_3f2a…`).
     #[serde(default, skip_serializing_if = "Option::is_none", rename = "ref")]
     pub reference: Option<String>,
+    /// How this version's untrusted tool results are delimited before the model reads them.
+    #[serde(default, skip_serializing_if = "FenceStyle::is_default")]
+    pub fence: FenceStyle,
+}
+
+/// How untrusted tool results are delimited in a version's run.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "kebab-case")]
+pub enum FenceStyle {
+    /// The fence: marker lines carrying a fresh nonce, with look-alike markers inside the content
+    /// defanged, so content cannot close its own block.
+    #[default]
+    Markers,
+    /// A baseline to compare the fence against, as hand-built prompt layers commonly delimit
+    /// pages: plain XML tags named for the content kind (`<web_content url="…">…</web_content>`),
+    /// no nonce, nothing defanged, so content can close the tag itself. Only an eval can choose
+    /// it; the engine never delimits content this way.
+    XmlTags,
+}
+
+impl FenceStyle {
+    fn is_default(&self) -> bool {
+        *self == FenceStyle::Markers
+    }
 }
 
 /// One scenario: a send, what the tools answer, and what the answer must show.

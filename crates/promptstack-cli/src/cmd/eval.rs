@@ -12,6 +12,7 @@ use promptstack::eval::HttpEndpoint;
 use promptstack::provider::Format;
 use promptstack_eval::endpoint::{Endpoint, EndpointErrorKind};
 use promptstack_eval::record::{Recording, Recordings, Replay};
+use promptstack_eval::price::Prices;
 use promptstack_eval::report::{Report, TerminalConfig};
 use promptstack_eval::run::{Progress, RunErrorKind, RunOptions, Runner, VersionAgent};
 use promptstack_eval::stats::StatsConfig;
@@ -80,6 +81,13 @@ pub struct Args {
     /// sent to models stays the suite's.
     #[arg(long, value_name = "N")]
     seed: Option<u64>,
+    /// A provider rules table (TOML) replacing the bundled one, for the requests' cache plans and
+    /// the predicted cache reads.
+    #[arg(long, value_name = "FILE")]
+    rules: Option<PathBuf>,
+    /// A price table (TOML) replacing the bundled one, for the rows' costs.
+    #[arg(long, value_name = "FILE")]
+    prices: Option<PathBuf>,
     /// Print neither the progress line nor the summary table.
     #[arg(long, short)]
     quiet: bool,
@@ -105,6 +113,19 @@ fn agent_folder(suite: &Path) -> PathBuf {
         }
     } else {
         parent.to_path_buf()
+    }
+}
+
+/// Reads a price table, or returns the bundled one.
+fn prices(path: Option<&Path>) -> anyhow::Result<Prices> {
+    match path {
+        Some(path) => {
+            let bytes = input::read(path, promptstack::limits::InputKind::Rules)?;
+            let text = String::from_utf8(bytes)
+                .map_err(|_| bad_input(anyhow::anyhow!("{} is not UTF-8", path.display())))?;
+            Prices::from_toml(&text, &path.display().to_string()).map_err(bad_input)
+        }
+        None => Ok(Prices::bundled().clone()),
     }
 }
 
@@ -147,7 +168,9 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         endpoints,
         options,
     )
-    .map_err(bad_input)?;
+    .map_err(bad_input)?
+    .with_rules(super::request::rules(args.rules.as_deref())?)
+    .with_prices(prices(args.prices.as_deref())?);
     let started_at = jiff::Timestamp::now().to_string();
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()

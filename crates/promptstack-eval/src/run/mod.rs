@@ -23,27 +23,29 @@ mod script;
 use std::collections::BTreeMap;
 use std::fmt;
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
 use futures::StreamExt as _;
 use promptstack_core::fence::Fence;
 use promptstack_core::provider::{
-    Conversation, DEFAULT_MAX_TOKENS, Format, Message, RequestOptions, Rules, ToolCall,
+    CacheState, Conversation, DEFAULT_MAX_TOKENS, Format, Message, RequestOptions, Rules, ToolCall,
     canonical_json,
 };
 use promptstack_core::stream::{OutputMode, Processor, StreamConfig, WidgetSet};
-use promptstack_core::turn::{CallStatus, ResultWrapper, ToolExecutor};
+use promptstack_core::spec::ResultFence;
+use promptstack_core::turn::{CallStatus, ResultOrigin, ResultWrapper, ToolExecutor};
 use promptstack_core::{Agent, Assembly, SendContext};
 
 pub use sampling::{Sampling, add_sampling};
 
 use crate::assess::{Checks, Observed};
 use crate::endpoint::{Call, Endpoint, EndpointError, EndpointErrorKind};
+use crate::price::Prices;
 use crate::row::{
     AssertionResult, Latency, ResultRow, RowKey, Run, ToolCallRecord, Transcript, Usage, Verdict,
 };
-use crate::suite::{Assertion, Scenario, Suite};
+use crate::suite::{Assertion, FenceStyle, Scenario, Suite};
 use crate::wire::{Stream, StreamFormat};
 use script::{RunNonces, Scripted, Scripts, clip};
 
@@ -163,6 +165,7 @@ impl std::error::Error for RunError {}
 struct PreparedVersion {
     name: String,
     agent: Agent,
+    fence: FenceStyle,
     /// One per selected scenario, in the same order.
     sends: Vec<PreparedSend>,
 }
@@ -217,6 +220,12 @@ pub struct Runner {
     max_tokens: u32,
     sampling: Sampling,
     rules: Rules,
+    prices: Prices,
+    /// One simulated provider cache per model, fed every request in the order it is sent, for
+    /// the rows' predicted cache reads.
+    caches: Vec<Mutex<CacheState>>,
+    /// The simulated caches' clock starts here.
+    epoch: Instant,
     progress: Option<ProgressFn>,
 }
 
@@ -344,10 +353,12 @@ impl Runner {
             prepared_versions.push(PreparedVersion {
                 name: version.name.clone(),
                 agent,
+                fence: version.fence,
                 sends: prepared,
             });
         }
 
+        let caches = models.iter().map(|_| Mutex::default()).collect();
         let runner = Self {
             suite: name.to_owned(),
             versions: prepared_versions,
@@ -365,6 +376,9 @@ impl Runner {
                 seed: suite.matrix.seed,
             },
             rules: Rules::bundled().clone(),
+            prices: Prices::bundled().clone(),
+            caches,
+            epoch: Instant::now(),
             progress: options.progress,
         };
         if runner.total() > MAX_RUNS {
@@ -380,6 +394,13 @@ impl Runner {
     #[must_use]
     pub fn with_rules(mut self, rules: Rules) -> Self {
         self.rules = rules;
+        self
+    }
+
+    /// Uses `prices` instead of the bundled price table for the rows' costs.
+    #[must_use]
+    pub fn with_prices(mut self, prices: Prices) -> Self {
+        self.prices = prices;
         self
     }
 
@@ -462,7 +483,10 @@ impl Runner {
         };
         let repetition = cell.repetition.to_string();
         let nonces = RunNonces::new(&[&version.name, &model.name, &scenario.name, &repetition]);
-        let wrapper: Arc<dyn ResultWrapper> = Arc::new(Fence::new(nonces));
+        let wrapper: Arc<dyn ResultWrapper> = match version.fence {
+            FenceStyle::Markers => Arc::new(Fence::new(nonces)),
+            FenceStyle::XmlTags => Arc::new(XmlTags),
+        };
         let executor: Arc<dyn ToolExecutor> = Arc::new(Scripted(Arc::clone(&scenario.scripts)));
         let turn = version
             .agent
@@ -481,6 +505,7 @@ impl Runner {
         options.max_tokens = self.max_tokens;
         let mut conversation = scenario.conversation.clone();
         let mut usage = Usage::default();
+        let mut predicted_read: Option<u64> = None;
         let mut first_token = None;
         let mut calls: Vec<ToolCallRecord> = Vec::new();
         let mut budget_exceeded = false;
@@ -516,6 +541,11 @@ impl Runner {
                     }
                 };
             key.rules_version.clone_from(&request.plan.rules_version);
+            let now = self.epoch.elapsed().as_secs();
+            let predicted = request.replay(&self.rules, &mut lock(&self.caches[cell.model]), now);
+            if let Ok(cost) = predicted {
+                predicted_read = Some(predicted_read.unwrap_or(0) + u64::from(cost.read));
+            }
             let mut body = request.body_value();
             add_sampling(&mut body, model.format, &self.sampling);
             request_text = canonical_json(&body);
@@ -639,6 +669,10 @@ impl Runner {
         };
         let mut row = ResultRow::new(key, false).with_usage(usage);
         row.turn = Some(turn.record());
+        row.predicted_cache_read_tokens = predicted_read;
+        if let Some(price) = self.prices.find(model.format, &model.model) {
+            row.cost = Some(price.cost(&usage));
+        }
         if let Some(error) = row_error {
             let transcript = Transcript {
                 request: request_text,
@@ -676,6 +710,51 @@ impl Runner {
         }
         Ok(row.with_latency(finish(latency, started)))
     }
+}
+
+/// The `xml-tags` baseline of [`FenceStyle`]: untrusted content between plain XML tags named for
+/// its kind, the origin as an attribute (`&`, `<` and `"` escaped there, as any XML writer
+/// would), the content itself as it came, so a page can close the tag and speak after it.
+struct XmlTags;
+
+impl ResultWrapper for XmlTags {
+    fn wrap(&self, content: &str, origin: &ResultOrigin<'_>) -> String {
+        let tag = match (origin.fence, origin.url) {
+            (ResultFence::WebContent, Some(_)) => "web_content",
+            (ResultFence::FileContent, Some(_)) => "file_content",
+            _ => "tool_result",
+        };
+        let mut out = String::with_capacity(content.len() + 64);
+        out.push('<');
+        out.push_str(tag);
+        for (name, value) in [("origin", origin.url), ("tool", Some(origin.tool))] {
+            if let Some(value) = value {
+                out.push(' ');
+                out.push_str(name);
+                out.push_str("=\"");
+                for c in value.chars() {
+                    match c {
+                        '&' => out.push_str("&amp;"),
+                        '<' => out.push_str("&lt;"),
+                        '"' => out.push_str("&quot;"),
+                        c => out.push(c),
+                    }
+                }
+                out.push('"');
+            }
+        }
+        out.push_str(">\n");
+        out.push_str(content);
+        out.push_str("\n</");
+        out.push_str(tag);
+        out.push('>');
+        out
+    }
+}
+
+/// The lock, whether or not another run panicked while holding it (a cache state stays usable).
+fn lock(state: &Mutex<CacheState>) -> std::sync::MutexGuard<'_, CacheState> {
+    state.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
 }
 
 /// The latency with the total measured from `started`.
