@@ -128,10 +128,10 @@ fn ask(url: &str, question: &str, seed: u64) -> Answer {
     let mut failure = None;
     let status = post(url, "/chat/completions", &body, |piece| {
         raw.extend_from_slice(piece);
-        if failure.is_none() {
-            if let Err(e) = stream.feed(piece) {
-                failure = Some(e);
-            }
+        if failure.is_none()
+            && let Err(e) = stream.feed(piece)
+        {
+            failure = Some(e);
         }
     });
     let shown = String::from_utf8_lossy(&raw[..raw.len().min(2000)]).into_owned();
