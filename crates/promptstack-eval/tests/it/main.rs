@@ -3,6 +3,7 @@
 
 mod assess;
 mod independence;
+mod local_model;
 mod properties;
 mod record;
 mod reports;
