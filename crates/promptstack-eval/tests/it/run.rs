@@ -621,3 +621,61 @@ fn the_progress_callback_counts_every_run() {
     let seen = seen.lock().unwrap();
     assert_eq!(*seen, [(1, 4, 0), (2, 4, 0), (3, 4, 0), (4, 4, 0)]);
 }
+
+#[test]
+fn an_anthropic_model_streams_its_own_events_and_gets_its_own_fields() {
+    let anthropic = |events: &[Value]| -> Vec<u8> {
+        let mut body = String::new();
+        for event in events {
+            body.push_str(&format!(
+                "event: {}\ndata: {event}\n\n",
+                event["type"].as_str().unwrap()
+            ));
+        }
+        body.into_bytes()
+    };
+    let fake = Fake::new(move |body| {
+        let answered = body["messages"].as_array().unwrap().iter().any(|m| {
+            m["content"]
+                .as_array()
+                .is_some_and(|parts| parts.iter().any(|p| p["type"] == "tool_result"))
+        });
+        let start = json!({"type": "message_start", "message": {"usage": {"input_tokens": 30, "output_tokens": 1}}});
+        let stop = json!({"type": "message_stop"});
+        let events = if answered {
+            vec![
+                start,
+                json!({"type": "content_block_start", "index": 0, "content_block": {"type": "text", "text": ""}}),
+                json!({"type": "content_block_delta", "index": 0, "delta": {"type": "text_delta", "text": "Out now 【1】."}}),
+                json!({"type": "message_delta", "delta": {"stop_reason": "end_turn"}, "usage": {"output_tokens": 6}}),
+                stop,
+            ]
+        } else {
+            vec![
+                start,
+                json!({"type": "content_block_start", "index": 0, "content_block": {"type": "tool_use", "id": "toolu_1", "name": "search", "input": {}}}),
+                json!({"type": "content_block_delta", "index": 0, "delta": {"type": "input_json_delta", "partial_json": "{\"query\": \"rust\"}"}}),
+                json!({"type": "message_delta", "delta": {"stop_reason": "tool_use"}, "usage": {"output_tokens": 9}}),
+                stop,
+            ]
+        };
+        ok(anthropic(&events))
+    });
+    let suite = suite("temperature = 0.3\nseed = 9", RESEARCH);
+    let mut suite = suite;
+    suite.models.get_mut("local").unwrap().format = promptstack_eval::suite::ModelFormat::Anthropic;
+    let run = run(&suite, fake.clone());
+    let requests = fake.requests();
+    assert_eq!(requests.len(), 2);
+    let first = &requests[0].1;
+    assert_eq!(first["stream"], true);
+    assert_eq!(first["temperature"], 0.3);
+    assert!(first.get("seed").is_none() && first.get("stream_options").is_none());
+    let row = &run.rows[0];
+    assert!(row.passed, "{row:#?}");
+    assert_eq!(row.usage.output_tokens, 15);
+    assert_eq!(
+        row.transcript.as_ref().unwrap().tool_calls[0].arguments,
+        r#"{"query":"rust"}"#
+    );
+}
