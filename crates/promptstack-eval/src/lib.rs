@@ -69,5 +69,8 @@ mod send_sync {
         assert_send_sync::<crate::stats::Statistics>();
         assert_send_sync::<crate::report::Report>();
         assert_send_sync::<crate::Error>();
+        assert_send_sync::<crate::run::Runner>();
+        assert_send_sync::<crate::record::Recording>();
+        assert_send_sync::<crate::record::Replay>();
     }
 }

@@ -679,3 +679,22 @@ fn an_anthropic_model_streams_its_own_events_and_gets_its_own_fields() {
         r#"{"query":"rust"}"#
     );
 }
+
+#[test]
+fn a_turn_that_grows_past_its_bound_is_an_error_row() {
+    // Each answer holds 100 calls of 30 KiB arguments (3 MiB, within the stream's bounds); the
+    // turn's conversation passes 8 MiB at the third step.
+    let fake = Fake::new(|body| {
+        let n = tool_results(body);
+        let filler = "x".repeat(30 * 1024);
+        let calls: Vec<(&str, Value)> = (0..100)
+            .map(|i| ("search", json!({ "query": format!("q{n}-{i}-{filler}") })))
+            .collect();
+        ok(calls_sse(&calls))
+    });
+    let run = run(&suite("max_steps = 64", RESEARCH), fake.clone());
+    let error = run.rows[0].error.as_deref().unwrap();
+    assert!(error.starts_with("step 3: "), "{error}");
+    assert!(error.contains("passed 8388608 bytes"), "{error}");
+    assert_eq!(fake.requests().len(), 3);
+}
