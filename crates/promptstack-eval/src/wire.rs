@@ -10,6 +10,7 @@
 use std::fmt;
 
 use crate::row::{ToolCallRecord, Usage};
+use crate::suite::ModelFormat;
 
 /// The largest event (its data lines together) accepted, in bytes.
 pub const MAX_EVENT_BYTES: usize = 1024 * 1024;
@@ -176,7 +177,9 @@ pub struct Answer {
     /// The tokens the provider reported.
     pub usage: Usage,
     /// Why the model stopped, as the provider names it (`end_turn`, `tool_use`, `stop`,
-    /// `tool_calls`, `length`).
+    /// `tool_calls`, `length`; for OpenAI Responses the response's status, `completed`, or the
+    /// reason it is incomplete, `max_output_tokens`; for Gemini the `finishReason`, `STOP`,
+    /// `MAX_TOKENS`, or the `blockReason` of a refused prompt).
     pub stop_reason: Option<String>,
 }
 
@@ -188,6 +191,22 @@ pub enum StreamFormat {
     OpenaiChat,
     /// Anthropic Messages (`message_start` … `message_stop`).
     Anthropic,
+    /// OpenAI Responses (`response.created` … `response.completed`).
+    OpenaiResponses,
+    /// Gemini `streamGenerateContent?alt=sse` (chunks of `GenerateContentResponse`, the last
+    /// with a `finishReason`).
+    Gemini,
+}
+
+impl From<ModelFormat> for StreamFormat {
+    fn from(format: ModelFormat) -> Self {
+        match format {
+            ModelFormat::Anthropic => StreamFormat::Anthropic,
+            ModelFormat::OpenaiChat => StreamFormat::OpenaiChat,
+            ModelFormat::OpenaiResponses => StreamFormat::OpenaiResponses,
+            ModelFormat::Gemini => StreamFormat::Gemini,
+        }
+    }
 }
 
 /// Reads one answer's events.
@@ -197,7 +216,8 @@ pub struct Stream {
     decoder: SseDecoder,
     events: Vec<Event>,
     answer: Answer,
-    /// OpenAI's call index, or Anthropic's content-block index, of each call in `answer`.
+    /// OpenAI Chat's call index, Anthropic's content-block index, OpenAI Responses' output
+    /// index, or Gemini's count of calls, of each call in `answer`.
     slots: Vec<u64>,
     done: bool,
     argument_bytes: usize,
@@ -247,12 +267,16 @@ impl Stream {
     fn read_events(&mut self) -> Result<(), WireError> {
         let events = std::mem::take(&mut self.events);
         for event in &events {
-            if self.done {
+            // A Gemini stream has no closing event: it is whole when its last chunk says why the
+            // model stopped, so every chunk is read.
+            if self.done && self.format != StreamFormat::Gemini {
                 break;
             }
             match self.format {
                 StreamFormat::OpenaiChat => self.openai(event)?,
                 StreamFormat::Anthropic => self.anthropic(event)?,
+                StreamFormat::OpenaiResponses => self.responses(event)?,
+                StreamFormat::Gemini => self.gemini(event)?,
             }
         }
         Ok(())
@@ -292,6 +316,14 @@ impl Stream {
             return Err(WireError::TooLarge("tool arguments"));
         }
         call.arguments.push_str(part);
+        Ok(())
+    }
+
+    fn set_name(&mut self, slot: u64, name: &str) -> Result<(), WireError> {
+        if name.len() > 256 {
+            return Err(WireError::TooLarge("tool name"));
+        }
+        self.call(slot)?.name = name.to_owned();
         Ok(())
     }
 
@@ -463,6 +495,171 @@ impl Stream {
         }
         Ok(())
     }
+}
+
+impl Stream {
+    fn responses(&mut self, event: &Event) -> Result<(), WireError> {
+        let data: serde_json::Value = json(&event.data)?;
+        let kind = data
+            .get("type")
+            .and_then(|t| t.as_str())
+            .unwrap_or(event.name.as_str());
+        let slot = data.get("output_index").and_then(serde_json::Value::as_u64);
+        match kind {
+            "response.output_text.delta" => {
+                let text = data
+                    .get("delta")
+                    .and_then(|d| d.as_str())
+                    .unwrap_or_default();
+                self.push_text(text)?;
+            }
+            "response.output_item.added" => {
+                let item = data.get("item");
+                if item.and_then(|i| i.get("type")).and_then(|t| t.as_str())
+                    == Some("function_call")
+                {
+                    let name = item
+                        .and_then(|i| i.get("name"))
+                        .and_then(|n| n.as_str())
+                        .unwrap_or_default();
+                    let slot = slot.unwrap_or(self.slots.len() as u64);
+                    self.set_name(slot, name)?;
+                    // The item may open with arguments already (a server that does not stream
+                    // them).
+                    if let Some(arguments) = item
+                        .and_then(|i| i.get("arguments"))
+                        .and_then(|a| a.as_str())
+                        .filter(|a| !a.is_empty())
+                    {
+                        self.push_arguments(slot, arguments)?;
+                    }
+                }
+            }
+            "response.function_call_arguments.delta" => {
+                let part = data
+                    .get("delta")
+                    .and_then(|d| d.as_str())
+                    .unwrap_or_default();
+                if let Some(slot) = slot.filter(|slot| self.slots.contains(slot)) {
+                    self.push_arguments(slot, part)?;
+                }
+            }
+            "response.completed" | "response.incomplete" => {
+                let response = data.get("response");
+                if let Some(usage) = response
+                    .and_then(|r| r.get("usage"))
+                    .filter(|u| u.is_object())
+                {
+                    self.answer.usage.input_tokens = number(usage, "input_tokens");
+                    self.answer.usage.output_tokens = number(usage, "output_tokens");
+                    self.answer.usage.cache_read_tokens = usage
+                        .get("input_tokens_details")
+                        .and_then(|d| d.get("cached_tokens"))
+                        .and_then(serde_json::Value::as_u64);
+                }
+                let reason = response
+                    .and_then(|r| r.get("incomplete_details"))
+                    .and_then(|d| d.get("reason"))
+                    .or_else(|| response.and_then(|r| r.get("status")))
+                    .and_then(|r| r.as_str())
+                    .unwrap_or(if kind == "response.completed" {
+                        "completed"
+                    } else {
+                        "incomplete"
+                    });
+                self.answer.stop_reason = Some(clip_reason(reason));
+                self.done = true;
+            }
+            "response.failed" => {
+                let error = data
+                    .get("response")
+                    .and_then(|r| r.get("error"))
+                    .filter(|e| !e.is_null())
+                    .unwrap_or(&data);
+                return Err(WireError::Provider(message_of(error)));
+            }
+            "error" => {
+                return Err(WireError::Provider(message_of(
+                    data.get("error").unwrap_or(&data),
+                )));
+            }
+            _ => {}
+        }
+        Ok(())
+    }
+
+    fn gemini(&mut self, event: &Event) -> Result<(), WireError> {
+        let chunk: serde_json::Value = json(&event.data)?;
+        if let Some(error) = chunk.get("error") {
+            return Err(WireError::Provider(message_of(error)));
+        }
+        if let Some(usage) = chunk.get("usageMetadata").filter(|u| u.is_object()) {
+            // The prompt count already holds the cached tokens; the thoughts are output too.
+            self.answer.usage.input_tokens = number(usage, "promptTokenCount");
+            self.answer.usage.output_tokens = number(usage, "candidatesTokenCount")
+                .saturating_add(number(usage, "thoughtsTokenCount"));
+            self.answer.usage.cache_read_tokens = usage
+                .get("cachedContentTokenCount")
+                .and_then(serde_json::Value::as_u64);
+        }
+        if let Some(reason) = chunk
+            .get("promptFeedback")
+            .and_then(|f| f.get("blockReason"))
+            .and_then(|r| r.as_str())
+        {
+            self.answer.stop_reason = Some(clip_reason(reason));
+            self.done = true;
+        }
+        let Some(candidate) = chunk
+            .get("candidates")
+            .and_then(|c| c.as_array())
+            .and_then(|c| c.first())
+        else {
+            return Ok(());
+        };
+        for part in candidate
+            .get("content")
+            .and_then(|c| c.get("parts"))
+            .and_then(|p| p.as_array())
+            .into_iter()
+            .flatten()
+        {
+            // Thought summaries are not the answer.
+            if part.get("thought").and_then(serde_json::Value::as_bool) == Some(true) {
+                continue;
+            }
+            if let Some(text) = part.get("text").and_then(|t| t.as_str()) {
+                self.push_text(text)?;
+            }
+            if let Some(call) = part.get("functionCall") {
+                let name = call
+                    .get("name")
+                    .and_then(|n| n.as_str())
+                    .unwrap_or_default();
+                let slot = self.slots.len() as u64;
+                self.set_name(slot, name)?;
+                let arguments = call
+                    .get("args")
+                    .map_or_else(|| "{}".to_owned(), serde_json::Value::to_string);
+                self.push_arguments(slot, &arguments)?;
+            }
+        }
+        match candidate.get("finishReason").and_then(|r| r.as_str()) {
+            Some(reason) => {
+                self.answer.stop_reason = Some(clip_reason(reason));
+                self.done = true;
+            }
+            // A chunk after the last (usage alone) leaves the stream whole; one that carries
+            // content does not.
+            None => self.done = false,
+        }
+        Ok(())
+    }
+}
+
+/// A stop reason, at most 64 characters.
+fn clip_reason(reason: &str) -> String {
+    reason.chars().take(64).collect()
 }
 
 fn json(data: &str) -> Result<serde_json::Value, WireError> {

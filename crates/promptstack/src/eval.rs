@@ -257,7 +257,7 @@ impl HttpEndpoint {
                     }
                     return Err(EndpointError::new(
                         EndpointErrorKind::Connect,
-                        format!("POST {}: {why} (after {attempts} attempts)", self.shown),
+                        format!("POST {}: {why} (after {})", self.shown, count(attempts)),
                     ));
                 }
             };
@@ -277,8 +277,9 @@ impl HttpEndpoint {
                 return Err(EndpointError::new(
                     EndpointErrorKind::Exhausted,
                     format!(
-                        "POST {}: {what} after {attempts} attempts: {}",
+                        "POST {}: {what} after {}: {}",
                         self.shown,
+                        count(attempts),
                         self.excerpt(&answer.body)
                     ),
                 ));
@@ -443,7 +444,9 @@ fn endpoint_url(model: &Model) -> Result<(reqwest::Url, String), EndpointError> 
         ModelFormat::OpenaiResponses => vec!["responses".to_owned()],
         ModelFormat::Anthropic => vec!["v1".to_owned(), "messages".to_owned()],
         ModelFormat::Gemini => {
+            // The name as Gemini's SDKs take it, with or without its `models/` prefix.
             let name = model.model.trim();
+            let name = name.strip_prefix("models/").unwrap_or(name);
             if name.is_empty() || name.contains('/') {
                 return Err(config(format!(
                     "the Gemini model name `{}` is not one path segment",
@@ -468,6 +471,15 @@ fn endpoint_url(model: &Model) -> Result<(reqwest::Url, String), EndpointError> 
     let mut shown = url.clone();
     shown.set_query(None);
     Ok((url, shown.to_string()))
+}
+
+/// `n attempts`, or `1 attempt`.
+fn count(attempts: u32) -> String {
+    if attempts == 1 {
+        "1 attempt".to_owned()
+    } else {
+        format!("{attempts} attempts")
+    }
 }
 
 /// A text cut to 100 characters, for messages.
@@ -553,4 +565,113 @@ fn overloaded(body: &[u8]) -> bool {
         }
     }
     false
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn headers(pairs: &[(&'static str, &str)]) -> HeaderMap {
+        let mut map = HeaderMap::new();
+        for (name, value) in pairs {
+            map.insert(*name, HeaderValue::from_str(value).unwrap());
+        }
+        map
+    }
+
+    #[test]
+    fn retry_after_in_seconds_in_milliseconds_and_as_a_date() {
+        let wait = |pairs: &[(&'static str, &str)]| retry_after(&headers(pairs));
+        assert_eq!(wait(&[]), None);
+        assert_eq!(wait(&[("retry-after", "7")]), Some(Duration::from_secs(7)));
+        assert_eq!(wait(&[("retry-after", " 0 ")]), Some(Duration::ZERO));
+        assert_eq!(
+            wait(&[("retry-after", "7"), ("retry-after-ms", "1500")]),
+            Some(Duration::from_millis(1500))
+        );
+        assert_eq!(wait(&[("retry-after", "86400")]), Some(MAX_RETRY_AFTER));
+        assert_eq!(wait(&[("retry-after", "soon")]), None);
+        assert_eq!(wait(&[("retry-after", "-3")]), None);
+
+        let printer = jiff::fmt::rfc2822::DateTimePrinter::new();
+        let date = |ahead: i64| {
+            let at = jiff::Timestamp::now() + jiff::SignedDuration::from_secs(ahead);
+            printer.timestamp_to_rfc9110_string(&at).unwrap()
+        };
+        let ahead = wait(&[("retry-after", &date(60))]).unwrap();
+        assert!(
+            ahead > Duration::from_secs(57) && ahead <= Duration::from_secs(60),
+            "{ahead:?}"
+        );
+        assert_eq!(wait(&[("retry-after", &date(-60))]), Some(Duration::ZERO));
+        assert_eq!(wait(&[("retry-after", &date(3600))]), Some(MAX_RETRY_AFTER));
+        assert_eq!(
+            wait(&[("retry-after", "Wed, 21 Oct 2015 07:28:00 GMT")]),
+            Some(Duration::ZERO)
+        );
+    }
+
+    #[test]
+    fn backoff_is_full_jitter_under_a_doubling_capped_ceiling() {
+        for n in 0..40 {
+            let ceiling = (BACKOFF_BASE * 2u32.saturating_pow(n.min(20))).min(BACKOFF_CAP);
+            let waits: Vec<Duration> = (0..50).map(|_| backoff(n)).collect();
+            assert!(waits.iter().all(|w| *w <= ceiling), "{n}: {waits:?}");
+            // Jittered: fifty draws are not all the same.
+            assert!(waits.iter().any(|w| *w != waits[0]), "{n}: {waits:?}");
+        }
+    }
+
+    #[test]
+    fn only_an_opening_overloaded_error_is_an_overload() {
+        let event = b"event: error\ndata: {\"type\":\"error\",\"error\":{\"type\":\"overloaded_error\",\"message\":\"Overloaded\"}}\n\n";
+        assert!(overloaded(event));
+        let other = b"event: error\ndata: {\"type\":\"error\",\"error\":{\"type\":\"invalid_request_error\"}}\n\n";
+        assert!(!overloaded(other));
+        let mut later = b"event: message_start\ndata: {\"type\":\"message_start\"}\n\n".to_vec();
+        later.extend_from_slice(event);
+        assert!(!overloaded(&later));
+        assert!(!overloaded(b""));
+        assert!(!overloaded(b"event: error\ndata: {not json\n\n"));
+    }
+
+    #[test]
+    fn urls_per_format() {
+        let model = |format, base: &str, name: &str| Model {
+            format,
+            base_url: base.into(),
+            model: name.into(),
+            tier: None,
+            api_key_env: None,
+            max_concurrency: 1,
+            requests_per_minute: None,
+            timeout_seconds: 1,
+            retries: 0,
+        };
+        let url = |format, base: &str, name: &str| {
+            let (url, shown) = endpoint_url(&model(format, base, name)).unwrap();
+            (url.to_string(), shown)
+        };
+        assert_eq!(
+            url(ModelFormat::OpenaiChat, "http://127.0.0.1:8080/v1/", "x").0,
+            "http://127.0.0.1:8080/v1/chat/completions"
+        );
+        assert_eq!(
+            url(ModelFormat::Anthropic, "https://api.anthropic.com", "x").0,
+            "https://api.anthropic.com/v1/messages"
+        );
+        let (gemini, shown) = url(
+            ModelFormat::Gemini,
+            "https://generativelanguage.googleapis.com/v1beta?tenant=a#f",
+            "models/gemini 2.5",
+        );
+        assert_eq!(
+            gemini,
+            "https://generativelanguage.googleapis.com/v1beta/models/gemini%202.5:streamGenerateContent?tenant=a&alt=sse"
+        );
+        assert_eq!(
+            shown,
+            "https://generativelanguage.googleapis.com/v1beta/models/gemini%202.5:streamGenerateContent"
+        );
+    }
 }

@@ -248,8 +248,7 @@ impl Runner {
     /// # Errors
     ///
     /// [`RunErrorKind::Input`], naming the cause: a filter naming nothing the suite declares, a
-    /// version given no agent or given as a `ref`, a model without an endpoint or of a format
-    /// whose stream is not read, a send that cannot be read or assembled, a target the spec does
+    /// version given no agent or given as a `ref`, a model without an endpoint, a send that cannot be read or assembled, a target the spec does
     /// not have, a conversation that does not hold together, a script pattern that does not
     /// compile, more than [`MAX_RUNS`] runs.
     pub fn new(
@@ -302,16 +301,7 @@ impl Runner {
                 )));
             };
             let format = Format::from(model.format);
-            let stream = match format {
-                Format::OpenaiChat => StreamFormat::OpenaiChat,
-                Format::Anthropic => StreamFormat::Anthropic,
-                Format::OpenaiResponses | Format::Gemini => {
-                    return Err(RunError::input(format!(
-                        "model `{name}`: {} answers cannot be read yet; the runner reads openai-chat and anthropic streams",
-                        format.as_str()
-                    )));
-                }
-            };
+            let stream = StreamFormat::from(model.format);
             let Some(endpoint) = endpoints.get(name) else {
                 return Err(RunError::input(format!("model `{name}` has no endpoint")));
             };

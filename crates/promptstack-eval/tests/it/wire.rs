@@ -1,4 +1,4 @@
-//! Reading streamed answers from the wire: two providers' recorded bodies, every way of cutting
+//! Reading streamed answers from the wire: four formats' recorded bodies, every way of cutting
 //! them into chunks, and hostile bodies.
 
 use promptstack_eval::row::{ToolCallRecord, Usage};
@@ -9,6 +9,15 @@ use proptest::prelude::*;
 
 const OPENAI: &[u8] = include_bytes!("wire/openai-chat.sse");
 const ANTHROPIC: &[u8] = include_bytes!("wire/anthropic.sse");
+const RESPONSES: &[u8] = include_bytes!("wire/openai-responses.sse");
+const GEMINI: &[u8] = include_bytes!("wire/gemini.sse");
+
+const ALL: [(StreamFormat, &[u8]); 4] = [
+    (StreamFormat::OpenaiChat, OPENAI),
+    (StreamFormat::Anthropic, ANTHROPIC),
+    (StreamFormat::OpenaiResponses, RESPONSES),
+    (StreamFormat::Gemini, GEMINI),
+];
 
 fn read(format: StreamFormat, body: &[u8], cuts: &[usize]) -> Result<(Answer, String), WireError> {
     let mut stream = Stream::new(format);
@@ -67,11 +76,117 @@ fn an_anthropic_stream_with_cache_tokens_added_into_the_input() {
 }
 
 #[test]
-fn a_stream_cut_before_its_last_event_is_truncated() {
-    for (format, body) in [
-        (StreamFormat::OpenaiChat, OPENAI),
-        (StreamFormat::Anthropic, ANTHROPIC),
+fn an_openai_responses_stream() {
+    let (answer, streamed) = read(StreamFormat::OpenaiResponses, RESPONSES, &[]).unwrap();
+    assert_eq!(answer.text, "Rust 1.95 is out [1]. 中文 🚀");
+    assert_eq!(streamed, answer.text);
+    assert_eq!(
+        answer.tool_calls,
+        [
+            ToolCallRecord::new("search", r#"{"query":"rust"}"#),
+            ToolCallRecord::new("get_tasks", "{}"),
+        ]
+    );
+    assert_eq!(
+        answer.usage,
+        Usage {
+            input_tokens: 1200,
+            output_tokens: 48,
+            cache_read_tokens: Some(1024),
+            cache_write_tokens: None,
+        }
+    );
+    assert_eq!(answer.stop_reason.as_deref(), Some("completed"));
+}
+
+#[test]
+fn a_gemini_stream_counts_thoughts_as_output() {
+    let (answer, streamed) = read(StreamFormat::Gemini, GEMINI, &[]).unwrap();
+    assert_eq!(answer.text, "Rust 1.95 is out [1]. 中文 🚀");
+    assert_eq!(streamed, answer.text);
+    assert_eq!(
+        answer.tool_calls,
+        [
+            ToolCallRecord::new("search", r#"{"query":"rust"}"#),
+            ToolCallRecord::new("get_tasks", "{}"),
+        ]
+    );
+    assert_eq!(
+        answer.usage,
+        Usage {
+            input_tokens: 1200,
+            output_tokens: 48,
+            cache_read_tokens: Some(1024),
+            cache_write_tokens: None,
+        }
+    );
+    assert_eq!(answer.stop_reason.as_deref(), Some("STOP"));
+}
+
+#[test]
+fn cache_fields_are_absent_when_the_provider_says_nothing() {
+    let body = b"event: response.completed\ndata: {\"type\":\"response.completed\",\"response\":{\"status\":\"incomplete\",\"incomplete_details\":{\"reason\":\"max_output_tokens\"},\"usage\":{\"input_tokens\":7,\"output_tokens\":3}}}\n\n";
+    let (answer, _) = read(StreamFormat::OpenaiResponses, body, &[]).unwrap();
+    assert_eq!(
+        answer.usage,
+        Usage {
+            input_tokens: 7,
+            output_tokens: 3,
+            ..Usage::default()
+        }
+    );
+    assert_eq!(answer.stop_reason.as_deref(), Some("max_output_tokens"));
+    let body = b"data: {\"candidates\":[{\"content\":{\"parts\":[{\"text\":\"hi\"}]},\"finishReason\":\"MAX_TOKENS\"}],\"usageMetadata\":{\"promptTokenCount\":7,\"candidatesTokenCount\":3}}\n\n";
+    let (answer, _) = read(StreamFormat::Gemini, body, &[]).unwrap();
+    assert_eq!(answer.text, "hi");
+    assert_eq!(
+        answer.usage,
+        Usage {
+            input_tokens: 7,
+            output_tokens: 3,
+            ..Usage::default()
+        }
+    );
+    assert_eq!(answer.stop_reason.as_deref(), Some("MAX_TOKENS"));
+}
+
+#[test]
+fn a_gemini_stream_whose_last_chunk_has_no_finish_reason_is_truncated() {
+    let finished = "data: {\"candidates\":[{\"content\":{\"parts\":[{\"text\":\"a\"}]},\"finishReason\":\"STOP\"}]}\n\n";
+    let more = "data: {\"candidates\":[{\"content\":{\"parts\":[{\"text\":\"b\"}]}}]}\n\n";
+    let usage = "data: {\"usageMetadata\":{\"promptTokenCount\":2,\"candidatesTokenCount\":1}}\n\n";
+    let body = format!("{finished}{more}");
+    assert_eq!(
+        read(StreamFormat::Gemini, body.as_bytes(), &[]).unwrap_err(),
+        WireError::Truncated
+    );
+    // Usage alone after the last chunk keeps the answer whole.
+    let body = format!("{finished}{usage}");
+    let (answer, _) = read(StreamFormat::Gemini, body.as_bytes(), &[]).unwrap();
+    assert_eq!((answer.text.as_str(), answer.usage.input_tokens), ("a", 2));
+    // A refused prompt has no candidates: its block reason is why the model stopped.
+    let body = b"data: {\"promptFeedback\":{\"blockReason\":\"SAFETY\"},\"usageMetadata\":{\"promptTokenCount\":9}}\n\n";
+    let (answer, _) = read(StreamFormat::Gemini, body, &[]).unwrap();
+    assert_eq!(answer.stop_reason.as_deref(), Some("SAFETY"));
+    assert_eq!(answer.text, "");
+}
+
+#[test]
+fn stream_formats_follow_the_suite_formats() {
+    use promptstack_eval::suite::ModelFormat;
+    for (model, stream) in [
+        (ModelFormat::OpenaiChat, StreamFormat::OpenaiChat),
+        (ModelFormat::Anthropic, StreamFormat::Anthropic),
+        (ModelFormat::OpenaiResponses, StreamFormat::OpenaiResponses),
+        (ModelFormat::Gemini, StreamFormat::Gemini),
     ] {
+        assert_eq!(StreamFormat::from(model), stream);
+    }
+}
+
+#[test]
+fn a_stream_cut_before_its_last_event_is_truncated() {
+    for (format, body) in ALL {
         // Without its final blank line, the last event may be cut short: it is not read.
         let cut = &body[..body.len() - 2];
         assert_eq!(read(format, cut, &[]).unwrap_err(), WireError::Truncated);
@@ -93,6 +208,21 @@ fn provider_errors_inside_the_stream_are_errors() {
     assert_eq!(
         read(StreamFormat::OpenaiChat, body, &[]).unwrap_err(),
         WireError::Provider("rate limited".into())
+    );
+    let body = b"event: response.failed\ndata: {\"type\":\"response.failed\",\"response\":{\"status\":\"failed\",\"error\":{\"code\":\"server_error\",\"message\":\"the model failed\"}}}\n\n";
+    assert_eq!(
+        read(StreamFormat::OpenaiResponses, body, &[]).unwrap_err(),
+        WireError::Provider("the model failed".into())
+    );
+    let body = b"event: error\ndata: {\"type\":\"error\",\"code\":\"rate_limit_exceeded\",\"message\":\"slow down\",\"param\":null}\n\n";
+    assert_eq!(
+        read(StreamFormat::OpenaiResponses, body, &[]).unwrap_err(),
+        WireError::Provider("slow down".into())
+    );
+    let body = b"data: {\"error\":{\"code\":503,\"message\":\"The model is overloaded.\",\"status\":\"UNAVAILABLE\"}}\n\n";
+    assert_eq!(
+        read(StreamFormat::Gemini, body, &[]).unwrap_err(),
+        WireError::Provider("The model is overloaded.".into())
     );
     let body = b"data: {not json\n\n";
     assert!(matches!(
@@ -161,16 +291,31 @@ fn too_many_tool_calls_are_refused() {
     );
 }
 
+#[test]
+fn too_many_gemini_calls_are_refused() {
+    let part = r#"{"functionCall":{"name":"t","args":{}}}"#;
+    let parts = vec![part; 300].join(",");
+    let body = format!(
+        "data: {{\"candidates\":[{{\"content\":{{\"parts\":[{parts}]}},\"finishReason\":\"STOP\"}}]}}\n\n"
+    );
+    assert_eq!(
+        read(StreamFormat::Gemini, body.as_bytes(), &[]).unwrap_err(),
+        WireError::TooLarge("tool calls")
+    );
+}
+
 proptest! {
     #![proptest_config(ProptestConfig::with_cases(256))]
 
     /// However the bytes are cut (inside a CRLF, inside a UTF-8 character), the answer and the
     /// text streamed are the same.
     #[test]
-    fn chunking_does_not_change_the_answer(cuts in proptest::collection::vec(0usize..3000, 0..40)) {
+    fn chunking_does_not_change_the_answer(cuts in proptest::collection::vec(0usize..10_000, 0..40)) {
         let mut cuts = cuts;
         cuts.sort_unstable();
-        for (format, body) in [(StreamFormat::OpenaiChat, OPENAI), (StreamFormat::Anthropic, ANTHROPIC)] {
+        for (format, body) in ALL {
+            // The cuts are spread over each body, whatever its length.
+            let cuts: Vec<usize> = cuts.iter().map(|cut| cut * body.len() / 10_000).collect();
             let whole = read(format, body, &[]).unwrap();
             prop_assert_eq!(read(format, body, &cuts).unwrap(), whole);
         }
@@ -179,7 +324,7 @@ proptest! {
     /// Any bytes: an answer or an error, never a panic.
     #[test]
     fn any_body_is_read_or_refused(body in proptest::collection::vec(any::<u8>(), 0..600)) {
-        for format in [StreamFormat::OpenaiChat, StreamFormat::Anthropic] {
+        for (format, _) in ALL {
             let _ = read(format, &body, &[body.len() / 3]);
         }
     }

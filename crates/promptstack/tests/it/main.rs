@@ -1,6 +1,8 @@
 //! The facade's integration tests: one binary, one module per area.
 
 mod command;
+#[cfg(feature = "eval")]
+mod eval_http;
 mod features;
 mod limits;
 #[cfg(all(feature = "mcp", feature = "tenant"))]
