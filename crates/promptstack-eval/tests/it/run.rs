@@ -698,3 +698,33 @@ fn a_turn_that_grows_past_its_bound_is_an_error_row() {
     assert!(error.contains("passed 8388608 bytes"), "{error}");
     assert_eq!(fake.requests().len(), 3);
 }
+
+#[test]
+fn a_gemini_model_runs_the_same_turn() {
+    let fake = Fake::new(|body| {
+        let answered = body["contents"].as_array().unwrap().iter().any(|c| {
+            c["parts"]
+                .as_array()
+                .is_some_and(|parts| parts.iter().any(|p| p.get("functionResponse").is_some()))
+        });
+        let parts = if answered {
+            json!([{"text": "Out now [1]."}])
+        } else {
+            json!([{"functionCall": {"name": "search", "args": {"query": "rust"}}}])
+        };
+        let chunk = json!({"candidates": [{"content": {"parts": parts, "role": "model"}, "finishReason": "STOP", "index": 0}], "usageMetadata": {"promptTokenCount": 20, "candidatesTokenCount": 4}});
+        ok(format!("data: {chunk}\n\n").into_bytes())
+    });
+    let mut suite = suite("temperature = 0.3\nseed = 9", RESEARCH);
+    suite.models.get_mut("local").unwrap().format = promptstack_eval::suite::ModelFormat::Gemini;
+    let run = run(&suite, fake.clone());
+    let requests = fake.requests();
+    assert_eq!(requests.len(), 2, "{:#?}", run.rows[0]);
+    let config = &requests[0].1["generationConfig"];
+    assert_eq!(config["temperature"], 0.3);
+    assert_eq!(config["seed"], 9);
+    assert!(requests[0].1.get("stream").is_none());
+    let row = &run.rows[0];
+    assert!(row.passed, "{row:#?}");
+    assert_eq!(row.usage.output_tokens, 8);
+}
