@@ -11,7 +11,8 @@
 //! This crate holds the suite format ([`suite`]), the runner that plays each scenario as one
 //! Turn against a model endpoint ([`run`]), the deterministic assertions decided on a run
 //! ([`assess`]), the stream reader ([`wire`]), recordings ([`record`]), the result model, the
-//! statistics and the reports. It speaks no HTTP (an [`endpoint::Endpoint`] does) and needs no
+//! statistics and the reports. It speaks no HTTP (an [`endpoint::Endpoint`] does: the HTTP
+//! connectors live in the `promptstack` crate's `eval` module) and needs no
 //! particular async runtime; its IO is reading a suite's send files and recordings, its clock
 //! the runner's latencies, and its only randomness the seeded bootstrap.
 //!
@@ -70,5 +71,8 @@ mod send_sync {
         assert_send_sync::<crate::stats::Statistics>();
         assert_send_sync::<crate::report::Report>();
         assert_send_sync::<crate::Error>();
+        assert_send_sync::<crate::run::Runner>();
+        assert_send_sync::<crate::record::Recording>();
+        assert_send_sync::<crate::record::Replay>();
     }
 }

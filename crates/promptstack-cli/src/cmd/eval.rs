@@ -10,11 +10,11 @@ use std::time::{Duration, Instant};
 use anyhow::Context as _;
 use promptstack::eval::HttpEndpoint;
 use promptstack::provider::Format;
-use promptstack_eval::endpoint::{Endpoint, EndpointErrorKind};
+use promptstack_eval::endpoint::Endpoint;
 use promptstack_eval::record::{Recording, Recordings, Replay};
 use promptstack_eval::price::Prices;
 use promptstack_eval::report::{Report, TerminalConfig};
-use promptstack_eval::run::{Progress, RunErrorKind, RunOptions, Runner, VersionAgent};
+use promptstack_eval::run::{Progress, RunOptions, Runner, VersionAgent};
 use promptstack_eval::stats::StatsConfig;
 use promptstack_eval::suite::Suite;
 
@@ -180,12 +180,9 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     if let Some(line) = &progress {
         line.end();
     }
-    let run = outcome.map_err(|e| match e.kind() {
-        RunErrorKind::Endpoint(EndpointErrorKind::MissingRecording) => {
-            bad_input(anyhow::anyhow!("{e}; record it with --record, or run live"))
-        }
-        _ => bad_input(e),
-    })?;
+    // Every error that stops a run is one no other run would escape: a missing or unreadable
+    // recording, a misconfigured endpoint. All are input to fix, not a model's failure.
+    let run = outcome.map_err(bad_input)?;
     let run = run.with_started_at(started_at);
 
     let passed = run.rows.iter().filter(|r| r.passed).count();

@@ -316,7 +316,7 @@ fn a_missing_recording_fails_loudly() {
         stderr.contains("no recording of this request to `small-model` at repetition 1"),
         "{stderr}"
     );
-    assert!(stderr.contains("record it with --record"), "{stderr}");
+    assert!(stderr.contains("record it first, or run live"), "{stderr}");
 
     // An empty folder: nothing was recorded.
     let empty = eval(dir.path(), &["--replay", "nothing-here", "-q"]);

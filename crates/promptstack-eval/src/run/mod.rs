@@ -241,6 +241,11 @@ impl fmt::Debug for Runner {
 /// The most scenario runs one run may hold.
 pub const MAX_RUNS: usize = 1_000_000;
 
+/// The most bytes one scenario run adds to its conversation (answers, call arguments, tool
+/// results): past it the run ends as an error, so a model that keeps calling tools cannot make a
+/// run hold more (at `matrix.concurrency` 256, at most 2 GiB in all).
+pub const MAX_TURN_BYTES: usize = 8 * 1024 * 1024;
+
 impl Runner {
     /// Prepares a run of `suite` (named `name` in reports) whose files are relative to `folder`:
     /// `versions` are the suite's versions with their specs loaded (those the options leave out
@@ -252,8 +257,7 @@ impl Runner {
     /// # Errors
     ///
     /// [`RunErrorKind::Input`], naming the cause: a filter naming nothing the suite declares, a
-    /// version given no agent or given as a `ref`, a model without an endpoint or of a format
-    /// whose stream is not read, a send that cannot be read or assembled, a target the spec does
+    /// version given no agent or given as a `ref`, a model without an endpoint, a send that cannot be read or assembled, a target the spec does
     /// not have, a conversation that does not hold together, a script pattern that does not
     /// compile, more than [`MAX_RUNS`] runs.
     pub fn new(
@@ -513,6 +517,7 @@ impl Runner {
         let mut text = String::new();
         let mut stopped = None;
         let mut row_error = None;
+        let mut added = 0usize;
 
         for step in 0..self.max_steps {
             let assembly = if step == 0 {
@@ -647,6 +652,28 @@ impl Runner {
                     content,
                     is_error,
                 });
+            }
+            added = added.saturating_add(
+                answer.text.len()
+                    + answer
+                        .tool_calls
+                        .iter()
+                        .map(|c| c.arguments.len())
+                        .sum::<usize>()
+                    + results
+                        .iter()
+                        .map(|m| match m {
+                            Message::Tool { content, .. } => content.len(),
+                            _ => 0,
+                        })
+                        .sum::<usize>(),
+            );
+            if added > MAX_TURN_BYTES {
+                row_error = Some(format!(
+                    "step {}: the turn's conversation passed {MAX_TURN_BYTES} bytes",
+                    step + 1
+                ));
+                break;
             }
             if last {
                 text = answer.text;

@@ -621,3 +621,110 @@ fn the_progress_callback_counts_every_run() {
     let seen = seen.lock().unwrap();
     assert_eq!(*seen, [(1, 4, 0), (2, 4, 0), (3, 4, 0), (4, 4, 0)]);
 }
+
+#[test]
+fn an_anthropic_model_streams_its_own_events_and_gets_its_own_fields() {
+    let anthropic = |events: &[Value]| -> Vec<u8> {
+        let mut body = String::new();
+        for event in events {
+            body.push_str(&format!(
+                "event: {}\ndata: {event}\n\n",
+                event["type"].as_str().unwrap()
+            ));
+        }
+        body.into_bytes()
+    };
+    let fake = Fake::new(move |body| {
+        let answered = body["messages"].as_array().unwrap().iter().any(|m| {
+            m["content"]
+                .as_array()
+                .is_some_and(|parts| parts.iter().any(|p| p["type"] == "tool_result"))
+        });
+        let start = json!({"type": "message_start", "message": {"usage": {"input_tokens": 30, "output_tokens": 1}}});
+        let stop = json!({"type": "message_stop"});
+        let events = if answered {
+            vec![
+                start,
+                json!({"type": "content_block_start", "index": 0, "content_block": {"type": "text", "text": ""}}),
+                json!({"type": "content_block_delta", "index": 0, "delta": {"type": "text_delta", "text": "Out now 【1】."}}),
+                json!({"type": "message_delta", "delta": {"stop_reason": "end_turn"}, "usage": {"output_tokens": 6}}),
+                stop,
+            ]
+        } else {
+            vec![
+                start,
+                json!({"type": "content_block_start", "index": 0, "content_block": {"type": "tool_use", "id": "toolu_1", "name": "search", "input": {}}}),
+                json!({"type": "content_block_delta", "index": 0, "delta": {"type": "input_json_delta", "partial_json": "{\"query\": \"rust\"}"}}),
+                json!({"type": "message_delta", "delta": {"stop_reason": "tool_use"}, "usage": {"output_tokens": 9}}),
+                stop,
+            ]
+        };
+        ok(anthropic(&events))
+    });
+    let suite = suite("temperature = 0.3\nseed = 9", RESEARCH);
+    let mut suite = suite;
+    suite.models.get_mut("local").unwrap().format = promptstack_eval::suite::ModelFormat::Anthropic;
+    let run = run(&suite, fake.clone());
+    let requests = fake.requests();
+    assert_eq!(requests.len(), 2);
+    let first = &requests[0].1;
+    assert_eq!(first["stream"], true);
+    assert_eq!(first["temperature"], 0.3);
+    assert!(first.get("seed").is_none() && first.get("stream_options").is_none());
+    let row = &run.rows[0];
+    assert!(row.passed, "{row:#?}");
+    assert_eq!(row.usage.output_tokens, 15);
+    assert_eq!(
+        row.transcript.as_ref().unwrap().tool_calls[0].arguments,
+        r#"{"query":"rust"}"#
+    );
+}
+
+#[test]
+fn a_turn_that_grows_past_its_bound_is_an_error_row() {
+    // Each answer holds 100 calls of 30 KiB arguments (3 MiB, within the stream's bounds); the
+    // turn's conversation passes 8 MiB at the third step.
+    let fake = Fake::new(|body| {
+        let n = tool_results(body);
+        let filler = "x".repeat(30 * 1024);
+        let calls: Vec<(&str, Value)> = (0..100)
+            .map(|i| ("search", json!({ "query": format!("q{n}-{i}-{filler}") })))
+            .collect();
+        ok(calls_sse(&calls))
+    });
+    let run = run(&suite("max_steps = 64", RESEARCH), fake.clone());
+    let error = run.rows[0].error.as_deref().unwrap();
+    assert!(error.starts_with("step 3: "), "{error}");
+    assert!(error.contains("passed 8388608 bytes"), "{error}");
+    assert_eq!(fake.requests().len(), 3);
+}
+
+#[test]
+fn a_gemini_model_runs_the_same_turn() {
+    let fake = Fake::new(|body| {
+        let answered = body["contents"].as_array().unwrap().iter().any(|c| {
+            c["parts"]
+                .as_array()
+                .is_some_and(|parts| parts.iter().any(|p| p.get("functionResponse").is_some()))
+        });
+        let parts = if answered {
+            json!([{"text": "Out now [1]."}])
+        } else {
+            json!([{"functionCall": {"name": "search", "args": {"query": "rust"}}}])
+        };
+        let chunk = json!({"candidates": [{"content": {"parts": parts, "role": "model"}, "finishReason": "STOP", "index": 0}], "usageMetadata": {"promptTokenCount": 20, "candidatesTokenCount": 4}});
+        ok(format!("data: {chunk}\n\n").into_bytes())
+    });
+    let mut suite = suite("temperature = 0.3\nseed = 9", RESEARCH);
+    suite.models.get_mut("local").unwrap().format = promptstack_eval::suite::ModelFormat::Gemini;
+    let run = run(&suite, fake.clone());
+    let requests = fake.requests();
+    assert_eq!(requests.len(), 2, "{:#?}", run.rows[0]);
+    let config = &requests[0].1["generationConfig"];
+    assert_eq!(config["temperature"], 0.3);
+    assert_eq!(config["seed"], 9);
+    assert!(requests[0].1.get("stream").is_none());
+    let row = &run.rows[0];
+    assert!(row.passed, "{row:#?}");
+    assert_eq!(row.usage.output_tokens, 8);
+}
