@@ -5,6 +5,7 @@ mod cite;
 mod commands;
 mod diff;
 mod eval;
+mod eval_examples;
 mod examples;
 mod explain;
 mod families;

@@ -32,8 +32,8 @@ use promptstack_core::provider::{
     CacheState, Conversation, DEFAULT_MAX_TOKENS, Format, Message, RequestOptions, Rules, ToolCall,
     canonical_json,
 };
-use promptstack_core::stream::{OutputMode, Processor, StreamConfig, WidgetSet};
 use promptstack_core::spec::ResultFence;
+use promptstack_core::stream::{OutputMode, Processor, StreamConfig, WidgetSet};
 use promptstack_core::turn::{CallStatus, ResultOrigin, ResultWrapper, ToolExecutor};
 use promptstack_core::{Agent, Assembly, SendContext};
 
@@ -781,7 +781,9 @@ impl ResultWrapper for XmlTags {
 
 /// The lock, whether or not another run panicked while holding it (a cache state stays usable).
 fn lock(state: &Mutex<CacheState>) -> std::sync::MutexGuard<'_, CacheState> {
-    state.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+    state
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
 }
 
 /// The latency with the total measured from `started`.
