@@ -4,6 +4,7 @@
 //! Rows are plain serde data: they are the `rows` of the `--json` report and the input of
 //! [`crate::stats`]. Every number is an integer or an exact count, so a row cannot carry NaN.
 
+use std::collections::BTreeMap;
 use std::fmt;
 
 use promptstack_core::stream::record::TurnRecord;
@@ -22,6 +23,19 @@ pub struct Run {
     pub started_at: Option<String>,
     /// Every result row.
     pub rows: Vec<ResultRow>,
+    /// What each model name of the rows stands for: the request format and the model id the
+    /// endpoint was asked for, so a report says which model produced its answers.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub models: BTreeMap<String, RunModel>,
+}
+
+/// A model as a run called it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RunModel {
+    /// The request format (`openai-chat`, `anthropic`, …).
+    pub format: String,
+    /// The model id sent in each request.
+    pub model: String,
 }
 
 impl Run {
@@ -31,7 +45,26 @@ impl Run {
             suite: suite.into(),
             started_at: None,
             rows,
+            models: BTreeMap::new(),
         }
+    }
+
+    /// Records what the model named `name` in the rows is: its request format and model id.
+    #[must_use]
+    pub fn with_model(
+        mut self,
+        name: impl Into<String>,
+        format: impl Into<String>,
+        model: impl Into<String>,
+    ) -> Self {
+        self.models.insert(
+            name.into(),
+            RunModel {
+                format: format.into(),
+                model: model.into(),
+            },
+        );
+        self
     }
 
     /// Sets the start time (RFC 3339 text).

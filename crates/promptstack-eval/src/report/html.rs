@@ -48,6 +48,22 @@ pub(super) fn write(report: &Report) -> String {
     let _ = writeln!(out, "<style>{STYLE}</style>\n</head>\n<body>");
 
     let _ = writeln!(out, "<h1>eval: {}</h1>", escaped(&run.suite));
+    if !run.models.is_empty() {
+        out.push_str("<p class=\"note\">models: ");
+        for (i, (name, model)) in run.models.iter().enumerate() {
+            if i > 0 {
+                out.push_str(" · ");
+            }
+            let _ = write!(
+                out,
+                "{} = {} ({})",
+                escaped(name),
+                escaped(&model.model),
+                escaped(&model.format)
+            );
+        }
+        out.push_str("</p>\n");
+    }
     out.push_str("<p class=\"note\">");
     if let Some(started) = &run.started_at {
         let _ = write!(out, "started {} · ", escaped(started));

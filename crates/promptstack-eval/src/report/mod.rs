@@ -9,10 +9,12 @@ mod html;
 mod junit;
 mod terminal;
 
+use std::collections::BTreeMap;
+
 use serde::{Deserialize, Serialize};
 
 use crate::error::{Error, ErrorKind};
-use crate::row::{ResultRow, Run};
+use crate::row::{ResultRow, Run, RunModel};
 use crate::stats::{Statistics, StatsConfig};
 
 pub use terminal::{MAX_FAILURE_LINES, TerminalConfig};
@@ -74,6 +76,7 @@ impl Report {
             run: RunInfoRef {
                 suite: &self.run.suite,
                 started_at: self.run.started_at.as_deref(),
+                models: &self.run.models,
             },
             rows: &self.run.rows,
             statistics: &self.statistics,
@@ -113,6 +116,7 @@ impl Report {
             .map_err(|e| Error::new(ErrorKind::Report, format!("malformed eval report: {e}")))?;
         let mut run = Run::new(document.run.suite, document.rows);
         run.started_at = document.run.started_at;
+        run.models = document.run.models;
         Ok(Report {
             run,
             statistics: document.statistics,
@@ -151,6 +155,8 @@ struct RunInfoRef<'a> {
     suite: &'a str,
     #[serde(skip_serializing_if = "Option::is_none")]
     started_at: Option<&'a str>,
+    #[serde(skip_serializing_if = "BTreeMap::is_empty")]
+    models: &'a BTreeMap<String, RunModel>,
 }
 
 #[derive(Deserialize)]
@@ -171,6 +177,8 @@ struct RunInfo {
     suite: String,
     #[serde(default)]
     started_at: Option<String>,
+    #[serde(default)]
+    models: BTreeMap<String, RunModel>,
 }
 
 /// A rate as a percentage with one decimal (`83.3 %`).

@@ -59,6 +59,18 @@ pub(super) fn write(report: &Report, config: &TerminalConfig) -> String {
         stats.config.seed
     );
     line(&mut out, &header, width);
+    for (name, model) in &run.models {
+        line(
+            &mut out,
+            &format!(
+                "model {} = {} ({})",
+                safe(name),
+                safe(&model.model),
+                safe(&model.format)
+            ),
+            width,
+        );
+    }
     out.push('\n');
 
     cell_table(&mut out, stats, &confidence, width);

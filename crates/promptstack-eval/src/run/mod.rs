@@ -462,10 +462,13 @@ impl Runner {
             rows.push((index, row));
         }
         rows.sort_unstable_by_key(|(index, _)| *index);
-        Ok(Run::new(
+        let run = Run::new(
             self.suite.clone(),
             rows.into_iter().map(|(_, row)| row).collect(),
-        ))
+        );
+        Ok(self.models.iter().fold(run, |run, model| {
+            run.with_model(&model.name, model.format.as_str(), &model.model)
+        }))
     }
 
     /// One scenario run: one Turn.
