@@ -10,7 +10,8 @@
 //!     ─► wire::Stream ─► tool calls?  execute each through the Turn (scripted results,
 //!        sources registered, untrusted results fenced), append the assistant message and the
 //!        tool results, render again ─► … at most `matrix.max_steps` steps
-//!     ─► the final text through the stream processor ─► assess ─► ResultRow
+//!     ─► the final text through the stream processor ─► assess
+//!     ─► each `rubric` scored by its judge model (see `judge`) ─► ResultRow
 //! ```
 //!
 //! The runner speaks no HTTP and reads no clock but [`Instant`] for latencies; its only
