@@ -993,6 +993,13 @@ fn an_answer_that_addresses_the_judge_stays_inside_the_answer_tags() {
     assert_eq!(user.matches("</answer>").count(), 1, "{user}");
     assert_eq!(user.matches("<answer>").count(), 1, "{user}");
     assert!(user.contains("&lt;/answer&gt;"), "{user}");
+    // The user turn ends with the runner's own instruction, not with the answer.
+    assert!(
+        user.ends_with(
+            "</answer>\n\nScore the answer against the rubric. Reply with the JSON object only."
+        ),
+        "{user}"
+    );
 }
 
 #[test]
