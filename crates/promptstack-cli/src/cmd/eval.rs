@@ -16,7 +16,7 @@ use promptstack_eval::record::{Recording, Recordings, Replay};
 use promptstack_eval::report::{Report, TerminalConfig};
 use promptstack_eval::run::{Progress, RunOptions, Runner, VersionAgent};
 use promptstack_eval::stats::StatsConfig;
-use promptstack_eval::suite::Suite;
+use promptstack_eval::suite::{Assertion, Suite};
 
 use crate::exit::bad_input;
 use crate::input;
@@ -267,11 +267,26 @@ fn load_versions(
     Ok(versions)
 }
 
-/// One endpoint per model the filter keeps: replayed, recorded, or live.
+/// One endpoint per model the filter keeps, and one per model a kept scenario names as a judge
+/// (whatever the model filter): replayed, recorded, or live.
 fn endpoints(suite: &Suite, args: &Args) -> anyhow::Result<BTreeMap<String, Arc<dyn Endpoint>>> {
+    let judges = suite
+        .scenarios
+        .iter()
+        .filter(|s| args.scenarios.is_empty() || args.scenarios.contains(&s.name))
+        .flat_map(|s| &s.assertions)
+        .filter_map(|a| match a {
+            Assertion::Rubric { judge, .. } => Some(judge),
+            _ => None,
+        });
+    let matrix = suite
+        .matrix
+        .models
+        .iter()
+        .filter(|name| args.models.is_empty() || args.models.contains(name));
     let mut endpoints = BTreeMap::new();
-    for name in &suite.matrix.models {
-        if !args.models.is_empty() && !args.models.contains(name) {
+    for name in matrix.chain(judges) {
+        if endpoints.contains_key(name) {
             continue;
         }
         let Some(model) = suite.models.get(name) else {

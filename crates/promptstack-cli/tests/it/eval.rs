@@ -111,6 +111,17 @@ fn sse(chunks: &[Value]) -> String {
 
 /// The scripted model: it searches first, and answers citing source 1 once it has a result.
 fn answer(request: &Value) -> String {
+    let judging = request["messages"].as_array().is_some_and(|m| {
+        m.iter()
+            .any(|m| m["content"].to_string().contains("<rubric>"))
+    });
+    if judging {
+        let verdict = r#"{"score": 0.75, "reason": "It names the release."}"#;
+        return sse(&[
+            json!({"choices": [{"index": 0, "delta": {"content": verdict}, "finish_reason": null}]}),
+            json!({"choices": [{"index": 0, "delta": {}, "finish_reason": "stop"}]}),
+        ]);
+    }
     let has_result = request["messages"]
         .as_array()
         .is_some_and(|m| m.iter().any(|m| m["role"] == "tool"));
@@ -372,5 +383,70 @@ fn bad_input_exits_2() {
         text(&out.stderr).contains("PROMPTSTACK_TEST_KEY_THAT_IS_NOT_SET"),
         "{}",
         text(&out.stderr)
+    );
+}
+
+#[test]
+fn a_judge_outside_the_model_filter_still_judges_and_replays() {
+    let port = server();
+    let dir = folder(port);
+    let suite = suite(port)
+        .replace(
+            "[matrix]",
+            &format!(
+                "[models.judge]\nformat = \"openai-chat\"\nbase_url = \"http://127.0.0.1:{port}/v1\"\nmodel = \"judge-model\"\nretries = 0\n\n[matrix]"
+            ),
+        )
+        .replace("models = [\"local\"]", "models = [\"local\", \"judge\"]")
+        + "\n[[scenarios.assert]]\ntype = \"rubric\"\njudge = \"judge\"\nrubric = \"Names a release.\"\nthreshold = 0.7\n";
+    std::fs::write(dir.path().join("evals/suite.toml"), suite).unwrap();
+    let args = [
+        "--model",
+        "local",
+        "--scenario",
+        "wants-nope",
+        "--json",
+        "-",
+        "-q",
+    ];
+    let recorded = eval(
+        dir.path(),
+        &[&["--record", "recordings"][..], &args].concat(),
+    );
+    assert_eq!(
+        recorded.status.code(),
+        Some(0),
+        "{}",
+        text(&recorded.stderr)
+    );
+    let recorded: Value = serde_json::from_slice(&recorded.stdout).unwrap();
+    let rows = recorded["rows"].as_array().unwrap();
+    assert_eq!(rows.len(), 1);
+    assert_eq!(rows[0]["model"], "local");
+    let rubric = &rows[0]["assertions"][1];
+    assert_eq!(rubric["id"], "1:rubric");
+    assert_eq!(rubric["verdict"], "pass", "{rubric}");
+    assert!(
+        rubric["reason"].as_str().unwrap().contains("score 0.75"),
+        "{rubric}"
+    );
+    // The scenario's two steps and the judge's one call.
+    let files = std::fs::read_dir(dir.path().join("recordings")).unwrap();
+    assert_eq!(files.count(), 3);
+
+    let replayed = eval(
+        dir.path(),
+        &[&["--replay", "recordings"][..], &args].concat(),
+    );
+    assert_eq!(
+        replayed.status.code(),
+        Some(0),
+        "{}",
+        text(&replayed.stderr)
+    );
+    let replayed: Value = serde_json::from_slice(&replayed.stdout).unwrap();
+    assert_eq!(
+        without_timing(recorded)["rows"],
+        without_timing(replayed)["rows"]
     );
 }

@@ -10,13 +10,15 @@
 //!     ─► wire::Stream ─► tool calls?  execute each through the Turn (scripted results,
 //!        sources registered, untrusted results fenced), append the assistant message and the
 //!        tool results, render again ─► … at most `matrix.max_steps` steps
-//!     ─► the final text through the stream processor ─► assess ─► ResultRow
+//!     ─► the final text through the stream processor ─► assess
+//!     ─► each `rubric` scored by its judge model (see `judge`) ─► ResultRow
 //! ```
 //!
 //! The runner speaks no HTTP and reads no clock but [`Instant`] for latencies; its only
 //! randomness-like input is the fence's nonce, derived from each run's identity so that a
 //! recorded run replays byte for byte (see [`record`](crate::record)).
 
+mod judge;
 pub mod sampling;
 mod script;
 
@@ -43,7 +45,7 @@ use crate::assess::{Checks, Observed};
 use crate::endpoint::{Call, Endpoint, EndpointError, EndpointErrorKind};
 use crate::price::Prices;
 use crate::row::{
-    AssertionResult, Latency, ResultRow, RowKey, Run, ToolCallRecord, Transcript, Usage, Verdict,
+    AssertionResult, Latency, ResultRow, RowKey, Run, ToolCallRecord, Transcript, Usage,
 };
 use crate::suite::{Assertion, FenceStyle, Scenario, Suite};
 use crate::wire::{Stream, StreamFormat};
@@ -178,6 +180,8 @@ struct PreparedSend {
     continued: Result<Assembly, String>,
     target: String,
     fingerprint: String,
+    /// The send's user message, which a judge reads as the question.
+    user_message: Option<String>,
 }
 
 struct PreparedModel {
@@ -192,8 +196,8 @@ struct PreparedModel {
 struct PreparedScenario {
     name: String,
     checks: Checks,
-    /// The index of each `rubric` assertion.
-    rubrics: Vec<usize>,
+    /// Each `rubric` assertion, by its index.
+    rubrics: Vec<(usize, judge::Rubric)>,
     assertions: usize,
     scripts: Arc<Scripts>,
     widgets: WidgetSet,
@@ -213,6 +217,10 @@ pub struct Runner {
     suite: String,
     versions: Vec<PreparedVersion>,
     models: Vec<PreparedModel>,
+    /// The models the selected scenarios' rubric assertions name as judges, by name.
+    judges: BTreeMap<String, PreparedModel>,
+    /// The judge's agent, compiled once.
+    judge: Agent,
     scenarios: Vec<PreparedScenario>,
     repeats: u32,
     concurrency: usize,
@@ -257,8 +265,8 @@ impl Runner {
     /// # Errors
     ///
     /// [`RunErrorKind::Input`], naming the cause: a filter naming nothing the suite declares, a
-    /// version given no agent or given as a `ref`, a model without an endpoint, a send that cannot be read or assembled, a target the spec does
-    /// not have, a conversation that does not hold together, a script pattern that does not
+    /// version given no agent or given as a `ref`, a model (a judge included) without an endpoint,
+    /// a send that cannot be read or assembled, a target the spec does not have, a conversation that does not hold together, a script pattern that does not
     /// compile, more than [`MAX_RUNS`] runs.
     pub fn new(
         suite: &Suite,
@@ -324,6 +332,37 @@ impl Runner {
             });
         }
 
+        let mut judges = BTreeMap::new();
+        for (_, rubric) in scenarios.iter().flat_map(|(_, s)| &s.rubrics) {
+            if judges.contains_key(&rubric.judge) {
+                continue;
+            }
+            let Some(model) = suite.models.get(&rubric.judge) else {
+                return Err(RunError::input(format!(
+                    "judge `{}` is not declared under `models`",
+                    clip(&rubric.judge, 100)
+                )));
+            };
+            let Some(endpoint) = endpoints.get(&rubric.judge) else {
+                return Err(RunError::input(format!(
+                    "judge model `{}` has no endpoint",
+                    clip(&rubric.judge, 100)
+                )));
+            };
+            judges.insert(
+                rubric.judge.clone(),
+                PreparedModel {
+                    name: rubric.judge.clone(),
+                    tier: model.tier.clone().unwrap_or_default(),
+                    model: model.model.clone(),
+                    format: Format::from(model.format),
+                    stream: StreamFormat::from(model.format),
+                    endpoint: Arc::clone(endpoint),
+                },
+            );
+        }
+        let judge = judge::agent().map_err(RunError::input)?;
+
         let mut given: BTreeMap<String, Agent> =
             versions.into_iter().map(|v| (v.name, v.agent)).collect();
         let mut sends = SendFiles::default();
@@ -367,6 +406,8 @@ impl Runner {
             suite: name.to_owned(),
             versions: prepared_versions,
             models,
+            judges,
+            judge,
             scenarios: scenarios.into_iter().map(|(_, p)| p).collect(),
             repeats,
             concurrency: suite
@@ -728,7 +769,20 @@ impl Runner {
             calls: &calls,
             budget_exceeded,
         };
-        row.assertions = merge_rubrics(scenario, scenario.checks.assess(&observed));
+        let decided = scenario.checks.assess(&observed);
+        let mut judged = Vec::with_capacity(scenario.rubrics.len());
+        let whom = format!(
+            "model `{}`, version `{}`, scenario `{}`",
+            row.model, row.version_id, row.scenario
+        );
+        for (index, rubric) in &scenario.rubrics {
+            let question = send.user_message.as_deref().unwrap_or_default();
+            let verdict = self
+                .judge_one(*index, rubric, question, &answer, &whom, cell.repetition)
+                .await?;
+            judged.push((*index, verdict));
+        }
+        row.assertions = merge_rubrics(scenario.assertions, decided, judged);
         row.passed = row.assertions.iter().all(|a| a.verdict.is_pass());
         row.transcript = Some(Transcript {
             request: request_text,
@@ -831,28 +885,21 @@ fn add_usage(total: &mut Usage, step: &Usage) {
     total.cache_write_tokens = add(total.cache_write_tokens, step.cache_write_tokens);
 }
 
-/// The decided results with each `rubric` assertion in its place, as an error: rubric
-/// assertions need a judge model, which this runner does not call.
+/// The decided results with each judged `rubric` assertion in its place.
 fn merge_rubrics(
-    scenario: &PreparedScenario,
+    assertions: usize,
     decided: Vec<AssertionResult>,
+    judged: Vec<(usize, AssertionResult)>,
 ) -> Vec<AssertionResult> {
-    if scenario.rubrics.is_empty() {
+    if judged.is_empty() {
         return decided;
     }
     let mut decided = decided.into_iter();
-    (0..scenario.assertions)
-        .filter_map(|i| {
-            if scenario.rubrics.contains(&i) {
-                Some(AssertionResult::new(
-                    format!("{i}:rubric"),
-                    "rubric",
-                    Verdict::Error,
-                    "not judged: this runner does not call judge models, so a rubric assertion is never decided",
-                ))
-            } else {
-                decided.next()
-            }
+    let mut judged = judged.into_iter().peekable();
+    (0..assertions)
+        .filter_map(|i| match judged.next_if(|(index, _)| *index == i) {
+            Some((_, result)) => Some(result),
+            None => decided.next(),
         })
         .collect()
 }
@@ -893,8 +940,21 @@ fn prepare_scenario(scenario: &Scenario) -> Result<PreparedScenario, RunError> {
         .assertions
         .iter()
         .enumerate()
-        .filter(|(_, a)| matches!(a, Assertion::Rubric { .. }))
-        .map(|(i, _)| i)
+        .filter_map(|(i, a)| match a {
+            Assertion::Rubric {
+                judge,
+                rubric,
+                threshold,
+            } => Some((
+                i,
+                judge::Rubric {
+                    judge: judge.clone(),
+                    rubric: rubric.clone(),
+                    threshold: *threshold,
+                },
+            )),
+            _ => None,
+        })
         .collect();
     Ok(PreparedScenario {
         name: scenario.name.clone(),
@@ -994,7 +1054,7 @@ fn prepare_send(
             None => return Err(at("the spec has no target".into())),
         },
     };
-    send.user_message = None;
+    let user_message = send.user_message.take();
     let continued = agent
         .assemble(&send)
         .map_err(|e| format!("the send does not assemble without its user message: {e}"));
@@ -1004,5 +1064,6 @@ fn prepare_send(
         continued,
         target,
         fingerprint,
+        user_message,
     })
 }
