@@ -208,7 +208,7 @@ pub enum FenceStyle {
     #[default]
     Markers,
     /// A baseline to compare the fence against, as hand-built prompt layers commonly delimit
-    /// pages: plain XML tags named for the content kind (`<web_content url="…">…</web_content>`),
+    /// pages: plain XML tags named for the content kind (`<web_content origin="…">…</web_content>`),
     /// no nonce, nothing defanged, so content can close the tag itself. Only an eval can choose
     /// it; the engine never delimits content this way.
     XmlTags,

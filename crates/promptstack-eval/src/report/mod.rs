@@ -211,7 +211,7 @@ pub(crate) fn points(difference: f64) -> String {
 
 /// Rows in report order grouped by scenario: each scenario's name with its rows.
 pub(crate) fn rows_by_scenario(run: &Run) -> Vec<(&str, Vec<&ResultRow>)> {
-    let mut scenarios: std::collections::BTreeMap<&str, Vec<&ResultRow>> = Default::default();
+    let mut scenarios: BTreeMap<&str, Vec<&ResultRow>> = Default::default();
     for row in &run.rows {
         scenarios.entry(&row.scenario).or_default().push(row);
     }
