@@ -208,5 +208,10 @@ fn the_same_greedy_request_gives_the_same_answer() {
         first.text, second.text,
         "greedy decoding with one seed drifted"
     );
-    assert_eq!(first.usage, second.usage);
+    // The same tokens in and out; the cache reads depend on what else the server has answered
+    // in between (its prompt cache is shared with every other test), so they are not compared.
+    assert_eq!(
+        (first.usage.input_tokens, first.usage.output_tokens),
+        (second.usage.input_tokens, second.usage.output_tokens)
+    );
 }
