@@ -27,6 +27,7 @@
 //! ```
 
 use promptstack_core::provider::{Family, model_glob_matches};
+use promptstack_core::spec::SourceMap;
 use serde::{Deserialize, Serialize};
 
 use crate::row::{MicroUsd, Usage};
@@ -130,13 +131,11 @@ impl Prices {
             )));
         }
         let file: File = toml::from_str(text).map_err(|e| {
-            let at = e.span().map_or_else(String::new, |span| {
-                let before = &text[..span.start.min(text.len())];
-                let line = before.matches('\n').count() + 1;
-                let column = before.rsplit('\n').next().map_or(0, |l| l.chars().count()) + 1;
-                format!(":{line}:{column}")
-            });
-            PriceError(format!("{name}{at}: {}", e.message()))
+            let at = e.span().map_or_else(
+                || name.to_owned(),
+                |span| SourceMap::new(name, text).location(span.start).to_string(),
+            );
+            PriceError(format!("{at}: {}", e.message()))
         })?;
         if file.version.trim().is_empty() {
             return Err(PriceError(format!("{name}: `version` is empty")));

@@ -14,7 +14,7 @@ use base64::prelude::BASE64_STANDARD;
 use sha2::{Digest, Sha256};
 
 use super::escape::{escaped, write_escaped_text};
-use super::{Report, level, percent, points, rows_by_scenario};
+use super::{Report, cost_text, known, level, percent, points, rows_by_scenario};
 use crate::row::ResultRow;
 use crate::stats::{Cell, Comparison, Interval, Outcome, Paired, Summary};
 
@@ -209,7 +209,6 @@ fn matrix(out: &mut String, report: &Report, scenarios: &[(&str, Vec<&ResultRow>
 
 /// The matrix's last rows: tokens, cache reads beside their prediction, and cost per version.
 fn accounting_rows(out: &mut String, versions: &[&Summary]) {
-    let known = |value: Option<u64>| value.map_or_else(|| "—".to_owned(), |v| v.to_string());
     let mut tokens = Vec::new();
     let mut cache = Vec::new();
     let mut cost = Vec::new();
@@ -221,11 +220,7 @@ fn accounting_rows(out: &mut String, versions: &[&Summary]) {
             known(a.cache_read_tokens),
             known(a.predicted_cache_read_tokens)
         ));
-        cost.push(match (a.cost, a.unpriced_runs) {
-            (None, _) => "unpriced".to_owned(),
-            (Some(total), 0) => total.to_string(),
-            (Some(total), unpriced) => format!("{total} + {unpriced} unpriced runs"),
-        });
+        cost.push(cost_text(a));
     }
     for (label, cells) in [
         ("tokens in / out", tokens),

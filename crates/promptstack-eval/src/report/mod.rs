@@ -181,6 +181,20 @@ struct RunInfo {
     models: BTreeMap<String, RunModel>,
 }
 
+/// A token sum that may be unknown: the number, or `—` when no row reported it.
+pub(crate) fn known(value: Option<u64>) -> String {
+    value.map_or_else(|| "—".to_owned(), |v| v.to_string())
+}
+
+/// A version's cost: the priced rows' total, and how many rows were unpriced.
+pub(crate) fn cost_text(accounting: &crate::stats::Accounting) -> String {
+    match (accounting.cost, accounting.unpriced_runs) {
+        (None, _) => "unpriced".to_owned(),
+        (Some(total), 0) => total.to_string(),
+        (Some(total), unpriced) => format!("{total} + {unpriced} unpriced runs"),
+    }
+}
+
 /// A rate as a percentage with one decimal (`83.3 %`).
 pub(crate) fn percent(rate: f64) -> String {
     format!("{:.1} %", rate * 100.0)

@@ -10,7 +10,7 @@ use std::fmt::Write as _;
 use promptstack_core::diagnostic::quote;
 use unicode_width::UnicodeWidthChar;
 
-use super::{Report, level, percent, points};
+use super::{Report, cost_text, known, level, percent, points};
 use crate::stats::{Outcome, Statistics};
 
 /// The most failure lines the summary lists; the rest are counted.
@@ -275,17 +275,11 @@ fn accounting_table(out: &mut String, stats: &Statistics, width: usize) {
         Column::number("predicted"),
         Column::number("cost"),
     ];
-    let known = |value: Option<u64>| value.map_or_else(|| "—".to_owned(), |v| v.to_string());
     let rows: Vec<Vec<String>> = stats
         .summaries
         .iter()
         .map(|s| {
             let a = &s.accounting;
-            let cost = match (a.cost, a.unpriced_runs) {
-                (None, _) => "unpriced".to_owned(),
-                (Some(cost), 0) => cost.to_string(),
-                (Some(cost), unpriced) => format!("{cost} + {unpriced} unpriced"),
-            };
             vec![
                 safe(&s.model),
                 safe(&s.version_id),
@@ -293,7 +287,7 @@ fn accounting_table(out: &mut String, stats: &Statistics, width: usize) {
                 a.output_tokens.to_string(),
                 known(a.cache_read_tokens),
                 known(a.predicted_cache_read_tokens),
-                cost,
+                cost_text(a),
             ]
         })
         .collect();
