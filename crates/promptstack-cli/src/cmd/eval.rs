@@ -116,19 +116,6 @@ fn agent_folder(suite: &Path) -> PathBuf {
     }
 }
 
-/// Reads a price table, or returns the bundled one.
-fn prices(path: Option<&Path>) -> anyhow::Result<Prices> {
-    match path {
-        Some(path) => {
-            let bytes = input::read(path, promptstack::limits::InputKind::Rules)?;
-            let text = String::from_utf8(bytes)
-                .map_err(|_| bad_input(anyhow::anyhow!("{} is not UTF-8", path.display())))?;
-            Prices::from_toml(&text, &path.display().to_string()).map_err(bad_input)
-        }
-        None => Ok(Prices::bundled().clone()),
-    }
-}
-
 /// The suite's name in reports: its file stem.
 fn suite_name(path: &Path) -> String {
     path.file_stem()
@@ -170,7 +157,11 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     )
     .map_err(bad_input)?
     .with_rules(super::request::rules(args.rules.as_deref())?)
-    .with_prices(prices(args.prices.as_deref())?);
+    .with_prices(super::request::data_table(
+        args.prices.as_deref(),
+        Prices::from_toml,
+        || Prices::bundled().clone(),
+    )?);
     let started_at = jiff::Timestamp::now().to_string();
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()

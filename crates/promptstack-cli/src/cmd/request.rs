@@ -106,16 +106,27 @@ impl RequestArgs {
 
 /// Reads a rules file, or returns the bundled table.
 pub fn rules(path: Option<&std::path::Path>) -> anyhow::Result<Rules> {
-    match path {
-        Some(path) => {
-            let bytes = input::read(path, promptstack::limits::InputKind::Rules)?;
-            let text = String::from_utf8(bytes)
-                .with_context(|| format!("{} is not UTF-8", path.display()))
-                .map_err(bad_input)?;
-            Rules::from_toml(&text, &path.display().to_string()).map_err(bad_input)
-        }
-        None => Ok(Rules::bundled().clone()),
-    }
+    data_table(path, Rules::from_toml, || Rules::bundled().clone())
+}
+
+/// Reads a provider data table (TOML: rules, prices) given with a flag through the bounded reader,
+/// any problem bad input naming the file; none given is the bundled table.
+pub fn data_table<T, E>(
+    path: Option<&std::path::Path>,
+    parse: impl FnOnce(&str, &str) -> Result<T, E>,
+    bundled: impl FnOnce() -> T,
+) -> anyhow::Result<T>
+where
+    E: std::error::Error + Send + Sync + 'static,
+{
+    let Some(path) = path else {
+        return Ok(bundled());
+    };
+    let bytes = input::read(path, promptstack::limits::InputKind::Rules)?;
+    let text = String::from_utf8(bytes)
+        .with_context(|| format!("{} is not UTF-8", path.display()))
+        .map_err(bad_input)?;
+    parse(&text, &path.display().to_string()).map_err(bad_input)
 }
 
 /// Reads a conversation file.
