@@ -51,7 +51,11 @@ const sideName = (side) => {
 export function fromCandidate(answer) {
   const outcome = answer.comparison?.outcome;
   if (!outcome || outcome.status !== 'compared') return null;
-  const candidateIsB = answer.comparison.b === answer.candidate?.version;
+  const { a, b } = answer.comparison;
+  const candidate = answer.candidate?.version;
+  // A pair that does not hold the candidate cannot be read from its side.
+  if (candidate !== a && candidate !== b) return null;
+  const candidateIsB = b === candidate;
   const sign = candidateIsB ? 1 : -1;
   const interval = outcome.interval ?? {};
   return {

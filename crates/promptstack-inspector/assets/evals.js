@@ -280,8 +280,24 @@ export function createEvals(ctx) {
     renderRuns();
   }
 
+  /**
+   * Re-renders `id`'s content with `build`, keeping the keyboard focus on the same control (a
+   * run, a repetition, the cancel button) when it was inside, since polling redraws it.
+   */
+  function refill(id, ...children) {
+    const active = document.activeElement;
+    const inside = active && $(id).contains(active);
+    const key = inside ? (active.dataset.index ?? active.closest('[data-run]')?.dataset.run ?? active.id) : null;
+    fill(id, ...children);
+    if (!key) return;
+    const again = $(id).querySelector(`[data-index="${CSS.escape(key)}"]`)
+      ?? $(id).querySelector(`[data-run="${CSS.escape(key)}"] button`)
+      ?? (active.id ? document.getElementById(active.id) : null);
+    again?.focus();
+  }
+
   function renderRuns() {
-    fill('eval-runs', runsView(s.runs, s.runId, (id) => openRun(id)),
+    refill('eval-runs', runsView(s.runs, s.runId, (id) => openRun(id)),
       s.next ? h('button', { type: 'button', id: 'eval-more-runs', onclick: () => loadRuns(true, s.gen).then(schedule).catch(showListError) }, 'Older runs') : null);
   }
 
@@ -303,7 +319,7 @@ export function createEvals(ctx) {
   function renderRun() {
     const run = s.run;
     if (!run) { fill('eval-run'); return; }
-    fill('eval-run', runHeader(run, canEdit(), cancel),
+    refill('eval-run', runHeader(run, canEdit(), cancel),
       h('div.matrices', {}, matrixView(run, s.cellIndex, openCell)),
       run.statistics ? null : h('p', { text: 'No cell has completed yet.' }));
   }

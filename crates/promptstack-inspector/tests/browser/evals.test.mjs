@@ -332,9 +332,12 @@ test('a run started from the form is polled while it goes, not while the tab is 
     assert.match(await page.textContent('#eval-progress-text'), /^\d of 2 cells done/);
     await page.waitForSelector('#panel-evals[data-polling=true]', { state: 'attached' });
     assert.equal(await page.locator('#eval-cancel').count(), 1, 'an admin may cancel a running run');
-    // The page reads the run again while it goes.
+    // The page reads the run again while it goes, and the redraw keeps the keyboard focus.
+    await page.focus('#eval-cancel');
     const polls = await page.evaluate(() => Number(document.getElementById('panel-evals').dataset.polls ?? 0));
     await page.waitForFunction((p) => Number(document.getElementById('panel-evals').dataset.polls ?? 0) > p, polls);
+    await page.waitForTimeout(300);
+    assert.equal(await page.evaluate(() => document.activeElement?.id), 'eval-cancel');
     await shot('evals-running');
     // Leaving the tab stops the polling; coming back starts it again.
     await page.click('#tab-blocks');
