@@ -193,7 +193,6 @@ export function cellView(cell, onOpen) {
 export function createEvals(ctx) {
   const s = {
     agent: null, runs: [], next: null, runId: null, run: null, cellIndex: null, visible: false, timer: null, gen: 0,
-    startNote: null,
   };
   const canEdit = () => ctx.role() === 'admin' || ctx.role() === 'editor';
   const live = (g) => g === s.gen && s.visible;
@@ -218,7 +217,12 @@ export function createEvals(ctx) {
     if (!s.visible || !(isActive(s.run) || s.runs.some(isActive))) return;
     setPolling(true);
     const g = s.gen;
-    s.timer = setTimeout(() => { if (live(g)) tick(g).catch((e) => note('eval-runs-status', problemLines(e).join('\n'), true)); }, POLL_MS);
+    s.timer = setTimeout(() => {
+      if (!live(g)) return;
+      // A failed read is shown and read again at the next tick: a blip does not end the polling.
+      tick(g).then(() => note('eval-runs-status', ''), (e) => { if (live(g)) note('eval-runs-status', problemLines(e).join('\n'), true); })
+        .finally(() => { if (live(g)) schedule(); });
+    }, POLL_MS);
   }
 
   async function tick(g) {
@@ -227,7 +231,6 @@ export function createEvals(ctx) {
     if (s.runs.some(isActive)) jobs.push(loadRuns(false, g));
     if (s.runId && isActive(s.run)) jobs.push(loadRun(s.runId, g));
     await Promise.all(jobs);
-    if (live(g)) schedule();
   }
 
   function fillForms() {
@@ -281,7 +284,7 @@ export function createEvals(ctx) {
   }
 
   /**
-   * Re-renders `id`'s content with `build`, keeping the keyboard focus on the same control (a
+   * Replaces the content of `id` with `children`, keeping the keyboard focus on the same control (a
    * run, a repetition, the cancel button) when it was inside, since polling redraws it.
    */
   function refill(id, ...children) {
