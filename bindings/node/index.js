@@ -522,22 +522,26 @@ function piCompatAgent() {
 const pad2 = (n) => (n < 10 ? "0" : "") + n;
 const pad3 = (n) => (n < 10 ? "00" : n < 100 ? "0" : "") + n;
 
-/**
- * The clock as the peer reads it: one `new Date()`, in the process's local time zone, written as
- * an RFC 3339 instant with the local offset so the send's date is the local calendar date.
- */
-function localNow() {
-  const now = new Date();
-  const year = now.getFullYear();
+/** Refuses a clock that reads a year outside 1000–9999 in the process's local time zone. */
+function checkYear(clock) {
+  const year = clock.getFullYear();
   if (!(year >= 1000 && year <= 9999)) {
     throw new RangeError(`buildSystemPrompt: the clock reads year ${year}; only years 1000 to 9999 are supported`);
   }
-  const offset = -Math.round(now.getTimezoneOffset());
+}
+
+/**
+ * The clock as the peer reads it (one `new Date()`, `clock`), in the process's local time zone,
+ * written as an RFC 3339 instant with the local offset so the send's date is the local calendar
+ * date.
+ */
+function localInstant(clock) {
+  const offset = -Math.round(clock.getTimezoneOffset());
   const sign = offset < 0 ? "-" : "+";
   const abs = Math.abs(offset);
   return (
-    `${year}-${pad2(now.getMonth() + 1)}-${pad2(now.getDate())}` +
-    `T${pad2(now.getHours())}:${pad2(now.getMinutes())}:${pad2(now.getSeconds())}.${pad3(now.getMilliseconds())}` +
+    `${clock.getFullYear()}-${pad2(clock.getMonth() + 1)}-${pad2(clock.getDate())}` +
+    `T${pad2(clock.getHours())}:${pad2(clock.getMinutes())}:${pad2(clock.getSeconds())}.${pad3(clock.getMilliseconds())}` +
     `${sign}${pad2(Math.floor(abs / 60))}:${pad2(abs % 60)}`
   );
 }
@@ -688,12 +692,189 @@ function buildSystemPrompt(options, settings) {
   return piVersion(settings) === "1.6.0" ? buildSystemPrompt16(options, settings) : buildSystemPrompt073(options, settings);
 }
 
+// Options objects the drop-in has answered. An application passes the same options object on
+// many calls (each turn of a session); such an object is found by its identity, and every value
+// the drop-in reads from it is read again and compared with what the first call read, so a
+// changed object (at any depth), a new day or a new package directory gives what a first call
+// gives. What is kept per object: what was read, the day and package directory the answer
+// depends on, and the answer. A refused call keeps nothing (it is checked and refused again);
+// an object holding anything but strings, numbers, booleans, null and undefined in plain arrays
+// and plain objects is not kept (it is read afresh on every call). A `WeakMap` holds no object
+// alive.
+const piAnswers = new WeakMap();
+
+/** Marks a list and a map among the values read, so that a value cannot pass for either. */
+const READ_LIST = Object.freeze({ list: true });
+const READ_MAP = Object.freeze({ map: true });
+
+const isPrimitive = (value) => value === null || (typeof value !== "object" && typeof value !== "function");
+
+/** A plain array without `toJSON` (written as `JSON.stringify` writes it, item by item). */
+const isPlainList = (value) => Array.isArray(value) && value.toJSON === undefined;
+
+/** A plain object without `toJSON` (its own enumerable string keys, in their order). */
+const isPlainMap = (value) =>
+  value !== null && typeof value === "object" && Object.getPrototypeOf(value) === Object.prototype && value.toJSON === undefined;
+
+/** A value that is a primitive. */
+function readValue(value) {
+  return isPrimitive(value) && see(value);
+}
+
+/** A list of primitives, or a primitive in its place. */
+function readList(list) {
+  if (isPrimitive(list)) return see(list);
+  if (!isPlainList(list)) return false;
+  const length = list.length;
+  if (!see(READ_LIST) || !see(length)) return false;
+  for (let i = 0; i < length; i++) if (!readValue(list[i])) return false;
+  return true;
+}
+
+/** A map whose values `readEntry` reads, or a primitive in its place. */
+function readMap(map, readEntry) {
+  if (isPrimitive(map)) return see(map);
+  if (!isPlainMap(map)) return false;
+  const keys = Object.keys(map);
+  if (!see(READ_MAP) || !see(keys.length)) return false;
+  for (let i = 0; i < keys.length; i++) {
+    const key = keys[i];
+    if (!see(key) || !readEntry(map[key])) return false;
+  }
+  return true;
+}
+
+/** A list of records, of which `fields` are read, or a primitive in its place. */
+function readRecords(list, fields) {
+  if (isPrimitive(list)) return see(list);
+  if (!isPlainList(list)) return false;
+  const length = list.length;
+  if (!see(READ_LIST) || !see(length)) return false;
+  for (let i = 0; i < length; i++) {
+    const record = list[i];
+    if (record === null || typeof record !== "object") return false;
+    for (let j = 0; j < fields.length; j++) if (!readValue(record[fields[j]])) return false;
+  }
+  return true;
+}
+
+const FILE_FIELDS = Object.freeze(["path", "content"]);
+const SKILL_FIELDS = Object.freeze(["disableModelInvocation", "name", "description", "filePath"]);
+
+/** Every value a 0.73.1 call reads from `options` (its checks and its send), through `see`. */
+function readPi073(options) {
+  return (
+    readValue(options.cwd) &&
+    readValue(options.customPrompt) &&
+    readList(options.selectedTools) &&
+    readMap(options.toolSnippets, readValue) &&
+    readList(options.promptGuidelines) &&
+    readValue(options.appendSystemPrompt) &&
+    readRecords(options.contextFiles, FILE_FIELDS) &&
+    readRecords(options.skills, SKILL_FIELDS)
+  );
+}
+
+/** Every value a 1.6.0 call reads from `options` (its checks and its send), through `see`. */
+function readPi16(options) {
+  const force = options.forceSystemPrompt;
+  if (!readValue(force)) return false;
+  // The peer reads nothing else once the prompt is forced.
+  if (force !== undefined) return true;
+  return (
+    readValue(options.cwd) &&
+    readValue(options.customPrompt) &&
+    readList(options.selectedTools) &&
+    readList(options.hiddenTools) &&
+    readMap(options.toolSnippets, readValue) &&
+    readMap(options.toolGuidelines, readList) &&
+    readList(options.promptGuidelines) &&
+    readValue(options.appendSystemPrompt) &&
+    readMap(options.sections, readValue) &&
+    readRecords(options.contextFiles, FILE_FIELDS) &&
+    readRecords(options.skills, SKILL_FIELDS)
+  );
+}
+
+// The reading under way: the values read so far (`recording`) or to compare with, and the
+// position in them.
+let readValues = null;
+let readAt = 0;
+let recording = false;
+
+/** Records `value`, or compares it with the next value of the reading; false when it differs. */
+function see(value) {
+  if (recording) {
+    readValues.push(value);
+    return true;
+  }
+  return readValues[readAt++] === value;
+}
+
+/** Runs `read` over `options`, recording into `values` or comparing with them. */
+function reading(options, read, values, record) {
+  // A getter may call the drop-in again: the reading it interrupts is resumed after it.
+  const outer = readValues;
+  const outerAt = readAt;
+  const outerRecording = recording;
+  readValues = values;
+  readAt = 0;
+  recording = record;
+  try {
+    return read(options) && (record || readAt === values.length);
+  } finally {
+    readValues = outer;
+    readAt = outerAt;
+    recording = outerRecording;
+  }
+}
+
+/**
+ * The answer kept for `options` when every input it depends on is unchanged, else undefined.
+ * `day` is the clock's local day (0.73.1; `null` for 1.6.0, which reads no clock).
+ */
+function keptAnswer(options, version, day, settings) {
+  const kept = piAnswers.get(options);
+  if (kept === undefined || kept.version !== version || kept.day !== day) return undefined;
+  // The custom and forced paths print no documentation path, and the original reads none there.
+  if (kept.packageDir !== null && kept.packageDir !== piPackageDir(settings)) return undefined;
+  if (!reading(options, version === "1.6.0" ? readPi16 : readPi073, kept.values, false)) return undefined;
+  return kept.text;
+}
+
+/** Keeps `text` as the answer for `options`, unless it holds values the drop-in does not keep. */
+function keepAnswer(options, version, day, packageDir, text) {
+  const values = [];
+  if (day !== -1 && reading(options, version === "1.6.0" ? readPi16 : readPi073, values, true)) {
+    piAnswers.set(options, { version, day, packageDir, values, text });
+  } else {
+    piAnswers.delete(options);
+  }
+}
+
+/**
+ * The calendar day of `clock` in the process's local time zone, read with the local-time getters
+ * as the peer reads it (a zone's offset may have seconds, which `getTimezoneOffset` rounds away),
+ * packed as `year * 10000 + month * 100 + day`: what a 0.73.1 answer depends on of the clock.
+ * -1 (no answer kept) outside the years 1000–9998: the drop-in refuses other years, and the
+ * engine refuses an instant past 9999-12-30T22:00Z, so the last year's answer depends on the
+ * time of day.
+ */
+function localDay(clock) {
+  const year = clock.getFullYear();
+  return year >= 1000 && year <= 9998 ? year * 10000 + (clock.getMonth() + 1) * 100 + clock.getDate() : -1;
+}
+
 /** `buildSystemPrompt` for 0.73.1. */
 function buildSystemPrompt073(options, settings) {
+  const clock = new Date();
+  const kept = keptAnswer(options, "0.73.1", localDay(clock), settings);
+  if (kept !== undefined) return kept;
   const cwd = options.cwd;
   if (typeof cwd !== "string") throw new TypeError("buildSystemPrompt: options.cwd must be a string");
   const skillsRead = checkPiDomain(options);
-  const variables = { package_dir: piPackageDir(settings) };
+  const packageDir = piPackageDir(settings);
+  const variables = { package_dir: packageDir };
   if (options.customPrompt != null) variables.custom_prompt = options.customPrompt;
   if (options.selectedTools != null) variables.selected_tools = options.selectedTools;
   if (options.toolSnippets != null) variables.tool_snippets = options.toolSnippets;
@@ -701,7 +882,8 @@ function buildSystemPrompt073(options, settings) {
   if (options.appendSystemPrompt != null) variables.append = options.appendSystemPrompt;
   // The send is written with a placeholder instant and the clock passed beside it, so the
   // addon finds a send it has read before by its text (one reading and check per distinct send).
-  const now = localNow();
+  checkYear(clock);
+  const now = localInstant(clock);
   const send = { now: PI_PLACEHOLDER_NOW, model: PI_MODEL, cwd, variables };
   const files = options.contextFiles;
   if (files != null) {
@@ -721,11 +903,15 @@ function buildSystemPrompt073(options, settings) {
   }
   const json = piSendJson(send);
   const agent = piCompatAgent();
+  let text;
   try {
-    return agent.systemTextAt(json, now, "system");
+    text = agent.systemTextAt(json, now, "system");
   } catch (error) {
     throw convert(error);
   }
+  // The spec prints the clock's date only (`now.date`), as the original does.
+  keepAnswer(options, "0.73.1", localDay(clock), options.customPrompt ? null : packageDir, text);
+  return text;
 }
 
 let pi16Agent = null;
@@ -845,6 +1031,8 @@ function checkPi16Domain(options) {
 
 /** `buildSystemPrompt` for 1.6.0, on the pi-compat-1.6 spec (examples/pi-compat-1.6/README.md). */
 function buildSystemPrompt16(options, settings) {
+  const kept = keptAnswer(options, "1.6.0", null, settings);
+  if (kept !== undefined) return kept;
   const variables = {};
   // A send carries an instant, but 1.6.0 prints no date and the spec reads none: a constant
   // keeps the clock out of the call entirely.
@@ -897,11 +1085,14 @@ function buildSystemPrompt16(options, settings) {
   }
   const json = piSendJson(send);
   const agent = piCompat16Agent();
+  let text;
   try {
-    return agent.systemTextAt(json, PI_16_NOW, "system");
+    text = agent.systemTextAt(json, PI_16_NOW, "system");
   } catch (error) {
     throw convert(error);
   }
+  keepAnswer(options, "1.6.0", null, variables.package_dir === undefined || options.customPrompt ? null : variables.package_dir, text);
+  return text;
 }
 
 exports.Agent = Agent;
