@@ -702,6 +702,8 @@ function buildSystemPrompt(options, settings) {
 // and plain objects is not kept (it is read afresh on every call). A `WeakMap` holds no object
 // alive.
 const piAnswers = new WeakMap();
+/** Options objects answered once. */
+const piSeenOnce = new WeakSet();
 
 /** Marks a list and a map among the values read, so that a value cannot pass for either. */
 const READ_LIST = Object.freeze({ list: true });
@@ -844,6 +846,12 @@ function keptAnswer(options, version, day, settings) {
 
 /** Keeps `text` as the answer for `options`, unless it holds values the drop-in does not keep. */
 function keepAnswer(options, version, day, packageDir, text) {
+  // An object is kept from its second call on: one built afresh for every call (used once) costs
+  // a mark, not a reading and a kept text for the collector to trace.
+  if (!piSeenOnce.has(options)) {
+    piSeenOnce.add(options);
+    return;
+  }
   const values = [];
   if (day !== -1 && reading(options, version === "1.6.0" ? readPi16 : readPi073, values, true)) {
     piAnswers.set(options, { version, day, packageDir, values, text });
@@ -865,6 +873,36 @@ function localDay(clock) {
   return year >= 1000 && year <= 9998 ? year * 10000 + (clock.getMonth() + 1) * 100 + clock.getDate() : -1;
 }
 
+// Answers by the send's JSON text, for an options object built afresh with the content of one
+// answered before (an application that writes its options object per call): each version's
+// texts by the send's text, with the day they were made for (0.73.1) or `null` (1.6.0). Bounded
+// by entries and characters, past which it starts afresh. A refused send keeps nothing.
+const piTexts = { "0.73.1": new Map(), "1.6.0": new Map() };
+let piTextChars = 0;
+const PI_TEXTS_MAX = 256;
+const PI_TEXT_CHARS_MAX = 16 << 20;
+
+/** The text kept for `json` on `day`, or undefined. */
+function keptText(version, json, day) {
+  const kept = piTexts[version].get(json);
+  return kept !== undefined && kept.day === day ? kept.text : undefined;
+}
+
+/** Keeps `text` as the answer to `json` on `day` (never for -1, a day no answer is kept for). */
+function keepText(version, json, day, text) {
+  if (day === -1) return;
+  const chars = json.length + text.length;
+  if (chars > PI_TEXT_CHARS_MAX) return;
+  const texts = piTexts[version];
+  if (texts.size >= PI_TEXTS_MAX || piTextChars + chars > PI_TEXT_CHARS_MAX) {
+    piTexts["0.73.1"].clear();
+    piTexts["1.6.0"].clear();
+    piTextChars = 0;
+  }
+  texts.set(json, { day, text });
+  piTextChars += chars;
+}
+
 /** `buildSystemPrompt` for 0.73.1. */
 function buildSystemPrompt073(options, settings) {
   const clock = new Date();
@@ -883,7 +921,6 @@ function buildSystemPrompt073(options, settings) {
   // The send is written with a placeholder instant and the clock passed beside it, so the
   // addon finds a send it has read before by its text (one reading and check per distinct send).
   checkYear(clock);
-  const now = localInstant(clock);
   const send = { now: PI_PLACEHOLDER_NOW, model: PI_MODEL, cwd, variables };
   const files = options.contextFiles;
   if (files != null) {
@@ -902,15 +939,18 @@ function buildSystemPrompt073(options, settings) {
     }
   }
   const json = piSendJson(send);
-  const agent = piCompatAgent();
-  let text;
-  try {
-    text = agent.systemTextAt(json, now, "system");
-  } catch (error) {
-    throw convert(error);
-  }
   // The spec prints the clock's date only (`now.date`), as the original does.
-  keepAnswer(options, "0.73.1", localDay(clock), options.customPrompt ? null : packageDir, text);
+  const day = localDay(clock);
+  let text = keptText("0.73.1", json, day);
+  if (text === undefined) {
+    try {
+      text = piCompatAgent().systemTextAt(json, localInstant(clock), "system");
+    } catch (error) {
+      throw convert(error);
+    }
+    keepText("0.73.1", json, day, text);
+  }
+  keepAnswer(options, "0.73.1", day, options.customPrompt ? null : packageDir, text);
   return text;
 }
 
@@ -1084,12 +1124,14 @@ function buildSystemPrompt16(options, settings) {
     }
   }
   const json = piSendJson(send);
-  const agent = piCompat16Agent();
-  let text;
-  try {
-    text = agent.systemTextAt(json, PI_16_NOW, "system");
-  } catch (error) {
-    throw convert(error);
+  let text = keptText("1.6.0", json, null);
+  if (text === undefined) {
+    try {
+      text = piCompat16Agent().systemTextAt(json, PI_16_NOW, "system");
+    } catch (error) {
+      throw convert(error);
+    }
+    keepText("1.6.0", json, null, text);
   }
   keepAnswer(options, "1.6.0", null, variables.package_dir === undefined || options.customPrompt ? null : variables.package_dir, text);
   return text;
