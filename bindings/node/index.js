@@ -693,14 +693,14 @@ function buildSystemPrompt(options, settings) {
 }
 
 // Options objects the drop-in has answered. An application passes the same options object on
-// many calls (each turn of a session); such an object is found by its identity, and every value
-// the drop-in reads from it is read again and compared with what the first call read, so a
-// changed object (at any depth), a new day or a new package directory gives what a first call
-// gives. What is kept per object: what was read, the day and package directory the answer
-// depends on, and the answer. A refused call keeps nothing (it is checked and refused again);
-// an object holding anything but strings, numbers, booleans, null and undefined in plain arrays
-// and plain objects is not kept (it is read afresh on every call). A `WeakMap` holds no object
-// alive.
+// many calls (each turn of a session); from its second call on, such an object is found by its
+// identity, and every value the drop-in reads from it is read again and compared with what the
+// call that kept it read, so a changed object (at any depth), a new day or a new package
+// directory gives what a first call gives. What is kept per object: what was read, the day and
+// package directory the answer depends on, and the answer. A refused call keeps nothing (it is
+// checked and refused again); an object holding anything but strings, numbers, booleans, null
+// and undefined in plain arrays and plain objects is not kept (it is read afresh on every call).
+// A `WeakMap` holds no object alive.
 const piAnswers = new WeakMap();
 /** Options objects answered once. */
 const piSeenOnce = new WeakSet();
