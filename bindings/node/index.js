@@ -746,22 +746,25 @@ function readMap(map, readEntry) {
   return true;
 }
 
-/** A list of records, of which `fields` are read, or a primitive in its place. */
-function readRecords(list, fields) {
+/** A list of records, each read by `readRecord`, or a primitive in its place. */
+function readRecords(list, readRecord) {
   if (isPrimitive(list)) return see(list);
   if (!isPlainList(list)) return false;
   const length = list.length;
   if (!see(READ_LIST) || !see(length)) return false;
   for (let i = 0; i < length; i++) {
     const record = list[i];
-    if (record === null || typeof record !== "object") return false;
-    for (let j = 0; j < fields.length; j++) if (!readValue(record[fields[j]])) return false;
+    if (record === null || typeof record !== "object" || !readRecord(record)) return false;
   }
   return true;
 }
 
-const FILE_FIELDS = Object.freeze(["path", "content"]);
-const SKILL_FIELDS = Object.freeze(["disableModelInvocation", "name", "description", "filePath"]);
+/** What is read of a context file. */
+const readFile = (file) => readValue(file.path) && readValue(file.content);
+
+/** What is read of a skill. */
+const readSkill = (skill) =>
+  readValue(skill.disableModelInvocation) && readValue(skill.name) && readValue(skill.description) && readValue(skill.filePath);
 
 /** Every value a 0.73.1 call reads from `options` (its checks and its send), through `see`. */
 function readPi073(options) {
@@ -772,8 +775,8 @@ function readPi073(options) {
     readMap(options.toolSnippets, readValue) &&
     readList(options.promptGuidelines) &&
     readValue(options.appendSystemPrompt) &&
-    readRecords(options.contextFiles, FILE_FIELDS) &&
-    readRecords(options.skills, SKILL_FIELDS)
+    readRecords(options.contextFiles, readFile) &&
+    readRecords(options.skills, readSkill)
   );
 }
 
@@ -793,8 +796,8 @@ function readPi16(options) {
     readList(options.promptGuidelines) &&
     readValue(options.appendSystemPrompt) &&
     readMap(options.sections, readValue) &&
-    readRecords(options.contextFiles, FILE_FIELDS) &&
-    readRecords(options.skills, SKILL_FIELDS)
+    readRecords(options.contextFiles, readFile) &&
+    readRecords(options.skills, readSkill)
   );
 }
 
