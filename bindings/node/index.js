@@ -801,36 +801,111 @@ function readPi16(options) {
   );
 }
 
-// The reading under way: the values read so far (`recording`) or to compare with, and the
-// position in them.
-let readValues = null;
-let readAt = 0;
-let recording = false;
+// The same readings compared with the values a call recorded, without a reading under way:
+// each answers the position after what it compared, or -1 where a value differs (or is of a
+// kind that is never recorded). A recorded value is a primitive or a marker, and a marker never
+// leaves this file, so `===` with a recorded value decides both the kind and the value.
 
-/** Records `value`, or compares it with the next value of the reading; false when it differs. */
-function see(value) {
-  if (recording) {
-    readValues.push(value);
-    return true;
-  }
-  return readValues[readAt++] === value;
+/** A list of primitives, or a primitive in its place. */
+function sameList(list, values, at) {
+  if (values[at] !== READ_LIST) return values[at] === list ? at + 1 : -1;
+  if (!isPlainList(list)) return -1;
+  const length = list.length;
+  if (values[at + 1] !== length) return -1;
+  at += 2;
+  for (let i = 0; i < length; i++, at++) if (values[at] !== list[i]) return -1;
+  return at;
 }
 
-/** Runs `read` over `options`, recording into `values` or comparing with them. */
-function reading(options, read, values, record) {
+/** A primitive. */
+const sameValue = (value, values, at) => (values[at] === value ? at + 1 : -1);
+
+/** A map whose values `sameEntry` compares, or a primitive in its place. */
+function sameMap(map, values, at, sameEntry) {
+  if (values[at] !== READ_MAP) return values[at] === map ? at + 1 : -1;
+  if (!isPlainMap(map)) return -1;
+  const keys = Object.keys(map);
+  if (values[at + 1] !== keys.length) return -1;
+  at += 2;
+  for (let i = 0; i < keys.length && at >= 0; i++) {
+    const key = keys[i];
+    at = values[at] === key ? sameEntry(map[key], values, at + 1) : -1;
+  }
+  return at;
+}
+
+/** A list of records, each compared by `sameRecord`, or a primitive in its place. */
+function sameRecords(list, values, at, sameRecord) {
+  if (values[at] !== READ_LIST) return values[at] === list ? at + 1 : -1;
+  if (!isPlainList(list)) return -1;
+  const length = list.length;
+  if (values[at + 1] !== length) return -1;
+  at += 2;
+  for (let i = 0; i < length && at >= 0; i++) {
+    const record = list[i];
+    at = record !== null && typeof record === "object" ? sameRecord(record, values, at) : -1;
+  }
+  return at;
+}
+
+const sameFile = (file, values, at) => (values[at] === file.path && values[at + 1] === file.content ? at + 2 : -1);
+
+const sameSkill = (skill, values, at) =>
+  values[at] === skill.disableModelInvocation &&
+  values[at + 1] === skill.name &&
+  values[at + 2] === skill.description &&
+  values[at + 3] === skill.filePath
+    ? at + 4
+    : -1;
+
+/** Whether a 0.73.1 call reads from `options` exactly the values `values` holds (`readPi073`). */
+function samePi073(options, values) {
+  let at = values[0] === options.cwd && values[1] === options.customPrompt ? 2 : -1;
+  if (at >= 0) at = sameList(options.selectedTools, values, at);
+  if (at >= 0) at = sameMap(options.toolSnippets, values, at, sameValue);
+  if (at >= 0) at = sameList(options.promptGuidelines, values, at);
+  if (at >= 0) at = sameValue(options.appendSystemPrompt, values, at);
+  if (at >= 0) at = sameRecords(options.contextFiles, values, at, sameFile);
+  if (at >= 0) at = sameRecords(options.skills, values, at, sameSkill);
+  return at === values.length;
+}
+
+/** Whether a 1.6.0 call reads from `options` exactly the values `values` holds (`readPi16`). */
+function samePi16(options, values) {
+  const force = options.forceSystemPrompt;
+  if (values[0] !== force) return false;
+  if (force !== undefined) return values.length === 1;
+  let at = values[1] === options.cwd && values[2] === options.customPrompt ? 3 : -1;
+  if (at >= 0) at = sameList(options.selectedTools, values, at);
+  if (at >= 0) at = sameList(options.hiddenTools, values, at);
+  if (at >= 0) at = sameMap(options.toolSnippets, values, at, sameValue);
+  if (at >= 0) at = sameMap(options.toolGuidelines, values, at, sameList);
+  if (at >= 0) at = sameList(options.promptGuidelines, values, at);
+  if (at >= 0) at = sameValue(options.appendSystemPrompt, values, at);
+  if (at >= 0) at = sameMap(options.sections, values, at, sameValue);
+  if (at >= 0) at = sameRecords(options.contextFiles, values, at, sameFile);
+  if (at >= 0) at = sameRecords(options.skills, values, at, sameSkill);
+  return at === values.length;
+}
+
+// The reading under way: the values recorded so far.
+let readValues = null;
+
+/** Records `value`. */
+function see(value) {
+  readValues.push(value);
+  return true;
+}
+
+/** Runs `read` over `options`, recording into `values`; false for an object that is not kept. */
+function reading(options, read, values) {
   // A getter may call the drop-in again: the reading it interrupts is resumed after it.
   const outer = readValues;
-  const outerAt = readAt;
-  const outerRecording = recording;
   readValues = values;
-  readAt = 0;
-  recording = record;
   try {
-    return read(options) && (record || readAt === values.length);
+    return read(options);
   } finally {
     readValues = outer;
-    readAt = outerAt;
-    recording = outerRecording;
   }
 }
 
@@ -843,7 +918,7 @@ function keptAnswer(options, version, day, settings) {
   if (kept === undefined || kept.version !== version || kept.day !== day) return undefined;
   // The custom and forced paths print no documentation path, and the original reads none there.
   if (kept.packageDir !== null && kept.packageDir !== piPackageDir(settings)) return undefined;
-  if (!reading(options, version === "1.6.0" ? readPi16 : readPi073, kept.values, false)) return undefined;
+  if (!(version === "1.6.0" ? samePi16 : samePi073)(options, kept.values)) return undefined;
   return kept.text;
 }
 
@@ -856,7 +931,7 @@ function keepAnswer(options, version, day, packageDir, text) {
     return;
   }
   const values = [];
-  if (day !== -1 && reading(options, version === "1.6.0" ? readPi16 : readPi073, values, true)) {
+  if (day !== -1 && reading(options, version === "1.6.0" ? readPi16 : readPi073, values)) {
     piAnswers.set(options, { version, day, packageDir, values, text });
   } else {
     piAnswers.delete(options);
