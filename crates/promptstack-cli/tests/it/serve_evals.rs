@@ -2,8 +2,6 @@
 //! refusing a version made worse on purpose and letting a rewording through, a forced move
 //! audited, and two instances on one PostgreSQL database sharing a run while one is killed.
 
-use std::io::{BufRead as _, BufReader, Read as _, Write as _};
-use std::net::{TcpListener, TcpStream};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
@@ -22,18 +20,7 @@ struct Model {
 }
 
 fn model(delay: Duration) -> Model {
-    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
-    let port = listener.local_addr().unwrap().port();
-    let requests = Arc::new(AtomicUsize::new(0));
-    let counted = Arc::clone(&requests);
-    std::thread::spawn(move || {
-        for stream in listener.incoming().take(10_000).flatten() {
-            let counted = Arc::clone(&counted);
-            std::thread::spawn(move || {
-                let _ = answer_on(stream, delay, &counted);
-            });
-        }
-    });
+    let (port, requests) = crate::support::model_server(answer, delay, 10_000);
     Model { port, requests }
 }
 
@@ -76,39 +63,6 @@ fn answer(request: &Value) -> String {
         json!({"choices": [{"index": 0, "delta": {}, "finish_reason": "stop"}]}),
         usage,
     ])
-}
-
-fn answer_on(stream: TcpStream, delay: Duration, requests: &AtomicUsize) -> std::io::Result<()> {
-    let mut reader = BufReader::new(stream.try_clone()?);
-    let mut length = 0usize;
-    loop {
-        let mut line = String::new();
-        if reader.read_line(&mut line)? == 0 {
-            return Ok(());
-        }
-        let line = line.trim_end();
-        if line.is_empty() {
-            break;
-        }
-        if let Some((name, value)) = line.split_once(':')
-            && name.eq_ignore_ascii_case("content-length")
-        {
-            length = value.trim().parse().unwrap_or(0);
-        }
-    }
-    let mut body = vec![0; length.min(4 << 20)];
-    reader.read_exact(&mut body)?;
-    requests.fetch_add(1, Ordering::SeqCst);
-    let request: Value = serde_json::from_slice(&body).unwrap_or(Value::Null);
-    std::thread::sleep(delay);
-    let answer = answer(&request);
-    let mut stream = stream;
-    write!(
-        stream,
-        "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{answer}",
-        answer.len()
-    )?;
-    stream.flush()
 }
 
 const AGENT: &str = "/v1/agents/chat-assistant";

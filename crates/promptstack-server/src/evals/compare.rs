@@ -305,33 +305,23 @@ async fn run_rows(
     model: &str,
 ) -> Result<Vec<ResultRow>, Problem> {
     let mut rows = Vec::new();
-    let mut page = PageRequest::first().limit(u32::MAX);
-    loop {
-        let found = state
-            .inner
-            .store
-            .run_results(tenant, &run.id, &page)
-            .await
-            .map_err(|e| store_problem(state, e))?;
-        for cell in found.items {
-            if cell.cell.version != *version || cell.cell.model != model {
-                continue;
-            }
-            let mut row: ResultRow = serde_json::from_value(cell.row).map_err(|e| {
-                Problem::unprocessable(
-                    "invalid-rows",
-                    format!("run {}: a stored row does not read: {e}", run.id),
-                )
-            })?;
-            row.transcript = None;
-            row.turn = None;
-            rows.push(row);
+    super::each_result(state, tenant, &run.id, |cell| {
+        if cell.cell.version != *version || cell.cell.model != model {
+            return Ok(());
         }
-        match found.next {
-            Some(next) => page = PageRequest::first().limit(u32::MAX).after(next),
-            None => return Ok(rows),
-        }
-    }
+        let mut row: ResultRow = serde_json::from_value(cell.row).map_err(|e| {
+            Problem::unprocessable(
+                "invalid-rows",
+                format!("run {}: a stored row does not read: {e}", run.id),
+            )
+        })?;
+        row.transcript = None;
+        row.turn = None;
+        rows.push(row);
+        Ok(())
+    })
+    .await?;
+    Ok(rows)
 }
 
 /// Reads the gate of an agent for moving `production` from `current` to `candidate`: none

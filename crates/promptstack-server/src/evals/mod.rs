@@ -25,7 +25,8 @@ use axum::response::{IntoResponse, Response};
 use promptstack_eval::row::ResultRow;
 use promptstack_eval::stats::{Statistics, StatsConfig};
 use promptstack_store::{
-    AgentName, MAX_RUN_REFS, NewRun, PageRequest, Role, RunId, RunInfo, RunRef, Tenant, VersionId,
+    AgentName, CellResult, MAX_RUN_REFS, NewRun, PageRequest, Role, RunId, RunInfo, RunRef, Tenant,
+    VersionId,
 };
 use serde::{Deserialize, Serialize};
 use utoipa::{IntoParams, ToSchema};
@@ -247,6 +248,29 @@ async fn agent_run(
     Ok(info)
 }
 
+/// Calls `each` with every completed cell of a run, by index, a page at a time.
+pub(crate) async fn each_result(
+    state: &AppState,
+    tenant: &Tenant,
+    run: &RunId,
+    mut each: impl FnMut(CellResult) -> Result<(), Problem>,
+) -> Result<(), Problem> {
+    let mut page = PageRequest::first().limit(u32::MAX);
+    loop {
+        let found = state
+            .inner
+            .store
+            .run_results(tenant, run, &page)
+            .await
+            .map_err(|e| store_problem(state, e))?;
+        found.items.into_iter().try_for_each(&mut each)?;
+        match found.next {
+            Some(next) => page = PageRequest::first().limit(u32::MAX).after(next),
+            None => return Ok(()),
+        }
+    }
+}
+
 fn view(state: &AppState, run: &RunInfo) -> EvalRunView {
     EvalRunView::of(run, state.inner.config.eval.workers)
 }
@@ -426,39 +450,28 @@ pub async fn get_run(
     let info = agent_run(&state, tenant, &agent, &run).await?;
     let mut results = Vec::new();
     let mut rows = Vec::new();
-    let mut page = PageRequest::first().limit(u32::MAX);
-    loop {
-        let found = state
-            .inner
-            .store
-            .run_results(tenant, &info.id, &page)
-            .await
-            .map_err(|e| store_problem(&state, e))?;
-        for cell in found.items {
-            let row: Option<ResultRow> = serde_json::from_value(cell.row).ok();
-            results.push(CellSummary {
-                index: cell.cell.index,
-                version: cell.cell.version.to_string(),
-                model: cell.cell.model.clone(),
-                scenario: cell.cell.scenario.clone(),
-                repetition: cell.cell.repetition,
-                passed: row.as_ref().is_some_and(|r| r.passed),
-                error: row.as_ref().and_then(|r| r.error.clone()),
-                completed_at: cell.completed_at.to_string(),
-            });
-            if let Some(mut row) = row
-                && rows.len() < MAX_STATISTICS_ROWS
-            {
-                row.transcript = None;
-                row.turn = None;
-                rows.push(row);
-            }
+    each_result(&state, tenant, &info.id, |cell| {
+        let row: Option<ResultRow> = serde_json::from_value(cell.row).ok();
+        results.push(CellSummary {
+            index: cell.cell.index,
+            version: cell.cell.version.to_string(),
+            model: cell.cell.model.clone(),
+            scenario: cell.cell.scenario.clone(),
+            repetition: cell.cell.repetition,
+            passed: row.as_ref().is_some_and(|r| r.passed),
+            error: row.as_ref().and_then(|r| r.error.clone()),
+            completed_at: cell.completed_at.to_string(),
+        });
+        if let Some(mut row) = row
+            && rows.len() < MAX_STATISTICS_ROWS
+        {
+            row.transcript = None;
+            row.turn = None;
+            rows.push(row);
         }
-        match found.next {
-            Some(next) => page = PageRequest::first().limit(u32::MAX).after(next),
-            None => break,
-        }
-    }
+        Ok(())
+    })
+    .await?;
     let statistics = if rows.is_empty() {
         None
     } else {
