@@ -73,10 +73,14 @@ impl EvalConfig {
             .chain(self.endpoints.iter().map(String::as_str))
             .filter_map(|allowed| url::Url::parse(allowed).ok())
             .any(|allowed| {
+                let prefix = allowed.path().trim_end_matches('/');
                 allowed.scheme() == url.scheme()
                     && allowed.host_str() == url.host_str()
                     && allowed.port_or_known_default() == url.port_or_known_default()
-                    && url.path().starts_with(allowed.path().trim_end_matches('/'))
+                    && url
+                        .path()
+                        .strip_prefix(prefix)
+                        .is_some_and(|rest| rest.is_empty() || rest.starts_with('/'))
             })
     }
 
@@ -406,5 +410,81 @@ pub(crate) async fn has_credential(
             Some(next) => page = PageRequest::first().limit(u32::MAX).after(next),
             None => return Ok(false),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn model(base_url: &str) -> Model {
+        let suite = format!(
+            "suite_version = 1\n[models.m]\nformat = \"openai-chat\"\nbase_url = \"{base_url}\"\n\
+             model = \"x\"\n[matrix]\nversions = [{{ name = \"v\", spec = \"agent.toml\" }}]\n\
+             models = [\"m\"]\n[[scenarios]]\nname = \"s\"\nsend = \"sends/a.json\"\n\
+             [[scenarios.assert]]\ntype = \"contains\"\nvalue = \"x\"\n"
+        );
+        let suite = Suite::parse(suite.as_bytes(), "evals/s.toml").unwrap();
+        suite.models["m"].clone()
+    }
+
+    #[test]
+    fn only_the_providers_and_the_allowed_prefixes_are_called() {
+        let config = EvalConfig {
+            endpoints: vec!["http://127.0.0.1:8080/v1".into()],
+            ..EvalConfig::default()
+        };
+        for allowed in [
+            "https://api.openai.com/v1",
+            "https://api.anthropic.com",
+            "https://generativelanguage.googleapis.com/v1beta",
+            "http://127.0.0.1:8080/v1",
+            "http://127.0.0.1:8080/v1/",
+            "http://127.0.0.1:8080/v1/deeper",
+        ] {
+            assert!(config.allows(allowed), "{allowed}");
+        }
+        for refused in [
+            "https://api.openai.com.example.net/v1",
+            "http://api.openai.com/v1",
+            "https://api.openai.com:8443/v1",
+            "https://evil.example/api.openai.com",
+            "http://127.0.0.1:8080/v10",
+            "http://127.0.0.1:8080/",
+            "http://127.0.0.1:8081/v1",
+            "http://localhost:8080/v1",
+            "not a url",
+        ] {
+            assert!(!config.allows(refused), "{refused}");
+        }
+    }
+
+    #[test]
+    fn the_operator_s_url_replaces_the_suite_s_and_env_keys_are_refused() {
+        let mut config = EvalConfig::default();
+        let inside = model("http://10.0.0.5:9000/v1");
+        assert!(
+            config
+                .model("m", &inside)
+                .unwrap_err()
+                .contains("does not allow")
+        );
+        config
+            .model_urls
+            .insert("m".into(), "http://127.0.0.1:7000/v1".into());
+        assert_eq!(
+            config.model("m", &inside).unwrap().base_url,
+            "http://127.0.0.1:7000/v1"
+        );
+        let mut keyed = model("https://api.openai.com/v1");
+        keyed.api_key_env = Some("OPENAI_API_KEY".into());
+        assert!(
+            config
+                .model("other", &keyed)
+                .unwrap_err()
+                .contains("credential")
+        );
+        keyed.credential = Some("openai".into());
+        assert!(config.model("other", &keyed).is_ok());
     }
 }

@@ -59,7 +59,8 @@ struct Worker {
 impl Worker {
     async fn work(mut self, mut stop: watch::Receiver<bool>) {
         loop {
-            if *stop.borrow() {
+            // Stopped, or the server that spawned the worker is gone without saying so.
+            if *stop.borrow() || stop.has_changed().is_err() {
                 return;
             }
             match self.next().await {
