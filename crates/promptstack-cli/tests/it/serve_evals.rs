@@ -1,6 +1,7 @@
 //! Eval runs in the service through the real binary and real sockets: the gate on `production`
 //! refusing a version made worse on purpose and letting a rewording through, a forced move
-//! audited, and two instances on one PostgreSQL database sharing a run while one is killed.
+//! audited, two instances on one PostgreSQL database sharing a run while one is killed, and a run
+//! resumed when its only instance restarts.
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -380,4 +381,58 @@ fn two_instances_share_a_run_and_one_killed_mid_run_loses_no_cell() {
     drop(first);
     drop(second);
     runtime.block_on(async move { drop(database) });
+}
+
+#[test]
+fn a_run_resumes_after_its_only_instance_restarts() {
+    let data = tempfile::tempdir().unwrap();
+    let data_arg = data.path().to_str().unwrap();
+    let model = model(Duration::from_millis(200));
+    let url = format!("local=http://127.0.0.1:{}/v1", model.port);
+    let args = [
+        "--data",
+        data_arg,
+        "--examples",
+        "examples",
+        "--eval-model-url",
+        url.as_str(),
+        "--eval-lease-seconds",
+        "1",
+    ];
+    let mut server = Server::start(&args);
+    let admin = key(&["--data", data_arg], "default", "admin");
+    let (status, created) = server.json(
+        "POST",
+        &format!("{AGENT}/evals"),
+        &admin,
+        json!({"suite": "evals/citations.toml", "refs": ["production"], "repeats": 2}),
+    );
+    assert_eq!(status, 201, "{created}");
+    let path = format!("{AGENT}/evals/{}", created["id"].as_str().unwrap());
+    eventually(Duration::from_secs(120), || {
+        let (_, run) = server.json("GET", &path, &admin, Value::Null);
+        run["progress"]["done"].as_u64().unwrap_or(0) >= 2
+    })
+    .expect("cells complete");
+    server.kill();
+    let (_, between) = Server::start(&[&args[..], &["--eval-workers", "0"]].concat()).json(
+        "GET",
+        &path,
+        &admin,
+        Value::Null,
+    );
+    assert_eq!(between["state"], "running", "{between}");
+    assert!(
+        between["progress"]["done"].as_u64().unwrap() < 10,
+        "{between}"
+    );
+    let server = Server::start(&args);
+    let mut last = Value::Null;
+    eventually(Duration::from_secs(120), || {
+        last = server.json("GET", &path, &admin, Value::Null).1;
+        last["state"] == "done"
+    })
+    .unwrap_or_else(|| panic!("the run did not resume: {last}"));
+    assert_eq!(last["progress"]["done"], 10, "{last}");
+    assert_eq!(last["results"].as_array().unwrap().len(), 10, "{last}");
 }
