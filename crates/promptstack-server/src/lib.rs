@@ -20,6 +20,7 @@
 mod api;
 mod auth;
 pub mod bundle;
+mod contract;
 mod credentials;
 mod engine;
 mod examples;
@@ -75,6 +76,7 @@ impl utoipa::Modify for Security {
             "bearer",
             SecurityScheme::Http(HttpBuilder::new().scheme(HttpAuthScheme::Bearer).build()),
         );
+        utoipa::Modify::modify(&contract::Unavailable, openapi);
     }
 }
 
