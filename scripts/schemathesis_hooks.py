@@ -9,6 +9,7 @@ state. Any other refusal of a valid request, a 422 of another kind included, fai
 """
 
 import json
+import re
 
 import schemathesis
 from schemathesis.specs.openapi.checks import is_unexpected_http_status_case
@@ -16,25 +17,42 @@ from schemathesis.specs.openapi.checks import is_unexpected_http_status_case
 # The statuses schemathesis's own check accepts for a valid request.
 ACCEPTED = {401, 403, 404, 409, 429}
 
+def codes(problem):
+    return {d.get("code") for d in problem.get("diagnostics") or []}
+
+
+# A send that does not fit the spec: a variable of another shape than the spec declares
+# (`bad-shape`), or a skill's site pattern the site grammar refuses (`bad-site-pattern`; the send
+# schema, the engine's, types `sites` as strings). A send the schema itself refuses, or a value
+# the reader cannot read (`bad-value`), is not allowed: that is a document promising too much.
+def send_misfit(problem):
+    found = codes(problem)
+    return bool(found) and found <= {"bad-shape", "bad-site-pattern"}
+
+
 # Problems that depend on the version a request names, by problem type. A predicate, when given,
 # narrows the type to the problems of it that are about the version.
 VERSION = {
-    # The send does not fit the spec: a variable of another shape than the spec declares, a
-    # `now` the reader refuses, a site pattern that does not parse.
-    "invalid-send": None,
+    "invalid-send": send_misfit,
     # The target named is not one of the spec's, or the spec has several and none was named.
     "unknown-target": None,
     "target-required": None,
     # A template of the spec fails on this send (a variable it reads is absent).
     "render-failed": None,
-    # The conversation does not fit the version's format or the server's limits.
-    "invalid-conversation": None,
     # Settings previewed on an agent whose spec declares no `[stage]`.
     "invalid-settings": lambda problem: "declares no `[stage]`" in problem.get("detail", ""),
     # A provider request with nothing to send: the send has no `user_message` and the options no
     # conversation. The send schema is the engine's, shared with the CLI, where a text render
     # needs no user message; which spec targets build provider requests is the version's.
     "invalid-request": lambda problem: problem.get("detail", "").startswith("nothing to send"),
+    # The thread's structure, checked across its messages once they are read: every tool result
+    # answers an open call of the latest assistant message, no call is left unanswered before the
+    # next message, call ids are not used twice. Shape errors of the conversation itself
+    # ("conversation:1:30: unknown field ...") are not allowed: the document types it.
+    "invalid-conversation": lambda problem: re.match(
+        r"conversation: messages\[\d+\]: ", problem.get("detail", "")
+    )
+    is not None,
     # `cache-sim` on a version whose bundle holds no example sends.
     "no-sends": None,
 }
@@ -44,7 +62,7 @@ PUBLISH = {
     "invalid-spec": None,
     "lint-errors": None,
     "invalid-suite": None,
-    "invalid-send": None,
+    "invalid-send": send_misfit,
 }
 
 # Wrapping: an origin must be a URL of the kind's schemes, a path or an `mcp://` resource, and

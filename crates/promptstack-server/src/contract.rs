@@ -42,6 +42,7 @@ pub struct Unavailable;
 impl utoipa::Modify for Unavailable {
     fn modify(&self, openapi: &mut utoipa::openapi::OpenApi) {
         use utoipa::openapi::{ContentBuilder, ResponseBuilder};
+        conversation(openapi);
         let response = ResponseBuilder::new()
             .description(
                 "The request took longer than the server's `--request-timeout-ms` (`timeout`), or \
@@ -76,6 +77,32 @@ impl utoipa::Modify for Unavailable {
     }
 }
 
+/// Types the `conversation` of request options (`RequestOptionsBody`, a type of the facade that
+/// knows no schema of it) as the engine's `Conversation`, with its definitions as components.
+fn conversation(openapi: &mut utoipa::openapi::OpenApi) {
+    let components = openapi.components.get_or_insert_with(Default::default);
+    let Some(RefOr::T(Schema::Object(options))) = components.schemas.get_mut("RequestOptionsBody")
+    else {
+        return;
+    };
+    options.properties.insert(
+        "conversation".to_owned(),
+        raw(serde_json::json!({
+            "description": "The conversation so far: `{\"messages\": [...]}`.",
+            "oneOf": [
+                { "type": "null" },
+                { "$ref": "#/components/schemas/Conversation" },
+            ],
+        })),
+    );
+    components
+        .schemas
+        .insert("Conversation".to_owned(), raw(CONVERSATION.root.clone()));
+    for (name, def) in &CONVERSATION.defs {
+        components.schemas.insert(name.clone(), raw(def.clone()));
+    }
+}
+
 /// Reads an optional whole number the way the document states it (JSON Schema's `integer`): a
 /// number without a fractional part, written `400` or `400.0` alike, that `T` holds.
 ///
@@ -96,8 +123,8 @@ where
         .or_else(|| {
             number
                 .as_f64()
-                .filter(|f| f.fract() == 0.0 && (0.0..18_446_744_073_709_551_616.0).contains(f))
-                // In range and whole: the conversion is exact.
+                // A float is that whole number only when it is one exactly (at most 2^53).
+                .filter(|f| f.fract() == 0.0 && (0.0..=EXACT).contains(f))
                 .map(|f| f as u64)
         })
         .and_then(|n| T::try_from(n).ok())
@@ -109,6 +136,9 @@ where
             ))
         })
 }
+
+/// The largest whole number every float at most it is exactly (2^53).
+const EXACT: f64 = 9_007_199_254_740_992.0;
 
 /// A schema carried as raw JSON Schema.
 fn raw(value: Value) -> RefOr<Schema> {
@@ -122,7 +152,20 @@ fn raw(value: Value) -> RefOr<Schema> {
     RefOr::T(Schema::Object(object))
 }
 
-/// Rewrites every `$ref` to `#/$defs/NAME` in `value` to `#/components/schemas/NAME`.
+/// The range of an integer `format` the engine's schemas use.
+fn format_range(format: &str) -> Option<(Value, Value)> {
+    Some(match format {
+        "uint32" => (0.into(), u32::MAX.into()),
+        "int32" => (i32::MIN.into(), i32::MAX.into()),
+        "uint64" => (0.into(), u64::MAX.into()),
+        "int64" => (i64::MIN.into(), i64::MAX.into()),
+        _ => return None,
+    })
+}
+
+/// Rewrites every `$ref` to `#/$defs/NAME` in `value` to `#/components/schemas/NAME`, and writes
+/// out the range each integer `format` states as `minimum` and `maximum` (JSON Schema leaves
+/// formats such as `uint32` unchecked; the reader holds the value in that type).
 fn rebase(value: &mut Value) {
     match value {
         Value::Object(map) => {
@@ -130,6 +173,14 @@ fn rebase(value: &mut Value) {
                 && let Some(name) = reference.strip_prefix("#/$defs/")
             {
                 *reference = format!("#/components/schemas/{name}");
+            }
+            if let Some((min, max)) = map
+                .get("format")
+                .and_then(Value::as_str)
+                .and_then(format_range)
+            {
+                map.entry("minimum").or_insert(min);
+                map.entry("maximum").or_insert(max);
             }
             map.values_mut().for_each(rebase);
         }
@@ -144,8 +195,18 @@ struct Split {
     defs: Map<String, Value>,
 }
 
-static SEND: LazyLock<Split> = LazyLock::new(|| {
-    let mut root = promptstack::SendContext::json_schema();
+static SEND: LazyLock<Split> = LazyLock::new(|| split(promptstack::SendContext::json_schema()));
+
+/// The conversation of a request's `options`, as the engine reads it.
+static CONVERSATION: LazyLock<Split> = LazyLock::new(|| {
+    split(
+        serde_json::to_value(schemars::schema_for!(promptstack::provider::Conversation))
+            .unwrap_or_default(),
+    )
+});
+
+/// `schema` split into its root and its definitions, references rebased.
+fn split(mut root: Value) -> Split {
     let mut defs = Map::new();
     if let Value::Object(map) = &mut root {
         map.remove("$schema");
@@ -158,7 +219,7 @@ static SEND: LazyLock<Split> = LazyLock::new(|| {
         rebase(def);
     }
     Split { root, defs }
-});
+}
 
 /// The names of the send schema's definitions, which the document holds as components.
 pub fn send_definitions() -> impl Iterator<Item = (&'static str, &'static Value)> {
@@ -470,10 +531,32 @@ mod tests {
             .to_string()
             .replace("#/$defs/", "#/components/schemas/");
         assert_eq!(schemas["SendContext"].to_string(), expected);
+        // The definitions are the engine's, with the range of each integer format written out.
+        let bounded = |mut def: Value| {
+            for (format, key) in [
+                ("uint32", "/properties/context_window"),
+                ("int64", "/properties/id"),
+            ] {
+                if let Some(Value::Object(field)) = def.pointer_mut(key)
+                    && field.get("format").and_then(Value::as_str) == Some(format)
+                {
+                    let (min, max) = format_range(format).unwrap();
+                    field.insert("minimum".to_owned(), min);
+                    field.insert("maximum".to_owned(), max);
+                }
+            }
+            def
+        };
         for (name, def) in defs {
             expected = def.to_string().replace("#/$defs/", "#/components/schemas/");
-            assert_eq!(schemas[name].to_string(), expected, "{name}");
+            let expected = bounded(serde_json::from_str(&expected).unwrap());
+            assert_eq!(schemas[name], expected, "{name}");
         }
+        assert_eq!(
+            schemas["ModelDescriptor"]["properties"]["context_window"]["maximum"],
+            u32::MAX
+        );
+        assert_eq!(schemas["Tab"]["properties"]["id"]["minimum"], i64::MIN);
         assert_eq!(send_definitions().count(), defs.len());
         // Every reference of the document resolves.
         let text = document.to_string();

@@ -191,7 +191,7 @@ fn whole<'de, D: serde::Deserializer<'de>>(deserializer: D) -> Result<Option<u32
             number
                 .as_f64()
                 .filter(|f| f.fract() == 0.0 && (0.0..=f64::from(u32::MAX)).contains(f))
-                // Whole and within a u32: the conversion is exact.
+                // Whole and within a u32 (below 2^53): the conversion is exact.
                 .map(|f| f as u64)
         })
         .and_then(|n| u32::try_from(n).ok())
