@@ -4,8 +4,9 @@
 operations that run a published version (see schemathesis.toml for why). A request valid by the
 document must be accepted there as everywhere, except for the 422 problems listed below: each
 says that the request does not fit the version it names (the version's spec, its targets, its
-templates, its example sends), which is data the server holds, not something the document can
-state. Any other refusal of a valid request, a 422 of another kind included, fails the check.
+templates, its stage), which is data the server holds, or breaks a rule past what a JSON Schema
+states (a URL's grammar, the order of a thread's tool calls and results). Any other refusal of a
+valid request, a 422 of another kind or of another detail included, fails the check.
 """
 
 import json
@@ -16,6 +17,7 @@ from schemathesis.specs.openapi.checks import is_unexpected_http_status_case
 
 # The statuses schemathesis's own check accepts for a valid request.
 ACCEPTED = {401, 403, 404, 409, 429}
+
 
 def codes(problem):
     return {d.get("code") for d in problem.get("diagnostics") or []}
