@@ -624,6 +624,46 @@ mod tests {
     use super::*;
 
     #[test]
+    fn whole_numbers_read_as_the_schema_reads_them() {
+        let model = |window: &str| {
+            serde_json::from_str::<ModelDescriptor>(&format!(
+                r#"{{"id": "m", "name": "m", "provider": "p", "context_window": {window}}}"#
+            ))
+            .map(|m| m.context_window)
+            .map_err(|e| e.to_string())
+        };
+        assert_eq!(model("4379"), Ok(Some(4379)));
+        assert_eq!(model("4379.0"), Ok(Some(4379)));
+        assert_eq!(model("4.379e3"), Ok(Some(4379)));
+        assert_eq!(model("null"), Ok(None));
+        assert_eq!(model("4294967295.0"), Ok(Some(u32::MAX)));
+        // Everything else is refused with serde's own message for a u32.
+        let refused = |window: &str, message: &str| {
+            let error = model(window).unwrap_err();
+            assert!(error.starts_with(message), "{window}: {error}");
+        };
+        refused("1.5", "invalid type: floating point `1.5`, expected u32");
+        refused("4294967296.0", "invalid type: floating point `4294967296.0`, expected u32");
+        refused(
+            "4294967296",
+            "invalid value: integer `4294967296`, expected u32",
+        );
+        refused("-1", "invalid value: integer `-1`, expected u32");
+        refused("\"7\"", "invalid type: string \"7\", expected u32");
+        let tab = |id: &str| {
+            serde_json::from_str::<Tab>(&format!(r#"{{"id": {id}, "url": "u"}}"#))
+                .map(|t| t.id)
+                .map_err(|e| e.to_string())
+        };
+        assert_eq!(tab("-7.0"), Ok(-7));
+        assert_eq!(tab("9007199254740992.0"), Ok(9_007_199_254_740_992));
+        assert_eq!(tab("-9223372036854775808"), Ok(i64::MIN));
+        // A float past 2^53 may be a neighbour rounded to it: refused.
+        assert!(tab("-9223372036854775809").is_err());
+        assert!(tab("9007199254740994.0").is_err());
+    }
+
+    #[test]
     fn slugs_are_found_only_as_whole_tokens() {
         assert_eq!(message_slugs("/research the tides"), vec!["research"]);
         assert_eq!(

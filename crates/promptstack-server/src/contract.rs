@@ -558,6 +558,23 @@ mod tests {
         );
         assert_eq!(schemas["Tab"]["properties"]["id"]["minimum"], i64::MIN);
         assert_eq!(send_definitions().count(), defs.len());
+        // The conversation of request options is the engine's, its definitions as components.
+        let conversation =
+            serde_json::to_value(schemars::schema_for!(promptstack::provider::Conversation))
+                .unwrap();
+        let options = &schemas["RequestOptionsBody"]["properties"]["conversation"];
+        assert_eq!(
+            options["oneOf"][1]["$ref"],
+            "#/components/schemas/Conversation"
+        );
+        for (name, def) in conversation["$defs"].as_object().unwrap() {
+            expected = def.to_string().replace("#/$defs/", "#/components/schemas/");
+            assert_eq!(schemas[name].to_string(), expected, "{name}");
+            assert!(
+                defs.get(name).is_none_or(|send| send == def),
+                "{name} differs"
+            );
+        }
         // Every reference of the document resolves.
         let text = document.to_string();
         for reference in text.split("\"$ref\":\"#/components/schemas/").skip(1) {
