@@ -643,7 +643,10 @@ mod tests {
             assert!(error.starts_with(message), "{window}: {error}");
         };
         refused("1.5", "invalid type: floating point `1.5`, expected u32");
-        refused("4294967296.0", "invalid type: floating point `4294967296.0`, expected u32");
+        refused(
+            "4294967296.0",
+            "invalid type: floating point `4294967296.0`, expected u32",
+        );
         refused(
             "4294967296",
             "invalid value: integer `4294967296`, expected u32",
