@@ -11,7 +11,10 @@
 // instead (after `npm ci` in examples/pi-compat-1.6/peer); a case that differs on purpose is
 // timed on its escaped options, whose output both sides share (that harness's `escapeContext`).
 // `--dropin PATH` times the `buildSystemPrompt` of another copy of this package (its index.js),
-// so two builds can be compared in one window.
+// so two builds can be compared in one window. `--fresh` gives both sides, on every call, a new
+// options object with the case's members (`{ ...options }`), as an application that builds its
+// options object per call would: the drop-in then cannot recognise an object it answered before
+// and reads the options afresh.
 import { readFileSync } from "node:fs";
 import { createRequire } from "node:module";
 import { cpus, loadavg } from "node:os";
@@ -47,8 +50,9 @@ const cases = listCases()
   .map(loadCase)
   .map((c) => (c.differs === undefined ? c : { ...c, peerOptions: harness.escapeContext(c.options), fixture: harness.intendedPath(c.name) }));
 // Each side called on a case: the peer on the escaped options of a case that differs.
-const peerCall = (c) => peerFn(c.peerOptions ?? c.options);
-const oursCall = (c) => buildSystemPrompt(c.options);
+const FRESH = process.argv.includes("--fresh");
+const peerCall = FRESH ? (c) => peerFn({ ...(c.peerOptions ?? c.options) }) : (c) => peerFn(c.peerOptions ?? c.options);
+const oursCall = FRESH ? (c) => buildSystemPrompt({ ...c.options }) : (c) => buildSystemPrompt(c.options);
 
 for (const c of cases) {
   enterCase(c);
@@ -166,7 +170,7 @@ for (const [example, send, target] of [
 const fmt = (n) => Math.round(n).toLocaleString("en-US");
 const ratio = (peerNs, oursNs) => `${(peerNs / oursNs).toFixed(2)}×`;
 if (process.argv.includes("--json")) {
-  console.log(JSON.stringify({ peer: `${PEER_PACKAGE}@${PEER_VERSION}`, node: process.version, settings: { warmup, batches, calls }, cases: rows, overall, api, sink }, null, 2));
+  console.log(JSON.stringify({ peer: `${PEER_PACKAGE}@${PEER_VERSION}`, node: process.version, settings: { warmup, batches, calls, fresh: FRESH }, cases: rows, overall, api, sink }, null, 2));
 } else {
   console.log(`peer ${PEER_PACKAGE}@${PEER_VERSION} vs @promptstack/node, node ${process.version}, ${cpus()[0]?.model ?? "unknown cpu"}, load ${loadavg().map((l) => l.toFixed(2)).join(" ")}`);
   console.log(`ns per call (wall, then CPU of the process), median of ${batches} batches of ${calls} calls after ${warmup} warm-up calls per case; peer ÷ ours above 1× means the drop-in is faster`);

@@ -256,7 +256,9 @@ export interface BuildSystemPromptSettings {
  * Byte for byte what `buildSystemPrompt(options)` of @mariozechner/pi-coding-agent@0.73.1 or
  * @earendil-works/pi-coding-agent@1.6.0 returns (`settings.version`, else the installed one).
  * For 0.73.1 the date is today's in the process's time zone (`new Date()`, like the original);
- * 1.6.0 prints no date, and its context files are escaped so none can close its tag.
+ * 1.6.0 prints no date, and its context files are escaped so none can close its tag. An options
+ * object passed again is recognised and answered from what it was answered with, once every value
+ * read from it compares equal (docs/bindings.md, "Repeated calls").
  */
 export declare function buildSystemPrompt(options: BuildSystemPromptOptions16, settings?: BuildSystemPromptSettings): string;
 

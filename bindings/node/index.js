@@ -522,22 +522,26 @@ function piCompatAgent() {
 const pad2 = (n) => (n < 10 ? "0" : "") + n;
 const pad3 = (n) => (n < 10 ? "00" : n < 100 ? "0" : "") + n;
 
-/**
- * The clock as the peer reads it: one `new Date()`, in the process's local time zone, written as
- * an RFC 3339 instant with the local offset so the send's date is the local calendar date.
- */
-function localNow() {
-  const now = new Date();
-  const year = now.getFullYear();
+/** Refuses a clock that reads a year outside 1000–9999 in the process's local time zone. */
+function checkYear(clock) {
+  const year = clock.getFullYear();
   if (!(year >= 1000 && year <= 9999)) {
     throw new RangeError(`buildSystemPrompt: the clock reads year ${year}; only years 1000 to 9999 are supported`);
   }
-  const offset = -Math.round(now.getTimezoneOffset());
+}
+
+/**
+ * The clock as the peer reads it (one `new Date()`, `clock`), in the process's local time zone,
+ * written as an RFC 3339 instant with the local offset so the send's date is the local calendar
+ * date.
+ */
+function localInstant(clock) {
+  const offset = -Math.round(clock.getTimezoneOffset());
   const sign = offset < 0 ? "-" : "+";
   const abs = Math.abs(offset);
   return (
-    `${year}-${pad2(now.getMonth() + 1)}-${pad2(now.getDate())}` +
-    `T${pad2(now.getHours())}:${pad2(now.getMinutes())}:${pad2(now.getSeconds())}.${pad3(now.getMilliseconds())}` +
+    `${clock.getFullYear()}-${pad2(clock.getMonth() + 1)}-${pad2(clock.getDate())}` +
+    `T${pad2(clock.getHours())}:${pad2(clock.getMinutes())}:${pad2(clock.getSeconds())}.${pad3(clock.getMilliseconds())}` +
     `${sign}${pad2(Math.floor(abs / 60))}:${pad2(abs % 60)}`
   );
 }
@@ -688,12 +692,305 @@ function buildSystemPrompt(options, settings) {
   return piVersion(settings) === "1.6.0" ? buildSystemPrompt16(options, settings) : buildSystemPrompt073(options, settings);
 }
 
+// Options objects the drop-in has answered. An application passes the same options object on
+// many calls (each turn of a session); from its second call on, such an object is found by its
+// identity, and every value the drop-in reads from it is read again and compared with what the
+// call that kept it read, so a changed object (at any depth), a new day or a new package
+// directory gives what a first call gives. What is kept per object: what was read, the day and
+// package directory the answer depends on, and the answer. A refused call keeps nothing (it is
+// checked and refused again); an object holding anything but strings, numbers, booleans, null
+// and undefined in plain arrays and plain objects is not kept (it is read afresh on every call).
+// A `WeakMap` holds no object alive.
+const piAnswers = new WeakMap();
+/** Options objects answered once. */
+const piSeenOnce = new WeakSet();
+
+/** Marks a list and a map among the values read, so that a value cannot pass for either. */
+const READ_LIST = Object.freeze({ list: true });
+const READ_MAP = Object.freeze({ map: true });
+
+const isPrimitive = (value) => value === null || (typeof value !== "object" && typeof value !== "function");
+
+/** A plain array without `toJSON` (written as `JSON.stringify` writes it, item by item). */
+const isPlainList = (value) => Array.isArray(value) && value.toJSON === undefined;
+
+/** A plain object without `toJSON` (its own enumerable string keys, in their order). */
+const isPlainMap = (value) =>
+  value !== null && typeof value === "object" && Object.getPrototypeOf(value) === Object.prototype && value.toJSON === undefined;
+
+/** A value that is a primitive. */
+function readValue(value) {
+  return isPrimitive(value) && see(value);
+}
+
+/** A list of primitives, or a primitive in its place. */
+function readList(list) {
+  if (isPrimitive(list)) return see(list);
+  if (!isPlainList(list)) return false;
+  const length = list.length;
+  if (!see(READ_LIST) || !see(length)) return false;
+  for (let i = 0; i < length; i++) if (!readValue(list[i])) return false;
+  return true;
+}
+
+/** A map whose values `readEntry` reads, or a primitive in its place. */
+function readMap(map, readEntry) {
+  if (isPrimitive(map)) return see(map);
+  if (!isPlainMap(map)) return false;
+  const keys = Object.keys(map);
+  if (!see(READ_MAP) || !see(keys.length)) return false;
+  for (let i = 0; i < keys.length; i++) {
+    const key = keys[i];
+    if (!see(key) || !readEntry(map[key])) return false;
+  }
+  return true;
+}
+
+/** A list of records, each read by `readRecord`, or a primitive in its place. */
+function readRecords(list, readRecord) {
+  if (isPrimitive(list)) return see(list);
+  if (!isPlainList(list)) return false;
+  const length = list.length;
+  if (!see(READ_LIST) || !see(length)) return false;
+  for (let i = 0; i < length; i++) {
+    const record = list[i];
+    if (record === null || typeof record !== "object" || !readRecord(record)) return false;
+  }
+  return true;
+}
+
+/** What is read of a context file. */
+const readFile = (file) => readValue(file.path) && readValue(file.content);
+
+/** What is read of a skill. */
+const readSkill = (skill) =>
+  readValue(skill.disableModelInvocation) && readValue(skill.name) && readValue(skill.description) && readValue(skill.filePath);
+
+/** Every value a 0.73.1 call reads from `options` (its checks and its send), through `see`. */
+function readPi073(options) {
+  return (
+    readValue(options.cwd) &&
+    readValue(options.customPrompt) &&
+    readList(options.selectedTools) &&
+    readMap(options.toolSnippets, readValue) &&
+    readList(options.promptGuidelines) &&
+    readValue(options.appendSystemPrompt) &&
+    readRecords(options.contextFiles, readFile) &&
+    readRecords(options.skills, readSkill)
+  );
+}
+
+/** Every value a 1.6.0 call reads from `options` (its checks and its send), through `see`. */
+function readPi16(options) {
+  const force = options.forceSystemPrompt;
+  if (!readValue(force)) return false;
+  // The peer reads nothing else once the prompt is forced.
+  if (force !== undefined) return true;
+  return (
+    readValue(options.cwd) &&
+    readValue(options.customPrompt) &&
+    readList(options.selectedTools) &&
+    readList(options.hiddenTools) &&
+    readMap(options.toolSnippets, readValue) &&
+    readMap(options.toolGuidelines, readList) &&
+    readList(options.promptGuidelines) &&
+    readValue(options.appendSystemPrompt) &&
+    readMap(options.sections, readValue) &&
+    readRecords(options.contextFiles, readFile) &&
+    readRecords(options.skills, readSkill)
+  );
+}
+
+// The same readings compared with the values a call recorded, without a reading under way:
+// each answers the position after what it compared, or -1 where a value differs (or is of a
+// kind that is never recorded). A recorded value is a primitive or a marker, and a marker never
+// leaves this file, so `===` with a recorded value decides both the kind and the value.
+
+/** A list of primitives, or a primitive in its place. */
+function sameList(list, values, at) {
+  if (values[at] !== READ_LIST) return values[at] === list ? at + 1 : -1;
+  if (!isPlainList(list)) return -1;
+  const length = list.length;
+  if (values[at + 1] !== length) return -1;
+  at += 2;
+  for (let i = 0; i < length; i++, at++) if (values[at] !== list[i]) return -1;
+  return at;
+}
+
+/** A primitive. */
+const sameValue = (value, values, at) => (values[at] === value ? at + 1 : -1);
+
+/** A map whose values `sameEntry` compares, or a primitive in its place. */
+function sameMap(map, values, at, sameEntry) {
+  if (values[at] !== READ_MAP) return values[at] === map ? at + 1 : -1;
+  if (!isPlainMap(map)) return -1;
+  const keys = Object.keys(map);
+  if (values[at + 1] !== keys.length) return -1;
+  at += 2;
+  for (let i = 0; i < keys.length && at >= 0; i++) {
+    const key = keys[i];
+    at = values[at] === key ? sameEntry(map[key], values, at + 1) : -1;
+  }
+  return at;
+}
+
+/** A list of records, each compared by `sameRecord`, or a primitive in its place. */
+function sameRecords(list, values, at, sameRecord) {
+  if (values[at] !== READ_LIST) return values[at] === list ? at + 1 : -1;
+  if (!isPlainList(list)) return -1;
+  const length = list.length;
+  if (values[at + 1] !== length) return -1;
+  at += 2;
+  for (let i = 0; i < length && at >= 0; i++) {
+    const record = list[i];
+    at = record !== null && typeof record === "object" ? sameRecord(record, values, at) : -1;
+  }
+  return at;
+}
+
+const sameFile = (file, values, at) => (values[at] === file.path && values[at + 1] === file.content ? at + 2 : -1);
+
+const sameSkill = (skill, values, at) =>
+  values[at] === skill.disableModelInvocation &&
+  values[at + 1] === skill.name &&
+  values[at + 2] === skill.description &&
+  values[at + 3] === skill.filePath
+    ? at + 4
+    : -1;
+
+/** Whether a 0.73.1 call reads from `options` exactly the values `values` holds (`readPi073`). */
+function samePi073(options, values) {
+  let at = values[0] === options.cwd && values[1] === options.customPrompt ? 2 : -1;
+  if (at >= 0) at = sameList(options.selectedTools, values, at);
+  if (at >= 0) at = sameMap(options.toolSnippets, values, at, sameValue);
+  if (at >= 0) at = sameList(options.promptGuidelines, values, at);
+  if (at >= 0) at = sameValue(options.appendSystemPrompt, values, at);
+  if (at >= 0) at = sameRecords(options.contextFiles, values, at, sameFile);
+  if (at >= 0) at = sameRecords(options.skills, values, at, sameSkill);
+  return at === values.length;
+}
+
+/** Whether a 1.6.0 call reads from `options` exactly the values `values` holds (`readPi16`). */
+function samePi16(options, values) {
+  const force = options.forceSystemPrompt;
+  if (values[0] !== force) return false;
+  if (force !== undefined) return values.length === 1;
+  let at = values[1] === options.cwd && values[2] === options.customPrompt ? 3 : -1;
+  if (at >= 0) at = sameList(options.selectedTools, values, at);
+  if (at >= 0) at = sameList(options.hiddenTools, values, at);
+  if (at >= 0) at = sameMap(options.toolSnippets, values, at, sameValue);
+  if (at >= 0) at = sameMap(options.toolGuidelines, values, at, sameList);
+  if (at >= 0) at = sameList(options.promptGuidelines, values, at);
+  if (at >= 0) at = sameValue(options.appendSystemPrompt, values, at);
+  if (at >= 0) at = sameMap(options.sections, values, at, sameValue);
+  if (at >= 0) at = sameRecords(options.contextFiles, values, at, sameFile);
+  if (at >= 0) at = sameRecords(options.skills, values, at, sameSkill);
+  return at === values.length;
+}
+
+// The reading under way: the values recorded so far.
+let readValues = null;
+
+/** Records `value`. */
+function see(value) {
+  readValues.push(value);
+  return true;
+}
+
+/** Runs `read` over `options`, recording into `values`; false for an object that is not kept. */
+function reading(options, read, values) {
+  // A getter may call the drop-in again: the reading it interrupts is resumed after it.
+  const outer = readValues;
+  readValues = values;
+  try {
+    return read(options);
+  } finally {
+    readValues = outer;
+  }
+}
+
+/**
+ * The answer kept for `options` when every input it depends on is unchanged, else undefined.
+ * `day` is the clock's local day (0.73.1; `null` for 1.6.0, which reads no clock).
+ */
+function keptAnswer(options, version, day, settings) {
+  const kept = piAnswers.get(options);
+  if (kept === undefined || kept.version !== version || kept.day !== day) return undefined;
+  // The custom and forced paths print no documentation path, and the original reads none there.
+  if (kept.packageDir !== null && kept.packageDir !== piPackageDir(settings)) return undefined;
+  if (!(version === "1.6.0" ? samePi16 : samePi073)(options, kept.values)) return undefined;
+  return kept.text;
+}
+
+/** Keeps `text` as the answer for `options`, unless it holds values the drop-in does not keep. */
+function keepAnswer(options, version, day, packageDir, text) {
+  // An object is kept from its second call on: one built afresh for every call (used once) costs
+  // a mark, not a reading and a kept text for the collector to trace.
+  if (!piSeenOnce.has(options)) {
+    piSeenOnce.add(options);
+    return;
+  }
+  const values = [];
+  if (day !== -1 && reading(options, version === "1.6.0" ? readPi16 : readPi073, values)) {
+    piAnswers.set(options, { version, day, packageDir, values, text });
+  } else {
+    piAnswers.delete(options);
+  }
+}
+
+/**
+ * The calendar day of `clock` in the process's local time zone, read with the local-time getters
+ * as the peer reads it (a zone's offset may have seconds, which `getTimezoneOffset` rounds away),
+ * packed as `year * 10000 + month * 100 + day`: what a 0.73.1 answer depends on of the clock.
+ * -1 (no answer kept) outside the years 1000–9998: the drop-in refuses other years, and the
+ * engine refuses an instant past 9999-12-30T22:00Z, so the last year's answer depends on the
+ * time of day.
+ */
+function localDay(clock) {
+  const year = clock.getFullYear();
+  return year >= 1000 && year <= 9998 ? year * 10000 + (clock.getMonth() + 1) * 100 + clock.getDate() : -1;
+}
+
+// Answers by the send's JSON text, for an options object built afresh with the content of one
+// answered before (an application that writes its options object per call): each version's
+// texts by the send's text, with the day they were made for (0.73.1) or `null` (1.6.0). Bounded
+// by entries and characters, past which it starts afresh. A refused send keeps nothing.
+const piTexts = { "0.73.1": new Map(), "1.6.0": new Map() };
+let piTextChars = 0;
+const PI_TEXTS_MAX = 256;
+const PI_TEXT_CHARS_MAX = 16 << 20;
+
+/** The text kept for `json` on `day`, or undefined. */
+function keptText(version, json, day) {
+  const kept = piTexts[version].get(json);
+  return kept !== undefined && kept.day === day ? kept.text : undefined;
+}
+
+/** Keeps `text` as the answer to `json` on `day` (never for -1, a day no answer is kept for). */
+function keepText(version, json, day, text) {
+  if (day === -1) return;
+  const chars = json.length + text.length;
+  if (chars > PI_TEXT_CHARS_MAX) return;
+  const texts = piTexts[version];
+  if (texts.size >= PI_TEXTS_MAX || piTextChars + chars > PI_TEXT_CHARS_MAX) {
+    piTexts["0.73.1"].clear();
+    piTexts["1.6.0"].clear();
+    piTextChars = 0;
+  }
+  texts.set(json, { day, text });
+  piTextChars += chars;
+}
+
 /** `buildSystemPrompt` for 0.73.1. */
 function buildSystemPrompt073(options, settings) {
+  const clock = new Date();
+  const kept = keptAnswer(options, "0.73.1", localDay(clock), settings);
+  if (kept !== undefined) return kept;
   const cwd = options.cwd;
   if (typeof cwd !== "string") throw new TypeError("buildSystemPrompt: options.cwd must be a string");
   const skillsRead = checkPiDomain(options);
-  const variables = { package_dir: piPackageDir(settings) };
+  const packageDir = piPackageDir(settings);
+  const variables = { package_dir: packageDir };
   if (options.customPrompt != null) variables.custom_prompt = options.customPrompt;
   if (options.selectedTools != null) variables.selected_tools = options.selectedTools;
   if (options.toolSnippets != null) variables.tool_snippets = options.toolSnippets;
@@ -701,7 +998,7 @@ function buildSystemPrompt073(options, settings) {
   if (options.appendSystemPrompt != null) variables.append = options.appendSystemPrompt;
   // The send is written with a placeholder instant and the clock passed beside it, so the
   // addon finds a send it has read before by its text (one reading and check per distinct send).
-  const now = localNow();
+  checkYear(clock);
   const send = { now: PI_PLACEHOLDER_NOW, model: PI_MODEL, cwd, variables };
   const files = options.contextFiles;
   if (files != null) {
@@ -720,12 +1017,19 @@ function buildSystemPrompt073(options, settings) {
     }
   }
   const json = piSendJson(send);
-  const agent = piCompatAgent();
-  try {
-    return agent.systemTextAt(json, now, "system");
-  } catch (error) {
-    throw convert(error);
+  // The spec prints the clock's date only (`now.date`), as the original does.
+  const day = localDay(clock);
+  let text = keptText("0.73.1", json, day);
+  if (text === undefined) {
+    try {
+      text = piCompatAgent().systemTextAt(json, localInstant(clock), "system");
+    } catch (error) {
+      throw convert(error);
+    }
+    keepText("0.73.1", json, day, text);
   }
+  keepAnswer(options, "0.73.1", day, options.customPrompt ? null : packageDir, text);
+  return text;
 }
 
 let pi16Agent = null;
@@ -845,6 +1149,8 @@ function checkPi16Domain(options) {
 
 /** `buildSystemPrompt` for 1.6.0, on the pi-compat-1.6 spec (examples/pi-compat-1.6/README.md). */
 function buildSystemPrompt16(options, settings) {
+  const kept = keptAnswer(options, "1.6.0", null, settings);
+  if (kept !== undefined) return kept;
   const variables = {};
   // A send carries an instant, but 1.6.0 prints no date and the spec reads none: a constant
   // keeps the clock out of the call entirely.
@@ -896,12 +1202,17 @@ function buildSystemPrompt16(options, settings) {
     }
   }
   const json = piSendJson(send);
-  const agent = piCompat16Agent();
-  try {
-    return agent.systemTextAt(json, PI_16_NOW, "system");
-  } catch (error) {
-    throw convert(error);
+  let text = keptText("1.6.0", json, null);
+  if (text === undefined) {
+    try {
+      text = piCompat16Agent().systemTextAt(json, PI_16_NOW, "system");
+    } catch (error) {
+      throw convert(error);
+    }
+    keepText("1.6.0", json, null, text);
   }
+  keepAnswer(options, "1.6.0", null, variables.package_dir === undefined || options.customPrompt ? null : variables.package_dir, text);
+  return text;
 }
 
 exports.Agent = Agent;

@@ -79,6 +79,31 @@ pub struct Suite {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(range(min = 0.0, max = 1.0))]
     pub fail_under: Option<f64>,
+    /// Makes this suite the agent's gate in the service: the `production` label moves only to a
+    /// version that has run this suite and is not shown worse than the current `production` by
+    /// more than `max_drop`. At most one suite of a bundle may declare it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub gate: Option<Gate>,
+}
+
+/// The thresholds of a gate suite.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct Gate {
+    /// The largest drop in mean pass rate tolerated (0 to 1): a move is refused when the paired
+    /// difference's interval lies wholly below `-max_drop`.
+    #[serde(default)]
+    #[schemars(range(min = 0.0, max = 1.0))]
+    pub max_drop: f64,
+    /// The confidence of the interval the gate reads (default: the matrix's `confidence`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(range(min = 0.5, max = 0.999))]
+    pub confidence: Option<f64>,
+    /// The models the candidate must have run on, each judged on its own (default: every model
+    /// of the matrix).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[schemars(length(max = 32))]
+    pub models: Vec<String>,
 }
 
 /// A model endpoint.
@@ -98,6 +123,10 @@ pub struct Model {
     /// report or a recording.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub api_key_env: Option<String>,
+    /// The provider credential of the tenant that holds the key, when the suite runs in the
+    /// service (`promptstack eval` reads `api_key_env` instead).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub credential: Option<String>,
     /// The most calls in flight to this endpoint.
     #[serde(default = "default_model_concurrency")]
     #[schemars(range(min = 1, max = 256))]
@@ -552,6 +581,18 @@ fn check(parsed: &Parsed<Suite>) -> Vec<SpecDiagnostic> {
                 Some("write the variable's name (`ANTHROPIC_API_KEY`), never the key itself"),
             );
         }
+        if let Some(name) = &model.credential
+            && !is_credential_name(name)
+        {
+            at(
+                "bad-name",
+                format!("{base}/credential"),
+                format!("`{}` is not a credential name", clip(name)),
+                Some(
+                    "name a credential of the service (`anthropic`), never the key itself: 1 to 64 of `a-z 0-9 - _ .`, starting and ending with a letter or digit",
+                ),
+            );
+        }
     }
 
     let mut versions = BTreeSet::new();
@@ -614,6 +655,26 @@ fn check(parsed: &Parsed<Suite>) -> Vec<SpecDiagnostic> {
                 format!("model `{name}` is listed twice"),
                 None,
             );
+        }
+    }
+
+    if let Some(gate) = &suite.gate {
+        for (i, name) in gate.models.iter().enumerate() {
+            if !suite.matrix.models.contains(name) {
+                at(
+                    "unknown-model",
+                    format!("/gate/models/{i}"),
+                    format!("model `{}` is not in `matrix.models`", clip(name)),
+                    None,
+                );
+            } else if gate.models[..i].contains(name) {
+                at(
+                    "duplicate-name",
+                    format!("/gate/models/{i}"),
+                    format!("model `{name}` is listed twice"),
+                    None,
+                );
+            }
         }
     }
 
@@ -864,6 +925,19 @@ fn is_env_name(name: &str) -> bool {
         && bytes
             .iter()
             .all(|&b| b.is_ascii_alphanumeric() || b == b'_')
+}
+
+/// A credential name of the service: 1 to 64 of `a-z 0-9 - _ .`, starting and ending with a
+/// lowercase letter or digit.
+fn is_credential_name(name: &str) -> bool {
+    let bytes = name.as_bytes();
+    let edge = |b: &u8| b.is_ascii_lowercase() || b.is_ascii_digit();
+    (1..=64).contains(&bytes.len())
+        && bytes.first().is_some_and(edge)
+        && bytes.last().is_some_and(edge)
+        && bytes
+            .iter()
+            .all(|&b| edge(&b) || matches!(b, b'-' | b'_' | b'.'))
 }
 
 /// A label or version id: `[A-Za-z0-9][A-Za-z0-9._-]{0,127}`.

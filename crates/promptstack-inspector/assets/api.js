@@ -44,6 +44,25 @@ export const api = {
   saveSettings: (agent, document, expectedRevision) =>
     call('PUT', `${agentPath(agent)}/settings`, { document, expected_revision: expectedRevision }),
   fence: (body) => call('POST', '/v1/fence', body),
+  /** Eval runs of an agent (docs/server.md): list, start, read, a cell's drill-down, cancel, compare. */
+  evalRuns: (agent, { limit, after } = {}, options) => {
+    const query = new URLSearchParams();
+    if (limit) query.set('limit', String(limit));
+    if (after) query.set('after', after);
+    const qs = query.toString();
+    return call('GET', `${agentPath(agent)}/evals${qs ? `?${qs}` : ''}`, undefined, options);
+  },
+  startEvalRun: (agent, body) => call('POST', `${agentPath(agent)}/evals`, body),
+  evalRun: (agent, run, options) => call('GET', `${agentPath(agent)}/evals/${encodeURIComponent(run)}`, undefined, options),
+  evalCell: (agent, run, index, options) =>
+    call('GET', `${agentPath(agent)}/evals/${encodeURIComponent(run)}/cells/${encodeURIComponent(String(index))}`, undefined, options),
+  cancelEvalRun: (agent, run) => call('DELETE', `${agentPath(agent)}/evals/${encodeURIComponent(run)}`),
+  /** `params`: base, candidate, and optionally suite and model; empty ones are left out. */
+  compareEvals: (agent, params, options) => {
+    const query = new URLSearchParams();
+    for (const [k, v] of Object.entries(params)) if (v) query.set(k, v);
+    return call('GET', `${agentPath(agent)}/evals/compare?${query}`, undefined, options);
+  },
   /** The cite endpoint's body is one JSON line (the sources and options), then the text. */
   cite: async (header, text) => {
     const response = await fetch('/v1/cite', {

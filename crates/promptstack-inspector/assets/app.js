@@ -5,6 +5,7 @@ import { h, fill } from './dom.js';
 import { parseWithLines, validate, lineOf, JsonError } from './jsonloc.js';
 import { blocksView, blockDetail, textView, requestView, toolsView, diffView, reasonText } from './views.js';
 import { cacheChartSvg } from './chart.js';
+import { createEvals } from './evals.js';
 
 const DEBOUNCE_MS = 120;
 const $ = (id) => document.getElementById(id);
@@ -12,7 +13,7 @@ const $ = (id) => document.getElementById(id);
 const state = {
   role: null, agents: [], agent: null, refs: [], bundle: null, sends: {}, schema: null,
   send: null, explain: null, selected: null, view: 'blocks', overrides: {}, generation: 0,
-  stored: null, saveNote: null, connection: 0, pick: 0,
+  stored: null, saveNote: null, connection: 0, pick: 0, refOptions: [], openedSend: null,
 };
 /** Edit-to-render round trips (ms) of the live re-render, for the browser test. */
 window.inspectorTimings = [];
@@ -89,12 +90,20 @@ async function pickAgent() {
   const refs = labels.map((l) => [l.name, `label ${l.name} (${String(l.version).slice(0, 12)}…)`]);
   for (const v of versions) refs.push([v.id, `version ${v.id.slice(0, 12)}… (${v.created_at ?? ''})`]);
   if (!refs.length) refs.push(['production', 'label production']);
+  state.refOptions = refs;
   options($('ref'), refs, state.labels.has('production') ? 'production' : refs[0][0]);
   options($('ref-b'), refs, refs[refs.length - 1][0]);
   await pickRef();
 }
 
-async function pickRef() {
+/** The send-name option that stands for a send opened from an eval cell. */
+const OPENED = '\u0000opened';
+
+/**
+ * Loads the chosen version's bundle and renders a send: the bundle's preferred example send, or
+ * `opened` (`{send, target}`, a send opened from the Evals tab) in the editor with its target.
+ */
+async function pickRef(opened = null) {
   const pick = ++state.pick;
   const ref = $('ref').value;
   const versionId = state.labels?.get(ref) ?? ref;
@@ -102,18 +111,49 @@ async function pickRef() {
   if (pick !== state.pick) return;
   state.bundle = stored?.bundle ?? null;
   state.sends = state.bundle?.sends ?? {};
+  state.openedSend = opened?.send ?? null;
   const names = Object.keys(state.sends);
   const preferred = names.includes('research') ? 'research' : names.includes('default') ? 'default' : names[0];
-  options($('send-name'), names.map((n) => [n]), preferred);
+  const sendOptions = names.map((n) => [n]);
+  if (opened) sendOptions.unshift([OPENED, 'the send of an eval cell']);
+  options($('send-name'), sendOptions, opened ? OPENED : preferred);
   options($('send-b'), names.map((n) => [n]), names.find((n) => n !== preferred) ?? preferred);
+  evals.changed();
+  if (opened?.target) options($('target'), [[opened.target]], opened.target);
   await loadSend();
 }
+
+/**
+ * Opens a send of an eval run in the other tabs: its version as the ref (added to the picker when
+ * the version list does not hold it), its send in the editor and its target chosen, in Blocks.
+ */
+async function openSend({ version, send, target }) {
+  if (!version || !send) return;
+  const ref = $('ref');
+  if (![...ref.options].some((o) => o.value === version)) {
+    ref.append(h('option', { value: version }, `version ${String(version).slice(0, 12)}… (from an eval run)`));
+  }
+  ref.value = version;
+  selectTab('blocks');
+  $('tab-blocks').focus();
+  await pickRef({ send, target });
+}
+
+const evals = createEvals({
+  agent: () => state.agent,
+  role: () => state.role,
+  refs: () => state.refOptions,
+  ref: () => $('ref').value,
+  suites: () => Object.keys(state.bundle?.files ?? {}).filter((p) => /^evals\/[^/]+\.(toml|json)$/.test(p)).sort(),
+  openSend: (cell) => openSend(cell).catch(showError),
+});
 
 let timer = null;
 
 /** Puts the chosen send in the editor and renders it (now, not after the typing pause). */
 function loadSend() {
-  const send = state.sends[$('send-name').value] ?? {};
+  const name = $('send-name').value;
+  const send = (name === OPENED ? state.openedSend : state.sends[name]) ?? {};
   $('send').value = JSON.stringify(send, null, 2);
   state.explain = null;
   clearTimeout(timer);
@@ -371,6 +411,8 @@ function selectTab(name, focus = false) {
     if (on && focus) tab.focus();
     $(tab.getAttribute('aria-controls')).hidden = !on;
   }
+  if (name === 'evals') evals.show();
+  else evals.hide();
   renderView().catch(showError);
 }
 

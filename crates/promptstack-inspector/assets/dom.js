@@ -23,3 +23,22 @@ export function fill(id, ...children) {
   el.replaceChildren(...children.flat().filter((c) => c !== undefined && c !== null && c !== false));
   return el;
 }
+
+const SVG_NS = 'http://www.w3.org/2000/svg';
+
+/**
+ * An SVG element, the way `h` builds HTML ones: `svg('rect', {x: 1, class: 'bar'}, ...children)`.
+ * Text goes in with `text` or as string children, never as markup.
+ */
+export function svg(tag, attrs = {}, ...children) {
+  const el = document.createElementNS(SVG_NS, tag);
+  for (const [k, v] of Object.entries(attrs ?? {})) {
+    if (v === undefined || v === null || v === false) continue;
+    if (k === 'text') el.textContent = v;
+    else el.setAttribute(k, String(v));
+  }
+  for (const c of children.flat()) {
+    if (c !== undefined && c !== null && c !== false) el.append(c instanceof Node ? c : String(c));
+  }
+  return el;
+}

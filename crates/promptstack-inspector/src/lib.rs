@@ -47,6 +47,8 @@ assets! {
     "jsonloc.js" => "text/javascript; charset=utf-8",
     "views.js" => "text/javascript; charset=utf-8",
     "chart.js" => "text/javascript; charset=utf-8",
+    "evals.js" => "text/javascript; charset=utf-8",
+    "evalchart.js" => "text/javascript; charset=utf-8",
     "cache-chart.json" => "application/json",
 }
 

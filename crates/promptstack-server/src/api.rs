@@ -24,6 +24,9 @@ use crate::state::AppState;
 /// The label only admins may move.
 pub const PROTECTED_LABEL: &str = "production";
 
+/// The longest reason a forced move of `production` may give, in characters.
+const MAX_FORCE_REASON: usize = 1000;
+
 /// The most items one page of a listing holds (the store's default `max_page`); a larger
 /// `limit` is refused, as the OpenAPI document states.
 pub const MAX_PAGE: u32 = 200;
@@ -262,6 +265,22 @@ pub struct PublishResponse {
     /// when it could not be measured (the version is published all the same, and a warning in
     /// `warnings` says why).
     pub impact: Option<CacheImpact>,
+    /// Whether the version has been evaluated against `production`; `null` when it could not be
+    /// read (a warning says why).
+    pub evaluation: Option<EvaluationView>,
+}
+
+/// Where a version stands against `production` in eval runs.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct EvaluationView {
+    /// The version `production` points at (none before it is first moved).
+    pub production: Option<String>,
+    /// Whether a finished eval run holds both this version and `production` (always true for
+    /// the production version itself).
+    pub evaluated: bool,
+    /// What the gate would say to moving `production` to this version, when the production
+    /// version's bundle declares a gate suite.
+    pub gate: Option<crate::evals::GateView>,
 }
 
 /// A publish's cache impact against the version behind a label.
@@ -414,12 +433,70 @@ pub(crate) async fn publish_bundle(
             None
         }
     };
+    let version = &published.version.id;
+    let evaluation = match evaluation(state, tenant, name, version).await {
+        Ok(evaluation) => Some(evaluation),
+        Err(problem) => {
+            warnings.push(serde_json::json!({
+                "severity": "warning",
+                "code": "evaluation-unavailable",
+                "message": format!(
+                    "the version was published, but whether it was evaluated against \
+                     `production` could not be read: {}",
+                    problem.detail
+                ),
+            }));
+            None
+        }
+    };
     Ok(PublishResponse {
         version: VersionView::from(&published.version),
         created: published.created,
         warnings,
         impact,
+        evaluation,
     })
+}
+
+/// Where `version` stands against `production` in eval runs.
+async fn evaluation(
+    state: &AppState,
+    tenant: &promptstack_store::Tenant,
+    name: &AgentName,
+    version: &VersionId,
+) -> Result<EvaluationView, Problem> {
+    let production = current_production(state, tenant, name).await?;
+    let Some(production) = production else {
+        return Ok(EvaluationView {
+            production: None,
+            evaluated: false,
+            gate: None,
+        });
+    };
+    let evaluated = production == *version
+        || crate::evals::evaluated_together(state, tenant, name, &production, version).await?;
+    let gate = crate::evals::gate(state, tenant, name, Some(&production), version).await?;
+    Ok(EvaluationView {
+        production: Some(production.to_string()),
+        evaluated,
+        gate,
+    })
+}
+
+/// The version `production` points at, read from the store (not a cache: a gate must read it
+/// as the move will find it).
+async fn current_production(
+    state: &AppState,
+    tenant: &promptstack_store::Tenant,
+    name: &AgentName,
+) -> Result<Option<VersionId>, Problem> {
+    let label = LabelName::parse(PROTECTED_LABEL)
+        .map_err(|e| Problem::unprocessable("invalid-label", e.to_string()))?;
+    match state.inner.store.label(tenant, name, &label).await {
+        Ok(found) => Ok(Some(found.version)),
+        Err(e) if e.kind() == promptstack_store::ErrorKind::NotFound => Ok(None),
+        Err(e) => Err(store_problem(state, e)),
+    }
 }
 
 async fn impact(
@@ -590,6 +667,13 @@ pub struct LabelMoveRequest {
     /// not exist yet. Omitted: move whatever it points at.
     #[schema(value_type = Option<crate::contract::ExpectedVersionSchema>)]
     pub expected: Option<String>,
+    /// Move `production` even though its gate refuses (admins), with `reason`; audited as
+    /// `label.force` with the comparison overridden.
+    #[serde(default)]
+    pub force: bool,
+    /// Why the gate is overridden; required with `force`.
+    #[schema(max_length = 1000)]
+    pub reason: Option<String>,
 }
 
 /// The answer to a label move.
@@ -601,13 +685,18 @@ pub struct LabelMoveResponse {
     pub from: Option<String>,
     /// Whether anything changed.
     pub changed: bool,
+    /// The gate's reading of the move (`production` only, when the version it pointed at
+    /// declares a gate suite).
+    pub gate: Option<crate::evals::GateView>,
+    /// Whether the move went past a gate that refused it.
+    pub forced: bool,
 }
 
 /// `PUT /v1/agents/{name}/labels/{label}`: move a label (the deploy and the rollback).
 /// `production` is admins' only; every move is audited.
 #[utoipa::path(put, path = "/v1/agents/{name}/labels/{label}", tag = "labels",
     params(("name" = inline(crate::contract::AgentNameSchema), Path, description = "The agent"), ("label" = inline(crate::contract::LabelNameSchema), Path, description = "The label")),
-    request_body = LabelMoveRequest,
+    request_body = crate::contract::LabelMoveSchema,
     responses((status = 200, body = LabelMoveResponse), (status = "4XX", body = Problem, content_type = "application/problem+json")),
     security(("bearer" = [])))]
 pub async fn move_label(
@@ -638,12 +727,57 @@ pub async fn move_label(
                 .map_err(|e| Problem::unprocessable("invalid-version", e.to_string()))?,
         ),
     };
-    let moved = state
-        .inner
-        .store
-        .move_label(tenant, &name, &label, &to, &expected, Some(&auth.0.key_id))
-        .await
-        .map_err(|e| store_problem(&state, e))?;
+    let reason = body
+        .reason
+        .as_deref()
+        .map(str::trim)
+        .filter(|r| !r.is_empty());
+    if body.force && reason.is_none_or(|r| r.chars().count() > MAX_FORCE_REASON) {
+        return Err(Problem::unprocessable(
+            "invalid-force",
+            format!("`force` needs a `reason` of 1 to {MAX_FORCE_REASON} characters"),
+        ));
+    }
+    let mut gate = None;
+    let mut expected = expected;
+    if label.as_str() == PROTECTED_LABEL {
+        let current = current_production(&state, tenant, &name).await?;
+        gate = crate::evals::gate(&state, tenant, &name, current.as_ref(), &to).await?;
+        // The gate read `current`: the move happens only if it is still what production holds.
+        if gate.is_some()
+            && let (Expected::Any, Some(current)) = (&expected, &current)
+        {
+            expected = Expected::Version(current.clone());
+        }
+    }
+    let refused = gate.as_ref().is_some_and(|g| !g.passes);
+    if !body.force
+        && let Some(gate) = gate.as_ref().filter(|g| !g.passes)
+    {
+        return Err(Problem::new(
+            StatusCode::CONFLICT,
+            "gate-refused",
+            format!(
+                "`production` does not move to this version: its gate suite `{}` says {}; an \
+                 admin may move it anyway with `force` and a `reason`",
+                gate.suite, gate.reason
+            ),
+        )
+        .with_gate(serde_json::to_value(gate).unwrap_or_default()));
+    }
+    let store = &state.inner.store;
+    let by = Some(&auth.0.key_id);
+    let moved = if let Some(gate) = gate.as_ref().filter(|g| !g.passes) {
+        let note = gate.audit_note(reason.unwrap_or_default());
+        store
+            .force_label(tenant, &name, &label, &to, &expected, by, &note)
+            .await
+    } else {
+        store
+            .move_label(tenant, &name, &label, &to, &expected, by)
+            .await
+    }
+    .map_err(|e| store_problem(&state, e))?;
     state
         .inner
         .labels
@@ -652,6 +786,8 @@ pub async fn move_label(
         label: LabelView::from(&moved.label),
         from: moved.from.as_ref().map(ToString::to_string),
         changed: moved.changed,
+        gate,
+        forced: refused && moved.changed,
     }))
 }
 

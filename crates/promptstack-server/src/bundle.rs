@@ -219,17 +219,34 @@ impl Bundle {
         };
         let mut diagnostics = Vec::new();
         let mut refused = 0usize;
+        let mut gate: Option<&str> = None;
         for (path, text) in self.suites() {
-            if let Err(error) =
-                promptstack_eval::suite::Suite::parse_for(text.as_bytes(), path, exists)
-            {
-                refused += 1;
-                diagnostics.extend(
-                    error
-                        .diagnostics
-                        .iter()
-                        .filter_map(|d| serde_json::to_value(d).ok()),
-                );
+            match promptstack_eval::suite::Suite::parse_for(text.as_bytes(), path, exists) {
+                Ok(suite) if suite.gate.is_some() => match gate {
+                    None => gate = Some(path),
+                    Some(first) => {
+                        refused += 1;
+                        let diagnostic = promptstack::diagnostic::Diagnostic::error(
+                            "second-gate",
+                            format!(
+                                "`{path}` declares `[gate]`, and so does `{first}`: an agent has \
+                                 one gate suite"
+                            ),
+                        )
+                        .subject(format!("files/{path}"));
+                        diagnostics.extend(serde_json::to_value(diagnostic).ok());
+                    }
+                },
+                Ok(_) => {}
+                Err(error) => {
+                    refused += 1;
+                    diagnostics.extend(
+                        error
+                            .diagnostics
+                            .iter()
+                            .filter_map(|d| serde_json::to_value(d).ok()),
+                    );
+                }
             }
         }
         if refused == 0 {

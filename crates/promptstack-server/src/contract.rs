@@ -43,6 +43,24 @@ impl utoipa::Modify for Unavailable {
     fn modify(&self, openapi: &mut utoipa::openapi::OpenApi) {
         use utoipa::openapi::{ContentBuilder, ResponseBuilder};
         conversation(openapi);
+        if let Some(components) = openapi.components.as_mut() {
+            components.schemas.values_mut().for_each(unsigned);
+        }
+        for item in openapi.paths.paths.values_mut() {
+            let operations = [
+                &mut item.get,
+                &mut item.put,
+                &mut item.post,
+                &mut item.delete,
+            ];
+            for operation in operations.into_iter().flatten() {
+                for parameter in operation.parameters.iter_mut().flatten() {
+                    if let Some(schema) = parameter.schema.as_mut() {
+                        unsigned(schema);
+                    }
+                }
+            }
+        }
         let response = ResponseBuilder::new()
             .description(
                 "The request took longer than the server's `--request-timeout-ms` (`timeout`), or \
@@ -316,6 +334,91 @@ impl ToSchema for FenceRequestSchema {
     }
 }
 
+/// The body of a label move, with what `force` requires: a `reason` that is not blank.
+pub struct LabelMoveSchema;
+
+impl PartialSchema for LabelMoveSchema {
+    fn schema() -> RefOr<Schema> {
+        raw(serde_json::json!({
+            "allOf": [{ "$ref": "#/components/schemas/LabelMoveRequest" }],
+            "anyOf": [
+                { "not": { "properties": { "force": { "const": true } }, "required": ["force"] } },
+                {
+                    "properties": { "reason": { "type": "string", "pattern": "\\S" } },
+                    "required": ["reason"],
+                },
+            ],
+        }))
+    }
+}
+
+impl ToSchema for LabelMoveSchema {
+    fn name() -> Cow<'static, str> {
+        Cow::Borrowed("LabelMoveBody")
+    }
+
+    fn schemas(schemas: &mut Vec<(String, RefOr<Schema>)>) {
+        use crate::api::LabelMoveRequest;
+        schemas.push((
+            LabelMoveRequest::name().into_owned(),
+            LabelMoveRequest::schema(),
+        ));
+        LabelMoveRequest::schemas(schemas);
+    }
+}
+
+/// Writes out the range of unsigned integers, which utoipa gives the format of the signed type
+/// of their width (`int32` for a `u32`: at most 2^31 - 1, where the server reads up to 2^32 - 1),
+/// in `schema` and every schema within it.
+fn unsigned(schema: &mut RefOr<Schema>) {
+    use utoipa::openapi::schema::{ArrayItems, KnownFormat, SchemaFormat};
+    let RefOr::T(schema) = schema else {
+        return;
+    };
+    match schema {
+        Schema::Object(object) => {
+            let zero = |n: &utoipa::Number| match n {
+                utoipa::Number::Int(n) => *n == 0,
+                utoipa::Number::UInt(n) => *n == 0,
+                utoipa::Number::Float(n) => *n == 0.0,
+            };
+            let unsigned_from = object.minimum.as_ref().is_some_and(zero);
+            let max: Option<u64> = match &object.format {
+                Some(SchemaFormat::KnownFormat(KnownFormat::Int32)) if unsigned_from => {
+                    Some(u32::MAX.into())
+                }
+                Some(SchemaFormat::KnownFormat(KnownFormat::Int64)) if unsigned_from => {
+                    Some(u64::MAX)
+                }
+                _ => None,
+            };
+            if let Some(max) = max {
+                object.format = None;
+                if object.maximum.is_none() {
+                    let mut extensions = object.extensions.take().unwrap_or_default();
+                    extensions.insert("maximum".to_owned(), max.into());
+                    object.extensions = Some(extensions);
+                }
+            }
+            object.properties.values_mut().for_each(unsigned);
+            if let Some(additional) = object.additional_properties.as_deref_mut()
+                && let utoipa::openapi::schema::AdditionalProperties::RefOr(inner) = additional
+            {
+                unsigned(inner);
+            }
+        }
+        Schema::Array(array) => {
+            if let ArrayItems::RefOrSchema(items) = &mut array.items {
+                unsigned(items);
+            }
+        }
+        Schema::OneOf(one) => one.items.iter_mut().for_each(unsigned),
+        Schema::AllOf(all) => all.items.iter_mut().for_each(unsigned),
+        Schema::AnyOf(any) => any.items.iter_mut().for_each(unsigned),
+        _ => {}
+    }
+}
+
 /// A reference to one of the send schema's definitions, named `NAME` there.
 fn send_definition(name: &str) -> Value {
     serde_json::json!({ "$ref": format!("#/components/schemas/{name}") })
@@ -456,6 +559,12 @@ string_schema! {
         "type": "string",
         "description": "A version id: the SHA-256 of its canonical bundle in lowercase hex.",
         "pattern": VERSION_PATTERN,
+    });
+    /// An eval run's id.
+    RunIdSchema as "RunId" => serde_json::json!({
+        "type": "string",
+        "description": "An eval run's id: 16 lowercase hex digits.",
+        "pattern": "^[0-9a-f]{16}$",
     });
     /// What a body's `ref` names: a label or a version id.
     ReferenceSchema as "Reference" => serde_json::json!({

@@ -7,6 +7,7 @@
 //!                    /v1/settings, …/settings      tenant instructions, agent overrides (admins write)
 //!                    /v1/audit                     who moved what, when (admins)
 //!                    /v1/credentials/{name}        provider credentials, sealed (admins; audited)
+//!                    /v1/agents/{name}/evals       eval runs: start, read, cancel, compare (see `evals`)
 //!                    /v1/agents/{name}/render|request|explain|tools|diff|lint
 //!                    /v1/fence, /v1/cite (streamed)
 //!                    /healthz /readyz /metrics /openapi.json
@@ -23,6 +24,7 @@ pub mod bundle;
 mod contract;
 mod credentials;
 mod engine;
+mod evals;
 mod examples;
 mod inspector;
 mod metrics;
@@ -44,6 +46,7 @@ use axum::routing::{get, post, put};
 use utoipa::OpenApi as _;
 
 pub use bundle::{BUNDLE_MEDIA_TYPE, Bundle, BundleFormat};
+pub use evals::EvalConfig;
 pub use examples::{FolderError, publish_to_production};
 pub use problem::{PROBLEM_JSON, Problem};
 pub use state::{AppState, ServerConfig};
@@ -58,6 +61,8 @@ pub use state::{AppState, ServerConfig};
         api::get_tenant_settings, api::put_tenant_settings,
         api::get_agent_settings, api::put_agent_settings, api::audit,
         credentials::put_credential, credentials::list_credentials, credentials::delete_credential,
+        evals::create_run, evals::list_runs, evals::get_run, evals::get_cell, evals::cancel_run,
+        evals::compare_versions,
         render::render, render::request, render::explain, render::tools, render::diff, render::lint,
         ops::fence, ops::cite, ops::healthz, ops::readyz, ops::metrics, ops::openapi,
         inspector::me, inspector::cache_sim,
@@ -114,6 +119,22 @@ pub fn router(state: AppState) -> Router {
         .route(
             "/v1/credentials/{name}",
             put(credentials::put_credential).delete(credentials::delete_credential),
+        )
+        .route(
+            "/v1/agents/{name}/evals",
+            post(evals::create_run).get(evals::list_runs),
+        )
+        .route(
+            "/v1/agents/{name}/evals/compare",
+            get(evals::compare_versions),
+        )
+        .route(
+            "/v1/agents/{name}/evals/{run}",
+            get(evals::get_run).delete(evals::cancel_run),
+        )
+        .route(
+            "/v1/agents/{name}/evals/{run}/cells/{index}",
+            get(evals::get_cell),
         )
         .route("/v1/agents/{name}/render", post(render::render))
         .route("/v1/agents/{name}/request", post(render::request))
@@ -272,8 +293,10 @@ fn too_large(limit: usize) -> Response {
     response
 }
 
-/// Serves `router(state)` on `listener` until `shutdown` completes; requests in flight then
-/// have [`ServerConfig::shutdown_grace`] to finish, after which this returns without waiting
+/// Serves `router(state)` on `listener`, with [`EvalConfig::workers`] eval workers running the
+/// cells of every tenant's runs, until `shutdown` completes: the workers then stop (a cell in
+/// flight is left to its lease, and claimed again by the next instance to run), and requests in
+/// flight have [`ServerConfig::shutdown_grace`] to finish, after which this returns without waiting
 /// for them (they are dropped when the runtime ends).
 ///
 /// # Errors
@@ -286,8 +309,11 @@ pub async fn serve(
 ) -> std::io::Result<()> {
     let grace = state.inner.config.shutdown_grace;
     let (stopping, stopped) = tokio::sync::oneshot::channel::<()>();
+    let (stop_workers, workers_stop) = tokio::sync::watch::channel(false);
+    evals::spawn_workers(&state, &workers_stop);
     let server = axum::serve(listener, router(state)).with_graceful_shutdown(async move {
         shutdown.await;
+        let _ = stop_workers.send(true);
         let _ = stopping.send(());
     });
     let deadline = async move {

@@ -15,7 +15,7 @@ pub struct Problem {
     #[serde(rename = "type")]
     pub kind: String,
     /// A short summary of the kind of problem.
-    pub title: String,
+    pub title: &'static str,
     /// The HTTP status.
     pub status: u16,
     /// What went wrong this time.
@@ -27,6 +27,11 @@ pub struct Problem {
     /// Seconds to wait before retrying (429), also in `Retry-After`.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub retry_after: Option<u64>,
+    /// The gate that refused a move of `production`, with the comparison it read (409
+    /// `gate-refused`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[schema(value_type = Option<Object>)]
+    pub gate: Option<Box<serde_json::Value>>,
 }
 
 impl Problem {
@@ -34,11 +39,12 @@ impl Problem {
     pub fn new(status: StatusCode, code: &str, detail: impl Into<String>) -> Problem {
         Problem {
             kind: format!("https://promptstack.dev/problems/{code}"),
-            title: status.canonical_reason().unwrap_or("Error").to_owned(),
+            title: status.canonical_reason().unwrap_or("Error"),
             status: status.as_u16(),
             detail: detail.into(),
             diagnostics: Vec::new(),
             retry_after: None,
+            gate: None,
         }
     }
 
@@ -74,6 +80,12 @@ impl Problem {
     /// 503: the store cannot be reached; nothing was written.
     pub fn unavailable(detail: impl Into<String>) -> Problem {
         Problem::new(StatusCode::SERVICE_UNAVAILABLE, "store-unavailable", detail)
+    }
+
+    /// Adds the gate that refused a move.
+    pub fn with_gate(mut self, gate: serde_json::Value) -> Problem {
+        self.gate = Some(Box::new(gate));
+        self
     }
 
     /// Adds located diagnostics.

@@ -381,6 +381,13 @@ fn render_now(
     limits: &promptstack::limits::Limits,
 ) -> Result<RenderResponse, Problem> {
     let agent = &p.resolved.agent;
+    if body.format.provider().is_none() && body.options.conversation.is_some() {
+        // Text and JSON answers send no conversation, but one given is read all the same: the
+        // request is refused as the document says, whatever the format.
+        body.options
+            .conversation(limits)
+            .map_err(|e| Problem::unprocessable("invalid-conversation", e.to_string()))?;
+    }
     let assembly = p.assemble()?;
     let mut response = RenderResponse::new(p.attribution(&assembly));
     if body.full {

@@ -56,6 +56,8 @@ pub struct ServerConfig {
     /// without one, the credentials routes answer 503 `credentials-not-configured` and nothing
     /// else changes. Default: none.
     pub credentials_key: Option<Arc<CredentialKey>>,
+    /// How this instance runs eval cells.
+    pub eval: crate::evals::EvalConfig,
 }
 
 impl Default for ServerConfig {
@@ -76,11 +78,18 @@ impl Default for ServerConfig {
             tenant_engine_share: 0,
             tenant_engine_wait: Duration::from_secs(2),
             credentials_key: None,
+            eval: crate::evals::EvalConfig::default(),
         }
     }
 }
 
 impl ServerConfig {
+    /// Sets how this instance runs eval cells.
+    pub fn eval(mut self, eval: crate::evals::EvalConfig) -> Self {
+        self.eval = eval;
+        self
+    }
+
     /// Sets the body limit.
     pub fn max_body_bytes(mut self, bytes: usize) -> Self {
         self.max_body_bytes = bytes;
@@ -171,6 +180,10 @@ pub(crate) struct Inner {
     pub(crate) failures: FailureBudget,
     /// The last `/readyz` answer and when it was read.
     pub(crate) ready: Mutex<Option<(Instant, Result<(), String>)>>,
+    /// The eval runs prepared on this instance.
+    pub(crate) eval_contexts: crate::evals::Contexts,
+    /// Wakes this instance's idle eval workers.
+    pub(crate) eval_wake: tokio::sync::Notify,
 }
 
 const _: () = {
@@ -201,6 +214,8 @@ impl AppState {
                 failed_keys: FailedKeys::default(),
                 failures: FailureBudget::default(),
                 ready: Mutex::new(None),
+                eval_contexts: crate::evals::Contexts::default(),
+                eval_wake: tokio::sync::Notify::new(),
                 engine: Arc::new(tokio::sync::Semaphore::new(engine_runs())),
                 shares: Shares::new(match config.tenant_engine_share {
                     0 => (engine_runs() / 2).max(1),

@@ -73,4 +73,4 @@ pub use record::{
     AgentInfo, AuditAction, AuditEntry, Cursor, Expected, Label, LabelMove, NewVersion, Page,
     PageRequest, Published, Settings, SettingsScope, Version, VersionInfo,
 };
-pub use store::{Admin, Store};
+pub use store::{Admin, MAX_FORCE_NOTE, Store};

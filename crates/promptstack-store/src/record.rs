@@ -209,10 +209,14 @@ pub enum AuditAction {
     CredentialWrite,
     /// A credential was deleted; only its name is recorded (in `object`).
     CredentialDelete,
+    /// A label was moved past its gate by an admin (recorded with the move's `label.move`);
+    /// `from` is the version it pointed at, `to` the reason and the comparison overridden, as
+    /// JSON.
+    LabelForce,
 }
 
 impl AuditAction {
-    const ALL: [AuditAction; 10] = [
+    const ALL: [AuditAction; 11] = [
         AuditAction::TenantCreate,
         AuditAction::KeyCreate,
         AuditAction::KeyRevoke,
@@ -223,6 +227,7 @@ impl AuditAction {
         AuditAction::EvalRunCancel,
         AuditAction::CredentialWrite,
         AuditAction::CredentialDelete,
+        AuditAction::LabelForce,
     ];
 
     /// The action's stable name (`label.move`, …).
@@ -238,6 +243,7 @@ impl AuditAction {
             AuditAction::EvalRunCancel => "eval.run.cancel",
             AuditAction::CredentialWrite => "credential.write",
             AuditAction::CredentialDelete => "credential.delete",
+            AuditAction::LabelForce => "label.force",
         }
     }
 

@@ -13,6 +13,9 @@ use crate::config::{Backend, Location, StoreConfig};
 use crate::credential::{CredentialInfo, CredentialKey, Secret};
 use crate::error::{Error, Result};
 use crate::eval::{ActiveRun, CellResult, Claim, ClaimedCell, NewRun, RunInfo, RunState};
+
+/// The most bytes the note of a forced label move may hold.
+pub const MAX_FORCE_NOTE: usize = 16 * 1024;
 use crate::key::{KeyInfo, NewKey, Principal};
 use crate::name::{
     AgentName, CredentialName, KeyId, KeyName, LabelName, Role, RunId, Tenant, VersionId,
@@ -427,6 +430,50 @@ impl Store {
         expected: &Expected,
         by: Option<&KeyId>,
     ) -> Result<LabelMove> {
+        self.move_label_with(tenant, agent, label, to, expected, by, None)
+            .await
+    }
+
+    /// Moves a label as [`Store::move_label`] does, past a gate an admin overrode: `note` (the
+    /// reason and the comparison overridden, at most [`MAX_FORCE_NOTE`] bytes) is audited as
+    /// `label.force` in the move's own transaction, so the move and why it was forced are
+    /// recorded together or not at all.
+    ///
+    /// # Errors
+    ///
+    /// As [`Store::move_label`]; `Invalid` for an empty note or one over [`MAX_FORCE_NOTE`].
+    // The arguments of `move_label` and the note.
+    #[allow(clippy::too_many_arguments)]
+    pub async fn force_label(
+        &self,
+        tenant: &Tenant,
+        agent: &AgentName,
+        label: &LabelName,
+        to: &VersionId,
+        expected: &Expected,
+        by: Option<&KeyId>,
+        note: &str,
+    ) -> Result<LabelMove> {
+        if note.trim().is_empty() || note.len() > MAX_FORCE_NOTE {
+            return Err(Error::invalid(format!(
+                "the note of a forced move must hold 1 to {MAX_FORCE_NOTE} bytes"
+            )));
+        }
+        self.move_label_with(tenant, agent, label, to, expected, by, Some(note))
+            .await
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    async fn move_label_with(
+        &self,
+        tenant: &Tenant,
+        agent: &AgentName,
+        label: &LabelName,
+        to: &VersionId,
+        expected: &Expected,
+        by: Option<&KeyId>,
+        forced: Option<&str>,
+    ) -> Result<LabelMove> {
         let config = &self.inner.config;
         let request = || crate::backend::Move {
             tenant,
@@ -435,6 +482,7 @@ impl Store {
             to,
             expected,
             by,
+            forced,
         };
         self.write(async {
             match &self.inner.db {
@@ -699,6 +747,26 @@ impl Store {
         let config = &self.inner.config;
         self.bounded(async { edispatch!(self, run_results(config, tenant, run, page)) })
             .await
+    }
+
+    /// The result of one completed cell of a run, by its index; `None` while it is not
+    /// completed (or the run has no such cell).
+    ///
+    /// # Errors
+    ///
+    /// `NotFound` for a run that is not `tenant`'s; `Unavailable`.
+    pub async fn cell_result(
+        &self,
+        tenant: &Tenant,
+        run: &RunId,
+        index: u32,
+    ) -> Result<Option<CellResult>> {
+        // A results cursor is the next index plus one.
+        let page = PageRequest::first()
+            .limit(1)
+            .after(crate::record::Cursor::from_seq(i64::from(index) + 1));
+        let found = self.run_results(tenant, run, &page).await?;
+        Ok(found.items.into_iter().find(|c| c.cell.index == index))
     }
 
     // --- provider credentials -----------------------------------------------------------------

@@ -145,9 +145,24 @@ impl HttpEndpoint {
                         "the environment variable `{var}` (the model's `api_key_env`) is empty"
                     )));
                 }
-                Some(value) => Some((var.as_str(), value)),
+                Some(value) => Some((format!("`{var}`"), value)),
             },
         };
+        Self::with_key(model, key)
+    }
+
+    /// The endpoint of `model` with its key given rather than read: `key` is where the key came
+    /// from, as messages name it (`` `ANTHROPIC_API_KEY` ``, `credential anthropic`), and the key.
+    /// The model's `api_key_env` is not read.
+    ///
+    /// # Errors
+    ///
+    /// [`EndpointErrorKind::Config`]: the key holds characters a header cannot carry, the base
+    /// URL is not an http(s) URL or carries credentials, or a limit is zero.
+    pub fn with_key(
+        model: &Model,
+        key: Option<(String, String)>,
+    ) -> Result<HttpEndpoint, EndpointError> {
         if model.max_concurrency == 0 {
             return Err(config("`max_concurrency` is 0; it must be at least 1"));
         }
@@ -184,7 +199,7 @@ impl HttpEndpoint {
             };
             let mut value = HeaderValue::from_str(&value).map_err(|_| {
                 config(format!(
-                    "the key in `{var}` holds characters a header cannot carry"
+                    "the key in {var} holds characters a header cannot carry"
                 ))
             })?;
             value.set_sensitive(true);
@@ -643,6 +658,7 @@ mod tests {
             model: name.into(),
             tier: None,
             api_key_env: None,
+            credential: None,
             max_concurrency: 1,
             requests_per_minute: None,
             timeout_seconds: 1,

@@ -5,7 +5,7 @@ use std::process::ExitCode;
 use std::time::Duration;
 
 use anyhow::Context as _;
-use promptstack_server::{AppState, Bundle, ServerConfig};
+use promptstack_server::{AppState, Bundle, EvalConfig, ServerConfig};
 use promptstack_store::{AgentName, CREDENTIALS_KEY_ENV, CredentialKey, StoreConfig, Tenant};
 
 use crate::cmd::keys::StoreArgs;
@@ -69,6 +69,41 @@ pub struct Args {
     /// before it is answered 429 with Retry-After.
     #[arg(long, value_name = "MS", default_value_t = 2000)]
     tenant_engine_wait_ms: u64,
+    /// How many eval cells this instance runs at once (0: it runs none, and only serves).
+    #[arg(long, value_name = "N", default_value_t = 2)]
+    eval_workers: usize,
+    /// How long, in seconds, an instance's claim on an eval cell lasts without renewal: a cell
+    /// whose instance died is taken over by another after it.
+    #[arg(long, value_name = "SECONDS", default_value_t = 60, value_parser = clap::value_parser!(u64).range(1..=3600))]
+    eval_lease_seconds: u64,
+    /// A base URL eval suites' models may call, besides the providers' own
+    /// (https://api.openai.com, https://api.anthropic.com,
+    /// https://generativelanguage.googleapis.com); repeat it for more.
+    #[arg(long = "eval-endpoint", value_name = "URL")]
+    eval_endpoints: Vec<String>,
+    /// NAME=URL: the base URL every eval suite model named NAME is called at on this server,
+    /// whatever its suite says (always allowed); repeat it for more.
+    #[arg(long = "eval-model-url", value_name = "NAME=URL", value_parser = model_url)]
+    eval_model_urls: Vec<(String, String)>,
+    /// The most cells one eval run may have (422 `quota-exceeded` above).
+    #[arg(long, value_name = "N", default_value_t = 10_000)]
+    max_cells_per_run: usize,
+    /// The most eval runs one tenant may have queued or running at once (422 above).
+    #[arg(long, value_name = "N", default_value_t = 4)]
+    max_active_runs: usize,
+}
+
+/// Reads `NAME=URL`, the URL an http(s) one.
+fn model_url(text: &str) -> Result<(String, String), String> {
+    let (name, url) = text
+        .split_once('=')
+        .ok_or_else(|| format!("`{text}` is not NAME=URL"))?;
+    match url::Url::parse(url) {
+        Ok(parsed) if matches!(parsed.scheme(), "http" | "https") && parsed.host().is_some() => {
+            Ok((name.to_owned(), url.to_owned()))
+        }
+        _ => Err(format!("`{url}` is not an http or https URL")),
+    }
 }
 
 pub fn run(args: Args) -> anyhow::Result<ExitCode> {
@@ -91,12 +126,18 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
             .max_bundle_bytes(args.max_bundle_bytes)
             .max_settings_bytes(args.max_settings_bytes);
         let defaults = StoreConfig::default();
-        let store_config = store_config.quotas(
-            args.max_versions_per_agent,
-            args.max_agents_per_tenant,
-            defaults.max_keys_per_tenant,
-            args.max_tenant_bytes,
-        );
+        let store_config = store_config
+            .quotas(
+                args.max_versions_per_agent,
+                args.max_agents_per_tenant,
+                defaults.max_keys_per_tenant,
+                args.max_tenant_bytes,
+            )
+            .eval_quotas(
+                args.max_cells_per_run,
+                args.max_active_runs,
+                defaults.max_result_row_bytes,
+            );
         let store = StoreArgs::open_with(location, store_config).await?;
         let mut config = ServerConfig::default()
             .max_body_bytes(args.max_body_bytes)
@@ -108,6 +149,12 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
                 Duration::from_millis(args.tenant_engine_wait_ms),
             );
         config.limits = crate::input::limits().clone();
+        let mut eval = EvalConfig::default();
+        eval.workers = args.eval_workers;
+        eval.lease = Duration::from_secs(args.eval_lease_seconds);
+        eval.endpoints = args.eval_endpoints;
+        eval.model_urls = args.eval_model_urls.into_iter().collect();
+        config = config.eval(eval);
         match credentials_key {
             Some(key) => config = config.credentials_key(key),
             None => eprintln!(

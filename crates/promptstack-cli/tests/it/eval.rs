@@ -1,8 +1,6 @@
 //! `promptstack eval` end to end: a run recorded against a scripted OpenAI-compatible server on
 //! the loopback, replayed offline to the same rows, its JSON report, and the exit codes.
 
-use std::io::{BufRead as _, BufReader, Read as _, Write as _};
-use std::net::{TcpListener, TcpStream};
 use std::path::Path;
 use std::process::Output;
 
@@ -141,48 +139,9 @@ fn answer(request: &Value) -> String {
     }
 }
 
-/// Serves one HTTP/1.1 request on `stream` with the scripted model's answer.
-fn serve(stream: TcpStream) -> std::io::Result<()> {
-    let mut reader = BufReader::new(stream.try_clone()?);
-    let mut length = 0usize;
-    loop {
-        let mut line = String::new();
-        if reader.read_line(&mut line)? == 0 {
-            return Ok(());
-        }
-        let line = line.trim_end();
-        if line.is_empty() {
-            break;
-        }
-        if let Some((name, value)) = line.split_once(':')
-            && name.eq_ignore_ascii_case("content-length")
-        {
-            length = value.trim().parse().unwrap_or(0);
-        }
-    }
-    let mut body = vec![0; length.min(1 << 20)];
-    reader.read_exact(&mut body)?;
-    let request: Value = serde_json::from_slice(&body).unwrap_or(Value::Null);
-    let answer = answer(&request);
-    let mut stream = stream;
-    write!(
-        stream,
-        "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{answer}",
-        answer.len()
-    )?;
-    stream.flush()
-}
-
 /// A scripted OpenAI-compatible server on the loopback, serving at most 64 connections.
 fn server() -> u16 {
-    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
-    let port = listener.local_addr().unwrap().port();
-    std::thread::spawn(move || {
-        for stream in listener.incoming().take(64).flatten() {
-            let _ = serve(stream);
-        }
-    });
-    port
+    crate::support::model_server(answer, std::time::Duration::ZERO, 64).0
 }
 
 fn eval(dir: &Path, args: &[&str]) -> Output {

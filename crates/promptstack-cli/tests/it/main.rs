@@ -16,5 +16,6 @@ mod keys;
 mod pi_compat;
 mod requests;
 mod serve;
+mod serve_evals;
 mod support;
 mod tools;

@@ -12,13 +12,13 @@ use serde_json::{Value, json};
 use crate::support::{promptstack, root};
 
 /// A running `promptstack serve`, killed when dropped.
-struct Server {
+pub(crate) struct Server {
     child: Child,
-    addr: String,
+    pub(crate) addr: String,
 }
 
 impl Server {
-    fn start(args: &[&str]) -> Server {
+    pub(crate) fn start(args: &[&str]) -> Server {
         let mut child = promptstack()
             .arg("serve")
             .args(["--listen", "127.0.0.1:0", "--rate-limit", "0"])
@@ -57,7 +57,7 @@ impl Server {
         http(&self.addr, method, path, key, body)
     }
 
-    fn json(&self, method: &str, path: &str, key: &str, body: Value) -> (u16, Value) {
+    pub(crate) fn json(&self, method: &str, path: &str, key: &str, body: Value) -> (u16, Value) {
         let (status, _, bytes) = self.call(method, path, Some(key), Some(&body));
         let value = serde_json::from_slice(&bytes).unwrap_or_else(|e| {
             panic!(
@@ -66,6 +66,14 @@ impl Server {
             )
         });
         (status, value)
+    }
+}
+
+impl Server {
+    /// Kills the process at once (SIGKILL): nothing of it runs after this.
+    pub(crate) fn kill(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
     }
 }
 
@@ -137,7 +145,7 @@ fn dechunk(mut raw: &[u8]) -> Vec<u8> {
     }
 }
 
-fn key(store: &[&str], tenant: &str, role: &str) -> String {
+pub(crate) fn key(store: &[&str], tenant: &str, role: &str) -> String {
     let output = promptstack()
         .args(["keys", "create", "--tenant", tenant, "--role", role])
         .args(store)
@@ -256,7 +264,7 @@ fn sigterm_stops_the_server_gracefully() {
 }
 
 /// Polls `check` until it holds, for at most `limit`; returns how long it took.
-fn eventually(limit: Duration, mut check: impl FnMut() -> bool) -> Option<Duration> {
+pub(crate) fn eventually(limit: Duration, mut check: impl FnMut() -> bool) -> Option<Duration> {
     let started = Instant::now();
     while started.elapsed() < limit {
         if check() {

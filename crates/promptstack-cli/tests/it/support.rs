@@ -19,3 +19,69 @@ pub fn promptstack() -> Command {
     command.current_dir(root());
     command
 }
+
+/// A scripted model server on the loopback, for evals: every connection carries one HTTP/1.1
+/// request whose JSON body `answer` turns into the body answered (an SSE stream), after
+/// `delay`. At most `connections` connections are served, each on its own thread. Returns the
+/// port and the number of requests answered so far.
+pub fn model_server(
+    answer: fn(&serde_json::Value) -> String,
+    delay: std::time::Duration,
+    connections: usize,
+) -> (u16, std::sync::Arc<std::sync::atomic::AtomicUsize>) {
+    use std::sync::Arc;
+    use std::sync::atomic::AtomicUsize;
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = listener.local_addr().unwrap().port();
+    let requests = Arc::new(AtomicUsize::new(0));
+    let counted = Arc::clone(&requests);
+    std::thread::spawn(move || {
+        for stream in listener.incoming().take(connections).flatten() {
+            let counted = Arc::clone(&counted);
+            std::thread::spawn(move || {
+                let _ = answer_one(stream, answer, delay, &counted);
+            });
+        }
+    });
+    (port, requests)
+}
+
+fn answer_one(
+    stream: std::net::TcpStream,
+    answer: fn(&serde_json::Value) -> String,
+    delay: std::time::Duration,
+    requests: &std::sync::atomic::AtomicUsize,
+) -> std::io::Result<()> {
+    use std::io::{BufRead as _, Read as _, Write as _};
+    let mut reader = std::io::BufReader::new(stream.try_clone()?);
+    let mut length = 0usize;
+    loop {
+        let mut line = String::new();
+        if reader.read_line(&mut line)? == 0 {
+            return Ok(());
+        }
+        let line = line.trim_end();
+        if line.is_empty() {
+            break;
+        }
+        if let Some((name, value)) = line.split_once(':')
+            && name.eq_ignore_ascii_case("content-length")
+        {
+            length = value.trim().parse().unwrap_or(0);
+        }
+    }
+    let mut body = vec![0; length.min(4 << 20)];
+    reader.read_exact(&mut body)?;
+    requests.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+    let request: serde_json::Value =
+        serde_json::from_slice(&body).unwrap_or(serde_json::Value::Null);
+    std::thread::sleep(delay);
+    let answer = answer(&request);
+    let mut stream = stream;
+    write!(
+        stream,
+        "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{answer}",
+        answer.len()
+    )?;
+    stream.flush()
+}

@@ -276,6 +276,23 @@ impl Runner {
         endpoints: BTreeMap<String, Arc<dyn Endpoint>>,
         options: RunOptions,
     ) -> Result<Self, RunError> {
+        Self::with_files(suite, name, &Folder(folder), versions, endpoints, options)
+    }
+
+    /// Prepares a run as [`Runner::new`] does, reading the send files from `files` (a published
+    /// bundle, for instance) instead of a folder.
+    ///
+    /// # Errors
+    ///
+    /// As [`Runner::new`].
+    pub fn with_files(
+        suite: &Suite,
+        name: &str,
+        folder: &dyn Files,
+        versions: Vec<VersionAgent>,
+        endpoints: BTreeMap<String, Arc<dyn Endpoint>>,
+        options: RunOptions,
+    ) -> Result<Self, RunError> {
         let version_names: Vec<&str> = suite
             .matrix
             .versions
@@ -365,7 +382,7 @@ impl Runner {
 
         let mut given: BTreeMap<String, Agent> =
             versions.into_iter().map(|v| (v.name, v.agent)).collect();
-        let mut sends = SendFiles::default();
+        let mut sends = SendCache::default();
         let mut prepared_versions = Vec::new();
         for version in suite
             .matrix
@@ -510,6 +527,50 @@ impl Runner {
         Ok(self.models.iter().fold(run, |run, model| {
             run.with_model(&model.name, model.format.as_str(), &model.model)
         }))
+    }
+
+    /// Runs one scenario run on its own: `version`, `model` and `scenario` by name (each among
+    /// those the runner was prepared with), `repetition` from 0. The row is the one
+    /// [`Runner::run`] gives for the same cell, byte for byte against the same answers: the
+    /// fence's nonces derive from the same identity. The progress callback is not called.
+    ///
+    /// # Errors
+    ///
+    /// [`RunErrorKind::Input`] for a name the runner was not prepared with or a repetition past
+    /// its repeats; [`RunErrorKind::Endpoint`] as for [`Runner::run`].
+    pub async fn run_cell(
+        &self,
+        version: &str,
+        model: &str,
+        scenario: &str,
+        repetition: u32,
+    ) -> Result<ResultRow, RunError> {
+        fn find<'a, T>(
+            what: &str,
+            items: &'a [T],
+            name: &str,
+            key: impl Fn(&'a T) -> &'a str,
+        ) -> Result<usize, RunError> {
+            items
+                .iter()
+                .position(|item| key(item) == name)
+                .ok_or_else(|| {
+                    RunError::input(format!("this run has no {what} `{}`", clip(name, 100)))
+                })
+        }
+        let cell = Cell {
+            version: find("version", &self.versions, version, |v| v.name.as_str())?,
+            model: find("model", &self.models, model, |m| m.name.as_str())?,
+            scenario: find("scenario", &self.scenarios, scenario, |s| s.name.as_str())?,
+            repetition,
+        };
+        if repetition >= self.repeats {
+            return Err(RunError::input(format!(
+                "repetition {repetition} is past the run's {} repeats",
+                self.repeats
+            )));
+        }
+        self.run_one(cell).await
     }
 
     /// One scenario run: one Turn.
@@ -969,21 +1030,47 @@ fn prepare_scenario(scenario: &Scenario) -> Result<PreparedScenario, RunError> {
 
 /// Send files read once for the whole run, by path.
 #[derive(Default)]
-struct SendFiles {
+struct SendCache {
     read: BTreeMap<String, Arc<[u8]>>,
 }
 
-impl SendFiles {
-    fn get(&mut self, folder: &Path, path: &str) -> Result<Arc<[u8]>, String> {
+impl SendCache {
+    fn get(&mut self, files: &dyn Files, path: &str) -> Result<Arc<[u8]>, String> {
         if let Some(bytes) = self.read.get(path) {
             return Ok(Arc::clone(bytes));
         }
         crate::suite::check_path(path)?;
-        let full: PathBuf = folder.join(path);
-        let bytes: Arc<[u8]> =
-            read_bounded(&full, promptstack_core::context::MAX_SEND_BYTES)?.into();
+        let bytes = files.read(path)?;
+        if bytes.len() > promptstack_core::context::MAX_SEND_BYTES {
+            return Err(format!(
+                "{path}: larger than {} bytes",
+                promptstack_core::context::MAX_SEND_BYTES
+            ));
+        }
         self.read.insert(path.to_owned(), Arc::clone(&bytes));
         Ok(bytes)
+    }
+}
+
+/// Where a runner reads the send files its scenarios name, by the path the suite gives (checked
+/// by [`check_path`](crate::suite::check_path) before it is asked for).
+pub trait Files: Sync {
+    /// The file's bytes, or why they cannot be read, naming the file.
+    ///
+    /// # Errors
+    ///
+    /// The file is missing or unreadable; the message names it.
+    fn read(&self, path: &str) -> Result<Arc<[u8]>, String>;
+}
+
+/// A folder on disk: each path is read below it, a regular file of at most
+/// [`MAX_SEND_BYTES`](promptstack_core::context::MAX_SEND_BYTES).
+struct Folder<'a>(&'a Path);
+
+impl Files for Folder<'_> {
+    fn read(&self, path: &str) -> Result<Arc<[u8]>, String> {
+        let full: PathBuf = self.0.join(path);
+        Ok(read_bounded(&full, promptstack_core::context::MAX_SEND_BYTES)?.into())
     }
 }
 
@@ -1010,8 +1097,8 @@ fn prepare_send(
     version: &str,
     scenario: &Scenario,
     target: Option<&str>,
-    folder: &Path,
-    files: &mut SendFiles,
+    folder: &dyn Files,
+    files: &mut SendCache,
 ) -> Result<PreparedSend, RunError> {
     let at = |why: String| {
         RunError::input(format!(

@@ -530,3 +530,78 @@ test('a stage without a user message: the request view takes a sample, and its e
   assert.equal(await page.isVisible('#sample-row'), false);
   assert.equal(await page.locator('#request .view-error').count(), 0);
 });
+
+test('the Evals tab\'s views put run data in as text, and read a comparison from the candidate\'s side', async () => {
+  await login(keys.admin);
+  const result = await page.evaluate(async () => {
+    const { compareView, fromCandidate, verdictText } = await import('/inspector/evalchart.js');
+    const { cellView, matrixView } = await import('/inspector/evals.js');
+    const evil = '<img src=x onerror="window.__pwned=1"><script>window.__pwned=2</script>';
+    const outcome = (verdict) => ({ status: 'compared', scenarios: 6, unshared_scenarios: 0, mean_a: 0.9, mean_b: 0.4,
+      difference: -0.5, interval: { low: -0.7, high: -0.3 }, verdict, mde: { planned: 0.2 }, mcnemar: [] });
+    const answer = (candidate, verdict) => ({
+      suite: `evals/${evil}.toml`, model: evil,
+      base: { ref: 'production', version: candidate === 'a' ? 'v_b' : 'v_a', run: evil },
+      candidate: { ref: evil, version: candidate === 'a' ? 'v_a' : 'v_b', run: null },
+      summaries: [{ model: 'local', tier: 'small', version_id: 'v_a', scenarios: 6, runs: 12, passes: 11, mean_pass_rate: 0.9, accounting: {} },
+        { model: 'local', tier: 'small', version_id: 'v_b', scenarios: 6, runs: 12, passes: 5, mean_pass_rate: 0.4, accounting: {} }],
+      comparison: { model: 'local', a: 'v_a', b: 'v_b', outcome: outcome(verdict) },
+      gate: { suite: evil, max_drop: 0.05, confidence: 0.95, passes: false, reason: evil },
+    });
+    // The pair is ordered by id, difference = b − a: a candidate that sorts second keeps the
+    // sign, one that sorts first turns it round.
+    const second = fromCandidate(answer('b', { verdict: 'favours', version_id: 'v_a' }));
+    const first = fromCandidate(answer('a', { verdict: 'favours', version_id: 'v_a' }));
+    const words = [
+      verdictText(answer('b', { verdict: 'favours', version_id: 'v_a' })),
+      verdictText(answer('a', { verdict: 'favours', version_id: 'v_a' })),
+      verdictText(answer('b', { verdict: 'no_difference_shown' })),
+      verdictText(answer('b', { verdict: 'too_few_scenarios', needed: 8 })),
+      verdictText({ ...answer('b', null), comparison: { model: 'local', a: 'v_a', b: 'v_b', outcome: { status: 'not_compared', reason: evil } } }),
+      verdictText({ ...answer('b', null), comparison: null }),
+    ];
+    const host = document.createElement('div');
+    document.body.append(host);
+    host.append(compareView(answer('b', { verdict: 'favours', version_id: 'v_a' })));
+    const run = {
+      id: evil, refs: [{ ref: 'production', version: 'v_a' }, { ref: 'v_b', version: 'v_b' }], models: [evil], scenarios: [evil, 's2'], repeats: 2,
+      state: 'running', progress: { total: 8, done: 2, failed: 1, eta_seconds: 30 },
+      results: [{ index: 0, version: 'v_a', model: evil, scenario: evil, repetition: 0, passed: true, error: null },
+        { index: 5, version: 'v_b', model: evil, scenario: evil, repetition: 1, passed: false, error: evil }],
+      statistics: null,
+    };
+    host.append(...matrixView(run, null, () => {}));
+    host.append(cellView({ index: 0, version: 'v_a', model: evil, scenario: evil, repetition: 0, target: evil, completed_at: evil,
+      row: { assertions: [{ id: evil, kind: evil, verdict: evil, reason: evil }], passed: false, error: evil,
+        transcript: { request: evil, answer: evil, tool_calls: [{ name: evil, arguments: evil }] }, usage: {}, cost: 1234567 } }, () => {}));
+    const marks = [...host.querySelectorAll('.mark')].map((m) => [m.dataset.index ?? '', m.textContent]);
+    const out = {
+      second, first, words, marks,
+      markup: host.querySelectorAll('img, script').length,
+      pwned: window.__pwned,
+      text: host.textContent.includes(evil),
+      desc: host.querySelector('svg > desc').textContent,
+      cost: host.querySelector('.usage').textContent,
+    };
+    host.remove();
+    return out;
+  });
+  assert.deepEqual([result.second.difference, result.second.low, result.second.high], [-0.5, -0.7, -0.3]);
+  assert.deepEqual([result.first.difference, result.first.low, result.first.high], [0.5, 0.3, 0.7]);
+  assert.deepEqual([result.first.meanBase, result.first.meanCandidate], [0.4, 0.9]);
+  assert.match(result.words[0], /favour the base/);
+  assert.match(result.words[1], /favour the candidate/);
+  assert.match(result.words[2], /^No difference shown: .*about 20\.0 points could have gone unseen/);
+  assert.match(result.words[3], /^Too few shared scenarios for a verdict \(6 run under both; a verdict needs 8\)/);
+  assert.match(result.words[4], /^Not compared: <img/);
+  assert.match(result.words[5], /^No comparison/);
+  assert.match(result.desc, /base production \(v_a\): mean pass rate 90\.0 % .*candidate − base: −50\.0 points over 6 shared scenarios \(interval −70\.0 points to −30\.0 points\)/);
+  // Cells in versions × models × scenarios × repeats order: the pending ones are marked, the
+  // completed ones say how they ended.
+  assert.deepEqual(result.marks, [['0', '✓'], ['', '·repetition 2 pending'], ['', '·repetition 1 pending'], ['', '·repetition 2 pending'],
+    ['', '·repetition 1 pending'], ['5', '!'], ['', '·repetition 1 pending'], ['', '·repetition 2 pending']]);
+  assert.equal(result.markup, 0, 'no element was made from the data');
+  assert.equal(result.pwned, undefined);
+  assert.ok(result.text, 'the data are shown as text');
+  assert.match(result.cost, /cost \$1\.234567/);
+});

@@ -27,6 +27,9 @@ fn body_for(method: &Method, path: &str, globex_version: &str) -> Option<Option<
             | "/v1/agents/{name}/diff",
         ) => Some(json!({"ref": globex_version, "send": send})),
         ("POST", "/v1/agents/{name}/lint") => Some(json!({"ref": globex_version})),
+        ("POST", "/v1/agents/{name}/evals") => {
+            Some(json!({"suite": "evals/smoke.toml", "refs": [globex_version]}))
+        }
         ("POST", "/v1/agents/{name}/cache-sim") => Some(json!({"ref": globex_version, "turns": 2})),
         ("POST", "/v1/fence") => Some(json!({"text": "x", "kind": "page"})),
         ("POST", "/v1/cite") => return Some(None),
@@ -38,6 +41,27 @@ fn body_for(method: &Method, path: &str, globex_version: &str) -> Option<Option<
 #[tokio::test]
 async fn no_route_lets_one_tenant_reach_another() {
     let h = Harness::new().await;
+    // Globex's eval run, which no route may reach with Acme's keys.
+    let globex = promptstack_store::Tenant::parse("globex").unwrap();
+    let run = h
+        .store
+        .create_run(
+            &globex,
+            &promptstack_store::NewRun::new(
+                promptstack_store::AgentName::parse("secret-agent").unwrap(),
+                "evals/smoke.toml",
+                vec![promptstack_store::RunRef {
+                    reference: "production".into(),
+                    version: promptstack_store::VersionId::parse(&h.globex_version).unwrap(),
+                }],
+                vec!["local".into()],
+                vec!["one".into()],
+                1,
+            ),
+            None,
+        )
+        .await
+        .unwrap();
     let document = serde_json::to_value(promptstack_server::openapi()).unwrap();
     let paths = document["paths"].as_object().unwrap();
     let mut walked = 0;
@@ -50,7 +74,9 @@ async fn no_route_lets_one_tenant_reach_another() {
             let path = template
                 .replace("{name}", "secret-agent")
                 .replace("{version}", &h.globex_version)
-                .replace("{label}", "production");
+                .replace("{label}", "production")
+                .replace("{run}", run.id.as_str())
+                .replace("{index}", "0");
             for key in [&h.acme.admin, &h.acme.editor, &h.acme.viewer] {
                 let bytes = body.as_ref().map(|b| serde_json::to_vec(b).unwrap());
                 let answer = h.call(method.clone(), &path, Some(key), bytes).await;
@@ -131,6 +157,9 @@ async fn no_route_lets_one_tenant_reach_another() {
         items[0]["created_at"], items[0]["updated_at"],
         "{credentials}"
     );
+    // Globex's run is untouched.
+    let after = h.store.run(&globex, &run.id).await.unwrap();
+    assert_eq!(after.state, promptstack_store::RunState::Queued);
     // Globex's objects are untouched.
     let versions = h
         .call(

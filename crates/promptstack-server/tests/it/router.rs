@@ -213,7 +213,9 @@ async fn publishing_is_idempotent_and_reports_the_cache_impact() {
         render(h.acme.viewer.clone()).await["version"],
         original.id()
     );
-    let moved = h
+    // The chat assistant's gate suite has no run of the new version: its gate refuses, and an
+    // admin forces the move.
+    let refused = h
         .json(
             Method::PUT,
             "/v1/agents/chat-assistant/labels/production",
@@ -221,8 +223,23 @@ async fn publishing_is_idempotent_and_reports_the_cache_impact() {
             json!({"version": changed.id(), "expected": original.id()}),
         )
         .await;
+    let problem = refused.problem(StatusCode::CONFLICT);
+    assert!(
+        problem["type"].as_str().unwrap().ends_with("/gate-refused"),
+        "{problem}"
+    );
+    let moved = h
+        .json(
+            Method::PUT,
+            "/v1/agents/chat-assistant/labels/production",
+            &h.acme.admin,
+            json!({"version": changed.id(), "expected": original.id(), "force": true,
+                   "reason": "a wording change, evaluated by hand"}),
+        )
+        .await;
     assert_eq!(moved.status, StatusCode::OK, "{}", moved.text());
     assert_eq!(moved.json()["from"], original.id());
+    assert_eq!(moved.json()["forced"], true);
     let after = render(h.acme.viewer.clone()).await;
     assert_eq!(after["version"], changed.id());
     assert!(
@@ -238,10 +255,15 @@ async fn publishing_is_idempotent_and_reports_the_cache_impact() {
             Method::PUT,
             "/v1/agents/chat-assistant/labels/production",
             &h.acme.admin,
-            json!({"version": original.id(), "expected": original.id()}),
+            json!({"version": original.id(), "expected": original.id(), "force": true,
+                   "reason": "a rollback"}),
         )
         .await;
-    stale.problem(StatusCode::CONFLICT);
+    let problem = stale.problem(StatusCode::CONFLICT);
+    assert!(
+        problem["type"].as_str().unwrap().ends_with("/conflict"),
+        "{problem}"
+    );
     let audit = h
         .call(Method::GET, "/v1/audit", Some(&h.acme.admin), None)
         .await

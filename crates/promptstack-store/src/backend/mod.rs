@@ -53,6 +53,8 @@ pub(crate) struct Move<'a> {
     pub(crate) to: &'a VersionId,
     pub(crate) expected: &'a Expected,
     pub(crate) by: Option<&'a KeyId>,
+    /// Why a gate was overridden, audited as `label.force` with the move.
+    pub(crate) forced: Option<&'a str>,
 }
 
 /// The arguments of a settings write; `document` is the serialised form of `value`.

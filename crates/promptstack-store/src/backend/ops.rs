@@ -683,6 +683,7 @@ pub(crate) async fn move_label(
         to,
         expected,
         by,
+        forced,
     } = m;
     let mut tx = db.begin().await?;
     // Locking the agent's row serialises every move of its labels (PostgreSQL; SQLite's
@@ -782,6 +783,21 @@ pub(crate) async fn move_label(
         agent: Some(agent.clone()),
         kind: ChangeKind::Label(name.clone()),
     };
+    if let Some(note) = forced {
+        audit(
+            &mut tx,
+            Audit {
+                tenant_id,
+                at,
+                actor: by,
+                action: AuditAction::LabelForce,
+                object: format!("agents/{agent}/labels/{name}"),
+                from: current.as_ref().map(VersionId::to_string),
+                to: Some(note.to_owned()),
+            },
+        )
+        .await?;
+    }
     commit(
         tx,
         Audit {

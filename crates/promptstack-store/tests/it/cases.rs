@@ -334,6 +334,74 @@ pub async fn label_moves_compare_and_set(h: &Harness) {
     );
 }
 
+pub async fn forced_moves_are_audited_with_their_note(h: &Harness) {
+    let store = h.open().await;
+    let (who, _) = principal(&store, "forced").await;
+    let (t, chat, prod) = (&who.tenant, agent("chat"), label("production"));
+    publish_all(&store, &who, &chat, &[1, 2]).await;
+    store
+        .move_label(t, &chat, &prod, &vid(1), &Expected::Absent, by(&who))
+        .await
+        .unwrap();
+    // An empty note, or one past the bound, is refused and moves nothing.
+    let long = "x".repeat(promptstack_store::MAX_FORCE_NOTE + 1);
+    for note in [" ", long.as_str()] {
+        assert_eq!(
+            kind(
+                store
+                    .force_label(t, &chat, &prod, &vid(2), &Expected::Any, by(&who), note)
+                    .await
+            ),
+            ErrorKind::Invalid
+        );
+    }
+    // A failed compare-and-set records neither the move nor the note.
+    assert_eq!(
+        kind(
+            store
+                .force_label(
+                    t,
+                    &chat,
+                    &prod,
+                    &vid(2),
+                    &Expected::Version(vid(2)),
+                    by(&who),
+                    "{}"
+                )
+                .await
+        ),
+        ErrorKind::Conflict
+    );
+    assert!(
+        audit_of(&store, t, AuditAction::LabelForce)
+            .await
+            .is_empty()
+    );
+    let note = r#"{"reason":"hotfix"}"#;
+    let moved = store
+        .force_label(
+            t,
+            &chat,
+            &prod,
+            &vid(2),
+            &Expected::Version(vid(1)),
+            by(&who),
+            note,
+        )
+        .await
+        .unwrap();
+    assert_eq!((moved.from, moved.changed), (Some(vid(1)), true));
+    let forced = audit_of(&store, t, AuditAction::LabelForce).await;
+    assert_eq!(forced.len(), 1);
+    assert_eq!(forced[0].object, "agents/chat/labels/production");
+    assert_eq!(forced[0].from, Some(vid(1).to_string()));
+    assert_eq!(forced[0].to.as_deref(), Some(note));
+    assert_eq!(forced[0].actor, Some(who.key_id.clone()));
+    let moves = audit_of(&store, t, AuditAction::LabelMove).await;
+    assert!(moves.iter().any(|e| e.to == Some(vid(2).to_string())));
+    assert_eq!(forced[0].at, moves[0].at, "one transaction, one time");
+}
+
 pub async fn label_count_is_capped(h: &Harness) {
     let store = h
         .open_with(StoreConfig::default().max_labels_per_agent(2))

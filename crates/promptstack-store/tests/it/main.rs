@@ -18,6 +18,7 @@ macro_rules! for_each_case {
             agents_paginate_by_name,
             pagination_is_bounded,
             label_moves_compare_and_set,
+            forced_moves_are_audited_with_their_note,
             label_count_is_capped,
             tenant_quotas_refuse_past_them,
             a_label_cannot_be_shaped_like_a_version_id,

@@ -223,6 +223,7 @@ fn model(format: ModelFormat, base: &str) -> Model {
         model: "m-1".into(),
         tier: None,
         api_key_env: Some("EVAL_TEST_KEY".into()),
+        credential: None,
         max_concurrency: 4,
         requests_per_minute: None,
         timeout_seconds: 5,

@@ -1,0 +1,106 @@
+// The buildSystemPrompt drop-in serving 1.6.0, called again and again with the same options
+// object, as an application calls it on every turn: the object is recognised by its identity and
+// its answer kept, so these tests change the object in place between calls (every member, at
+// every depth the drop-in reads), move the package directory, and compare each answer with the real function of @earendil-works/pi-coding-agent@1.6.0 (on the escaped
+// options, as test/pi-compat-1.6.test.mjs does), which reads everything afresh on every call.
+import assert from "node:assert/strict";
+import { createRequire } from "node:module";
+import { test } from "node:test";
+
+import * as harness16 from "../../../examples/pi-compat-1.6/peer/harness.mjs";
+
+const require = createRequire(import.meta.url);
+const { buildSystemPrompt } = require("../index.js");
+
+const peer16 = await harness16.loadPeer();
+const V16 = { version: "1.6.0" };
+
+// A seeded generator of edits: each picks a member the drop-in reads and changes it in place.
+function random(seed) {
+  let state = seed >>> 0;
+  return () => ((state = (Math.imul(state ^ (state >>> 15), 0x2c1b3c6d) + 0x6d2b79f5) >>> 0) / 2 ** 32);
+}
+
+const TOOLS = ["read", "bash", "edit", "write", "grep", "ls", "custom_tool"];
+const WORDS = ["", "a", "Be concise in your responses", " spaced ", "<x>", "&amp;", "é😀", "line\nbreak"];
+
+/** Edits that change one member of a 0.73.1 options object in place, deep or at the top. */
+function edits073(rnd) {
+  const pick = (xs) => xs[Math.floor(rnd() * xs.length)];
+  return [
+    (o) => (o.cwd = pick(["/w", "/elsewhere", "C:\\work", "\\\\server\\share"])),
+    (o) => (o.customPrompt = pick([undefined, null, "", "custom", "other custom"])),
+    (o) => (o.selectedTools = rnd() < 0.2 ? undefined : [pick(TOOLS), pick(TOOLS)]),
+    (o) => (o.selectedTools ??= []).push(pick(TOOLS)),
+    (o) => o.selectedTools?.length && (o.selectedTools[0] = pick(TOOLS)),
+    (o) => ((o.toolSnippets ??= {})[pick(TOOLS)] = pick(WORDS)),
+    (o) => o.toolSnippets && delete o.toolSnippets[pick(TOOLS)],
+    (o) => (o.promptGuidelines ??= []).push(pick(WORDS)),
+    (o) => o.promptGuidelines?.length && (o.promptGuidelines[o.promptGuidelines.length - 1] = pick(WORDS)),
+    (o) => (o.appendSystemPrompt = pick([undefined, "", "appended", "more"])),
+    (o) => (o.contextFiles ??= []).push({ path: `/w/${pick(WORDS)}.md`, content: pick(WORDS) }),
+    (o) => o.contextFiles?.length && (o.contextFiles[0].content += pick(WORDS)),
+    (o) => o.contextFiles?.length && (o.contextFiles[0].path = `/p/${pick(WORDS)}`),
+    (o) => o.contextFiles?.pop(),
+    (o) => (o.skills ??= []).push({ name: pick(["s", "t"]), description: pick(WORDS), filePath: "/s/SKILL.md" }),
+    (o) => o.skills?.length && (o.skills[0].disableModelInvocation = !o.skills[0].disableModelInvocation),
+    (o) => o.skills?.length && (o.skills[o.skills.length - 1].description = pick(WORDS)),
+    (o) => o.skills?.length && (o.skills[0].name = pick(["renamed", "s"])),
+  ];
+}
+
+test("the same 1.6.0 options object, changed in place between calls, gives the peer's bytes on every call", () => {
+  const rnd = random(0x5eed_0160);
+  const pick = (xs) => xs[Math.floor(rnd() * xs.length)];
+  const edits = [
+    ...edits073(rnd),
+    (o) => (o.hiddenTools ??= []).push(pick(TOOLS)),
+    (o) => (o.hiddenTools = rnd() < 0.3 ? undefined : o.hiddenTools),
+    (o) => ((o.toolGuidelines ??= {})[pick(TOOLS)] = [pick(WORDS)]),
+    (o) => o.toolGuidelines && Object.values(o.toolGuidelines)[0]?.push(pick(WORDS)),
+    (o) => ((o.sections ??= {})[pick(["intro", "rules", "z-last"])] = pick(WORDS)),
+    (o) => o.sections && delete o.sections[pick(["intro", "rules", "z-last"])],
+    (o) => (o.forceSystemPrompt = rnd() < 0.7 ? undefined : pick(["forced", "forced again"])),
+  ];
+  const options = { cwd: "/w", contextFiles: [{ path: "/w/AGENTS.md", content: "one" }], skills: [] };
+  const c = { nowMs: Date.UTC(2026, 0, 2, 12), packageDir: "/opt/pi", options };
+  let changed = 0;
+  for (let i = 0; i < 600; i++) {
+    if (rnd() < 0.4) {
+      edits[Math.floor(rnd() * edits.length)](options);
+      changed++;
+    }
+    if (rnd() < 0.05) c.packageDir = c.packageDir === "/opt/pi" ? "/srv/pi" : "/opt/pi";
+    harness16.enterCase(c);
+    // The peer refuses what the drop-in refuses (a section name) or renders context files raw;
+    // compare with the escaped options, as the 1.6.0 suite does.
+    let want;
+    try {
+      want = peer16(harness16.escapeContext(options));
+    } catch (error) {
+      want = `<threw ${error.message}>`;
+    }
+    const call = () => {
+      try {
+        return buildSystemPrompt(options, V16);
+      } catch (error) {
+        return `<threw ${error.message}>`;
+      }
+    };
+    assert.ok(call() === want, `call ${i} ${JSON.stringify(options)}`);
+    assert.ok(call() === want, `call ${i} again`);
+  }
+  assert.ok(changed > 150, `${changed} edits`);
+});
+
+test("one options object served as both versions keeps each version's answer apart", () => {
+  const options = { cwd: "/w", selectedTools: ["read", "bash"] };
+  harness16.enterCase({ nowMs: Date.UTC(2026, 0, 2), packageDir: "/opt/pi", options });
+  // A new object with the same members is never an object answered before.
+  const first073 = buildSystemPrompt({ ...options }, { version: "0.73.1" });
+  assert.match(first073, /Current date: 2026-01-02\n/);
+  for (let i = 0; i < 2; i++) {
+    assert.equal(buildSystemPrompt(options, { version: "0.73.1" }), first073);
+    assert.equal(buildSystemPrompt(options, V16), peer16(options));
+  }
+});

@@ -1,0 +1,410 @@
+//! What a run needs to execute its cells: the suite read from the baseline version's bundle, the
+//! versions compiled, one endpoint per model the cells call (with the tenant's credentials), and
+//! the runner prepared once per run and instance.
+
+use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::Duration;
+
+use promptstack::eval::HttpEndpoint;
+use promptstack_eval::endpoint::Endpoint;
+use promptstack_eval::run::{Files, RunOptions, Runner, VersionAgent};
+use promptstack_eval::suite::{Assertion, FenceStyle, Model, Suite, Version};
+use promptstack_store::{
+    AgentName, CredentialName, ErrorKind, PageRequest, RunId, RunInfo, Tenant, VersionId,
+};
+use tokio::sync::OnceCell;
+
+use crate::bundle::{Bundle, SPEC_NAME};
+use crate::problem::{Problem, printable};
+use crate::state::AppState;
+
+/// How the service runs evals; every field has a default.
+#[derive(Debug, Clone)]
+#[non_exhaustive]
+pub struct EvalConfig {
+    /// Cells this instance runs at once; 0 runs none (the instance only serves). Default: 2.
+    pub workers: usize,
+    /// How long a claim holds a cell before another instance may take it over; renewed every
+    /// third of it while the cell runs. Default: 60 s.
+    pub lease: Duration,
+    /// How often an idle worker looks for cells. Default: 1 s.
+    pub poll: Duration,
+    /// Base URLs a suite's model may call besides the providers' own (`https://api.openai.com`,
+    /// `https://api.anthropic.com`, `https://generativelanguage.googleapis.com`): a URL is
+    /// allowed when its scheme, host and port are one of these and its path starts with that
+    /// one's path. Default: none.
+    pub endpoints: Vec<String>,
+    /// The operator's base URL for every suite model of a name, replacing the suite's
+    /// `base_url` (and always allowed). Default: none.
+    pub model_urls: BTreeMap<String, String>,
+}
+
+impl Default for EvalConfig {
+    fn default() -> Self {
+        EvalConfig {
+            workers: 2,
+            lease: Duration::from_secs(60),
+            poll: Duration::from_secs(1),
+            endpoints: Vec::new(),
+            model_urls: BTreeMap::new(),
+        }
+    }
+}
+
+/// The providers' own base URLs, allowed without configuration.
+const PROVIDERS: [&str; 3] = [
+    "https://api.openai.com",
+    "https://api.anthropic.com",
+    "https://generativelanguage.googleapis.com",
+];
+
+impl EvalConfig {
+    /// Whether `base_url` may be called: one of the providers' URLs or of
+    /// [`EvalConfig::endpoints`], compared parsed (scheme, host, port, then path prefix), so
+    /// `https://api.openai.com.example` does not pass as `https://api.openai.com`.
+    pub fn allows(&self, base_url: &str) -> bool {
+        let Ok(url) = url::Url::parse(base_url) else {
+            return false;
+        };
+        PROVIDERS
+            .iter()
+            .copied()
+            .chain(self.endpoints.iter().map(String::as_str))
+            .filter_map(|allowed| url::Url::parse(allowed).ok())
+            .any(|allowed| {
+                allowed.scheme() == url.scheme()
+                    && allowed.host_str() == url.host_str()
+                    && allowed.port_or_known_default() == url.port_or_known_default()
+                    && url.path().starts_with(allowed.path().trim_end_matches('/'))
+            })
+    }
+
+    /// The model as this instance calls it: the operator's base URL for its name when there is
+    /// one, else its own when allowed. `Err` says why it may not be called.
+    pub(crate) fn model(&self, name: &str, model: &Model) -> Result<Model, String> {
+        let mut model = model.clone();
+        if let Some(url) = self.model_urls.get(name) {
+            model.base_url.clone_from(url);
+        } else if !self.allows(&model.base_url) {
+            return Err(format!(
+                "model `{name}` calls `{}`, which this server does not allow (`--eval-endpoint`)",
+                printable(&model.base_url)
+            ));
+        }
+        if model.credential.is_none() && model.api_key_env.is_some() {
+            return Err(format!(
+                "model `{name}` reads its key from an environment variable (`api_key_env`); in \
+                 the service a model names a stored credential instead (`credential = \"NAME\"`)"
+            ));
+        }
+        Ok(model)
+    }
+}
+
+/// A suite read from a version's bundle.
+pub(crate) struct Source {
+    pub(crate) bundle: Bundle,
+    pub(crate) suite: Suite,
+}
+
+/// The suite `path` of `version`'s bundle. 422 `unknown-suite` naming the bundle's suites when
+/// it has no such suite.
+pub(crate) async fn load_suite(
+    state: &AppState,
+    tenant: &Tenant,
+    agent: &AgentName,
+    version: &VersionId,
+    path: &str,
+) -> Result<Source, Problem> {
+    let stored = state
+        .inner
+        .store
+        .version(tenant, agent, version)
+        .await
+        .map_err(|e| crate::api::store_problem(state, e))?;
+    let path = path.to_owned();
+    // Suites compile their patterns: engine work, within the tenant's share like a spec.
+    crate::engine::blocking(state, move || {
+        let bundle = Bundle::from_stored(&stored.bundle)?;
+        let Some((_, text)) = bundle.suites().find(|(p, _)| *p == path) else {
+            let known: Vec<&str> = bundle.suites().map(|(p, _)| p).collect();
+            return Err(Problem::unprocessable(
+                "unknown-suite",
+                format!(
+                    "the version's bundle has no suite `{}` (it has: {})",
+                    printable(&path),
+                    if known.is_empty() {
+                        "none".to_owned()
+                    } else {
+                        known.join(", ")
+                    }
+                ),
+            ));
+        };
+        let suite = Suite::parse(text.as_bytes(), &path).map_err(|e| {
+            Problem::unprocessable("invalid-suite", format!("`{path}` does not read: {e}"))
+        })?;
+        Ok(Source { bundle, suite })
+    })
+    .await?
+}
+
+/// The gate suite of a bundle: its path and the suite, when one declares `[gate]`.
+pub(crate) fn gate_suite(bundle: &Bundle) -> Option<(String, Suite)> {
+    bundle.suites().find_map(|(path, text)| {
+        let suite = Suite::parse(text.as_bytes(), path).ok()?;
+        suite.gate.is_some().then(|| (path.to_owned(), suite))
+    })
+}
+
+/// Every model a run's cells call, by name: the run's models and the judges of its scenarios'
+/// rubrics.
+pub(crate) fn called_models<'a>(
+    suite: &'a Suite,
+    models: &'a [String],
+    scenarios: &[String],
+) -> BTreeMap<&'a str, &'a Model> {
+    let mut names: BTreeSet<&str> = models.iter().map(String::as_str).collect();
+    for scenario in suite
+        .scenarios
+        .iter()
+        .filter(|s| scenarios.contains(&s.name))
+    {
+        for assertion in &scenario.assertions {
+            if let Assertion::Rubric { judge, .. } = assertion {
+                names.insert(judge.as_str());
+            }
+        }
+    }
+    names
+        .into_iter()
+        .filter_map(|name| suite.models.get(name).map(|model| (name, model)))
+        .collect()
+}
+
+/// A bundle's files as the runner reads them: a file of the bundle, or an example send as
+/// `sends/<name>.json`.
+struct BundleFiles<'a>(&'a Bundle);
+
+impl Files for BundleFiles<'_> {
+    fn read(&self, path: &str) -> Result<Arc<[u8]>, String> {
+        if let Some(text) = self.0.files.get(path) {
+            return Ok(Arc::from(text.as_bytes()));
+        }
+        path.strip_prefix("sends/")
+            .and_then(|name| name.strip_suffix(".json"))
+            .and_then(|name| self.0.sends.get(name))
+            .and_then(|value| serde_json::to_vec(value).ok())
+            .map(Arc::from)
+            .ok_or_else(|| format!("{path}: not in the bundle"))
+    }
+}
+
+/// The send context a scenario of `source` names, as JSON, and nothing when it cannot be read.
+pub(crate) fn scenario_send(source: &Source, scenario: &str) -> Option<serde_json::Value> {
+    let scenario = source.suite.scenarios.iter().find(|s| s.name == scenario)?;
+    match (&scenario.send, &scenario.context) {
+        (Some(path), _) => {
+            let bytes = BundleFiles(&source.bundle).read(path).ok()?;
+            serde_json::from_slice(&bytes).ok()
+        }
+        (None, Some(context)) => serde_json::to_value(context).ok(),
+        (None, None) => None,
+    }
+}
+
+/// A run prepared on this instance.
+pub(crate) struct RunContext {
+    pub(crate) runner: Runner,
+}
+
+/// Why a run could not be prepared.
+pub(crate) enum Unprepared {
+    /// The run can never execute here as it is (a suite that does not read, a model that may
+    /// not be called, a missing credential): it fails, with this message.
+    Fails(String),
+    /// The store could not be read: try again later.
+    Later(String),
+}
+
+impl Unprepared {
+    fn of(problem: &Problem) -> Unprepared {
+        if problem.status == 503 {
+            Unprepared::Later(problem.detail.clone())
+        } else {
+            Unprepared::Fails(problem.detail.clone())
+        }
+    }
+}
+
+/// The runs prepared on this instance, each once however many workers ask for it at once.
+#[derive(Default)]
+pub(crate) struct Contexts {
+    runs: Mutex<HashMap<(Tenant, RunId), Prepared>>,
+}
+
+/// A run prepared once, however many workers ask for it at once.
+type Prepared = Arc<OnceCell<Arc<RunContext>>>;
+
+/// The most runs kept prepared; past it, those no worker holds are dropped.
+const MAX_CONTEXTS: usize = 64;
+
+impl Contexts {
+    /// The prepared run, preparing it on first use.
+    pub(crate) async fn get(
+        &self,
+        state: &AppState,
+        tenant: &Tenant,
+        run: &RunInfo,
+    ) -> Result<Arc<RunContext>, Unprepared> {
+        let cell = {
+            let mut runs = self.runs.lock().unwrap_or_else(PoisonError::into_inner);
+            if runs.len() >= MAX_CONTEXTS {
+                runs.retain(|_, cell| Arc::strong_count(cell) > 1);
+            }
+            Arc::clone(runs.entry((tenant.clone(), run.id.clone())).or_default())
+        };
+        cell.get_or_try_init(|| prepare(state, tenant, run))
+            .await
+            .map(Arc::clone)
+    }
+
+    /// Forgets a run (finished, failed or cancelled).
+    pub(crate) fn forget(&self, tenant: &Tenant, run: &RunId) {
+        self.runs
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .remove(&(tenant.clone(), run.clone()));
+    }
+}
+
+/// Prepares a run: its suite from the baseline's bundle, its versions compiled, its endpoints
+/// with the tenant's credentials, the runner.
+async fn prepare(
+    state: &AppState,
+    tenant: &Tenant,
+    run: &RunInfo,
+) -> Result<Arc<RunContext>, Unprepared> {
+    let Some(first) = run.refs.first() else {
+        return Err(Unprepared::Fails("the run names no version".into()));
+    };
+    let source = load_suite(state, tenant, &run.agent, &first.version, &run.suite)
+        .await
+        .map_err(|p| Unprepared::of(&p))?;
+    let mut versions = Vec::new();
+    let mut seen = BTreeSet::new();
+    for r in &run.refs {
+        if !seen.insert(r.version.clone()) {
+            continue;
+        }
+        let compiled = crate::engine::compiled(state, tenant, &run.agent, &r.version)
+            .await
+            .map_err(|p| Unprepared::of(&p))?;
+        versions.push(VersionAgent {
+            name: r.version.to_string(),
+            agent: (*compiled.agent).clone(),
+        });
+    }
+    let config = &state.inner.config.eval;
+    let mut endpoints: BTreeMap<String, Arc<dyn Endpoint>> = BTreeMap::new();
+    for (name, model) in called_models(&source.suite, &run.models, &run.scenarios) {
+        let model = config.model(name, model).map_err(Unprepared::Fails)?;
+        let key = match &model.credential {
+            None => None,
+            Some(credential) => Some(credential_value(state, tenant, run, credential).await?),
+        };
+        let endpoint = HttpEndpoint::with_key(&model, key)
+            .map_err(|e| Unprepared::Fails(format!("model `{name}`: {e}")))?;
+        endpoints.insert(name.to_owned(), Arc::new(endpoint));
+    }
+    let mut suite = source.suite.clone();
+    suite.matrix.versions = versions
+        .iter()
+        .map(|v| Version {
+            name: v.name.clone(),
+            spec: Some(SPEC_NAME.to_owned()),
+            reference: None,
+            fence: FenceStyle::Markers,
+        })
+        .collect();
+    suite.matrix.models.clone_from(&run.models);
+    let options = RunOptions {
+        scenarios: run.scenarios.clone(),
+        models: run.models.clone(),
+        repeats: Some(run.repeats),
+        ..RunOptions::default()
+    };
+    let name = run.suite.clone();
+    // On the engine's pool like every render: a run's preparation takes a turn there, so the
+    // workers' engine work cannot crowd out requests.
+    let runner = crate::engine::blocking(state, move || {
+        Runner::with_files(
+            &suite,
+            &name,
+            &BundleFiles(&source.bundle),
+            versions,
+            endpoints,
+            options,
+        )
+    })
+    .await
+    .map_err(|p| Unprepared::Later(p.detail))?
+    .map_err(|e| Unprepared::Fails(e.to_string()))?;
+    Ok(Arc::new(RunContext { runner }))
+}
+
+/// The value of a tenant's credential for a run, with where it came from as messages name it.
+async fn credential_value(
+    state: &AppState,
+    tenant: &Tenant,
+    run: &RunInfo,
+    credential: &str,
+) -> Result<(String, String), Unprepared> {
+    let Some(key) = state.inner.config.credentials_key.as_ref() else {
+        return Err(Unprepared::Fails(format!(
+            "the suite names credential `{credential}`, and this server stores no credentials \
+             (start it with {})",
+            promptstack_store::CREDENTIALS_KEY_ENV
+        )));
+    };
+    let name = CredentialName::parse(credential)
+        .map_err(|e| Unprepared::Fails(format!("credential `{credential}`: {e}")))?;
+    match state
+        .inner
+        .store
+        .use_credential(tenant, &run.id, &name, key)
+        .await
+    {
+        Ok(secret) => Ok((format!("credential `{name}`"), secret.expose().to_owned())),
+        Err(e) if e.kind() == ErrorKind::Unavailable => Err(Unprepared::Later(e.to_string())),
+        Err(e) if e.kind() == ErrorKind::NotFound => Err(Unprepared::Fails(format!(
+            "the tenant has no credential `{name}`"
+        ))),
+        Err(e) => Err(Unprepared::Fails(format!("credential `{name}`: {e}"))),
+    }
+}
+
+/// Whether the tenant has credential `name` (looked up through the listing).
+pub(crate) async fn has_credential(
+    state: &AppState,
+    tenant: &Tenant,
+    name: &str,
+) -> Result<bool, Problem> {
+    let mut page = PageRequest::first().limit(u32::MAX);
+    loop {
+        let found = state
+            .inner
+            .store
+            .credentials(tenant, &page)
+            .await
+            .map_err(|e| crate::api::store_problem(state, e))?;
+        if found.items.iter().any(|c| c.name.as_str() == name) {
+            return Ok(true);
+        }
+        match found.next {
+            Some(next) => page = PageRequest::first().limit(u32::MAX).after(next),
+            None => return Ok(false),
+        }
+    }
+}
