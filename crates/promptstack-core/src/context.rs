@@ -21,6 +21,69 @@ mod fact;
 mod fast;
 pub(crate) mod send;
 
+/// Whole numbers of a send read as its JSON Schema reads them: `4379` and `4379.0` are the same
+/// `integer`, so both are accepted; every other value is refused with serde's own message for
+/// the type (`invalid type: floating point `1.5`, expected u32`, …).
+mod whole {
+    use std::fmt;
+
+    use serde::de::{Error, Unexpected, Visitor};
+    use serde::{Deserialize, Deserializer};
+
+    /// A whole number of the type `T` names.
+    struct Whole<T>(T);
+
+    macro_rules! whole {
+        ($ty:ident, $name:literal) => {
+            impl<'de> Deserialize<'de> for Whole<$ty> {
+                fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+                    struct Read;
+                    impl Visitor<'_> for Read {
+                        type Value = $ty;
+                        fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                            f.write_str($name)
+                        }
+                        fn visit_u64<E: Error>(self, v: u64) -> Result<$ty, E> {
+                            $ty::try_from(v)
+                                .map_err(|_| E::invalid_value(Unexpected::Unsigned(v), &self))
+                        }
+                        fn visit_i64<E: Error>(self, v: i64) -> Result<$ty, E> {
+                            $ty::try_from(v)
+                                .map_err(|_| E::invalid_value(Unexpected::Signed(v), &self))
+                        }
+                        fn visit_f64<E: Error>(self, v: f64) -> Result<$ty, E> {
+                            // A float is that whole number only when it is one exactly: at most
+                            // 2^53 from zero (a larger one may be a neighbour rounded to it).
+                            #[allow(clippy::cast_precision_loss)]
+                            let (min, max) = ($ty::MIN as f64, $ty::MAX as f64);
+                            let exact = v.abs() <= 9_007_199_254_740_992.0;
+                            if v.fract() == 0.0 && exact && v >= min && v <= max {
+                                #[allow(clippy::cast_possible_truncation, clippy::cast_sign_loss)]
+                                return Ok(v as $ty);
+                            }
+                            Err(E::invalid_type(Unexpected::Float(v), &self))
+                        }
+                    }
+                    deserializer.deserialize_any(Read).map(Whole)
+                }
+            }
+        };
+    }
+
+    whole!(u32, "u32");
+    whole!(i64, "i64");
+
+    pub(super) fn i64<'de, D: Deserializer<'de>>(deserializer: D) -> Result<i64, D::Error> {
+        Whole::<i64>::deserialize(deserializer).map(|w| w.0)
+    }
+
+    pub(super) fn option_u32<'de, D: Deserializer<'de>>(
+        deserializer: D,
+    ) -> Result<Option<u32>, D::Error> {
+        Option::<Whole<u32>>::deserialize(deserializer).map(|w| w.map(|w| w.0))
+    }
+}
+
 pub use fact::Fact;
 pub(crate) use fact::Scope;
 pub use fast::{SendTree, TreeKind};
@@ -87,6 +150,7 @@ impl Tabs {
 #[serde(deny_unknown_fields)]
 pub struct Tab {
     /// The browser's id for the tab.
+    #[serde(deserialize_with = "whole::i64")]
     pub id: i64,
     /// The tab's URL.
     pub url: String,
@@ -311,7 +375,11 @@ pub struct ModelDescriptor {
     #[serde(default)]
     pub tool_usage: ToolUsage,
     /// The context window in tokens, if known.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(
+        default,
+        skip_serializing_if = "Option::is_none",
+        deserialize_with = "whole::option_u32"
+    )]
     pub context_window: Option<u32>,
 }
 
@@ -554,6 +622,49 @@ pub(crate) fn shape_misfit(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn whole_numbers_read_as_the_schema_reads_them() {
+        let model = |window: &str| {
+            serde_json::from_str::<ModelDescriptor>(&format!(
+                r#"{{"id": "m", "name": "m", "provider": "p", "context_window": {window}}}"#
+            ))
+            .map(|m| m.context_window)
+            .map_err(|e| e.to_string())
+        };
+        assert_eq!(model("4379"), Ok(Some(4379)));
+        assert_eq!(model("4379.0"), Ok(Some(4379)));
+        assert_eq!(model("4.379e3"), Ok(Some(4379)));
+        assert_eq!(model("null"), Ok(None));
+        assert_eq!(model("4294967295.0"), Ok(Some(u32::MAX)));
+        // Everything else is refused with serde's own message for a u32.
+        let refused = |window: &str, message: &str| {
+            let error = model(window).unwrap_err();
+            assert!(error.starts_with(message), "{window}: {error}");
+        };
+        refused("1.5", "invalid type: floating point `1.5`, expected u32");
+        refused(
+            "4294967296.0",
+            "invalid type: floating point `4294967296.0`, expected u32",
+        );
+        refused(
+            "4294967296",
+            "invalid value: integer `4294967296`, expected u32",
+        );
+        refused("-1", "invalid value: integer `-1`, expected u32");
+        refused("\"7\"", "invalid type: string \"7\", expected u32");
+        let tab = |id: &str| {
+            serde_json::from_str::<Tab>(&format!(r#"{{"id": {id}, "url": "u"}}"#))
+                .map(|t| t.id)
+                .map_err(|e| e.to_string())
+        };
+        assert_eq!(tab("-7.0"), Ok(-7));
+        assert_eq!(tab("9007199254740992.0"), Ok(9_007_199_254_740_992));
+        assert_eq!(tab("-9223372036854775808"), Ok(i64::MIN));
+        // A float past 2^53 may be a neighbour rounded to it: refused.
+        assert!(tab("-9223372036854775809").is_err());
+        assert!(tab("9007199254740994.0").is_err());
+    }
 
     #[test]
     fn slugs_are_found_only_as_whole_tokens() {

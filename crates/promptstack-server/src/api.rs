@@ -27,30 +27,83 @@ pub const PROTECTED_LABEL: &str = "production";
 /// The longest reason a forced move of `production` may give, in characters.
 const MAX_FORCE_REASON: usize = 1000;
 
-/// Paging of a listing.
+/// The most items one page of a listing holds (the store's default `max_page`); a larger
+/// `limit` is refused, as the OpenAPI document states.
+pub const MAX_PAGE: u32 = 200;
+
+/// Paging of a listing ordered by when its items were made (versions, the audit log): its
+/// cursor is a position, 1 to 18 decimal digits without a leading zero.
 #[derive(Debug, Deserialize, IntoParams)]
 #[serde(deny_unknown_fields)]
 #[into_params(parameter_in = Query)]
 pub struct PageQuery {
-    /// At most this many items (the store caps it).
+    /// At most this many items: 1 to 200 (default 50). A limit outside that range is refused
+    /// (400), never cut.
+    #[param(minimum = 1, maximum = 200, default = 50)]
     pub limit: Option<u32>,
-    /// The cursor of the previous page's `next`.
+    /// The cursor of the previous page's `next` (422 `invalid-cursor` when it is not one).
+    #[param(value_type = Option<crate::contract::PositionCursorSchema>, inline)]
     pub after: Option<String>,
 }
 
 impl PageQuery {
     pub(crate) fn request(&self) -> Result<PageRequest, Problem> {
-        let mut page = PageRequest::first();
-        if let Some(limit) = self.limit {
-            page = page.limit(limit);
-        }
-        if let Some(after) = &self.after {
-            let cursor = Cursor::parse(after)
-                .map_err(|e| Problem::unprocessable("invalid-cursor", e.to_string()))?;
-            page = page.after(cursor);
-        }
-        Ok(page)
+        page(self.limit, self.after.as_deref(), |after| {
+            let digits = after.bytes().all(|b| b.is_ascii_digit());
+            digits && (1..=18).contains(&after.len()) && !after.starts_with('0')
+        })
     }
+}
+
+/// Paging of a listing ordered by name (agents, credentials): its cursor is the last name of the
+/// previous page.
+#[derive(Debug, Deserialize, IntoParams)]
+#[serde(deny_unknown_fields)]
+#[into_params(parameter_in = Query)]
+pub struct NamePageQuery {
+    /// At most this many items: 1 to 200 (default 50). A limit outside that range is refused
+    /// (400), never cut.
+    #[param(minimum = 1, maximum = 200, default = 50)]
+    pub limit: Option<u32>,
+    /// The cursor of the previous page's `next` (422 `invalid-cursor` when it is not one).
+    #[param(value_type = Option<crate::contract::NameCursorSchema>, inline)]
+    pub after: Option<String>,
+}
+
+impl NamePageQuery {
+    pub(crate) fn request(&self) -> Result<PageRequest, Problem> {
+        page(self.limit, self.after.as_deref(), |after| {
+            AgentName::parse(after).is_ok()
+        })
+    }
+}
+
+/// A page request of `limit` items after `after`, which `fits` the listing's cursors: a limit
+/// outside 1 to [`MAX_PAGE`] is a 400, a cursor that does not fit a 422 `invalid-cursor`.
+fn page(
+    limit: Option<u32>,
+    after: Option<&str>,
+    fits: impl Fn(&str) -> bool,
+) -> Result<PageRequest, Problem> {
+    let mut page = PageRequest::first();
+    if let Some(limit) = limit {
+        if !(1..=MAX_PAGE).contains(&limit) {
+            return Err(Problem::bad_request(format!(
+                "`limit` must be between 1 and {MAX_PAGE}, got {limit}"
+            )));
+        }
+        page = page.limit(limit);
+    }
+    if let Some(after) = after {
+        let cursor = Cursor::parse(after)
+            .ok()
+            .filter(|_| fits(after))
+            .ok_or_else(|| {
+                Problem::unprocessable("invalid-cursor", "the page cursor is malformed")
+            })?;
+        page = page.after(cursor);
+    }
+    Ok(page)
 }
 
 pub(crate) fn query<T>(query: Result<Query<T>, QueryRejection>) -> Result<T, Problem> {
@@ -157,13 +210,13 @@ impl From<&Label> for LabelView {
 }
 
 /// `GET /v1/agents`: the tenant's agents.
-#[utoipa::path(get, path = "/v1/agents", tag = "versions", params(PageQuery),
+#[utoipa::path(get, path = "/v1/agents", tag = "versions", params(NamePageQuery),
     responses((status = 200, body = PageOf<AgentView>), (status = "4XX", body = Problem, content_type = "application/problem+json")),
     security(("bearer" = [])))]
 pub async fn list_agents(
     State(state): State<AppState>,
     auth: Auth,
-    page: Result<Query<PageQuery>, QueryRejection>,
+    page: Result<Query<NamePageQuery>, QueryRejection>,
 ) -> Result<Json<PageOf<AgentView>>, Problem> {
     let page = query(page)?.request()?;
     let found = state
@@ -191,6 +244,7 @@ pub async fn list_agents(
 #[into_params(parameter_in = Query)]
 pub struct PublishQuery {
     /// The label whose version the new one is compared with (default `production`).
+    #[param(value_type = Option<crate::contract::LabelNameSchema>, inline)]
     pub label: Option<String>,
     /// The provider format whose breakpoints are compared (default `anthropic`).
     #[param(value_type = Option<promptstack::command::ProviderFormatSchema>)]
@@ -256,7 +310,7 @@ pub struct SendImpact {
 
 /// `POST /v1/agents/{name}/versions`: publish a bundle (editor or admin).
 #[utoipa::path(post, path = "/v1/agents/{name}/versions", tag = "versions",
-    params(("name" = String, Path, description = "The agent"), PublishQuery),
+    params(("name" = inline(crate::contract::AgentNameSchema), Path, description = "The agent"), PublishQuery),
     request_body = Bundle,
     responses((status = 201, body = PublishResponse), (status = 200, body = PublishResponse, description = "Already published"),
         (status = 422, body = Problem, content_type = "application/problem+json", description = "The spec has errors; every located diagnostic"),
@@ -523,7 +577,7 @@ fn send_impact(
 
 /// `GET /v1/agents/{name}/versions`: an agent's versions, newest first.
 #[utoipa::path(get, path = "/v1/agents/{name}/versions", tag = "versions",
-    params(("name" = String, Path, description = "The agent"), PageQuery),
+    params(("name" = inline(crate::contract::AgentNameSchema), Path, description = "The agent"), PageQuery),
     responses((status = 200, body = PageOf<VersionView>), (status = "4XX", body = Problem, content_type = "application/problem+json")),
     security(("bearer" = [])))]
 pub async fn list_versions(
@@ -549,7 +603,7 @@ pub async fn list_versions(
 
 /// `GET /v1/agents/{name}/versions/{version}`: one version with its bundle.
 #[utoipa::path(get, path = "/v1/agents/{name}/versions/{version}", tag = "versions",
-    params(("name" = String, Path, description = "The agent"), ("version" = String, Path, description = "The version id")),
+    params(("name" = inline(crate::contract::AgentNameSchema), Path, description = "The agent"), ("version" = inline(crate::contract::VersionIdSchema), Path, description = "The version id")),
     responses((status = 200, body = VersionDetail), (status = "4XX", body = Problem, content_type = "application/problem+json")),
     security(("bearer" = [])))]
 pub async fn get_version(
@@ -583,7 +637,7 @@ pub async fn get_version(
 
 /// `GET /v1/agents/{name}/labels`: an agent's labels.
 #[utoipa::path(get, path = "/v1/agents/{name}/labels", tag = "labels",
-    params(("name" = String, Path, description = "The agent")),
+    params(("name" = inline(crate::contract::AgentNameSchema), Path, description = "The agent")),
     responses((status = 200, body = Vec<LabelView>), (status = "4XX", body = Problem, content_type = "application/problem+json")),
     security(("bearer" = [])))]
 pub async fn list_labels(
@@ -607,9 +661,11 @@ pub async fn list_labels(
 #[serde(deny_unknown_fields)]
 pub struct LabelMoveRequest {
     /// The version the label is to point at.
+    #[schema(value_type = crate::contract::VersionIdSchema)]
     pub version: String,
     /// Compare-and-set: the version the label must point at now, or `"absent"` when it must
     /// not exist yet. Omitted: move whatever it points at.
+    #[schema(value_type = Option<crate::contract::ExpectedVersionSchema>)]
     pub expected: Option<String>,
     /// Move `production` even though its gate refuses (admins), with `reason`; audited as
     /// `label.force` with the comparison overridden.
@@ -639,8 +695,8 @@ pub struct LabelMoveResponse {
 /// `PUT /v1/agents/{name}/labels/{label}`: move a label (the deploy and the rollback).
 /// `production` is admins' only; every move is audited.
 #[utoipa::path(put, path = "/v1/agents/{name}/labels/{label}", tag = "labels",
-    params(("name" = String, Path, description = "The agent"), ("label" = String, Path, description = "The label")),
-    request_body = LabelMoveRequest,
+    params(("name" = inline(crate::contract::AgentNameSchema), Path, description = "The agent"), ("label" = inline(crate::contract::LabelNameSchema), Path, description = "The label")),
+    request_body = crate::contract::LabelMoveSchema,
     responses((status = 200, body = LabelMoveResponse), (status = "4XX", body = Problem, content_type = "application/problem+json")),
     security(("bearer" = [])))]
 pub async fn move_label(
@@ -769,14 +825,15 @@ impl SettingsView {
     }
 }
 
-/// A settings write.
-#[derive(Debug, Deserialize, ToSchema)]
+/// A settings write (its schemas: `contract::TenantSettingsWriteSchema` and
+/// `contract::AgentSettingsWriteSchema`).
+#[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct SettingsWrite {
     /// The new document.
-    #[schema(value_type = Object)]
     pub document: serde_json::Value,
     /// Compare-and-set: the revision being replaced (0: never written).
+    #[serde(default, deserialize_with = "crate::contract::whole")]
     pub expected_revision: Option<u64>,
 }
 
@@ -836,7 +893,8 @@ pub async fn get_tenant_settings(
 }
 
 /// `PUT /v1/settings`: write the tenant's settings (admins; audited).
-#[utoipa::path(put, path = "/v1/settings", tag = "settings", request_body = SettingsWrite,
+#[utoipa::path(put, path = "/v1/settings", tag = "settings",
+    request_body = crate::contract::TenantSettingsWriteSchema,
     responses((status = 200, body = SettingsView), (status = "4XX", body = Problem, content_type = "application/problem+json")),
     security(("bearer" = [])))]
 pub async fn put_tenant_settings(
@@ -849,7 +907,7 @@ pub async fn put_tenant_settings(
 
 /// `GET /v1/agents/{name}/settings`: an agent's settings (its `[auto_injections]` overrides).
 #[utoipa::path(get, path = "/v1/agents/{name}/settings", tag = "settings",
-    params(("name" = String, Path, description = "The agent")),
+    params(("name" = inline(crate::contract::AgentNameSchema), Path, description = "The agent")),
     responses((status = 200, body = SettingsView), (status = "4XX", body = Problem, content_type = "application/problem+json")),
     security(("bearer" = [])))]
 pub async fn get_agent_settings(
@@ -864,8 +922,8 @@ pub async fn get_agent_settings(
 
 /// `PUT /v1/agents/{name}/settings`: write an agent's settings (admins; audited).
 #[utoipa::path(put, path = "/v1/agents/{name}/settings", tag = "settings",
-    params(("name" = String, Path, description = "The agent")),
-    request_body = SettingsWrite,
+    params(("name" = inline(crate::contract::AgentNameSchema), Path, description = "The agent")),
+    request_body = crate::contract::AgentSettingsWriteSchema,
     responses((status = 200, body = SettingsView), (status = "4XX", body = Problem, content_type = "application/problem+json")),
     security(("bearer" = [])))]
 pub async fn put_agent_settings(

@@ -50,12 +50,14 @@ pub struct Bundle {
     #[serde(default)]
     pub format: BundleFormat,
     /// Files the spec reads, by path relative to the spec's folder: the registry capability
-    /// manifests as `capabilities/<slug>.toml`.
+    /// manifests as `capabilities/<slug>.toml`. At most 256 files, each at most 1 MiB, the spec
+    /// and the files together at most 4 MiB (in UTF-8 bytes).
     #[serde(default)]
+    #[schema(value_type = crate::contract::BundleFilesSchema)]
     pub files: BTreeMap<String, String>,
-    /// Example send contexts by name; publishing reports the cache impact on each.
+    /// Example send contexts by name (at most 256); publishing reports the cache impact on each.
     #[serde(default)]
-    #[schema(value_type = Object)]
+    #[schema(value_type = crate::contract::BundleSendsSchema)]
     pub sends: BTreeMap<String, serde_json::Value>,
 }
 

@@ -16,7 +16,7 @@ use promptstack_store::{CREDENTIALS_KEY_ENV, CredentialInfo, CredentialKey, Cred
 use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 
-use crate::api::{PageOf, PageQuery, query, store_problem};
+use crate::api::{NamePageQuery, PageOf, query, store_problem};
 use crate::auth::Auth;
 use crate::problem::{Problem, json_rejection, printable};
 use crate::state::AppState;
@@ -84,7 +84,7 @@ fn credential_name(name: &str) -> Result<CredentialName, Problem> {
 
 /// `PUT /v1/credentials/{name}`: write a provider credential (admins; audited by name).
 #[utoipa::path(put, path = "/v1/credentials/{name}", tag = "credentials",
-    params(("name" = String, Path, description = "The credential's name")),
+    params(("name" = inline(crate::contract::CredentialNameSchema), Path, description = "The credential's name")),
     request_body = CredentialWrite,
     responses((status = 201, body = CredentialView, description = "Created"),
         (status = 200, body = CredentialView, description = "Replaced"),
@@ -118,7 +118,7 @@ pub async fn put_credential(
 }
 
 /// `GET /v1/credentials`: the tenant's credentials by name, without values (admins).
-#[utoipa::path(get, path = "/v1/credentials", tag = "credentials", params(PageQuery),
+#[utoipa::path(get, path = "/v1/credentials", tag = "credentials", params(NamePageQuery),
     responses((status = 200, body = PageOf<CredentialView>),
         (status = 503, body = Problem, content_type = "application/problem+json", description = "The server has no credentials key"),
         (status = "4XX", body = Problem, content_type = "application/problem+json")),
@@ -126,7 +126,7 @@ pub async fn put_credential(
 pub async fn list_credentials(
     State(state): State<AppState>,
     auth: Auth,
-    page: Result<Query<PageQuery>, QueryRejection>,
+    page: Result<Query<NamePageQuery>, QueryRejection>,
 ) -> Result<Json<PageOf<CredentialView>>, Problem> {
     auth.require(Role::Admin, "listing credentials")?;
     credentials_key(&state)?;
@@ -145,7 +145,7 @@ pub async fn list_credentials(
 
 /// `DELETE /v1/credentials/{name}`: delete a credential (admins; audited by name).
 #[utoipa::path(delete, path = "/v1/credentials/{name}", tag = "credentials",
-    params(("name" = String, Path, description = "The credential's name")),
+    params(("name" = inline(crate::contract::CredentialNameSchema), Path, description = "The credential's name")),
     responses((status = 204, description = "Deleted"),
         (status = 503, body = Problem, content_type = "application/problem+json", description = "The server has no credentials key"),
         (status = "4XX", body = Problem, content_type = "application/problem+json")),

@@ -75,6 +75,7 @@ pub async fn me(auth: Auth) -> Json<Me> {
 pub struct CacheSimRequest {
     /// A label or a version id (default `production`).
     #[serde(rename = "ref")]
+    #[schema(value_type = Option<crate::contract::ReferenceSchema>)]
     pub reference: Option<String>,
     /// The target (default: the only one; required when there are several).
     pub target: Option<String>,
@@ -84,13 +85,21 @@ pub struct CacheSimRequest {
     pub provider: ProviderFormat,
     /// The model id (default: the first send's).
     pub model: Option<String>,
-    /// User turns (default 100, at most the `sim-turns` limit).
+    /// User turns (default 100, at most the `sim-turns` limit: 1000 unless the server was
+    /// started with another, which the served document then states).
+    #[schema(minimum = 1, maximum = 1000)]
+    #[serde(default, deserialize_with = "crate::contract::whole")]
     pub turns: Option<u32>,
     /// Seconds between turns (default 60, at most 30 days).
+    #[schema(maximum = 2_592_000)]
+    #[serde(default, deserialize_with = "crate::contract::whole")]
     pub gap_seconds: Option<u32>,
     /// The chance per turn that a synthetic MCP server fails (default 0.05).
+    #[schema(minimum = 0, maximum = 1)]
     pub mcp_failure_rate: Option<f64>,
     /// The generator's seed (default 1).
+    #[serde(default, deserialize_with = "crate::contract::whole")]
+    #[schema(value_type = Option<crate::contract::U64Schema>)]
     pub seed: Option<u64>,
     /// Unsaved settings to preview in place of the stored ones on every send, for this answer
     /// only (stage agents; any role that may render). Checked as a settings write is; nothing
@@ -103,7 +112,7 @@ pub struct CacheSimRequest {
 /// (in name order, with the tenant's settings, or the previewed ones, applied): per turn and in total, the tokens read
 /// from the cache, written and uncached, ours next to the naive baseline.
 #[utoipa::path(post, path = "/v1/agents/{name}/cache-sim", tag = "render",
-    params(("name" = String, Path, description = "The agent")),
+    params(("name" = inline(crate::contract::AgentNameSchema), Path, description = "The agent")),
     request_body = CacheSimRequest,
     responses((status = 200, description = "The simulation report, as `cache-sim --json`", body = Object),
         (status = "4XX", body = Problem, content_type = "application/problem+json")),

@@ -21,6 +21,7 @@
 mod api;
 mod auth;
 pub mod bundle;
+mod contract;
 mod credentials;
 mod engine;
 mod evals;
@@ -80,6 +81,7 @@ impl utoipa::Modify for Security {
             "bearer",
             SecurityScheme::Http(HttpBuilder::new().scheme(HttpAuthScheme::Bearer).build()),
         );
+        utoipa::Modify::modify(&contract::Unavailable, openapi);
     }
 }
 

@@ -81,12 +81,12 @@ pub async fn metrics(State(state): State<AppState>) -> Response {
         .into_response()
 }
 
-/// `GET /openapi.json`: this API's OpenAPI document, generated from the handlers' types.
+/// `GET /openapi.json`: this API's OpenAPI document, generated from the handlers' types, with
+/// the bounds this server was started with.
 #[utoipa::path(get, path = "/openapi.json", tag = "operations",
     responses((status = 200, description = "The OpenAPI 3.1 document", body = Object)))]
-pub async fn openapi() -> Response {
-    let document = crate::openapi();
-    Json(document).into_response()
+pub async fn openapi(State(state): State<AppState>) -> Response {
+    Json(crate::contract::served(&state.inner.config.limits)).into_response()
 }
 
 /// What kind of content a fence holds.
@@ -130,9 +130,12 @@ pub struct FenceRequest {
     pub kind: Option<FenceKind>,
     /// Where it came from (a URL or path).
     pub origin: Option<String>,
-    /// The tool that produced it.
+    /// The tool that produced it: a registry name.
+    #[schema(pattern = "^[A-Za-z0-9_-]{1,64}$")]
     pub tool: Option<String>,
     /// Truncate the body to this many bytes.
+    #[serde(default, deserialize_with = "crate::contract::whole")]
+    #[schema(value_type = Option<crate::contract::U64Schema>)]
     pub max_bytes: Option<usize>,
 }
 
@@ -157,7 +160,8 @@ pub struct FenceResponse {
 }
 
 /// `POST /v1/fence`: wrap untrusted text in a fence (as `promptstack fence`), or check one.
-#[utoipa::path(post, path = "/v1/fence", tag = "render", request_body = FenceRequest,
+#[utoipa::path(post, path = "/v1/fence", tag = "render",
+    request_body = crate::contract::FenceRequestSchema,
     responses((status = 200, body = FenceResponse), (status = "4XX", body = Problem, content_type = "application/problem+json")),
     security(("bearer" = [])))]
 pub async fn fence(
@@ -228,7 +232,7 @@ pub enum CiteMode {
 /// is one line of JSON ([`CiteHeader`]) and then the model's text, chunked as it arrives; the
 /// answer is the processed text, flushed per chunk.
 #[utoipa::path(post, path = "/v1/cite", tag = "render",
-    request_body(content = String, content_type = "text/plain", description = "A CiteHeader JSON line, then the model's text"),
+    request_body(content = crate::contract::CiteBodySchema, content_type = "text/plain", description = "A CiteHeader JSON line, then the model's text"),
     responses((status = 200, description = "The processed text, streamed", body = String, content_type = "text/plain"),
         (status = "4XX", body = Problem, content_type = "application/problem+json")),
     security(("bearer" = [])))]

@@ -40,9 +40,10 @@ pub use promptstack::provider::Format as ProviderFormat;
 pub struct RenderRequest {
     /// A label or a version id (default `production`).
     #[serde(rename = "ref")]
+    #[schema(value_type = Option<crate::contract::ReferenceSchema>)]
     pub reference: Option<String>,
     /// The send context.
-    #[schema(value_type = Object)]
+    #[schema(value_type = crate::contract::SendContextSchema)]
     pub send: Box<RawValue>,
     /// The target (default: the only one; required when there are several).
     pub target: Option<String>,
@@ -362,7 +363,7 @@ impl<B: Send + 'static> Op<B> {
 
 /// `POST /v1/agents/{name}/render`: the exact text (or request body) a target sends.
 #[utoipa::path(post, path = "/v1/agents/{name}/render", tag = "render",
-    params(("name" = String, Path, description = "The agent")),
+    params(("name" = inline(crate::contract::AgentNameSchema), Path, description = "The agent")),
     request_body = RenderRequest,
     responses((status = 200, body = RenderResponse), (status = "4XX", body = Problem, content_type = "application/problem+json")),
     security(("bearer" = [])))]
@@ -380,6 +381,13 @@ fn render_now(
     limits: &promptstack::limits::Limits,
 ) -> Result<RenderResponse, Problem> {
     let agent = &p.resolved.agent;
+    if body.format.provider().is_none() && body.options.conversation.is_some() {
+        // Text and JSON answers send no conversation, but one given is read all the same: the
+        // request is refused as the document says, whatever the format.
+        body.options
+            .conversation(limits)
+            .map_err(|e| Problem::unprocessable("invalid-conversation", e.to_string()))?;
+    }
     let assembly = p.assemble()?;
     let mut response = RenderResponse::new(p.attribution(&assembly));
     if body.full {
@@ -448,9 +456,10 @@ fn render_now(
 pub struct RequestRequest {
     /// A label or a version id (default `production`).
     #[serde(rename = "ref")]
+    #[schema(value_type = Option<crate::contract::ReferenceSchema>)]
     pub reference: Option<String>,
     /// The send context.
-    #[schema(value_type = Object)]
+    #[schema(value_type = crate::contract::SendContextSchema)]
     pub send: Box<RawValue>,
     /// The target (default: the only one).
     pub target: Option<String>,
@@ -470,7 +479,7 @@ pub struct RequestRequest {
 
 /// `POST /v1/agents/{name}/request`: the provider request body with its cache plan and units.
 #[utoipa::path(post, path = "/v1/agents/{name}/request", tag = "render",
-    params(("name" = String, Path, description = "The agent")),
+    params(("name" = inline(crate::contract::AgentNameSchema), Path, description = "The agent")),
     request_body = RequestRequest,
     responses((status = 200, body = RenderResponse), (status = "4XX", body = Problem, content_type = "application/problem+json")),
     security(("bearer" = [])))]
@@ -516,9 +525,10 @@ fn request_now(
 pub struct ExplainRequest {
     /// A label or a version id (default `production`).
     #[serde(rename = "ref")]
+    #[schema(value_type = Option<crate::contract::ReferenceSchema>)]
     pub reference: Option<String>,
     /// The send context.
-    #[schema(value_type = Object)]
+    #[schema(value_type = crate::contract::SendContextSchema)]
     pub send: Box<RawValue>,
     /// Only this target (default: every target).
     pub target: Option<String>,
@@ -535,7 +545,7 @@ pub struct ExplainRequest {
 /// `POST /v1/agents/{name}/explain`: every block, why it is in or out, and what each target
 /// composes (the JSON of `promptstack explain --json`).
 #[utoipa::path(post, path = "/v1/agents/{name}/explain", tag = "render",
-    params(("name" = String, Path, description = "The agent")),
+    params(("name" = inline(crate::contract::AgentNameSchema), Path, description = "The agent")),
     request_body = ExplainRequest,
     responses((status = 200, body = RenderResponse), (status = "4XX", body = Problem, content_type = "application/problem+json")),
     security(("bearer" = [])))]
@@ -580,9 +590,10 @@ fn explain_now(
 pub struct ToolsRequest {
     /// A label or a version id (default `production`).
     #[serde(rename = "ref")]
+    #[schema(value_type = Option<crate::contract::ReferenceSchema>)]
     pub reference: Option<String>,
     /// The send context.
-    #[schema(value_type = Object)]
+    #[schema(value_type = crate::contract::SendContextSchema)]
     pub send: Box<RawValue>,
     /// Unsaved settings to preview in place of the stored ones, for this answer only (stage
     /// agents; any role that may render). Checked as a settings write is; nothing is stored,
@@ -615,7 +626,7 @@ impl IntoResponse for ToolsResponse {
 /// every tool offered or left out, its origin (local or an MCP server) and why, and the send's MCP
 /// servers.
 #[utoipa::path(post, path = "/v1/agents/{name}/tools", tag = "render",
-    params(("name" = String, Path, description = "The agent")),
+    params(("name" = inline(crate::contract::AgentNameSchema), Path, description = "The agent")),
     request_body = ToolsRequest,
     responses((status = 200, body = ToolsResponse), (status = "4XX", body = Problem, content_type = "application/problem+json")),
     security(("bearer" = [])))]
@@ -640,14 +651,16 @@ pub async fn tools(
 pub struct DiffRequest {
     /// The first side's label or version id (default `production`).
     #[serde(rename = "ref")]
+    #[schema(value_type = Option<crate::contract::ReferenceSchema>)]
     pub reference: Option<String>,
     /// The first side's send.
-    #[schema(value_type = Object)]
+    #[schema(value_type = crate::contract::SendContextSchema)]
     pub send: Box<RawValue>,
     /// The second side's label or version id (default: the first side's).
+    #[schema(value_type = Option<crate::contract::ReferenceSchema>)]
     pub ref_b: Option<String>,
     /// The second side's send (default: the first side's).
-    #[schema(value_type = Option<Object>)]
+    #[schema(value_type = Option<crate::contract::SendContextSchema>)]
     pub send_b: Option<Box<RawValue>>,
     /// The target (default: the only one).
     pub target: Option<String>,
@@ -686,7 +699,7 @@ pub fn cache_diff(
 
 /// `POST /v1/agents/{name}/diff`: why a cache would break between two sends, or two versions.
 #[utoipa::path(post, path = "/v1/agents/{name}/diff", tag = "render",
-    params(("name" = String, Path, description = "The agent")),
+    params(("name" = inline(crate::contract::AgentNameSchema), Path, description = "The agent")),
     request_body = DiffRequest,
     responses((status = 200, body = RenderResponse), (status = "4XX", body = Problem, content_type = "application/problem+json")),
     security(("bearer" = [])))]
@@ -743,10 +756,11 @@ fn diff_now(
 pub struct LintRequest {
     /// A label or a version id (default `production`).
     #[serde(rename = "ref")]
+    #[schema(value_type = Option<crate::contract::ReferenceSchema>)]
     pub reference: Option<String>,
     /// Send contexts to check the spec against.
     #[serde(default)]
-    #[schema(value_type = Vec<Object>)]
+    #[schema(value_type = Vec<crate::contract::SendContextSchema>, max_items = 256)]
     pub sends: Vec<Box<RawValue>>,
     /// Unsaved settings to preview in place of the stored ones, for every send, for this answer
     /// only (stage agents; any role that may render). Checked as a settings write is; nothing
@@ -757,7 +771,7 @@ pub struct LintRequest {
 
 /// `POST /v1/agents/{name}/lint`: the findings of `promptstack lint --json`.
 #[utoipa::path(post, path = "/v1/agents/{name}/lint", tag = "render",
-    params(("name" = String, Path, description = "The agent")),
+    params(("name" = inline(crate::contract::AgentNameSchema), Path, description = "The agent")),
     request_body = LintRequest,
     responses((status = 200, body = RenderResponse), (status = "4XX", body = Problem, content_type = "application/problem+json")),
     security(("bearer" = [])))]

@@ -19,13 +19,14 @@ const AGENT_KEYS: &[&str] = &["auto_injections"];
 /// for this answer only; nothing is stored, and the answer says it is a preview. Stage agents
 /// only.
 #[derive(Debug, Clone, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
 #[allow(dead_code)] // The schema of the field; the field itself is read as JSON and checked.
 pub struct SettingsPreview {
     /// As the tenant's settings: `{"enabled": bool, "text": string}`.
-    #[schema(value_type = Option<Object>)]
+    #[schema(value_type = crate::contract::InstructionsSchema, required = false)]
     pub instructions: Option<serde_json::Value>,
     /// As the agent's settings: the `[auto_injections]` table (docs/injections.md).
-    #[schema(value_type = Option<Object>)]
+    #[schema(value_type = crate::contract::AutoInjectionsSchema, required = false)]
     pub auto_injections: Option<serde_json::Value>,
 }
 

@@ -167,13 +167,41 @@ pub struct RequestSettings {
     /// The model id sent (default: the send's).
     pub model: Option<String>,
     /// The output token limit (default 4096).
+    #[serde(default, deserialize_with = "whole")]
     pub max_tokens: Option<u32>,
     /// Expected seconds until the thread's next request.
+    #[serde(default, deserialize_with = "whole")]
     pub gap_seconds: Option<u32>,
     /// OpenAI `prompt_cache_key`.
     pub cache_key: Option<String>,
     /// Gemini explicit cached content.
     pub cached_content: Option<String>,
+}
+
+/// Reads an optional whole number as JSON states one: without a fractional part, written `400` or
+/// `400.0` alike (JSON Schema's `integer`, and the same number in JSON), that a `u32` holds.
+fn whole<'de, D: serde::Deserializer<'de>>(deserializer: D) -> Result<Option<u32>, D::Error> {
+    use serde::de::Error as _;
+    let Some(number) = Option::<serde_json::Number>::deserialize(deserializer)? else {
+        return Ok(None);
+    };
+    number
+        .as_u64()
+        .or_else(|| {
+            number
+                .as_f64()
+                .filter(|f| f.fract() == 0.0 && (0.0..=f64::from(u32::MAX)).contains(f))
+                // Whole and within a u32 (below 2^53): the conversion is exact.
+                .map(|f| f as u64)
+        })
+        .and_then(|n| u32::try_from(n).ok())
+        .map(Some)
+        .ok_or_else(|| {
+            D::Error::custom(format!(
+                "expected a whole number from 0 to {}, got {number}",
+                u32::MAX
+            ))
+        })
 }
 
 impl RequestSettings {

@@ -55,7 +55,7 @@ pub struct EvalRunCreate {
     #[schema(min_length = 1, max_length = 255)]
     pub suite: String,
     /// Labels or version ids of the agent, the first being the baseline.
-    #[schema(min_items = 1, max_items = 16)]
+    #[schema(min_items = 1, max_items = 16, value_type = Vec<crate::contract::ReferenceSchema>)]
     pub refs: Vec<String>,
     /// The models, by the suite's names (default: the suite's `matrix.models`).
     pub models: Option<Vec<String>>,
@@ -63,6 +63,7 @@ pub struct EvalRunCreate {
     pub scenarios: Option<Vec<String>>,
     /// Repetitions of each cell (default: the suite's `matrix.repeats`).
     #[schema(minimum = 1, maximum = 100)]
+    #[serde(default, deserialize_with = "crate::contract::whole")]
     pub repeats: Option<u32>,
 }
 
@@ -291,7 +292,7 @@ async fn version_of(
 
 /// `POST /v1/agents/{name}/evals`: start an eval run (editor or admin; audited).
 #[utoipa::path(post, path = "/v1/agents/{name}/evals", tag = "evals",
-    params(("name" = String, Path, description = "The agent")),
+    params(("name" = inline(crate::contract::AgentNameSchema), Path, description = "The agent")),
     request_body = EvalRunCreate,
     responses((status = 201, body = EvalRunView, description = "Created, queued for the workers"),
         (status = 422, body = Problem, content_type = "application/problem+json", description = "An unknown suite, model or scenario, a model the server may not call, a missing credential, or a quota"),
@@ -409,7 +410,7 @@ pub async fn create_run(
 
 /// `GET /v1/agents/{name}/evals`: the agent's runs, newest first.
 #[utoipa::path(get, path = "/v1/agents/{name}/evals", tag = "evals",
-    params(("name" = String, Path, description = "The agent"), PageQuery),
+    params(("name" = inline(crate::contract::AgentNameSchema), Path, description = "The agent"), PageQuery),
     responses((status = 200, body = PageOf<EvalRunView>),
         (status = "4XX", body = Problem, content_type = "application/problem+json")),
     security(("bearer" = [])))]
@@ -436,7 +437,7 @@ pub async fn list_runs(
 
 /// `GET /v1/agents/{name}/evals/{run}`: a run, its completed cells and its statistics so far.
 #[utoipa::path(get, path = "/v1/agents/{name}/evals/{run}", tag = "evals",
-    params(("name" = String, Path, description = "The agent"), ("run" = String, Path, description = "The run")),
+    params(("name" = inline(crate::contract::AgentNameSchema), Path, description = "The agent"), ("run" = inline(crate::contract::RunIdSchema), Path, description = "The run")),
     responses((status = 200, body = EvalRunDetail),
         (status = "4XX", body = Problem, content_type = "application/problem+json")),
     security(("bearer" = [])))]
@@ -493,7 +494,7 @@ pub async fn get_run(
 /// `GET /v1/agents/{name}/evals/{run}/cells/{index}`: one completed cell with its row, its send
 /// and target: what the inspector opens in its other tabs.
 #[utoipa::path(get, path = "/v1/agents/{name}/evals/{run}/cells/{index}", tag = "evals",
-    params(("name" = String, Path, description = "The agent"), ("run" = String, Path, description = "The run"),
+    params(("name" = inline(crate::contract::AgentNameSchema), Path, description = "The agent"), ("run" = inline(crate::contract::RunIdSchema), Path, description = "The run"),
         ("index" = u32, Path, description = "The cell's index")),
     responses((status = 200, body = CellView),
         (status = 404, body = Problem, content_type = "application/problem+json", description = "No such run, or the cell is not completed"),
@@ -555,7 +556,7 @@ pub async fn get_cell(
 /// `DELETE /v1/agents/{name}/evals/{run}`: cancel a queued or running run (editor or admin;
 /// audited). Cancelling a cancelled run answers it as it is.
 #[utoipa::path(delete, path = "/v1/agents/{name}/evals/{run}", tag = "evals",
-    params(("name" = String, Path, description = "The agent"), ("run" = String, Path, description = "The run")),
+    params(("name" = inline(crate::contract::AgentNameSchema), Path, description = "The agent"), ("run" = inline(crate::contract::RunIdSchema), Path, description = "The run")),
     responses((status = 200, body = EvalRunView),
         (status = 409, body = Problem, content_type = "application/problem+json", description = "The run is done or failed"),
         (status = "4XX", body = Problem, content_type = "application/problem+json")),
@@ -585,8 +586,10 @@ pub async fn cancel_run(
 #[serde(deny_unknown_fields)]
 pub struct CompareQuery {
     /// The base: a label or version id (default `production`).
+    #[param(value_type = Option<crate::contract::ReferenceSchema>, inline)]
     pub base: Option<String>,
     /// The candidate: a label or version id.
+    #[param(value_type = crate::contract::ReferenceSchema, inline)]
     pub candidate: String,
     /// The suite (needed when the candidate ran several).
     pub suite: Option<String>,
@@ -598,7 +601,7 @@ pub struct CompareQuery {
 /// finished runs of one suite on one model, and the gate's reading when the base is
 /// `production`.
 #[utoipa::path(get, path = "/v1/agents/{name}/evals/compare", tag = "evals",
-    params(("name" = String, Path, description = "The agent"), CompareQuery),
+    params(("name" = inline(crate::contract::AgentNameSchema), Path, description = "The agent"), CompareQuery),
     responses((status = 200, body = CompareView),
         (status = 422, body = Problem, content_type = "application/problem+json", description = "The candidate ran several suites or models: name one"),
         (status = "4XX", body = Problem, content_type = "application/problem+json")),
