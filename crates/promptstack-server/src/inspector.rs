@@ -7,7 +7,7 @@ use axum::extract::rejection::JsonRejection;
 use axum::extract::{Path, State};
 use axum::http::header;
 use axum::response::{IntoResponse, Response};
-use promptstack::provider::sim::SimConfig;
+use promptstack::provider::sim::{SimCancel, SimConfig};
 use promptstack::provider::{RequestOptions, Rules};
 use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
@@ -187,6 +187,11 @@ pub async fn cache_sim(
         overrides.apply(send);
     }
     let agent = resolved.agent.clone();
+    // A request dropped before the report (its timeout passed, its client went away) stops the
+    // simulation before its next turn, so the blocking thread and the tenant's engine turn are
+    // freed at once.
+    let cancel = SimCancel::new();
+    let _stop_when_dropped = StopWhenDropped(cancel.clone());
     let report = crate::engine::blocking(&state, move || {
         let target = match body.target {
             Some(target) => target,
@@ -215,6 +220,7 @@ pub async fn cache_sim(
             request,
             mcp_failure_rate,
             seed: body.seed.unwrap_or(1),
+            cancel,
         };
         agent
             .simulate_cache(&sends, Rules::bundled(), &config)
@@ -229,4 +235,13 @@ pub async fn cache_sim(
         );
     }
     Ok(response)
+}
+
+/// Cancels a simulation when the request that waits for it is dropped.
+struct StopWhenDropped(SimCancel);
+
+impl Drop for StopWhenDropped {
+    fn drop(&mut self) {
+        self.0.cancel();
+    }
 }

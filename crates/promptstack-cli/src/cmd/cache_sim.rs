@@ -114,6 +114,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         request,
         mcp_failure_rate: args.mcp_failure_rate,
         seed: args.seed,
+        cancel: promptstack::provider::sim::SimCancel::default(),
     };
     let report = agent
         .simulate_cache(&sends, &rules, &config)

@@ -274,8 +274,8 @@ impl Agent {
     ///
     /// # Errors
     ///
-    /// [`ErrorKind::Request`] without sends; otherwise whatever assembling or building a request
-    /// returns.
+    /// [`ErrorKind::Request`] without sends, or once `config.cancel` is set (checked before each
+    /// turn); otherwise whatever assembling or building a request returns.
     pub fn simulate_cache(
         &self,
         sends: &[SendContext],

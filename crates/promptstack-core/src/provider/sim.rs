@@ -43,6 +43,38 @@ pub struct SimConfig {
     pub mcp_failure_rate: f64,
     /// The seed of the deterministic generator that reorders and fails MCP servers.
     pub seed: u64,
+    /// Stops the simulation before its next turn once set: a caller that no longer waits for
+    /// the report (a request that timed out) frees the thread at once instead of after every
+    /// turn. Never set: the simulation runs to its end.
+    pub cancel: SimCancel,
+}
+
+/// A flag that stops a simulation between turns ([`SimConfig::cancel`]), set from any thread.
+/// Clones share the flag; two flags are equal when they are the same flag.
+#[derive(Debug, Clone, Default)]
+pub struct SimCancel(Arc<std::sync::atomic::AtomicBool>);
+
+impl SimCancel {
+    /// A flag not set.
+    pub fn new() -> SimCancel {
+        SimCancel::default()
+    }
+
+    /// Sets the flag: the simulation stops before its next turn.
+    pub fn cancel(&self) {
+        self.0.store(true, std::sync::atomic::Ordering::Relaxed);
+    }
+
+    /// Whether the flag is set.
+    pub fn is_cancelled(&self) -> bool {
+        self.0.load(std::sync::atomic::Ordering::Relaxed)
+    }
+}
+
+impl PartialEq for SimCancel {
+    fn eq(&self, other: &Self) -> bool {
+        Arc::ptr_eq(&self.0, &other.0)
+    }
 }
 
 /// Totals of one side of a simulation.
@@ -419,6 +451,12 @@ impl AgentInner {
         let mut first_request = true;
         let mut per_turn = Vec::with_capacity(config.turns as usize);
         for turn in 0..config.turns {
+            if config.cancel.is_cancelled() {
+                return Err(Error::new(
+                    ErrorKind::Request,
+                    format!("the simulation was cancelled after {turn} turns"),
+                ));
+            }
             let source = &sends[turn as usize % sends.len()];
             let now = start + u64::from(turn) * u64::from(config.gap_seconds);
             let (mcp, failed) = listings(&servers, &mut rng, config.mcp_failure_rate);

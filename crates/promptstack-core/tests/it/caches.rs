@@ -183,3 +183,35 @@ fn a_clone_with_its_own_template_memory_gets_caches_of_its_own() {
     assert_eq!(resized.cache_stats().stable_misses, 1);
     assert_eq!(original.cache_stats().stable_hits, 0);
 }
+
+#[test]
+fn a_cancelled_simulation_stops_before_its_next_turn() {
+    use promptstack_core::provider::sim::{SimCancel, SimConfig};
+    let agent = chat_agent();
+    let sends = vec![chat_send("research")];
+    let config = |cancel: SimCancel| SimConfig {
+        turns: 3,
+        gap_seconds: 60,
+        request: RequestOptions::new(Format::Anthropic, "cached".to_owned()),
+        mcp_failure_rate: 0.0,
+        seed: 1,
+        cancel,
+    };
+    let report = agent
+        .simulate_cache(&sends, Rules::bundled(), &config(SimCancel::new()))
+        .unwrap();
+    assert_eq!(report.per_turn.len(), 3);
+    let cancel = SimCancel::new();
+    let config = config(cancel.clone());
+    cancel.cancel();
+    let error = agent
+        .simulate_cache(&sends, Rules::bundled(), &config)
+        .unwrap_err();
+    assert_eq!(error.kind(), promptstack_core::ErrorKind::Request);
+    assert!(
+        error.to_string().contains("cancelled after 0 turns"),
+        "{error}"
+    );
+    assert_ne!(SimCancel::new(), SimCancel::new());
+    assert_eq!(cancel, cancel.clone());
+}
