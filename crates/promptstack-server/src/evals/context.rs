@@ -255,19 +255,19 @@ type Prepared = Arc<OnceCell<Arc<RunContext>>>;
 const MAX_CONTEXTS: usize = 64;
 
 impl Contexts {
-    /// The prepared run, preparing it on first use.
+    /// The prepared run, reading and preparing it on first use.
     pub(crate) async fn get(
         &self,
         state: &AppState,
         tenant: &Tenant,
-        run: &RunInfo,
+        run: &RunId,
     ) -> Result<Arc<RunContext>, Unprepared> {
         let cell = {
             let mut runs = self.runs.lock().unwrap_or_else(PoisonError::into_inner);
             if runs.len() >= MAX_CONTEXTS {
                 runs.retain(|_, cell| Arc::strong_count(cell) > 1);
             }
-            Arc::clone(runs.entry((tenant.clone(), run.id.clone())).or_default())
+            Arc::clone(runs.entry((tenant.clone(), run.clone())).or_default())
         };
         cell.get_or_try_init(|| prepare(state, tenant, run))
             .await
@@ -288,8 +288,14 @@ impl Contexts {
 async fn prepare(
     state: &AppState,
     tenant: &Tenant,
-    run: &RunInfo,
+    run: &RunId,
 ) -> Result<Arc<RunContext>, Unprepared> {
+    let run = &state
+        .inner
+        .store
+        .run(tenant, run)
+        .await
+        .map_err(|e| Unprepared::Later(format!("the run could not be read: {e}")))?;
     let Some(first) = run.refs.first() else {
         return Err(Unprepared::Fails("the run names no version".into()));
     };

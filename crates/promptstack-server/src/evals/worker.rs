@@ -132,19 +132,23 @@ impl Worker {
         Ok(None)
     }
 
-    /// Runs a claimed cell while keeping its lease, and records its row.
+    /// Runs a claimed cell while keeping its lease, and records its row. The cell's engine work
+    /// (preparing its run, reading its suite) takes its turns within the run's tenant's share of
+    /// the engine, as that tenant's requests do, so one tenant's runs cannot crowd out another's
+    /// renders.
     async fn run(&self, tenant: &Tenant, claimed: ClaimedCell) {
+        crate::engine::with_tenant_slot(async {
+            crate::engine::note_tenant(tenant);
+            self.run_in_share(tenant, claimed).await;
+        })
+        .await;
+    }
+
+    async fn run_in_share(&self, tenant: &Tenant, claimed: ClaimedCell) {
         let inner = &self.state.inner;
         let store = &inner.store;
         let run_id = claimed.claim.run().clone();
-        let info = match store.run(tenant, &run_id).await {
-            Ok(info) => info,
-            Err(error) => {
-                tracing::warn!(worker = %self.id, run = %run_id, %error, "eval worker: the run could not be read");
-                return;
-            }
-        };
-        let context = match inner.eval_contexts.get(&self.state, tenant, &info).await {
+        let context = match inner.eval_contexts.get(&self.state, tenant, &run_id).await {
             Ok(context) => context,
             Err(Unprepared::Fails(why)) => {
                 self.fail(tenant, &run_id, &why).await;
