@@ -436,3 +436,27 @@ fn a_run_resumes_after_its_only_instance_restarts() {
     assert_eq!(last["progress"]["done"], 10, "{last}");
     assert_eq!(last["results"].as_array().unwrap().len(), 10, "{last}");
 }
+
+#[test]
+fn bad_eval_flags_are_refused_before_serving() {
+    let data = tempfile::tempdir().unwrap();
+    for (flag, value, says) in [
+        ("--eval-model-url", "local", "is not NAME=URL"),
+        (
+            "--eval-model-url",
+            "local=file:///etc/passwd",
+            "is not an http or https URL",
+        ),
+        ("--eval-lease-seconds", "0", "0 is not in 1..=3600"),
+    ] {
+        let output = crate::support::promptstack()
+            .args(["serve", "--listen", "127.0.0.1:0", "--data"])
+            .arg(data.path())
+            .args([flag, value])
+            .output()
+            .unwrap();
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert_eq!(output.status.code(), Some(2), "{flag} {value}: {stderr}");
+        assert!(stderr.contains(says), "{flag} {value}: {stderr}");
+    }
+}
