@@ -149,7 +149,10 @@ def per_call(cases: List[Case], run: Callable[[Case], Tuple[str, str]], rounds: 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--rounds", type=int, default=300, help="timed rounds over every send (< 900)")
+    parser.add_argument("--json", action="store_true", help="print the medians as one JSON object")
     args = parser.parse_args()
+    if not 1 <= args.rounds < MOVES:
+        parser.error(f"--rounds must be between 1 and {MOVES - 1}")
 
     contenders: List[Tuple[str, Callable[[Case], Tuple[str, str]]]] = [
         ("promptstack assemble+compose (dict send)", Case.promptstack_dict),
@@ -158,7 +161,14 @@ def main() -> None:
         (f"Jinja2 {jinja2.__version__} Template.render", Case.jinja),
         (f"LangChain {langchain_core.__version__} ChatPromptTemplate.format_messages", Case.langchain),
     ]
-    print(f"python {platform.python_version()}, promptstack {promptstack.__version__}")
+    report: Dict[str, Any] = {
+        "python": platform.python_version(),
+        "promptstack": promptstack.__version__,
+        "rounds": args.rounds,
+        "examples": [],
+    }
+    if not args.json:
+        print(f"python {platform.python_version()}, promptstack {promptstack.__version__}")
     for example, target in CASES:
         agent = promptstack.Agent.from_path(ROOT / "examples" / example / "agent.toml")
         sends = sorted((ROOT / "examples" / example / "sends").glob("*.json"))
@@ -168,17 +178,32 @@ def main() -> None:
             for name, run in contenders:
                 if run is not Case.promptstack_moving:
                     assert run(case) == expected, f"{name} differs on {case.target}"
-        print(f"\n{example} (target {target}, {len(cases)} sends, {args.rounds} rounds)")
-        print("| contender | median per call | mean per call | × Jinja2 |")
-        print("|---|---|---|---|")
         medians = {}
         for name, run in contenders:
             per_call(cases, run, max(args.rounds // 10, 3))  # warm-up
             samples = per_call(cases, run, args.rounds)
             medians[name] = statistics.median(samples), statistics.fmean(samples)
         jinja = next(v[0] for k, v in medians.items() if k.startswith("Jinja2"))
+        report["examples"].append(
+            {
+                "example": example,
+                "target": target,
+                "sends": len(cases),
+                "contenders": [
+                    {"name": name, "median_ns": median, "mean_ns": mean, "x_jinja2": median / jinja}
+                    for name, (median, mean) in medians.items()
+                ],
+            }
+        )
+        if args.json:
+            continue
+        print(f"\n{example} (target {target}, {len(cases)} sends, {args.rounds} rounds)")
+        print("| contender | median per call | mean per call | × Jinja2 |")
+        print("|---|---|---|---|")
         for name, (median, mean) in medians.items():
             print(f"| {name} | {median / 1000:.1f} µs | {mean / 1000:.1f} µs | {median / jinja:.2f} |")
+    if args.json:
+        print(json.dumps(report, indent=2))
 
 
 if __name__ == "__main__":
