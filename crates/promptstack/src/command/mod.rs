@@ -13,7 +13,13 @@
 //!   [`read_conversation`] reads the conversation within the [`Limits`];
 //! - the target is [`compose::choose_target`](crate::compose::choose_target);
 //! - [`SendsDiff`] is the report of `diff` (and of a publish's cache impact);
-//! - an engine error's kind is named by [`ErrorKind::as_str`](crate::ErrorKind::as_str).
+//! - an engine error's kind is named by [`ErrorKind::as_str`](crate::ErrorKind::as_str);
+//! - each command has one typed request and one typed result, and one function that runs it
+//!   over an [`Assembled`] send: [`render`] ([`RenderRequest`] → [`RenderResult`]), [`request`]
+//!   ([`RequestRequest`] → [`RequestResult`]), [`explain`] ([`ExplainRequest`] →
+//!   [`Explanation`](crate::report::Explanation)), [`tools`] ([`ToolsResult`]), [`diff`]
+//!   ([`DiffRequest`] → [`SendsDiff`]) and [`lint`] ([`LintResult`]); each refuses with an
+//!   [`Error`] that a front end words in its own terms.
 //!
 //! With the `schema` feature each serialisable type also derives its OpenAPI schema.
 
@@ -25,6 +31,14 @@ use promptstack_core::provider::{
 use serde::{Deserialize, Serialize};
 
 use crate::limits::Limits;
+
+mod run;
+
+pub use run::{
+    Assembled, Diagnosed, DiffRequest, Env, Error, ExplainRequest, LintResult, RenderRequest,
+    RenderResult, Rendered, RequestRequest, RequestResult, ToolsResult, diff, explain, lint,
+    render, request, tools,
+};
 
 /// What `render` answers with: a text, every composition as JSON, or a provider request body.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
