@@ -18,7 +18,7 @@ use crate::auth::Auth;
 use crate::bundle::{BUNDLE_MEDIA_TYPE, Bundle};
 use crate::engine::{DEFAULT_LABEL, agent_name, compiled, engine_problem, require_agent};
 use crate::problem::{Problem, json_rejection, printable};
-use crate::render::{ProviderFormat, RequestOptionsBody, cache_diff};
+use crate::render::{CacheDiff, ProviderFormat, RequestOptionsBody};
 use crate::state::AppState;
 
 /// The label only admins may move.
@@ -549,13 +549,18 @@ fn send_impact(
         let targets: Vec<&str> = new_assembly.target_ids().collect();
         let target = targets.first().copied().unwrap_or_default().to_owned();
         let changed = old_assembly.stable() != new_assembly.stable();
-        let diff = cache_diff(
-            (old, &old_assembly),
-            (agent, &new_assembly),
+        let side = |agent, assembly| promptstack::command::Assembled {
+            agent,
+            send: ctx,
+            assembly,
+        };
+        let diff = CacheDiff::compare(
+            &side(old, &old_assembly),
+            &side(agent, &new_assembly),
             &target,
             format,
             &RequestOptionsBody::default(),
-            limits,
+            &promptstack::command::Env::bundled(limits),
         )?;
         Ok::<_, Problem>((changed, diff))
     })();

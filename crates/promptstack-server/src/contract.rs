@@ -136,16 +136,7 @@ where
     let Some(number) = Option::<serde_json::Number>::deserialize(deserializer)? else {
         return Ok(None);
     };
-    number
-        .as_u64()
-        .or_else(|| {
-            number
-                .as_f64()
-                // A float is that whole number only when it is one exactly (at most 2^53).
-                .filter(|f| f.fract() == 0.0 && (0.0..=EXACT).contains(f))
-                .map(|f| f as u64)
-        })
-        .and_then(|n| T::try_from(n).ok())
+    promptstack::command::whole_number(&number)
         .map(Some)
         .ok_or_else(|| {
             D::Error::custom(format!(
@@ -154,9 +145,6 @@ where
             ))
         })
 }
-
-/// The largest whole number every float at most it is exactly (2^53).
-const EXACT: f64 = 9_007_199_254_740_992.0;
 
 /// A schema carried as raw JSON Schema.
 fn raw(value: Value) -> RefOr<Schema> {

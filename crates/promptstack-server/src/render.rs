@@ -1,22 +1,30 @@
 //! The render-like endpoints: `render`, `request`, `explain`, `tools`, `diff`, `lint`, each the
 //! HTTP form of the CLI command of the same name, over a published version.
 //!
-//! Each handler takes an [`Op`]: the key authenticated, the body read, the reference resolved to a
-//! compiled version and the send read for it with the tenant's settings. Its engine work
-//! (assembling, composing, building requests, explaining, diffing, linting) then runs in one
-//! turn on the blocking pool.
+//! Each body is the command's request ([`promptstack::command`]) beside what names its version
+//! and send: `ref`, `send` (or `sends`) and `settings`, declared once by [`render_like!`]. Each
+//! handler takes an [`Op`], the one extractor: the key authenticated, the body read, the reference
+//! resolved to a compiled version and the sends read for it with the tenant's settings. It then
+//! runs the command through [`Op::run`], the one way engine work runs (on the request's thread or
+//! the blocking pool, as the version's recent cost decides), and turns the command's result into
+//! its answer.
+
+use std::borrow::Cow;
 
 use axum::Json;
 use axum::extract::{FromRequest, FromRequestParts, Path, Request, State};
 use axum::http::{HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
-use promptstack::compose::Composition;
-use promptstack::compose::choose_target;
-use promptstack::provider::{Format, Rules};
-use promptstack::report::ToolsReport;
-use promptstack::{Agent, Assembly};
+use promptstack::Assembly;
+use promptstack::command::{self, Assembled, Env, Rendered};
+// The commands' own requests, beside the bodies of the same names that carry them.
+use promptstack::command::{
+    ExplainRequest as ExplainCommand, RenderRequest as RenderCommand,
+    RequestRequest as RequestCommand,
+};
+use serde::Deserialize;
+use serde::Serialize;
 use serde::de::DeserializeOwned;
-use serde::{Deserialize, Serialize};
 use serde_json::value::RawValue;
 use utoipa::ToSchema;
 
@@ -34,37 +42,128 @@ pub use promptstack::command::{
 pub use promptstack::compose::Slot;
 pub use promptstack::provider::Format as ProviderFormat;
 
-/// The body of `render`, `request`, `explain` and `tools`.
-#[derive(Debug, Clone, Deserialize, ToSchema)]
-#[serde(deny_unknown_fields)]
-pub struct RenderRequest {
-    /// A label or a version id (default `production`).
-    #[serde(rename = "ref")]
-    #[schema(value_type = Option<crate::contract::ReferenceSchema>)]
-    pub reference: Option<String>,
-    /// The send context.
-    #[schema(value_type = crate::contract::SendContextSchema)]
-    pub send: Box<RawValue>,
-    /// The target (default: the only one; required when there are several).
-    pub target: Option<String>,
-    /// The answer's format.
-    #[serde(default)]
-    pub format: RenderFormat,
-    /// Which text of the target, for `text`.
-    #[serde(default)]
-    #[schema(value_type = promptstack::command::SlotSchema)]
-    pub slot: Slot,
-    /// The full prompt (authored text plus every platform append), as `render --full`.
-    #[serde(default)]
-    pub full: bool,
-    /// Options of provider requests.
-    #[serde(default)]
-    pub options: RequestOptionsBody,
-    /// Unsaved settings to preview in place of the stored ones, for this answer only (stage
-    /// agents; any role that may render). Checked as a settings write is; nothing is stored,
-    /// and the answer's `preview` is true.
-    #[schema(value_type = Option<SettingsPreview>)]
-    pub settings: Option<serde_json::Value>,
+/// Declares the body of a render-like endpoint that names one version and one send: `ref` and
+/// `send`, then the fields of its command's request, then `settings`; and how it splits into
+/// [`Names`] and the command's request.
+macro_rules! render_like {
+    ($(#[$doc:meta])* $body:ident => $command:ident {
+        $($(#[$attr:meta])* $field:ident: $ty:ty,)*
+    }) => {
+        $(#[$doc])*
+        #[derive(Debug, Clone, Deserialize, ToSchema)]
+        #[serde(deny_unknown_fields)]
+        pub struct $body {
+            /// A label or a version id (default `production`).
+            #[serde(rename = "ref")]
+            #[schema(value_type = Option<crate::contract::ReferenceSchema>)]
+            pub reference: Option<String>,
+            /// The send context.
+            #[schema(value_type = crate::contract::SendContextSchema)]
+            pub send: Box<RawValue>,
+            $($(#[$attr])* pub $field: $ty,)*
+            /// Unsaved settings to preview in place of the stored ones, for this answer only (stage
+            /// agents; any role that may render). Checked as a settings write is; nothing is stored,
+            /// and the answer's `preview` is true.
+            #[schema(value_type = Option<SettingsPreview>)]
+            pub settings: Option<serde_json::Value>,
+        }
+
+        impl Body for $body {
+            type Command = $command;
+
+            fn split(self) -> Result<(Names, $command), Problem> {
+                let names = Names::one(self.reference, self.send, self.settings);
+                Ok((names, $command { $($field: self.$field,)* }))
+            }
+        }
+    };
+}
+
+render_like! {
+    /// The body of `render`, `request`, `explain` and `tools`.
+    RenderRequest => RenderCommand {
+        /// The target (default: the only one; required when there are several).
+        target: Option<String>,
+        /// The answer's format.
+        #[serde(default)]
+        format: RenderFormat,
+        /// Which text of the target, for `text`.
+        #[serde(default)]
+        #[schema(value_type = command::SlotSchema)]
+        slot: Slot,
+        /// The full prompt (authored text plus every platform append), as `render --full`.
+        #[serde(default)]
+        full: bool,
+        /// Options of provider requests.
+        #[serde(default)]
+        options: RequestOptionsBody,
+    }
+}
+
+render_like! {
+    /// The body of `request`.
+    RequestRequest => RequestCommand {
+        /// The target (default: the only one).
+        target: Option<String>,
+        /// The provider format (default `anthropic`).
+        #[serde(default)]
+        #[schema(value_type = command::ProviderFormatSchema)]
+        format: ProviderFormat,
+        /// Options of the request.
+        #[serde(default)]
+        options: RequestOptionsBody,
+    }
+}
+
+render_like! {
+    /// The body of `explain`.
+    ExplainRequest => ExplainCommand {
+        /// Only this target (default: every target).
+        target: Option<String>,
+        /// Also plan the breakpoints of each target's request in this provider format.
+        #[schema(value_type = Option<command::ProviderFormatSchema>)]
+        format: Option<ProviderFormat>,
+    }
+}
+
+render_like! {
+    /// The body of `tools`.
+    ToolsRequest => NoRequest {}
+}
+
+/// The request of a command that takes none beyond its sends (`tools`, `lint`).
+pub(crate) struct NoRequest {}
+
+/// What a body names besides its command's request: the version, the sends (each with the name
+/// its problems are located in), and the settings to preview.
+pub(crate) struct Names {
+    reference: Option<String>,
+    sends: Vec<(Cow<'static, str>, Box<RawValue>)>,
+    settings: Option<serde_json::Value>,
+}
+
+impl Names {
+    /// A body's names with one send, `send`.
+    fn one(
+        reference: Option<String>,
+        send: Box<RawValue>,
+        settings: Option<serde_json::Value>,
+    ) -> Names {
+        Names {
+            reference,
+            sends: vec![(Cow::Borrowed("send"), send)],
+            settings,
+        }
+    }
+}
+
+/// A render-like body: what it names, and its command's request.
+pub(crate) trait Body: DeserializeOwned + Send {
+    /// The command's request.
+    type Command: Send + 'static;
+
+    /// Splits the body, refusing what its schema cannot state.
+    fn split(self) -> Result<(Names, Self::Command), Problem>;
 }
 
 /// A render-like answer: the attribution and what was asked for.
@@ -138,6 +237,8 @@ impl IntoResponse for RenderResponse {
     }
 }
 
+/// `items`, then one warning for each of `warnings` (why parts of the answer come from the last
+/// good value).
 fn diagnostics<'a>(
     items: impl Iterator<Item = &'a promptstack::diagnostic::Diagnostic>,
     warnings: &[String],
@@ -158,84 +259,35 @@ fn to_value(value: &impl Serialize) -> Option<serde_json::Value> {
     serde_json::to_value(value).ok()
 }
 
-/// The target to render: the one named, or the only one.
-fn target(assembly: &Assembly, named: Option<&str>) -> Result<String, Problem> {
-    choose_target(assembly.target_ids(), named).map_err(|several| {
-        Problem::unprocessable(
-            "target-required",
-            several.message("choose one with `target`"),
-        )
-    })
-}
-
-fn compose(assembly: &Assembly, target: &str) -> Result<Composition, Problem> {
-    assembly.compose(target).map_err(engine_problem)
-}
-
-/// Builds a provider request as `promptstack render --format F` does.
-pub fn build_request(
-    agent: &Agent,
-    assembly: &Assembly,
-    format: Format,
-    target: &str,
-    options: &RequestOptionsBody,
-    limits: &promptstack::limits::Limits,
-) -> Result<promptstack::provider::Request, Problem> {
-    let conversation = options
-        .conversation(limits)
-        .map_err(|e| Problem::unprocessable("invalid-conversation", e.to_string()))?;
-    agent
-        .request(
-            assembly,
-            &conversation,
-            Rules::bundled(),
-            &options.options(format, target),
-        )
-        .map_err(engine_problem)
-}
-
-/// A body that names a version and a send.
-pub(crate) trait Names {
-    /// The label or version id (default `production`).
-    fn reference(&self) -> Option<&str>;
-    /// The send context, as given.
-    fn send(&self) -> &RawValue;
-    /// Unsaved settings to preview in place of the stored ones.
-    fn settings(&self) -> Option<&serde_json::Value>;
-}
-
-macro_rules! names {
-    ($($body:ty),*) => {$(
-        impl Names for $body {
-            fn reference(&self) -> Option<&str> {
-                self.reference.as_deref()
+impl From<command::Error> for Problem {
+    fn from(error: command::Error) -> Problem {
+        match error {
+            command::Error::TargetRequired(several) => Problem::unprocessable(
+                "target-required",
+                several.message("choose one with `target`"),
+            ),
+            command::Error::Conversation(e) => {
+                Problem::unprocessable("invalid-conversation", e.to_string())
             }
-            fn send(&self) -> &RawValue {
-                &self.send
-            }
-            fn settings(&self) -> Option<&serde_json::Value> {
-                self.settings.as_ref()
-            }
+            command::Error::FullInProviderFormat => Problem::unprocessable(
+                "invalid-format",
+                "`full` renders text or JSON; use format `text` or `json`",
+            ),
+            command::Error::Engine(e) => engine_problem(e),
+            other => Problem::unprocessable("render-failed", other.to_string()),
         }
-    )*};
+    }
 }
 
-names!(
-    RenderRequest,
-    RequestRequest,
-    ExplainRequest,
-    ToolsRequest,
-    DiffRequest
-);
-
-/// Sends up to this size are read on the request's own thread (tens of microseconds); larger ones
-/// on the blocking pool.
+/// Sends up to this size in all are read on the request's own thread (tens of microseconds);
+/// larger ones on the blocking pool.
 const INLINE_SEND_BYTES: usize = 8 * 1024;
 
-/// A version resolved and a send read for it, with the tenant's settings applied.
+/// A version resolved and its sends read for it, with the tenant's settings applied.
 pub(crate) struct Prepared {
     pub(crate) resolved: Resolved,
-    pub(crate) send: promptstack::SendContext,
+    /// Each send with the name its problems are located in (`send`, `sends[i]`).
+    pub(crate) sends: Vec<(Cow<'static, str>, promptstack::SendContext)>,
     /// Why parts of the answer come from the last good value.
     pub(crate) warnings: Vec<String>,
     /// Whether the request's `settings` stood in for the stored ones.
@@ -243,78 +295,120 @@ pub(crate) struct Prepared {
 }
 
 impl Prepared {
-    /// Resolves `reference` of agent `name` in the key's tenant and reads `send` for it. The send
-    /// is checked before the tenant's settings are read, so an invalid one costs no store read;
-    /// `settings`, when given, are previewed in place of the stored ones.
+    /// Resolves `reference` of agent `name` in the key's tenant and reads `sends` for it. The
+    /// sends are checked before the tenant's settings are read, so an invalid one costs no store
+    /// read; `settings`, when given, are previewed in place of the stored ones.
     pub(crate) async fn new(
         state: &AppState,
         auth: &Auth,
         name: &str,
         reference: Option<&str>,
-        send: &RawValue,
+        sends: &[(Cow<'static, str>, &RawValue)],
         settings: Option<&serde_json::Value>,
     ) -> Result<Prepared, Problem> {
         let preview = crate::settings::preview(settings)?;
         let tenant = &auth.0.tenant;
         let resolved = resolve(state, tenant, name, reference).await?;
         let mut warnings = resolved.stale.clone();
-        let mut send = if send.get().len() <= INLINE_SEND_BYTES {
-            read_send(&resolved.agent, send.get().as_bytes(), "send")?
+        let bytes: usize = sends.iter().map(|(_, send)| send.get().len()).sum();
+        let mut read = if bytes <= INLINE_SEND_BYTES {
+            read_sends(&resolved.agent, sends)?
         } else {
-            let (agent, send) = (std::sync::Arc::clone(&resolved.agent), send.to_owned());
+            let agent = std::sync::Arc::clone(&resolved.agent);
+            let sends: Vec<_> = sends
+                .iter()
+                .map(|(what, send)| (what.clone(), (*send).to_owned()))
+                .collect();
             blocking(state, move || {
-                read_send(&agent, send.get().as_bytes(), "send")
+                let sends: Vec<_> = sends.iter().map(|(w, s)| (w.clone(), &**s)).collect();
+                read_sends(&agent, &sends)
             })
             .await??
         };
-        Overrides::read(state, tenant, &resolved, &preview, &mut warnings)
-            .await?
-            .apply(&mut send);
+        let overrides = Overrides::read(state, tenant, &resolved, &preview, &mut warnings).await?;
+        for (_, send) in &mut read {
+            overrides.apply(send);
+        }
         Ok(Prepared {
             resolved,
-            send,
+            sends: read,
             warnings,
             preview: !preview.is_empty(),
         })
     }
 
-    /// Assembles the send (engine work: call it on the blocking pool).
-    fn assemble(&self) -> Result<Assembly, Problem> {
-        self.resolved
-            .agent
-            .assemble(&self.send)
-            .map_err(engine_problem)
+    /// The one send of a body that names one.
+    fn send(&self) -> Result<&promptstack::SendContext, Problem> {
+        self.sends.first().map(|(_, send)| send).ok_or_else(|| {
+            Problem::new(
+                StatusCode::INTERNAL_SERVER_ERROR,
+                "internal",
+                "the body named no send",
+            )
+        })
+    }
+
+    /// Assembles the send (engine work: call it within [`Op::run`]) and runs `work` on it.
+    fn assembled<T>(
+        &self,
+        work: impl FnOnce(&Assembled<'_>) -> Result<T, Problem>,
+    ) -> Result<T, Problem> {
+        let agent = &self.resolved.agent;
+        let send = self.send()?;
+        let assembly = agent.assemble(send).map_err(engine_problem)?;
+        work(&Assembled {
+            agent,
+            send,
+            assembly: &assembly,
+        })
+    }
+
+    /// An answer from `assembly` (none for `lint`), with its attribution marked as a preview when
+    /// it is one, and `items` then the stale warnings as its diagnostics.
+    fn answer<'a>(
+        &self,
+        assembly: Option<&Assembly>,
+        items: impl Iterator<Item = &'a promptstack::diagnostic::Diagnostic>,
+    ) -> RenderResponse {
+        let mut response = RenderResponse::new(self.attribution(assembly));
+        response.diagnostics = diagnostics(items, &self.warnings);
+        response
     }
 
     /// The attribution of an answer from `assembly`, marked as a preview when it is one.
-    fn attribution(&self, assembly: &Assembly) -> Attribution {
-        let mut attribution = self
-            .resolved
-            .attribution(assembly.fingerprint().to_string());
+    fn attribution(&self, assembly: Option<&Assembly>) -> Attribution {
+        let fingerprint = assembly.map_or_else(String::new, |a| a.fingerprint().to_string());
+        let mut attribution = self.resolved.attribution(fingerprint);
         attribution.preview = self.preview;
         attribution
     }
-
-    /// `items`, then the warnings about stale settings or labels.
-    fn diagnostics<'a>(
-        &self,
-        items: impl Iterator<Item = &'a promptstack::diagnostic::Diagnostic>,
-    ) -> Vec<serde_json::Value> {
-        diagnostics(items, &self.warnings)
-    }
 }
 
-/// What every render-like handler starts from: the key, the body, and the version and send the
-/// body names, resolved and read. Rejections are problems: 401 before anything else is read,
-/// then the body's 400/413/415/422, then the reference's and the send's.
-pub(crate) struct Op<B> {
+/// Reads each send for `agent`.
+fn read_sends(
+    agent: &promptstack::Agent,
+    sends: &[(Cow<'static, str>, &RawValue)],
+) -> Result<Vec<(Cow<'static, str>, promptstack::SendContext)>, Problem> {
+    sends
+        .iter()
+        .map(|(what, send)| Ok((what.clone(), read_send(agent, send.get().as_bytes(), what)?)))
+        .collect()
+}
+
+/// What every render-like handler starts from: the key, the command's request, and the version
+/// and sends the body names, resolved and read. Rejections are problems: 401 before anything
+/// else is read, then the body's 400/413/415/422, then the reference's and the sends'.
+pub(crate) struct Op<B: Body> {
     pub(crate) auth: Auth,
     pub(crate) name: String,
-    pub(crate) body: B,
+    /// What the body names.
+    pub(crate) names: Names,
+    /// The command's request.
+    pub(crate) command: B::Command,
     pub(crate) prepared: Prepared,
 }
 
-impl<B: Names + DeserializeOwned + Send> FromRequest<AppState> for Op<B> {
+impl<B: Body> FromRequest<AppState> for Op<B> {
     type Rejection = Problem;
 
     async fn from_request(request: Request, state: &AppState) -> Result<Self, Problem> {
@@ -326,38 +420,52 @@ impl<B: Names + DeserializeOwned + Send> FromRequest<AppState> for Op<B> {
         let Json(body) = Json::<B>::from_request(Request::from_parts(parts, body), state)
             .await
             .map_err(json_rejection)?;
+        let (names, command) = body.split()?;
+        let sends: Vec<_> = names
+            .sends
+            .iter()
+            .map(|(what, send)| (what.clone(), &**send))
+            .collect();
         let prepared = Prepared::new(
             state,
             &auth,
             &name,
-            body.reference(),
-            body.send(),
-            body.settings(),
+            names.reference.as_deref(),
+            &sends,
+            names.settings.as_ref(),
         )
         .await?;
         Ok(Op {
             auth,
             name,
-            body,
+            names,
+            command,
             prepared,
         })
     }
 }
 
-impl<B: Send + 'static> Op<B> {
-    /// Runs `work` on the prepared send and the body with the server's limits, on the request's
-    /// thread or the blocking pool as the version's recent cost decides (see `engine`).
+impl<B: Body> Op<B> {
+    /// Runs `work` on the prepared sends and the command's request with the server's limits and
+    /// the bundled rules. Work over one send runs on the request's thread or the blocking pool as
+    /// the version's recent cost decides (see `engine`), and is timed into that cost; work over
+    /// several (`lint`) always runs on the blocking pool, since it may be long and its time says
+    /// nothing about one send's.
     async fn run<T: Send + 'static>(
         self,
         state: &AppState,
-        work: fn(&Prepared, &B, &promptstack::limits::Limits) -> Result<T, Problem>,
+        work: impl FnOnce(&Prepared, &B::Command, &Env<'_>) -> Result<T, Problem> + Send + 'static,
     ) -> Result<T, Problem> {
         let limits = state.inner.config.limits.clone();
         let cost = std::sync::Arc::clone(&self.prepared.resolved.cost);
-        engine(state, &cost, move || {
-            work(&self.prepared, &self.body, &limits)
-        })
-        .await?
+        let one = self.prepared.sends.len() == 1;
+        let (prepared, command) = (self.prepared, self.command);
+        let work = move || work(&prepared, &command, &Env::bundled(&limits));
+        if one {
+            engine(state, &cost, work).await?
+        } else {
+            blocking(state, work).await?
+        }
     }
 }
 
@@ -371,110 +479,44 @@ pub async fn render(
     State(state): State<AppState>,
     op: Op<RenderRequest>,
 ) -> Result<RenderResponse, Problem> {
-    op.run(&state, render_now).await
+    op.run(&state, |p, body, env| {
+        body.check(env.limits)?;
+        p.assembled(|on| {
+            let result = command::render(on, body, env)?;
+            let mut response = p.answer(Some(on.assembly), result.diagnostics.iter());
+            response.target = result.target;
+            response.put(result.rendered, body.format == RenderFormat::Json);
+            Ok(response)
+        })
+    })
+    .await
 }
 
-/// The engine work of `render`: composing, rendering in full, or building the request.
-fn render_now(
-    p: &Prepared,
-    body: &RenderRequest,
-    limits: &promptstack::limits::Limits,
-) -> Result<RenderResponse, Problem> {
-    let agent = &p.resolved.agent;
-    if body.format.provider().is_none() && body.options.conversation.is_some() {
-        // Text and JSON answers send no conversation, but one given is read all the same: the
-        // request is refused as the document says, whatever the format.
-        body.options
-            .conversation(limits)
-            .map_err(|e| Problem::unprocessable("invalid-conversation", e.to_string()))?;
-    }
-    let assembly = p.assemble()?;
-    let mut response = RenderResponse::new(p.attribution(&assembly));
-    if body.full {
-        if body.format.provider().is_some() {
-            return Err(Problem::unprocessable(
-                "invalid-format",
-                "`full` renders text or JSON; use format `text` or `json`",
-            ));
-        }
-        let full = agent
-            .render_full(&p.send, body.target.as_deref())
-            .map_err(engine_problem)?;
-        response.text = Some(full.text.clone());
-        response.diagnostics = p.diagnostics(full.warnings.iter());
-        if body.format == RenderFormat::Json {
-            response.detail = to_value(&full);
-        }
-        return Ok(response);
-    }
-    if let Some(format) = body.format.provider() {
-        let target = target(&assembly, body.target.as_deref())?;
-        let request = build_request(agent, &assembly, format, &target, &body.options, limits)?;
-        response.diagnostics =
-            p.diagnostics(assembly.diagnostics().chain(request.diagnostics.iter()));
-        response.detail = Some(serde_json::json!({
-            "format": format.as_str(),
-            "model": request.model,
-            "plan": to_value(&request.plan),
-        }));
-        response.body = Some(request.body);
-        response.target = Some(target);
-        return Ok(response);
-    }
-    match body.format {
-        RenderFormat::Json => {
-            let targets: Vec<String> = match &body.target {
-                Some(t) => vec![t.clone()],
-                None => assembly.target_ids().map(str::to_owned).collect(),
-            };
-            let compositions = targets
-                .iter()
-                .map(|t| compose(&assembly, t))
-                .collect::<Result<Vec<_>, _>>()?;
-            response.diagnostics = p.diagnostics(
-                assembly
-                    .diagnostics()
-                    .chain(compositions.iter().flat_map(|c| c.diagnostics.iter())),
-            );
-            response.detail = Some(serde_json::json!({ "targets": to_value(&compositions) }));
-        }
-        _ => {
-            let target = target(&assembly, body.target.as_deref())?;
-            let composition = compose(&assembly, &target)?;
-            response.diagnostics =
-                p.diagnostics(assembly.diagnostics().chain(composition.diagnostics.iter()));
-            response.text = Some(composition.text(body.slot).to_owned());
-            response.target = Some(target);
+impl RenderResponse {
+    /// Puts what `render` rendered in its place: the text, or the request body, and the detail
+    /// (the full prompt's parts only in `json`).
+    fn put(&mut self, rendered: Rendered, json: bool) {
+        match rendered {
+            Rendered::Full(full) => {
+                if json {
+                    self.detail = to_value(&full);
+                }
+                self.text = Some(full.text);
+            }
+            Rendered::Request(request) => {
+                self.detail = Some(serde_json::json!({
+                    "format": request.format.as_str(),
+                    "model": request.model,
+                    "plan": to_value(&request.plan),
+                }));
+                self.body = Some(request.body);
+            }
+            Rendered::Compositions(compositions) => {
+                self.detail = Some(serde_json::json!({ "targets": to_value(&compositions) }));
+            }
+            Rendered::Text(text) => self.text = Some(text),
         }
     }
-    Ok(response)
-}
-
-/// The body of `request`.
-#[derive(Debug, Clone, Deserialize, ToSchema)]
-#[serde(deny_unknown_fields)]
-pub struct RequestRequest {
-    /// A label or a version id (default `production`).
-    #[serde(rename = "ref")]
-    #[schema(value_type = Option<crate::contract::ReferenceSchema>)]
-    pub reference: Option<String>,
-    /// The send context.
-    #[schema(value_type = crate::contract::SendContextSchema)]
-    pub send: Box<RawValue>,
-    /// The target (default: the only one).
-    pub target: Option<String>,
-    /// The provider format (default `anthropic`).
-    #[serde(default)]
-    #[schema(value_type = promptstack::command::ProviderFormatSchema)]
-    pub format: ProviderFormat,
-    /// Options of the request.
-    #[serde(default)]
-    pub options: RequestOptionsBody,
-    /// Unsaved settings to preview in place of the stored ones, for this answer only (stage
-    /// agents; any role that may render). Checked as a settings write is; nothing is stored,
-    /// and the answer's `preview` is true.
-    #[schema(value_type = Option<SettingsPreview>)]
-    pub settings: Option<serde_json::Value>,
 }
 
 /// `POST /v1/agents/{name}/request`: the provider request body with its cache plan and units.
@@ -487,59 +529,25 @@ pub async fn request(
     State(state): State<AppState>,
     op: Op<RequestRequest>,
 ) -> Result<RenderResponse, Problem> {
-    op.run(&state, request_now).await
-}
-
-/// The engine work of `request`.
-fn request_now(
-    p: &Prepared,
-    body: &RequestRequest,
-    limits: &promptstack::limits::Limits,
-) -> Result<RenderResponse, Problem> {
-    let assembly = p.assemble()?;
-    let target = target(&assembly, body.target.as_deref())?;
-    let request = build_request(
-        &p.resolved.agent,
-        &assembly,
-        body.format,
-        &target,
-        &body.options,
-        limits,
-    )?;
-    let mut response = RenderResponse::new(p.attribution(&assembly));
-    response.diagnostics = p.diagnostics(assembly.diagnostics().chain(request.diagnostics.iter()));
-    response.detail = Some(serde_json::json!({
-        "format": request.format.as_str(),
-        "model": request.model,
-        "plan": to_value(&request.plan),
-        "units": to_value(&request.units),
-    }));
-    response.body = Some(request.body);
-    response.target = Some(target);
-    Ok(response)
-}
-
-/// The body of `explain`.
-#[derive(Debug, Clone, Deserialize, ToSchema)]
-#[serde(deny_unknown_fields)]
-pub struct ExplainRequest {
-    /// A label or a version id (default `production`).
-    #[serde(rename = "ref")]
-    #[schema(value_type = Option<crate::contract::ReferenceSchema>)]
-    pub reference: Option<String>,
-    /// The send context.
-    #[schema(value_type = crate::contract::SendContextSchema)]
-    pub send: Box<RawValue>,
-    /// Only this target (default: every target).
-    pub target: Option<String>,
-    /// Also plan the breakpoints of each target's request in this provider format.
-    #[schema(value_type = Option<promptstack::command::ProviderFormatSchema>)]
-    pub format: Option<ProviderFormat>,
-    /// Unsaved settings to preview in place of the stored ones, for this answer only (stage
-    /// agents; any role that may render). Checked as a settings write is; nothing is stored,
-    /// and the answer's `preview` is true.
-    #[schema(value_type = Option<SettingsPreview>)]
-    pub settings: Option<serde_json::Value>,
+    op.run(&state, |p, body, env| {
+        p.assembled(|on| {
+            let command::Diagnosed {
+                value: request,
+                diagnostics,
+            } = command::request(on, body, env)?;
+            let mut response = p.answer(Some(on.assembly), diagnostics.iter());
+            response.detail = Some(serde_json::json!({
+                "format": request.format.as_str(),
+                "model": request.model,
+                "plan": to_value(&request.plan),
+                "units": to_value(&request.units),
+            }));
+            response.target = Some(request.target);
+            response.body = Some(request.body);
+            Ok(response)
+        })
+    })
+    .await
 }
 
 /// `POST /v1/agents/{name}/explain`: every block, why it is in or out, and what each target
@@ -553,53 +561,16 @@ pub async fn explain(
     State(state): State<AppState>,
     op: Op<ExplainRequest>,
 ) -> Result<RenderResponse, Problem> {
-    op.run(&state, explain_now).await
-}
-
-/// The engine work of `explain`.
-fn explain_now(
-    p: &Prepared,
-    body: &ExplainRequest,
-    _: &promptstack::limits::Limits,
-) -> Result<RenderResponse, Problem> {
-    let assembly = p.assemble()?;
-    let format = body
-        .format
-        .map(|format| promptstack::report::BreakpointFormat {
-            format,
-            rules: Rules::bundled(),
-        });
-    let explanation = promptstack::report::explain(
-        &p.resolved.agent,
-        &p.send,
-        &assembly,
-        body.target.as_deref(),
-        format,
-    )
-    .map_err(engine_problem)?;
-    let mut response = RenderResponse::new(p.attribution(&assembly));
-    response.target.clone_from(&body.target);
-    response.detail = to_value(&explanation);
-    response.diagnostics = p.diagnostics(std::iter::empty());
-    Ok(response)
-}
-
-/// The body of `tools`.
-#[derive(Debug, Clone, Deserialize, ToSchema)]
-#[serde(deny_unknown_fields)]
-pub struct ToolsRequest {
-    /// A label or a version id (default `production`).
-    #[serde(rename = "ref")]
-    #[schema(value_type = Option<crate::contract::ReferenceSchema>)]
-    pub reference: Option<String>,
-    /// The send context.
-    #[schema(value_type = crate::contract::SendContextSchema)]
-    pub send: Box<RawValue>,
-    /// Unsaved settings to preview in place of the stored ones, for this answer only (stage
-    /// agents; any role that may render). Checked as a settings write is; nothing is stored,
-    /// and the answer's `preview` is true.
-    #[schema(value_type = Option<SettingsPreview>)]
-    pub settings: Option<serde_json::Value>,
+    op.run(&state, |p, body, env| {
+        p.assembled(|on| {
+            let explanation = command::explain(on, body, env)?;
+            let mut response = p.answer(Some(on.assembly), std::iter::empty());
+            response.target.clone_from(&body.target);
+            response.detail = to_value(&explanation);
+            Ok(response)
+        })
+    })
+    .await
 }
 
 /// The answer of `tools`: the attribution, and the report of `promptstack tools --json`.
@@ -609,7 +580,7 @@ pub struct ToolsResponse {
     #[serde(flatten)]
     pub attribution: Attribution,
     /// The toolset, as `promptstack tools --json` prints it.
-    pub detail: ToolsReport,
+    pub detail: promptstack::report::ToolsReport,
     /// The assembly's warnings, located.
     #[schema(value_type = Vec<Object>)]
     pub diagnostics: Vec<serde_json::Value>,
@@ -634,12 +605,14 @@ pub async fn tools(
     State(state): State<AppState>,
     op: Op<ToolsRequest>,
 ) -> Result<ToolsResponse, Problem> {
-    op.run(&state, |p, _, _| {
-        let assembly = p.assemble()?;
-        Ok(ToolsResponse {
-            attribution: p.attribution(&assembly),
-            detail: promptstack::report::tools(&p.resolved.agent, &p.send, &assembly),
-            diagnostics: p.diagnostics(assembly.diagnostics()),
+    op.run(&state, |p, NoRequest {}, _| {
+        p.assembled(|on| {
+            let result = command::tools(on);
+            Ok(ToolsResponse {
+                attribution: p.attribution(Some(on.assembly)),
+                detail: result.value,
+                diagnostics: diagnostics(result.diagnostics.iter(), &p.warnings),
+            })
         })
     })
     .await
@@ -666,7 +639,7 @@ pub struct DiffRequest {
     pub target: Option<String>,
     /// The provider format (default `anthropic`).
     #[serde(default)]
-    #[schema(value_type = promptstack::command::ProviderFormatSchema)]
+    #[schema(value_type = command::ProviderFormatSchema)]
     pub format: ProviderFormat,
     /// Options of the requests.
     #[serde(default)]
@@ -678,23 +651,28 @@ pub struct DiffRequest {
     pub settings: Option<serde_json::Value>,
 }
 
-/// Compares two (agent, send) pairs as `promptstack diff` does.
-pub fn cache_diff(
-    a: (&Agent, &Assembly),
-    b: (&Agent, &Assembly),
-    target: &str,
-    format: Format,
-    options: &RequestOptionsBody,
-    limits: &promptstack::limits::Limits,
-) -> Result<CacheDiff, Problem> {
-    let composed_a = compose(a.1, target)?;
-    let composed_b = compose(b.1, target)?;
-    let request_a = build_request(a.0, a.1, format, target, options, limits)?;
-    let request_b = build_request(b.0, b.1, format, target, options, limits)?;
-    Ok(CacheDiff::new(
-        (&composed_a, &request_a),
-        (&composed_b, &request_b),
-    ))
+/// The second side of a `diff`: its reference and send, each defaulting to the first side's.
+pub(crate) struct SecondSide {
+    reference: Option<String>,
+    send: Option<Box<RawValue>>,
+}
+
+impl Body for DiffRequest {
+    type Command = (SecondSide, command::DiffRequest);
+
+    fn split(self) -> Result<(Names, Self::Command), Problem> {
+        let second = SecondSide {
+            reference: self.ref_b,
+            send: self.send_b,
+        };
+        let request = command::DiffRequest {
+            target: self.target,
+            format: self.format,
+            options: self.options,
+        };
+        let names = Names::one(self.reference, self.send, self.settings);
+        Ok((names, (second, request)))
+    }
 }
 
 /// `POST /v1/agents/{name}/diff`: why a cache would break between two sends, or two versions.
@@ -707,47 +685,37 @@ pub async fn diff(
     State(state): State<AppState>,
     op: Op<DiffRequest>,
 ) -> Result<RenderResponse, Problem> {
-    let body = &op.body;
-    let b = Prepared::new(
-        &state,
-        &op.auth,
-        &op.name,
-        body.ref_b.as_deref().or(body.reference.as_deref()),
-        body.send_b.as_deref().unwrap_or(&body.send),
-        body.settings.as_ref(),
-    )
-    .await?;
-    let limits = state.inner.config.limits.clone();
-    blocking(&state, move || {
-        diff_now(&op.prepared, &b, &op.body, &limits)
+    let b = op.second_side(&state).await?;
+    op.run(&state, move |a, (_, request), env| {
+        a.assembled(|on_a| {
+            b.assembled(|on_b| {
+                let result = command::diff(on_a, on_b, request, env)?;
+                let warnings = [a.warnings.as_slice(), b.warnings.as_slice()].concat();
+                let mut response = RenderResponse::new(a.attribution(Some(on_a.assembly)));
+                response.diagnostics = diagnostics(std::iter::empty(), &warnings);
+                response.target = Some(result.target.clone());
+                response.detail = to_value(&result);
+                Ok(response)
+            })
+        })
     })
-    .await?
+    .await
 }
 
-/// The engine work of `diff`: side `a` against side `b`.
-fn diff_now(
-    a: &Prepared,
-    b: &Prepared,
-    body: &DiffRequest,
-    limits: &promptstack::limits::Limits,
-) -> Result<RenderResponse, Problem> {
-    let (assembly_a, assembly_b) = (a.assemble()?, b.assemble()?);
-    let target = target(&assembly_a, body.target.as_deref())?;
-    let result = cache_diff(
-        (&a.resolved.agent, &assembly_a),
-        (&b.resolved.agent, &assembly_b),
-        &target,
-        body.format,
-        &body.options,
-        limits,
-    )?;
-    let mut warnings = a.warnings.clone();
-    warnings.extend(b.warnings.iter().cloned());
-    let mut response = RenderResponse::new(a.attribution(&assembly_a));
-    response.target = Some(target);
-    response.detail = to_value(&result);
-    response.diagnostics = diagnostics(std::iter::empty(), &warnings);
-    Ok(response)
+impl Op<DiffRequest> {
+    /// Resolves and reads the second side of a `diff`: its reference and send, each the first
+    /// side's unless the body gives one, with the same settings.
+    async fn second_side(&self, state: &AppState) -> Result<Prepared, Problem> {
+        let (second, names) = (&self.command.0, &self.names);
+        let reference = second.reference.as_deref().or(names.reference.as_deref());
+        let first = names.sends.iter().map(|(_, send)| &**send);
+        let sends: Vec<_> = (second.send.as_deref().into_iter().chain(first))
+            .take(1)
+            .map(|send| (Cow::Borrowed("send"), send))
+            .collect();
+        let settings = names.settings.as_ref();
+        Prepared::new(state, &self.auth, &self.name, reference, &sends, settings).await
+    }
 }
 
 /// The body of `lint`.
@@ -769,6 +737,33 @@ pub struct LintRequest {
     pub settings: Option<serde_json::Value>,
 }
 
+impl Body for LintRequest {
+    type Command = NoRequest;
+
+    /// Refuses more than [`crate::bundle::MAX_ENTRIES`] sends.
+    fn split(self) -> Result<(Names, NoRequest), Problem> {
+        if self.sends.len() > crate::bundle::MAX_ENTRIES {
+            return Err(Problem::unprocessable(
+                "invalid-body",
+                format!(
+                    "`sends` holds {} entries; at most {} are checked at once",
+                    self.sends.len(),
+                    crate::bundle::MAX_ENTRIES
+                ),
+            ));
+        }
+        let sends = (self.sends.into_iter().enumerate())
+            .map(|(i, send)| (Cow::Owned(format!("sends[{i}]")), send))
+            .collect();
+        let names = Names {
+            reference: self.reference,
+            sends,
+            settings: self.settings,
+        };
+        Ok((names, NoRequest {}))
+    }
+}
+
 /// `POST /v1/agents/{name}/lint`: the findings of `promptstack lint --json`.
 #[utoipa::path(post, path = "/v1/agents/{name}/lint", tag = "render",
     params(("name" = inline(crate::contract::AgentNameSchema), Path, description = "The agent")),
@@ -777,84 +772,14 @@ pub struct LintRequest {
     security(("bearer" = [])))]
 pub async fn lint(
     State(state): State<AppState>,
-    auth: Auth,
-    Path(name): Path<String>,
-    body: Result<Json<LintRequest>, axum::extract::rejection::JsonRejection>,
+    op: Op<LintRequest>,
 ) -> Result<RenderResponse, Problem> {
-    let Json(body) = body.map_err(json_rejection)?;
-    let sends = Sends::new(&state, &auth, &name, body).await?;
-    let agent = std::sync::Arc::clone(&sends.resolved.agent);
-    let read = sends.sends;
-    let findings = blocking(&state, move || {
-        promptstack::report::lint(
-            &agent,
-            read.iter().map(|(name, send)| (name.as_str(), send)),
-        )
+    op.run(&state, |p, NoRequest {}, _| {
+        let sends = p.sends.iter().map(|(what, send)| (what.as_ref(), send));
+        let result = command::lint(&p.resolved.agent, sends);
+        let mut response = p.answer(None, std::iter::empty());
+        response.detail = to_value(&result);
+        Ok(response)
     })
-    .await?;
-    let mut response = RenderResponse::new(sends.resolved.attribution(String::new()));
-    response.attribution.preview = sends.preview;
-    response.detail = Some(serde_json::json!({ "findings": to_value(&findings) }));
-    response.diagnostics = diagnostics(std::iter::empty(), &sends.warnings);
-    Ok(response)
-}
-
-/// A version resolved and several sends read for it (`lint`), with the tenant's settings applied.
-struct Sends {
-    resolved: Resolved,
-    /// Each send with the name its problems are located in (`sends[i]`).
-    sends: Vec<(String, promptstack::SendContext)>,
-    /// Why parts of the answer come from the last good value.
-    warnings: Vec<String>,
-    /// Whether the request's `settings` stood in for the stored ones.
-    preview: bool,
-}
-
-impl Sends {
-    /// Resolves the body's reference and reads its sends, at most [`crate::bundle::MAX_ENTRIES`];
-    /// every send is checked before the settings are read, as for one send.
-    async fn new(
-        state: &AppState,
-        auth: &Auth,
-        name: &str,
-        body: LintRequest,
-    ) -> Result<Sends, Problem> {
-        if body.sends.len() > crate::bundle::MAX_ENTRIES {
-            return Err(Problem::unprocessable(
-                "invalid-body",
-                format!(
-                    "`sends` holds {} entries; at most {} are checked at once",
-                    body.sends.len(),
-                    crate::bundle::MAX_ENTRIES
-                ),
-            ));
-        }
-        let preview = crate::settings::preview(body.settings.as_ref())?;
-        let tenant = &auth.0.tenant;
-        let resolved = resolve(state, tenant, name, body.reference.as_deref()).await?;
-        let agent = std::sync::Arc::clone(&resolved.agent);
-        let mut sends = blocking(state, move || {
-            body.sends
-                .iter()
-                .enumerate()
-                .map(|(i, send)| {
-                    let what = format!("sends[{i}]");
-                    let ctx = read_send(&agent, send.get().as_bytes(), &what)?;
-                    Ok((what, ctx))
-                })
-                .collect::<Result<Vec<_>, Problem>>()
-        })
-        .await??;
-        let mut warnings = resolved.stale.clone();
-        let overrides = Overrides::read(state, tenant, &resolved, &preview, &mut warnings).await?;
-        for (_, send) in &mut sends {
-            overrides.apply(send);
-        }
-        Ok(Sends {
-            resolved,
-            sends,
-            warnings,
-            preview: !preview.is_empty(),
-        })
-    }
+    .await
 }

@@ -5,7 +5,7 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use anyhow::Context as _;
-use promptstack::command::SendsDiff;
+use promptstack::command::{Assembled, DiffRequest, Env};
 use promptstack::provider::diff::{self, Divergence};
 use serde::Serialize;
 
@@ -77,12 +77,27 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     let (send_a, send_b) = (input::send(a, &agent)?, input::send(b, &agent)?);
     let assembly_a = agent.assemble(&send_a).context("assembly failed")?;
     let assembly_b = agent.assemble(&send_b).context("assembly failed")?;
-    let target = crate::cmd::request::target(&assembly_a, args.target.as_deref())?;
-    let composed = crate::cmd::render::compose_all(&assembly_a, std::slice::from_ref(&target))?;
-    let composed_b = crate::cmd::render::compose_all(&assembly_b, std::slice::from_ref(&target))?;
-    let request_a = args.request.build(&agent, &assembly_a, format, &target)?;
-    let request_b = args.request.build(&agent, &assembly_b, format, &target)?;
-    let result = SendsDiff::new((&composed[0], &request_a), (&composed_b[0], &request_b));
+    let request = DiffRequest {
+        target: args.target.clone(),
+        format,
+        options: args.request.settings_read()?,
+    };
+    let rules = args.request.rules()?;
+    let side = |send, assembly| Assembled {
+        agent: &agent,
+        send,
+        assembly,
+    };
+    let result = promptstack::command::diff(
+        &side(&send_a, &assembly_a),
+        &side(&send_b, &assembly_b),
+        &request,
+        &Env {
+            limits: input::limits(),
+            rules: &rules,
+        },
+    )
+    .map_err(crate::cmd::request::command_error)?;
     let same = result.is_same();
     let mut out = std::io::stdout().lock();
     if args.json {

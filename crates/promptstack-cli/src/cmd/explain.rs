@@ -67,9 +67,26 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         _ => anyhow::Error::new(e).context("explaining the assembly failed"),
     };
     if args.json {
+        let on = promptstack::command::Assembled {
+            agent: &agent,
+            send: &send,
+            assembly: &assembly,
+        };
+        let request = promptstack::command::ExplainRequest {
+            target: args.target.clone(),
+            format: args.format,
+        };
+        let env = promptstack::command::Env {
+            limits: input::limits(),
+            rules: rules
+                .as_ref()
+                .unwrap_or(promptstack::provider::Rules::bundled()),
+        };
         let explanation =
-            promptstack::report::explain(&agent, &send, &assembly, args.target.as_deref(), format)
-                .map_err(bad_or_failed)?;
+            promptstack::command::explain(&on, &request, &env).map_err(|e| match e {
+                promptstack::command::Error::Engine(e) => bad_or_failed(e),
+                other => crate::cmd::request::command_error(other),
+            })?;
         println!("{}", serde_json::to_string_pretty(&explanation)?);
         return Ok(ExitCode::SUCCESS);
     }

@@ -41,10 +41,11 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
             ))
         })
         .collect::<anyhow::Result<Vec<_>>>()?;
-    let findings = promptstack::report::lint(
+    let findings = promptstack::command::lint(
         &agent,
         sends.iter().map(|(name, send)| (name.as_str(), send)),
-    );
+    )
+    .findings;
     let errors = findings
         .iter()
         .filter(|f| f.diagnostic.severity == Severity::Error)

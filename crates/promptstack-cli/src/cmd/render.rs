@@ -1,17 +1,18 @@
 //! `promptstack render`: print exactly what a target sends.
 
-use std::io::Write as _;
+use std::io::Write;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
 use anyhow::Context as _;
 use promptstack::Assembly;
 use promptstack::command::RenderFormat as Format;
+use promptstack::command::{Assembled, Env, RenderRequest, Rendered, RequestSettings};
 use promptstack::compose::{Composition, Slot};
 use promptstack::diagnostic::Severity;
 use serde::Serialize;
 
-use crate::cmd::request::named;
+use crate::cmd::request::{command_error, named};
 use crate::input;
 
 /// Print the exact text a target sends for one send context, or the provider request body.
@@ -74,22 +75,40 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         return render_full(&agent, &send, &args);
     }
     let assembly = agent.assemble(&send).context("assembly failed")?;
-    if let Some(format) = args.format.provider() {
-        return render_request(&agent, &assembly, format, &args);
-    }
-    let targets: Vec<String> = match &args.target {
-        Some(t) => vec![t.clone()],
-        None => assembly.target_ids().map(str::to_owned).collect(),
+    // Text without `--target` prints every target: the compositions `json` renders.
+    let format = match args.format {
+        Format::Text if args.target.is_none() => Format::Json,
+        format => format,
     };
-    let compositions = compose_all(&assembly, &targets)?;
-    report_diagnostics(
-        assembly
-            .diagnostics()
-            .chain(compositions.iter().flat_map(|c| c.diagnostics.iter())),
-    );
+    // Only a provider request reads the conversation and the rules table.
+    let (options, rules) = match format.provider() {
+        Some(_) => (args.request.settings_read()?, Some(args.request.rules()?)),
+        None => (RequestSettings::default(), None),
+    };
+    let request = RenderRequest {
+        target: args.target.clone(),
+        format,
+        slot: args.slot,
+        full: false,
+        options,
+    };
+    let env = Env {
+        limits: input::limits(),
+        rules: rules
+            .as_ref()
+            .unwrap_or(promptstack::provider::Rules::bundled()),
+    };
+    let on = Assembled {
+        agent: &agent,
+        send: &send,
+        assembly: &assembly,
+    };
+    let result = promptstack::command::render(&on, &request, &env).map_err(command_error)?;
+    report_diagnostics(result.diagnostics.iter());
     let mut out = std::io::stdout().lock();
-    match args.format {
-        Format::Json => {
+    match result.rendered {
+        Rendered::Request(request) => print_request(&mut out, &request, args.plan)?,
+        Rendered::Compositions(compositions) if args.format == Format::Json => {
             let output = JsonOutput {
                 agent: agent.name(),
                 fingerprint: assembly.fingerprint().to_string(),
@@ -99,14 +118,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
             serde_json::to_writer_pretty(&mut out, &output)?;
             writeln!(out)?;
         }
-        Format::Anthropic | Format::OpenaiChat | Format::OpenaiResponses | Format::Gemini => {
-            unreachable!("provider formats return early")
-        }
-        Format::Text if args.target.is_some() => {
-            let composition = &compositions[0];
-            out.write_all(composition.text(args.slot).as_bytes())?;
-        }
-        Format::Text => {
+        Rendered::Compositions(compositions) => {
             for (i, composition) in compositions.iter().enumerate() {
                 if i > 0 {
                     writeln!(out)?;
@@ -115,6 +127,8 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
                 writeln!(out, "{}", composition.text(args.slot))?;
             }
         }
+        Rendered::Text(text) => out.write_all(text.as_bytes())?,
+        Rendered::Full(full) => out.write_all(full.text.as_bytes())?,
     }
     out.flush()?;
     Ok(ExitCode::SUCCESS)
@@ -143,17 +157,12 @@ pub fn report_diagnostics<'a>(
 }
 
 /// Prints a provider request body (or, with `--plan`, the body with its plan).
-fn render_request(
-    agent: &promptstack::Agent,
-    assembly: &Assembly,
-    format: promptstack::provider::Format,
-    args: &Args,
-) -> anyhow::Result<ExitCode> {
-    let target = crate::cmd::request::target(assembly, args.target.as_deref())?;
-    let request = args.request.build(agent, assembly, format, &target)?;
-    report_diagnostics(assembly.diagnostics().chain(request.diagnostics.iter()));
-    let mut out = std::io::stdout().lock();
-    if args.plan {
+fn print_request(
+    out: &mut impl Write,
+    request: &promptstack::provider::Request,
+    plan: bool,
+) -> anyhow::Result<()> {
+    if plan {
         #[derive(Serialize)]
         struct Planned<'a> {
             format: &'static str,
@@ -164,21 +173,20 @@ fn render_request(
             units: &'a [promptstack::provider::PlanUnit],
         }
         let planned = Planned {
-            format: format.as_str(),
+            format: request.format.as_str(),
             model: &request.model,
             target: &request.target,
             body: request.body_value(),
             plan: &request.plan,
             units: &request.units,
         };
-        serde_json::to_writer_pretty(&mut out, &planned)?;
+        serde_json::to_writer_pretty(&mut *out, &planned)?;
         writeln!(out)?;
     } else {
-        eprintln!("{}", crate::cmd::request::summary(&request));
+        eprintln!("{}", crate::cmd::request::summary(request));
         out.write_all(request.body.as_bytes())?;
     }
-    out.flush()?;
-    Ok(ExitCode::SUCCESS)
+    Ok(())
 }
 
 /// `--full`: the full prompt with its warnings. A rendering failure is an error, never a

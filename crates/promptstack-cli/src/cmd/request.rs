@@ -3,10 +3,10 @@
 use std::path::PathBuf;
 
 use anyhow::Context as _;
-use promptstack::command::{RequestSettings, read_conversation};
+use promptstack::Assembly;
+use promptstack::command::{self, RequestSettings, read_conversation};
 use promptstack::compose::choose_target;
-use promptstack::provider::{Conversation, Format, Request, Rules};
-use promptstack::{Agent, Assembly};
+use promptstack::provider::{Format, Request, Rules};
 
 use crate::exit::bad_input;
 use crate::input;
@@ -62,30 +62,6 @@ pub struct RequestArgs {
 }
 
 impl RequestArgs {
-    /// Builds the request.
-    pub fn build(
-        &self,
-        agent: &Agent,
-        assembly: &Assembly,
-        format: Format,
-        target: &str,
-    ) -> anyhow::Result<Request> {
-        let conversation = match &self.conversation {
-            Some(path) => conversation(path)?,
-            None => Conversation::default(),
-        };
-        let rules = self.rules()?;
-        let options = self.settings().options(format, target);
-        agent
-            .request(assembly, &conversation, &rules, &options)
-            .map_err(|e| match e.kind() {
-                promptstack::ErrorKind::Request
-                | promptstack::ErrorKind::Rules
-                | promptstack::ErrorKind::NotFound => bad_input(e),
-                _ => anyhow::Error::new(e),
-            })
-    }
-
     /// The options as every front end gives them.
     pub fn settings(&self) -> RequestSettings {
         RequestSettings {
@@ -96,6 +72,19 @@ impl RequestArgs {
             cache_key: self.cache_key.clone(),
             cached_content: self.cached_content.clone(),
         }
+    }
+
+    /// The options as the commands take them, with the conversation file read into them (and
+    /// checked, any problem bad input naming the file).
+    pub fn settings_read(&self) -> anyhow::Result<RequestSettings> {
+        let mut settings = self.settings();
+        if let Some(path) = &self.conversation {
+            let bytes = input::read(path, promptstack::limits::InputKind::Conversation)?;
+            read_conversation(&bytes, &path.display().to_string(), input::limits())
+                .map_err(bad_input)?;
+            settings.conversation = Some(serde_json::from_slice(&bytes).map_err(bad_input)?);
+        }
+        Ok(settings)
     }
 
     /// The rules table: the file given, or the bundled one.
@@ -129,10 +118,25 @@ where
     parse(&text, &path.display().to_string()).map_err(bad_input)
 }
 
-/// Reads a conversation file.
-pub fn conversation(path: &std::path::Path) -> anyhow::Result<Conversation> {
-    let bytes = input::read(path, promptstack::limits::InputKind::Conversation)?;
-    read_conversation(&bytes, &path.display().to_string(), input::limits()).map_err(bad_input)
+/// A command's refusal as the command line words it: what the input asked for that cannot be
+/// (no target chosen, an unknown one, a request that cannot be built) is bad input.
+pub fn command_error(error: command::Error) -> anyhow::Error {
+    match error {
+        command::Error::TargetRequired(several) => {
+            bad_input(anyhow::anyhow!(several.message("choose one with --target")))
+        }
+        command::Error::FullInProviderFormat => bad_input(anyhow::anyhow!(
+            "--full prints text or JSON; use --format text or --format json"
+        )),
+        command::Error::Conversation(e) => bad_input(e),
+        command::Error::Engine(e) => match e.kind() {
+            promptstack::ErrorKind::Request
+            | promptstack::ErrorKind::Rules
+            | promptstack::ErrorKind::NotFound => bad_input(e),
+            _ => anyhow::Error::new(e),
+        },
+        other => anyhow::Error::new(other),
+    }
 }
 
 /// The target to build for: the one named, or the only one the spec has.

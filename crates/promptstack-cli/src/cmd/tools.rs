@@ -33,7 +33,12 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     let mut send = input::send(&args.send, &agent)?;
     args.mcp.discover_into(&mut send)?;
     let assembly = agent.assemble(&send).context("assembly failed")?;
-    let report = promptstack::report::tools(&agent, &send, &assembly);
+    let report = promptstack::command::tools(&promptstack::command::Assembled {
+        agent: &agent,
+        send: &send,
+        assembly: &assembly,
+    })
+    .value;
     if args.json {
         println!("{}", serde_json::to_string_pretty(&report)?);
     } else {

@@ -141,3 +141,153 @@ fn every_error_kind_has_one_distinct_name() {
         "trailing-user-text"
     );
 }
+
+/// The chat-assistant example (three targets) and its research send.
+fn example() -> (promptstack::Agent, promptstack::SendContext) {
+    use promptstack::{Agent, SendContext, SpecFormat};
+    let examples =
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples/chat-assistant");
+    let read = |name: &str| std::fs::read(examples.join(name)).unwrap();
+    let agent = Agent::from_source(&read("agent.toml"), "agent.toml", SpecFormat::Toml).unwrap();
+    let send = SendContext::from_json(&read("sends/research.json"), "research.json").unwrap();
+    (agent, send)
+}
+
+#[test]
+fn render_answers_what_the_engine_composes_and_builds() {
+    use promptstack::command::{self, Assembled, Env, Error, RenderRequest, Rendered};
+    use promptstack::provider::{Conversation, Rules};
+    let (agent, send) = example();
+    let assembly = agent.assemble(&send).unwrap();
+    let on = Assembled {
+        agent: &agent,
+        send: &send,
+        assembly: &assembly,
+    };
+    let limits = Limits::default();
+    let env = Env::bundled(&limits);
+    let render = |request: RenderRequest| command::render(&on, &request, &env);
+    let cached = || RenderRequest {
+        target: Some("cached".to_owned()),
+        ..RenderRequest::default()
+    };
+
+    let text = render(cached()).unwrap();
+    let composition = assembly.compose("cached").unwrap();
+    assert_eq!(text.target.as_deref(), Some("cached"));
+    assert!(matches!(&text.rendered, Rendered::Text(t) if *t == composition.system));
+
+    let user = render(RenderRequest {
+        slot: Slot::User,
+        ..cached()
+    })
+    .unwrap();
+    assert!(matches!(&user.rendered, Rendered::Text(t) if *t == composition.user));
+
+    let all = render(RenderRequest {
+        format: RenderFormat::Json,
+        ..RenderRequest::default()
+    })
+    .unwrap();
+    let Rendered::Compositions(compositions) = &all.rendered else {
+        panic!("json renders compositions: {:?}", all.rendered);
+    };
+    let ids: Vec<&str> = compositions.iter().map(|c| c.target.as_str()).collect();
+    assert_eq!(ids, assembly.target_ids().collect::<Vec<_>>());
+    assert!(ids.len() > 1, "the example has several targets");
+
+    let Err(Error::TargetRequired(several)) = render(RenderRequest::default()) else {
+        panic!("text without a target of several is refused");
+    };
+    assert_eq!(several.ids, ids);
+
+    let request = render(RenderRequest {
+        format: RenderFormat::OpenaiChat,
+        ..cached()
+    })
+    .unwrap();
+    let built = agent
+        .request(
+            &assembly,
+            &Conversation::default(),
+            Rules::bundled(),
+            &RequestSettings::default().options(Format::OpenaiChat, "cached"),
+        )
+        .unwrap();
+    assert!(matches!(&request.rendered, Rendered::Request(r) if r.body == built.body));
+
+    let full_request = render(RenderRequest {
+        format: RenderFormat::Anthropic,
+        full: true,
+        ..cached()
+    });
+    assert!(matches!(full_request, Err(Error::FullInProviderFormat)));
+
+    let bad_conversation = RenderRequest {
+        options: RequestSettings {
+            conversation: Some(serde_json::json!({"x": 1})),
+            ..RequestSettings::default()
+        },
+        ..cached()
+    };
+    assert!(matches!(
+        bad_conversation.check(&limits),
+        Err(Error::Conversation(_))
+    ));
+    let unknown = render(RenderRequest {
+        target: Some("nope".to_owned()),
+        ..RenderRequest::default()
+    });
+    assert!(
+        matches!(unknown, Err(Error::Engine(e)) if e.kind() == ErrorKind::NotFound),
+        "an unknown target is the engine's not-found"
+    );
+}
+
+#[test]
+fn diff_of_a_send_with_itself_finds_nothing_and_with_another_finds_the_divergence() {
+    use promptstack::command::{self, Assembled, DiffRequest, Env};
+    let (agent, send) = example();
+    let examples =
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples/chat-assistant");
+    let no_web = promptstack::SendContext::from_json(
+        &std::fs::read(examples.join("sends/no-web.json")).unwrap(),
+        "no-web.json",
+    )
+    .unwrap();
+    let (assembly, assembly_b) = (
+        agent.assemble(&send).unwrap(),
+        agent.assemble(&no_web).unwrap(),
+    );
+    let on = Assembled {
+        agent: &agent,
+        send: &send,
+        assembly: &assembly,
+    };
+    let on_b = Assembled {
+        send: &no_web,
+        assembly: &assembly_b,
+        ..on
+    };
+    let limits = Limits::default();
+    let env = Env::bundled(&limits);
+    let request = DiffRequest {
+        target: Some("cached".to_owned()),
+        ..DiffRequest::default()
+    };
+    let same = command::diff(&on, &on, &request, &env).unwrap();
+    assert!(same.is_same());
+    assert_eq!(same.target, "cached");
+    let other = command::diff(&on, &on_b, &request, &env).unwrap();
+    assert!(
+        !other.is_same(),
+        "a send without web search composes otherwise"
+    );
+    assert!(
+        matches!(
+            command::diff(&on, &on_b, &DiffRequest::default(), &env),
+            Err(command::Error::TargetRequired(_))
+        ),
+        "the target is chosen on the first side"
+    );
+}

@@ -13,7 +13,13 @@
 //!   [`read_conversation`] reads the conversation within the [`Limits`];
 //! - the target is [`compose::choose_target`](crate::compose::choose_target);
 //! - [`SendsDiff`] is the report of `diff` (and of a publish's cache impact);
-//! - an engine error's kind is named by [`ErrorKind::as_str`](crate::ErrorKind::as_str).
+//! - an engine error's kind is named by [`ErrorKind::as_str`](crate::ErrorKind::as_str);
+//! - each command has one typed request and one typed result, and one function that runs it
+//!   over an [`Assembled`] send: [`render`] ([`RenderRequest`] → [`RenderResult`]), [`request`]
+//!   ([`RequestRequest`] → [`RequestResult`]), [`explain`] ([`ExplainRequest`] →
+//!   [`Explanation`](crate::report::Explanation)), [`tools`] ([`ToolsResult`]), [`diff`]
+//!   ([`DiffRequest`] → [`SendsDiff`]) and [`lint`] ([`LintResult`]); each refuses with an
+//!   [`Error`] that a front end words in its own terms.
 //!
 //! With the `schema` feature each serialisable type also derives its OpenAPI schema.
 
@@ -25,6 +31,14 @@ use promptstack_core::provider::{
 use serde::{Deserialize, Serialize};
 
 use crate::limits::Limits;
+
+mod run;
+
+pub use run::{
+    Assembled, Diagnosed, DiffRequest, Env, Error, ExplainRequest, LintResult, RenderRequest,
+    RenderResult, Rendered, RequestRequest, RequestResult, ToolsResult, diff, explain, lint,
+    render, request, tools,
+};
 
 /// What `render` answers with: a text, every composition as JSON, or a provider request body.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
@@ -178,30 +192,36 @@ pub struct RequestSettings {
     pub cached_content: Option<String>,
 }
 
-/// Reads an optional whole number as JSON states one: without a fractional part, written `400` or
-/// `400.0` alike (JSON Schema's `integer`, and the same number in JSON), that a `u32` holds.
+/// Reads an optional whole number as JSON states one (see [`whole_number`]) that a `u32` holds.
 fn whole<'de, D: serde::Deserializer<'de>>(deserializer: D) -> Result<Option<u32>, D::Error> {
     use serde::de::Error as _;
     let Some(number) = Option::<serde_json::Number>::deserialize(deserializer)? else {
         return Ok(None);
     };
+    whole_number(&number).map(Some).ok_or_else(|| {
+        D::Error::custom(format!(
+            "expected a whole number from 0 to {}, got {number}",
+            u32::MAX
+        ))
+    })
+}
+
+/// The whole number a JSON number states, when `T` holds it: a number without a fractional part,
+/// written `400` or `400.0` alike (JSON Schema's `integer`, and the same number in JSON). None
+/// for a fractional number, a negative one, or one out of `T`'s range.
+pub fn whole_number<T: TryFrom<u64>>(number: &serde_json::Number) -> Option<T> {
+    /// The largest whole number every float at most it is exactly (2^53).
+    const EXACT: f64 = 9_007_199_254_740_992.0;
     number
         .as_u64()
         .or_else(|| {
             number
                 .as_f64()
-                .filter(|f| f.fract() == 0.0 && (0.0..=f64::from(u32::MAX)).contains(f))
-                // Whole and within a u32 (below 2^53): the conversion is exact.
+                // A float is that whole number only when it is one exactly (at most 2^53).
+                .filter(|f| f.fract() == 0.0 && (0.0..=EXACT).contains(f))
                 .map(|f| f as u64)
         })
-        .and_then(|n| u32::try_from(n).ok())
-        .map(Some)
-        .ok_or_else(|| {
-            D::Error::custom(format!(
-                "expected a whole number from 0 to {}, got {number}",
-                u32::MAX
-            ))
-        })
+        .and_then(|n| T::try_from(n).ok())
 }
 
 impl RequestSettings {

@@ -1,0 +1,396 @@
+//! The commands themselves: one typed request, one typed result and one function per command,
+//! run over a send already read and assembled.
+//!
+//! A front end reads its input its own way, assembles the send ([`Agent::assemble`]), calls the
+//! command with an [`Assembled`] and the request, and prints the result its own way. A command
+//! refuses with an [`Error`], whose variants a front end words in its own terms (`--target` on
+//! the command line, `target` in a JSON body).
+
+use promptstack_core::compose::{Composition, FullPrompt, SeveralTargets, Slot, choose_target};
+use promptstack_core::diagnostic::Diagnostic;
+use promptstack_core::provider::{Format, Request, Rules};
+use promptstack_core::{Agent, Assembly, SendContext};
+use serde::{Deserialize, Serialize};
+
+use super::{RenderFormat, RequestSettings, SendsDiff};
+use crate::limits::Limits;
+use crate::report::{BreakpointFormat, Explanation, Finding, ToolsReport};
+
+/// A send read for an agent and assembled: what every command but `lint` runs over.
+#[derive(Debug, Clone, Copy)]
+pub struct Assembled<'a> {
+    /// The agent (the compiled spec).
+    pub agent: &'a Agent,
+    /// The send context, as read.
+    pub send: &'a SendContext,
+    /// The send's assembly ([`Agent::assemble`]).
+    pub assembly: &'a Assembly,
+}
+
+/// What the commands read besides their request: the bounds of what is read from outside (the
+/// conversation), and the provider rules table requests are planned with.
+#[derive(Debug, Clone, Copy)]
+pub struct Env<'a> {
+    /// The bounds of inputs.
+    pub limits: &'a Limits,
+    /// The provider rules table ([`Rules::bundled`] unless the caller has its own).
+    pub rules: &'a Rules,
+}
+
+impl<'a> Env<'a> {
+    /// The bundled rules table, within `limits`.
+    pub fn bundled(limits: &'a Limits) -> Env<'a> {
+        Env {
+            limits,
+            rules: Rules::bundled(),
+        }
+    }
+}
+
+/// Why a command could not answer.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum Error {
+    /// No target was named and the spec does not have exactly one.
+    #[error("{}", .0.message("choose one"))]
+    TargetRequired(SeveralTargets),
+    /// The conversation given is not a conversation, or passes its bounds.
+    #[error("{0}")]
+    Conversation(#[source] crate::Error),
+    /// `full` was asked in a provider format: the full prompt is text (or JSON).
+    #[error("the full prompt renders as text or JSON, not as a provider request")]
+    FullInProviderFormat,
+    /// The engine refused: assembling, composing or building a request.
+    #[error(transparent)]
+    Engine(#[from] crate::Error),
+}
+
+/// The request of `render`: which target, in which format.
+#[derive(Debug, Clone, Default, PartialEq, Deserialize)]
+#[cfg_attr(feature = "schema", derive(utoipa::ToSchema))]
+#[serde(deny_unknown_fields)]
+pub struct RenderRequest {
+    /// The target (default: the only one; required when there are several, except for `json`,
+    /// which composes every target).
+    pub target: Option<String>,
+    /// The answer's format.
+    #[serde(default)]
+    pub format: RenderFormat,
+    /// Which text of the target, for `text`.
+    #[serde(default)]
+    #[cfg_attr(feature = "schema", schema(value_type = super::SlotSchema))]
+    pub slot: Slot,
+    /// The full prompt (authored text plus every platform append), in `text` or `json`.
+    #[serde(default)]
+    pub full: bool,
+    /// Options of provider requests.
+    #[serde(default)]
+    pub options: RequestSettings,
+}
+
+impl RenderRequest {
+    /// Reads the conversation of the options, if one is given, whatever the format: a request
+    /// that gives a conversation it cannot read is refused even when its format sends none.
+    /// [`render`] does not read it for `text` and `json`; a front end that refuses such a
+    /// request calls this first, before assembling, so that the conversation is the first
+    /// thing refused.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::Conversation`].
+    pub fn check(&self, limits: &Limits) -> Result<(), Error> {
+        if self.format.provider().is_none() && self.options.conversation.is_some() {
+            self.options
+                .conversation(limits)
+                .map_err(Error::Conversation)?;
+        }
+        Ok(())
+    }
+}
+
+/// What `render` rendered.
+#[derive(Debug, Clone, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Rendered {
+    /// The full prompt of one target (`full`).
+    Full(FullPrompt),
+    /// A provider request (a provider format).
+    Request(Box<Request>),
+    /// Every composition asked for (`json`).
+    Compositions(Vec<Composition>),
+    /// One text of one target (`text`), byte for byte as sent.
+    Text(String),
+}
+
+/// The result of `render`.
+#[derive(Debug, Clone, Serialize)]
+#[cfg_attr(feature = "schema", derive(utoipa::ToSchema))]
+pub struct RenderResult {
+    /// The target rendered, when one was chosen (`text` and provider formats).
+    pub target: Option<String>,
+    /// What was rendered.
+    #[cfg_attr(feature = "schema", schema(value_type = Object))]
+    pub rendered: Rendered,
+    /// The warnings of the assembly and of what was rendered from it (for `full`, the full
+    /// prompt's own warnings), located.
+    #[cfg_attr(feature = "schema", schema(value_type = Vec<Object>))]
+    pub diagnostics: Vec<Diagnostic>,
+}
+
+/// Renders `on` as `request` asks: the full prompt, a provider request, every composition, or
+/// one text of one target.
+///
+/// # Errors
+///
+/// [`Error::FullInProviderFormat`] for `full` in a provider format; [`Error::TargetRequired`]
+/// when a target must be chosen and none can be; [`Error::Conversation`] for a provider format
+/// whose conversation cannot be read; [`Error::Engine`] when composing or building fails (an
+/// unknown target is [`ErrorKind::NotFound`](crate::ErrorKind::NotFound)).
+pub fn render(
+    on: &Assembled<'_>,
+    request: &RenderRequest,
+    env: &Env<'_>,
+) -> Result<RenderResult, Error> {
+    let assembly = on.assembly;
+    if request.full {
+        if request.format.provider().is_some() {
+            return Err(Error::FullInProviderFormat);
+        }
+        let full = on.agent.render_full(on.send, request.target.as_deref())?;
+        return Ok(RenderResult {
+            target: None,
+            diagnostics: full.warnings.clone(),
+            rendered: Rendered::Full(full),
+        });
+    }
+    if let Some(format) = request.format.provider() {
+        let target = target(assembly, request.target.as_deref())?;
+        let built = build(on, format, &target, &request.options, env)?;
+        return Ok(RenderResult {
+            target: Some(target),
+            diagnostics: diagnostics(assembly, built.diagnostics.iter()),
+            rendered: Rendered::Request(Box::new(built)),
+        });
+    }
+    if request.format == RenderFormat::Json {
+        let compositions = match &request.target {
+            Some(target) => vec![assembly.compose(target)?],
+            None => assembly
+                .target_ids()
+                .map(|target| assembly.compose(target))
+                .collect::<Result<Vec<_>, _>>()?,
+        };
+        return Ok(RenderResult {
+            target: None,
+            diagnostics: diagnostics(
+                assembly,
+                compositions.iter().flat_map(|c| c.diagnostics.iter()),
+            ),
+            rendered: Rendered::Compositions(compositions),
+        });
+    }
+    let target = target(assembly, request.target.as_deref())?;
+    let composition = assembly.compose(&target)?;
+    Ok(RenderResult {
+        target: Some(target),
+        diagnostics: diagnostics(assembly, composition.diagnostics.iter()),
+        rendered: Rendered::Text(composition.text(request.slot).to_owned()),
+    })
+}
+
+/// The request of `request`: which target, in which provider format, with which options.
+#[derive(Debug, Clone, Default, PartialEq, Deserialize)]
+#[cfg_attr(feature = "schema", derive(utoipa::ToSchema))]
+#[serde(deny_unknown_fields)]
+pub struct RequestRequest {
+    /// The target (default: the only one).
+    pub target: Option<String>,
+    /// The provider format (default `anthropic`).
+    #[serde(default)]
+    #[cfg_attr(feature = "schema", schema(value_type = super::ProviderFormatSchema))]
+    pub format: Format,
+    /// Options of the request.
+    #[serde(default)]
+    pub options: RequestSettings,
+}
+
+/// A command's result with the warnings met on the way.
+#[derive(Debug, Clone, Serialize)]
+pub struct Diagnosed<T> {
+    /// The result.
+    pub value: T,
+    /// The warnings of the assembly and of what the command made from it, located.
+    pub diagnostics: Vec<Diagnostic>,
+}
+
+/// The result of `request`: the provider request (its `target` is the target chosen), with its
+/// cache plan and units.
+pub type RequestResult = Diagnosed<Request>;
+
+/// Builds the provider request of `on` that `request` asks for.
+///
+/// # Errors
+///
+/// [`Error::TargetRequired`], [`Error::Conversation`], or [`Error::Engine`] when the request
+/// cannot be built.
+pub fn request(
+    on: &Assembled<'_>,
+    request: &RequestRequest,
+    env: &Env<'_>,
+) -> Result<RequestResult, Error> {
+    let target = target(on.assembly, request.target.as_deref())?;
+    let built = build(on, request.format, &target, &request.options, env)?;
+    Ok(Diagnosed {
+        diagnostics: diagnostics(on.assembly, built.diagnostics.iter()),
+        value: built,
+    })
+}
+
+/// The request of `explain`.
+#[derive(Debug, Clone, Default, PartialEq, Deserialize)]
+#[cfg_attr(feature = "schema", derive(utoipa::ToSchema))]
+#[serde(deny_unknown_fields)]
+pub struct ExplainRequest {
+    /// Only this target (default: every target).
+    pub target: Option<String>,
+    /// Also plan the breakpoints of each target's request in this provider format.
+    #[cfg_attr(feature = "schema", schema(value_type = Option<super::ProviderFormatSchema>))]
+    pub format: Option<Format>,
+}
+
+/// Explains `on`: every block, why it is in or out, and what each target (or the one asked)
+/// composes, with the breakpoints of the format asked.
+///
+/// # Errors
+///
+/// [`Error::Engine`] when a target is unknown or cannot be composed.
+pub fn explain<'a>(
+    on: &Assembled<'a>,
+    request: &ExplainRequest,
+    env: &Env<'_>,
+) -> Result<Explanation<'a>, Error> {
+    let format = request.format.map(|format| BreakpointFormat {
+        format,
+        rules: env.rules,
+    });
+    Ok(crate::report::explain(
+        on.agent,
+        on.send,
+        on.assembly,
+        request.target.as_deref(),
+        format,
+    )?)
+}
+
+/// The result of `tools`: the toolset the send resolves to (as `promptstack tools --json`
+/// prints it), and the assembly's warnings.
+pub type ToolsResult = Diagnosed<ToolsReport>;
+
+/// The toolset `on` resolves to: every tool offered or left out and why, and the send's MCP
+/// servers. `tools` takes no request.
+pub fn tools(on: &Assembled<'_>) -> ToolsResult {
+    Diagnosed {
+        value: crate::report::tools(on.agent, on.send, on.assembly),
+        diagnostics: on.assembly.diagnostics().cloned().collect(),
+    }
+}
+
+/// The request of `diff`: the request of `request`, whose target (default: the only one of the
+/// first side), provider format and options serve both sides.
+pub type DiffRequest = RequestRequest;
+
+/// What changes for the cache between side `a` and side `b` (two sends, or two versions): the
+/// target is chosen on side `a`.
+///
+/// # Errors
+///
+/// [`Error::TargetRequired`], [`Error::Conversation`], or [`Error::Engine`] when a side cannot
+/// be composed or its request built.
+pub fn diff(
+    a: &Assembled<'_>,
+    b: &Assembled<'_>,
+    request: &DiffRequest,
+    env: &Env<'_>,
+) -> Result<SendsDiff, Error> {
+    let target = target(a.assembly, request.target.as_deref())?;
+    SendsDiff::compare(a, b, &target, request.format, &request.options, env)
+}
+
+impl SendsDiff {
+    /// Compares the compositions of `target` on the two sides and their requests in `format`,
+    /// built with `options`.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::Conversation`], or [`Error::Engine`] when a side cannot be composed or its
+    /// request built.
+    pub fn compare(
+        a: &Assembled<'_>,
+        b: &Assembled<'_>,
+        target: &str,
+        format: Format,
+        options: &RequestSettings,
+        env: &Env<'_>,
+    ) -> Result<SendsDiff, Error> {
+        let composed_a = a.assembly.compose(target)?;
+        let composed_b = b.assembly.compose(target)?;
+        let request_a = build(a, format, target, options, env)?;
+        let request_b = build(b, format, target, options, env)?;
+        Ok(SendsDiff::new(
+            (&composed_a, &request_a),
+            (&composed_b, &request_b),
+        ))
+    }
+}
+
+/// The result of `lint`: the spec's findings, then each send's.
+#[derive(Debug, Clone, Serialize)]
+#[cfg_attr(feature = "schema", derive(utoipa::ToSchema))]
+pub struct LintResult {
+    /// Every finding, the spec's first.
+    #[cfg_attr(feature = "schema", schema(value_type = Vec<Object>))]
+    pub findings: Vec<Finding>,
+}
+
+/// Lints `agent`'s spec, and its sends against it, each named for its findings. `lint` takes no
+/// request beyond its sends.
+pub fn lint<'a>(
+    agent: &Agent,
+    sends: impl IntoIterator<Item = (&'a str, &'a SendContext)>,
+) -> LintResult {
+    LintResult {
+        findings: crate::report::lint(agent, sends),
+    }
+}
+
+/// The target to work on: the one named, or the only one.
+fn target(assembly: &Assembly, named: Option<&str>) -> Result<String, Error> {
+    choose_target(assembly.target_ids(), named).map_err(Error::TargetRequired)
+}
+
+/// Builds the request of `on` for `target` in `format` with `options`.
+fn build(
+    on: &Assembled<'_>,
+    format: Format,
+    target: &str,
+    options: &RequestSettings,
+    env: &Env<'_>,
+) -> Result<Request, Error> {
+    let conversation = options
+        .conversation(env.limits)
+        .map_err(Error::Conversation)?;
+    Ok(on.agent.request(
+        on.assembly,
+        &conversation,
+        env.rules,
+        &options.options(format, target),
+    )?)
+}
+
+/// The assembly's diagnostics, then `more`.
+fn diagnostics<'a>(
+    assembly: &'a Assembly,
+    more: impl Iterator<Item = &'a Diagnostic>,
+) -> Vec<Diagnostic> {
+    assembly.diagnostics().chain(more).cloned().collect()
+}
