@@ -17,8 +17,8 @@ use crate::template::{self, Val};
 use crate::toolset::Toolset;
 
 /// The name of the root that holds the spec's variables, whose stability and trust the spec
-/// declares per variable (so it is not a [`Root`]).
-pub const VARIABLES: &str = "variables";
+/// declares per variable (so it is not a [`Root`]). The evaluators hold it apart in a context.
+pub const VARIABLES: &str = template::VARIABLES;
 
 /// One template root: a top-level name templates can read, with its fixed stability and trust.
 ///

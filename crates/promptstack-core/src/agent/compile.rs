@@ -62,6 +62,7 @@ pub(super) fn compile(
         errors: recovered,
         lint: Vec::new(),
     };
+    compiler.templates.declare_variables(&spec.variables);
     let (mut units, mut facts) = compiler.units();
     let subagents = compiler.subagents(&mut units, &mut facts);
     let tools = compiler.tools();
@@ -328,7 +329,7 @@ impl Compiler<'_> {
         Gate {
             template: name,
             expression: expression.to_owned(),
-            simple: SimpleGate::parse(expression),
+            simple: SimpleGate::parse(expression, self.templates.declared()),
         }
     }
 
