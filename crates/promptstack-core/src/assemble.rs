@@ -28,7 +28,7 @@ use crate::hash::{Key, KeyBuilder};
 use crate::inject::{self, Prompt};
 use crate::ir::AgentInner;
 use crate::ir::{Body, Unit};
-use crate::root::{Root, RootSources, VARIABLES, VolatileInput};
+use crate::root::{Root, RootSources, VARIABLES, VARIABLES_INDEX, VolatileInput};
 use crate::spec::{BlockKind, Placement, Stability, Trust};
 use crate::template::{self, Val, path_is_empty};
 use crate::tokens::{Counting, TokenCount};
@@ -849,12 +849,12 @@ impl AgentInner {
                 facts,
                 only_stable: true,
             };
-            (VARIABLES, Val::Variables(variables))
+            (VARIABLES_INDEX, VARIABLES, Val::Variables(variables))
         });
-        let mut context = template::Context::new(
+        let mut context = template::Context::of_roots(
             Root::of(Stability::Stable)
                 .filter(|root| read(root) && *root != Root::Tools)
-                .map(|root| (root.name(), root.read(&sources)))
+                .map(|root| (root.index(), root.name(), root.read(&sources)))
                 .chain(variables),
         );
         let toolset = self.caches.toolset(self.resolve_toolset(ctx, &context)?);
@@ -863,7 +863,12 @@ impl AgentInner {
                 .take_while(|root| *root != Root::Tools)
                 .filter(read)
                 .count();
-            context.insert(at, Root::Tools.name(), Val::Tools(&toolset));
+            context.insert(
+                at,
+                Root::Tools.index(),
+                Root::Tools.name(),
+                Val::Tools(&toolset),
+            );
         }
         let mut diagnostics = Vec::new();
         // Every stable unit gives a block, and the stage a few injected ones.
@@ -976,9 +981,9 @@ impl AgentInner {
                 facts,
                 only_stable: false,
             };
-            (VARIABLES, Val::Variables(variables))
+            (VARIABLES_INDEX, VARIABLES, Val::Variables(variables))
         });
-        let context = template::Context::new(
+        let context = template::Context::of_roots(
             Root::ALL
                 .into_iter()
                 .filter(|root| self.volatile_roots.root(*root))
@@ -993,7 +998,7 @@ impl AgentInner {
                         Some((_, value)) => Val::Value(value.clone()),
                         None => root.read(&sources),
                     };
-                    (root.name(), value)
+                    (root.index(), root.name(), value)
                 })
                 .chain(variables),
         );

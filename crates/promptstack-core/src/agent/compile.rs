@@ -62,7 +62,9 @@ pub(super) fn compile(
         errors: recovered,
         lint: Vec::new(),
     };
-    compiler.templates.declare_variables(&spec.variables);
+    compiler
+        .templates
+        .declare_variables(&spec.variables, &crate::root::CONTEXT_NAMES);
     let (mut units, mut facts) = compiler.units();
     let subagents = compiler.subagents(&mut units, &mut facts);
     let tools = compiler.tools();

@@ -122,16 +122,21 @@ pub(crate) struct Name {
     /// Whether the name is `variables`, which a context holds apart (see
     /// [`Context::variables`]): its reads find it without a search.
     variables: bool,
+    /// The index of the root of this name among the names the agent's contexts hold (see
+    /// [`Context::of_roots`]), found when the expression is compiled.
+    index: Option<u8>,
 }
 
 impl Name {
-    /// A name, of a root or not, bound by the template at `local` if at all.
-    pub(crate) fn new(text: &str, local: Option<u16>) -> Self {
+    /// A name, of a root or not, bound by the template at `local` if at all; a root's is
+    /// resolved to its index among the `declared` roots.
+    pub(crate) fn new(text: &str, local: Option<u16>, declared: &Declared) -> Self {
         Self {
             text: text.into(),
             root: val::root_slot(text),
             local,
             variables: text == val::VARIABLES,
+            index: declared.root_index(text),
         }
     }
 }
@@ -228,6 +233,11 @@ impl<'a> Scope<'_, 'a> {
     /// lacks may be a global of the environment (`range`, …).
     #[inline]
     fn root(&self, name: &Name) -> Option<&Val<'a>> {
+        if let Some(index) = name.index
+            && let Some(found) = self.context.at_root(index)
+        {
+            return found.filter(|value| !value.is_undefined());
+        }
         match name.root {
             Some(slot) => self.context.slot(slot, &name.text),
             None => self.context.root(&name.text),
@@ -1072,7 +1082,7 @@ impl Parser<'_> {
                 if self.peek() == Some(&Token::Open) {
                     return None;
                 }
-                let name = Name::new(&root, None);
+                let name = Name::new(&root, None, self.declared);
                 Some(Expr::path(name, &attributes, self.declared))
             }
             _ => None,
@@ -1318,7 +1328,7 @@ pub(super) mod tests {
                 .map(|(name, attributes)| {
                     let attributes: Vec<String> =
                         attributes.iter().map(|a| (*a).to_owned()).collect();
-                    Expr::path(Name::new(name, slot(name)), &attributes, &Declared::default())
+                    Expr::path(Name::new(name, slot(name), &Declared::default()), &attributes, &Declared::default())
                 })
                 .collect();
             let mut answered = 0;

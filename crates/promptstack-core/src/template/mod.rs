@@ -42,7 +42,8 @@ mod val;
 
 pub(crate) use gate::SimpleGate;
 pub(crate) use val::{
-    Context, Declared, VARIABLES, Val, VariableFacts, Variables, named_entry, same_name,
+    Context, Declared, ROOT_INDICES, VARIABLES, Val, VariableFacts, Variables, named_entry,
+    same_name,
 };
 
 use crate::room::{BYTES_PER_FUEL, ensure_room, ensure_value_fits, out_of_room, room};
@@ -210,8 +211,14 @@ impl TemplateSet {
     /// Declares the agent's variables, before any template or gate is added: a plan's and a
     /// simple gate's `variables.NAME` is then read by the place it is compiled to, from the
     /// [`VariableFacts`] of a send made with [`TemplateSet::declared`]'s table.
-    pub fn declare_variables(&mut self, declared: &BTreeMap<String, VariableSpec>) {
-        self.declared = Declared::of(declared);
+    /// `roots` are the names of the roots the agent's contexts hold, by their index (see
+    /// [`Context::of_roots`]).
+    pub fn declare_variables(
+        &mut self,
+        declared: &BTreeMap<String, VariableSpec>,
+        roots: &'static [&'static str],
+    ) {
+        self.declared = Declared::of(declared).with_roots(roots);
     }
 
     /// The declared variables the plans and simple gates are compiled against.

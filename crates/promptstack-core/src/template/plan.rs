@@ -318,7 +318,7 @@ impl Compiler<'_> {
                     return None;
                 }
                 attributes.reverse();
-                let name = Name::new(var.id, self.bound(var.id));
+                let name = Name::new(var.id, self.bound(var.id), self.declared);
                 Expr::path(name, &attributes, self.declared)
             }
             ast::Expr::Const(c) => {

@@ -61,6 +61,8 @@ pub(crate) struct Declared {
     table: u32,
     /// The declarations, in order.
     names: Vec<Declaration>,
+    /// The names of the roots an indexed context holds, by index (see [`Context::of_roots`]).
+    roots: &'static [&'static str],
 }
 
 /// One declared variable as a send's facts are made from it.
@@ -87,6 +89,7 @@ impl Declared {
         Self {
             // Never zero: a wrapped counter skips it (some four billion agents later).
             table: TABLES.fetch_add(1, Ordering::Relaxed).max(1),
+            roots: &[],
             names: declared
                 .iter()
                 .map(|(name, spec)| Declaration {
@@ -97,6 +100,20 @@ impl Declared {
                 })
                 .collect(),
         }
+    }
+
+    /// Declares the roots' names, by the index an indexed context keeps each root's place under.
+    pub(crate) fn with_roots(mut self, roots: &'static [&'static str]) -> Self {
+        self.roots = roots;
+        self
+    }
+
+    /// The index of a root's name (see [`Declared::with_roots`]).
+    pub(crate) fn root_index(&self, name: &str) -> Option<u8> {
+        let index = self.roots.iter().position(|root| *root == name)?;
+        u8::try_from(index)
+            .ok()
+            .filter(|i| usize::from(*i) < ROOT_INDICES)
     }
 
     /// The place of a declared variable; `None` for a name the spec does not declare (read by
@@ -776,6 +793,12 @@ fn by_name<'m, V: 'm>(
 /// A slot that keeps no place.
 const NOWHERE: u32 = u32::MAX;
 
+/// How many roots an indexed context can keep by index (see [`Context::of_roots`]).
+pub(crate) const ROOT_INDICES: usize = 24;
+
+/// An index that keeps no place.
+const NO_ROOT: u8 = u8::MAX;
+
 /// The roots of one render, borrowed where they can be, and the template value minijinja renders
 /// against, made on first need. What the engine made of the roots is kept: by the context when a
 /// root joins it ([`Context::insert`]), and by the stable part ([`Context::values`]).
@@ -787,6 +810,9 @@ pub(crate) struct Context<'a> {
     /// The `variables` root when it is the send's (a [`Val::Variables`]), held apart as well:
     /// `variables.NAME` is the read gates and templates make most.
     variables: Option<Variables<'a>>,
+    /// For a context made by [`Context::of_roots`], each root's place by its index; a name
+    /// compiled to a root's index is then read without comparing names.
+    indexed: Option<[u8; ROOT_INDICES]>,
     /// The place in `roots` of the root last read through each slot, or [`NOWHERE`].
     places: [Cell<u32>; SLOTS],
     value: OnceCell<Value>,
@@ -814,16 +840,37 @@ impl<'a> Context<'a> {
         });
         Self {
             roots: all,
+            indexed: None,
             variables,
             places: std::array::from_fn(|_| Cell::new(NOWHERE)),
             value: OnceCell::new(),
         }
     }
 
+    /// A context of roots each given with its index among the names the expressions were
+    /// compiled against (see [`Declared::with_roots`]): a read by index finds its root without
+    /// comparing names, and a root the context lacks without a search.
+    pub(crate) fn of_roots(roots: impl IntoIterator<Item = (u8, &'static str, Val<'a>)>) -> Self {
+        let mut indexed = [NO_ROOT; ROOT_INDICES];
+        let mut at = 0u8;
+        let mut context = Self::new(roots.into_iter().map(|(index, name, root)| {
+            if let Some(place) = indexed.get_mut(usize::from(index)) {
+                *place = at;
+            }
+            at = at.saturating_add(1);
+            (name, root)
+        }));
+        // More roots than an index can place (never: there are fewer than 256) are read by name.
+        if context.roots.len() < usize::from(NO_ROOT) {
+            context.indexed = Some(indexed);
+        }
+        context
+    }
+
     /// Adds a root at a place (the `tools` root, once the tool gates, which do not see it, have
     /// been decided). If the engine already needed the context, the roots it made into template
     /// values are read as those from now on, so they are not made again.
-    pub(crate) fn insert(&mut self, at: usize, name: &'static str, root: Val<'a>) {
+    pub(crate) fn insert(&mut self, at: usize, index: u8, name: &'static str, root: Val<'a>) {
         if let Some(value) = self.value.take() {
             for (name, root) in &mut self.roots {
                 if !matches!(root, Val::Value(_))
@@ -843,10 +890,37 @@ impl<'a> Context<'a> {
         }
         let at = at.min(self.roots.len());
         self.roots.insert(at, (name, root));
+        if let Some(indexed) = &mut self.indexed {
+            let place = u8::try_from(at)
+                .ok()
+                .filter(|_| self.roots.len() < usize::from(NO_ROOT));
+            match place {
+                Some(place) => {
+                    for kept in indexed.iter_mut() {
+                        if *kept != NO_ROOT && *kept >= place {
+                            *kept += 1;
+                        }
+                    }
+                    if let Some(slot) = indexed.get_mut(usize::from(index)) {
+                        *slot = place;
+                    }
+                }
+                None => self.indexed = None,
+            }
+        }
         // The roots after it moved.
         for place in &self.places {
             place.set(NOWHERE);
         }
+    }
+
+    /// The root of the name compiled to `index`, in an indexed context: `Some(None)` for a root
+    /// it lacks; `None` for a context that is not indexed (read by name then).
+    #[inline]
+    pub(crate) fn at_root(&self, index: u8) -> Option<Option<&Val<'a>>> {
+        let indexed = self.indexed.as_ref()?;
+        let place = *indexed.get(usize::from(index))?;
+        Some(self.roots.get(usize::from(place)).map(|(_, value)| value))
     }
 
     /// The `variables` root, when it is the send's variables.
