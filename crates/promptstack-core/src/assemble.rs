@@ -28,7 +28,7 @@ use crate::hash::{Key, KeyBuilder};
 use crate::inject::{self, Prompt};
 use crate::ir::AgentInner;
 use crate::ir::{Body, Unit};
-use crate::root::{Root, RootSources, VARIABLES, VolatileInput};
+use crate::root::{Root, RootSources, VARIABLES, VARIABLES_INDEX, VolatileInput};
 use crate::spec::{BlockKind, Placement, Stability, Trust};
 use crate::template::{self, Val, path_is_empty};
 use crate::tokens::{Counting, TokenCount};
@@ -414,17 +414,21 @@ impl AgentInner {
 
     /// The implementation of [`Agent::assemble`](crate::Agent::assemble).
     pub(crate) fn assemble(self: &Arc<Self>, ctx: &SendContext) -> Result<Assembly, Error> {
-        self.check_shapes(ctx)?;
+        let facts = self.variable_facts(ctx);
+        check_shapes(&self.spec, &facts)?;
         let key = self.stable_key(ctx);
-        let stable = self.caches.stable_part(key, || self.build_stable(ctx))?;
-        self.finish(ctx, stable, Some(key))
+        let stable = self
+            .caches
+            .stable_part(key, || self.build_stable(ctx, &facts))?;
+        self.finish(ctx, &facts, stable, Some(key))
     }
 
     /// The implementation of [`Agent::assemble_fresh`](crate::Agent::assemble_fresh).
     pub(crate) fn assemble_fresh(self: &Arc<Self>, ctx: &SendContext) -> Result<Assembly, Error> {
-        self.check_shapes(ctx)?;
-        let stable = Arc::new(self.build_stable(ctx)?);
-        self.finish(ctx, stable, None)
+        let facts = self.variable_facts(ctx);
+        check_shapes(&self.spec, &facts)?;
+        let stable = Arc::new(self.build_stable(ctx, &facts)?);
+        self.finish(ctx, &facts, stable, None)
     }
 
     /// A key over a volatile unit's identity, the stable inputs, and the volatile inputs it reads.
@@ -812,45 +816,21 @@ impl AgentInner {
         units + if self.stage.is_some() { 8 } else { 0 }
     }
 
-    /// Refuses a send whose variables do not have the shapes the spec declares (a context read
-    /// with [`SendContext::from_json_for`] was refused earlier, with the value's location).
-    fn check_shapes(&self, ctx: &SendContext) -> Result<(), Error> {
-        // Both maps are in name order, so the first misfit is the same whichever is walked; the
-        // declared one is, since most variables declare no shape and need no lookup.
-        for (name, spec) in &self.spec.variables {
-            let Some(shape) = spec.shape else {
-                continue;
-            };
-            let Some(value) = ctx.variables.get(name) else {
-                continue;
-            };
-            if let Some(inner) = shape.mismatch(value) {
-                let found = value.pointer(&inner).unwrap_or(value);
-                return Err(Error::new(
-                    ErrorKind::Context,
-                    format!(
-                        "`variables.{}{}` is {}; the spec declares {}",
-                        crate::diagnostic::quote(name),
-                        inner.replace('/', "."),
-                        crate::spec::shape::describe(found),
-                        shape.expected_at(&inner)
-                    ),
-                ));
-            }
-        }
-        Ok(())
+    /// What a send holds for each declared variable, made once per assembly: both halves'
+    /// `variables` roots read it, by the places the agent's templates and gates were compiled to.
+    fn variable_facts<'a>(&'a self, ctx: &'a SendContext) -> template::VariableFacts<'a> {
+        template::VariableFacts::new(
+            self.templates.declared(),
+            &self.spec.variables,
+            &ctx.variables,
+        )
     }
 
-    /// The `variables` root of a send: of the stable variables only, or of all of them.
-    fn variables<'a>(&'a self, ctx: &'a SendContext, only_stable: bool) -> template::Variables<'a> {
-        template::Variables {
-            declared: &self.spec.variables,
-            sent: &ctx.variables,
-            only_stable,
-        }
-    }
-
-    fn build_stable(&self, ctx: &SendContext) -> Result<StablePart, Error> {
+    fn build_stable(
+        &self,
+        ctx: &SendContext,
+        facts: &template::VariableFacts<'_>,
+    ) -> Result<StablePart, Error> {
         // Chosen only if a unit's limit needs a count; kept with the part either way.
         let counting = OnceLock::new();
         let no_tools = Toolset::default();
@@ -864,23 +844,31 @@ impl AgentInner {
         // Tool gates see everything stable except the toolset itself, which joins the context
         // once they are decided, at its place among the roots.
         let read = |root: &Root| self.read_roots.root(*root);
-        let variables = self
-            .read_roots
-            .variables()
-            .then(|| (VARIABLES, Val::Variables(self.variables(ctx, true))));
-        let mut context = template::Context::new(
+        let variables = self.read_roots.variables().then(|| {
+            let variables = template::Variables {
+                facts,
+                only_stable: true,
+            };
+            (VARIABLES_INDEX, VARIABLES, Val::Variables(variables))
+        });
+        let mut context = template::Context::of_roots(
             Root::of(Stability::Stable)
                 .filter(|root| read(root) && *root != Root::Tools)
-                .map(|root| (root.name(), root.read(&sources)))
+                .map(|root| (root.index(), root.name(), root.read(&sources)))
                 .chain(variables),
         );
-        let toolset = Arc::new(self.resolve_toolset(ctx, &context)?);
+        let toolset = self.caches.toolset(self.resolve_toolset(ctx, &context)?);
         if read(&Root::Tools) {
             let at = Root::of(Stability::Stable)
                 .take_while(|root| *root != Root::Tools)
                 .filter(read)
                 .count();
-            context.insert(at, Root::Tools.name(), Val::Tools(&toolset));
+            context.insert(
+                at,
+                Root::Tools.index(),
+                Root::Tools.name(),
+                Val::Tools(&toolset),
+            );
         }
         let mut diagnostics = Vec::new();
         // Every stable unit gives a block, and the stage a few injected ones.
@@ -959,7 +947,7 @@ impl AgentInner {
             roots,
             built_roots: OnceLock::new(),
             rendered: budget.spent(),
-            model: ctx.model.clone(),
+            model: self.caches.model(&ctx.model),
         })
     }
 
@@ -968,6 +956,7 @@ impl AgentInner {
     fn finish(
         self: &Arc<Self>,
         ctx: &SendContext,
+        facts: &template::VariableFacts<'_>,
         stable: Arc<StablePart>,
         memo: Option<Key>,
     ) -> Result<Assembly, Error> {
@@ -987,11 +976,14 @@ impl AgentInner {
         // this context): those the stable part built as template values, the send's own data
         // borrowed from this send (whose stable inputs are the stable part's, by its key), and
         // the volatile roots; `variables` with every variable.
-        let variables = self
-            .volatile_roots
-            .variables()
-            .then(|| (VARIABLES, Val::Variables(self.variables(ctx, false))));
-        let context = template::Context::new(
+        let variables = self.volatile_roots.variables().then(|| {
+            let variables = template::Variables {
+                facts,
+                only_stable: false,
+            };
+            (VARIABLES_INDEX, VARIABLES, Val::Variables(variables))
+        });
+        let context = template::Context::of_roots(
             Root::ALL
                 .into_iter()
                 .filter(|root| self.volatile_roots.root(*root))
@@ -1006,7 +998,7 @@ impl AgentInner {
                         Some((_, value)) => Val::Value(value.clone()),
                         None => root.read(&sources),
                     };
-                    (root.name(), value)
+                    (root.index(), root.name(), value)
                 })
                 .chain(variables),
         );
@@ -1053,7 +1045,9 @@ impl AgentInner {
                 );
             }
         }
-        for name in ctx.variables.keys() {
+        // The facts were made in one pass over the send's variables and the declarations, which
+        // noted whether any is undeclared; only then are they looked at again, to name it.
+        for name in ctx.variables.keys().filter(|_| facts.any_undeclared()) {
             if template::named_entry(&self.spec.variables, name).is_none() {
                 diagnostics.push(
                     Diagnostic::warning(
@@ -1435,4 +1429,30 @@ pub(crate) fn detail(error: &minijinja::Error) -> String {
         message.push_str(&format!(" (template line {line})"));
     }
     crate::diagnostic::lowercase_first(&message)
+}
+/// Refuses a send whose variables do not have the shapes the spec declares (a context read with
+/// [`SendContext::from_json_for`] was refused earlier, with the value's location). The first
+/// misfit in name order was found by the pass that made the facts.
+fn check_shapes(
+    spec: &crate::spec::AgentSpec,
+    facts: &template::VariableFacts<'_>,
+) -> Result<(), Error> {
+    let Some((name, value)) = facts.misfit() else {
+        return Ok(());
+    };
+    let Some(shape) = spec.variables.get(name).and_then(|v| v.shape) else {
+        return Ok(());
+    };
+    let inner = shape.mismatch(value).unwrap_or_default();
+    let found = value.pointer(&inner).unwrap_or(value);
+    Err(Error::new(
+        ErrorKind::Context,
+        format!(
+            "`variables.{}{}` is {}; the spec declares {}",
+            crate::diagnostic::quote(name),
+            inner.replace('/', "."),
+            crate::spec::shape::describe(found),
+            shape.expected_at(&inner)
+        ),
+    ))
 }

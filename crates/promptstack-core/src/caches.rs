@@ -17,6 +17,7 @@ use minijinja::value::Value;
 use serde::Serialize;
 
 use crate::block::{Block, Verdict};
+use crate::context::ModelDescriptor;
 use crate::diagnostic::Diagnostic;
 use crate::error::Error;
 use crate::fingerprint::Fingerprint;
@@ -77,8 +78,9 @@ pub(crate) struct StablePart {
     /// The bytes of text its templates rendered, which count against the template memory of
     /// every assembly built on it.
     pub rendered: u64,
-    /// The model the part was built for (a stable input).
-    pub model: crate::context::ModelDescriptor,
+    /// The model the part was built for (a stable input), shared with the other parts built
+    /// for the same model (see [`Caches::model`]).
+    pub model: Arc<ModelDescriptor>,
 }
 
 impl StablePart {
@@ -90,10 +92,7 @@ impl StablePart {
 
 /// The counting kept in `cell`, chosen for `model` on first need: a stable part's, shared by the
 /// limits checked while it is written and everything that counts its tokens later.
-pub(crate) fn chosen_counting(
-    cell: &OnceLock<Counting>,
-    model: &crate::context::ModelDescriptor,
-) -> Counting {
+pub(crate) fn chosen_counting(cell: &OnceLock<Counting>, model: &ModelDescriptor) -> Counting {
     *cell.get_or_init(|| Counting::for_model(model))
 }
 
@@ -183,6 +182,12 @@ pub(crate) struct Caches {
     pub tool_units: ToolUnits,
     /// Token counts by text.
     pub counter: Arc<TokenCounter>,
+    /// The model of the last stable part built, which the next part built for the same model
+    /// shares (see [`Caches::model`]).
+    model: Mutex<Option<Arc<ModelDescriptor>>>,
+    /// The toolset of the last stable part built, which the next part shares when it resolved
+    /// the same tools (see [`Caches::toolset`]).
+    toolset: Mutex<Option<Arc<Toolset>>>,
 }
 
 /// The stable parts by key, and the builds in flight.
@@ -354,11 +359,44 @@ impl Caches {
     /// Forgets every reusable result: stable parts, volatile units, MCP listings, tool units and
     /// token counts. Builds in flight finish, and their parts are kept.
     pub fn clear(&self) {
+        *lock(&self.model) = None;
+        *lock(&self.toolset) = None;
         lock(&self.stable).entries.clear();
         lock(&self.volatile).clear();
         lock(&self.mcp).clear();
         lock(&self.tool_units.memo).clear();
         self.counter.clear();
+    }
+
+    /// The model a stable part keeps: the last part's when it is the same model (a comparison
+    /// of three short strings), else a copy that the next part may share. A thread's sends, and
+    /// most of an agent's, go to one model, so a part is built without copying its strings.
+    pub(crate) fn model(&self, model: &ModelDescriptor) -> Arc<ModelDescriptor> {
+        let mut last = lock(&self.model);
+        match &*last {
+            Some(kept) if **kept == *model => Arc::clone(kept),
+            _ => {
+                let made = Arc::new(model.clone());
+                *last = Some(Arc::clone(&made));
+                made
+            }
+        }
+    }
+
+    /// The toolset a stable part keeps: the last part's when `made` offers the same tools and
+    /// leaves out the same ones for the same reasons, else `made`, which the next part may
+    /// share. Most sends of an agent resolve the same toolset, so a part is built without a new
+    /// one (and the `tools` root's template value, made once, is shared with it).
+    pub(crate) fn toolset(&self, made: Toolset) -> Arc<Toolset> {
+        let mut last = lock(&self.toolset);
+        match &*last {
+            Some(kept) if kept.same_tools(&made) => Arc::clone(kept),
+            _ => {
+                let made = Arc::new(made);
+                *last = Some(Arc::clone(&made));
+                made
+            }
+        }
     }
 
     /// Counters of every cache.

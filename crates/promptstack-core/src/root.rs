@@ -17,8 +17,8 @@ use crate::template::{self, Val};
 use crate::toolset::Toolset;
 
 /// The name of the root that holds the spec's variables, whose stability and trust the spec
-/// declares per variable (so it is not a [`Root`]).
-pub const VARIABLES: &str = "variables";
+/// declares per variable (so it is not a [`Root`]). The evaluators hold it apart in a context.
+pub const VARIABLES: &str = template::VARIABLES;
 
 /// One template root: a top-level name templates can read, with its fixed stability and trust.
 ///
@@ -61,7 +61,30 @@ pub enum Root {
     Mcp,
 }
 
+/// The names a render's context holds, by the index it keeps each root's place under
+/// (`template::Context::of_roots`): every root's, in [`Root::ALL`]'s order, then `variables`.
+pub(crate) const CONTEXT_NAMES: [&str; Root::ALL.len() + 1] = {
+    let mut names = [VARIABLES; Root::ALL.len() + 1];
+    let mut i = 0;
+    while i < Root::ALL.len() {
+        names[i] = Root::ALL[i].name();
+        i += 1;
+    }
+    names
+};
+
+// Every name has an index a context can keep a place under.
+const _: () = assert!(CONTEXT_NAMES.len() <= template::ROOT_INDICES);
+
+/// The index of `variables` among [`CONTEXT_NAMES`].
+pub(crate) const VARIABLES_INDEX: u8 = Root::ALL.len() as u8;
+
 impl Root {
+    /// The index of the root's name among [`CONTEXT_NAMES`].
+    pub(crate) const fn index(self) -> u8 {
+        self as u8
+    }
+
     /// Every root, in the order templates enumerate them (stable roots keep their relative order,
     /// and so do volatile ones).
     pub const ALL: [Root; 16] = [
@@ -585,6 +608,15 @@ mod tests {
                 "{source}"
             );
         }
+    }
+
+    #[test]
+    fn a_root_s_index_is_its_name_s_place_among_the_context_names() {
+        for (i, root) in Root::ALL.into_iter().enumerate() {
+            assert_eq!(usize::from(root.index()), i);
+            assert_eq!(CONTEXT_NAMES[i], root.name());
+        }
+        assert_eq!(CONTEXT_NAMES[usize::from(VARIABLES_INDEX)], VARIABLES);
     }
 
     #[test]

@@ -263,6 +263,20 @@ impl Toolset {
         &self.excluded
     }
 
+    /// Whether two toolsets of an agent's own tools offer the very same tools (the same
+    /// shared definitions, in the same order) and leave out the same ones for the same reasons.
+    pub(crate) fn same_tools(&self, other: &Toolset) -> bool {
+        self.mcp.is_none()
+            && other.mcp.is_none()
+            && self.tools.len() == other.tools.len()
+            && self
+                .tools
+                .iter()
+                .zip(&other.tools)
+                .all(|(a, b)| Arc::ptr_eq(a, b))
+            && self.excluded == other.excluded
+    }
+
     /// Whether a tool of this name is offered.
     pub fn contains(&self, name: &str) -> bool {
         self.tools

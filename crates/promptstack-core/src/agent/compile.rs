@@ -62,6 +62,9 @@ pub(super) fn compile(
         errors: recovered,
         lint: Vec::new(),
     };
+    compiler
+        .templates
+        .declare_variables(&spec.variables, &crate::root::CONTEXT_NAMES);
     let (mut units, mut facts) = compiler.units();
     let subagents = compiler.subagents(&mut units, &mut facts);
     let tools = compiler.tools();
@@ -328,7 +331,7 @@ impl Compiler<'_> {
         Gate {
             template: name,
             expression: expression.to_owned(),
-            simple: SimpleGate::parse(expression),
+            simple: SimpleGate::parse(expression, self.templates.declared()),
         }
     }
 

@@ -17,11 +17,10 @@
 //! minijinja and compared, so every test that assembles an example checks its gates.
 
 use std::borrow::Cow;
-use std::cell::Cell;
 
 use minijinja::value::{Value, ValueKind};
 
-use super::val::{self, Attribute, Context, Val, Variables};
+use super::val::{self, Attribute, Context, Declared, Val};
 
 /// The longest sequence the evaluator searches for `in`: minijinja charges fuel per item it
 /// compares, so a longer search is left to it (and its fuel limit).
@@ -40,10 +39,6 @@ const MAX_EXPRESSION_BYTES: usize = 4096;
 /// render their gates, so that running out of fuel fails as it always did.
 pub(crate) const MAX_GATE_FUEL: u64 = 1 << 16;
 
-/// The most distinct `variables.NAME` reads of one gate or template whose values are looked up
-/// once per evaluation (see [`Scope`]); reads of further names are looked up each time.
-pub(crate) const MAX_REMEMBERED: usize = 8;
-
 /// A gate in the subset the evaluator decides: an expression of the gate grammar (see
 /// [`SimpleGate::parse`]).
 #[derive(Debug, Clone, PartialEq)]
@@ -60,13 +55,11 @@ pub(crate) struct SimpleGate {
 /// of a borrowed record it names; so evaluating compares no names.
 #[derive(Debug, Clone, PartialEq)]
 pub(crate) enum Expr {
-    /// A name and the attributes read from it (`variables.custom_prompt`).
+    /// A name and the attributes read from it (`variables.custom_prompt`). An attribute that
+    /// names a declared variable holds its place, so `variables.NAME` is read by place.
     Path {
         name: Name,
         attributes: Box<[Attribute]>,
-        /// For `variables.NAME…`, the slot in which the evaluation keeps what `NAME` is, so
-        /// that each variable is looked up once (see [`MAX_REMEMBERED`]).
-        remembered: Option<u8>,
     },
     /// A string literal.
     Text(Box<str>),
@@ -126,42 +119,38 @@ pub(crate) struct Name {
     /// The slot of the planned template's own variable of this name, if the template binds it
     /// anywhere; while it is unbound there, the name is read from the roots.
     local: Option<u16>,
+    /// Whether the name is `variables`, which a context holds apart (see
+    /// [`Context::variables`]): its reads find it without a search.
+    variables: bool,
+    /// The index of the root of this name among the names the agent's contexts hold (see
+    /// [`Context::of_roots`]), found when the expression is compiled.
+    index: Option<u8>,
 }
 
 impl Name {
-    /// A name, of a root or not, bound by the template at `local` if at all.
-    pub(crate) fn new(text: &str, local: Option<u16>) -> Self {
+    /// A name, of a root or not, bound by the template at `local` if at all; a root's is
+    /// resolved to its index among the `declared` roots.
+    pub(crate) fn new(text: &str, local: Option<u16>, declared: &Declared) -> Self {
         Self {
             text: text.into(),
             root: val::root_slot(text),
             local,
+            variables: text == val::VARIABLES,
+            index: declared.root_index(text),
         }
     }
 }
 
 impl Expr {
-    /// A path of a name and attributes, remembering `variables.NAME` in the slots `remembered`
-    /// names (by the variables' names, in order; one is added when there is room).
-    pub(crate) fn path(name: Name, attributes: Vec<String>, remembered: &mut Vec<String>) -> Self {
-        // Kept by the name and the attribute; used only when the name is the `variables` root.
-        let slot = match attributes.first() {
-            Some(first) => {
-                let key = format!("{}.{first}", name.text);
-                match remembered.iter().position(|known| *known == key) {
-                    Some(slot) => u8::try_from(slot).ok(),
-                    None if remembered.len() < MAX_REMEMBERED => {
-                        remembered.push(key);
-                        u8::try_from(remembered.len() - 1).ok()
-                    }
-                    None => None,
-                }
-            }
-            None => None,
-        };
+    /// A path of a name and attributes, each attribute resolved against the declared variables
+    /// (see [`Attribute::new`]).
+    pub(crate) fn path(name: Name, attributes: &[String], declared: &Declared) -> Self {
         Expr::Path {
             name,
-            attributes: attributes.iter().map(|a| Attribute::new(a)).collect(),
-            remembered: slot,
+            attributes: attributes
+                .iter()
+                .map(|a| Attribute::new(a, declared))
+                .collect(),
         }
     }
 
@@ -225,19 +214,12 @@ impl Filter {
     }
 }
 
-/// What one evaluation remembers of a `variables.NAME` it read: unread, or the variable's value
-/// (`None` for an absent variable).
-pub(crate) type Remembered<'a> = Cell<Option<Option<&'a serde_json::Value>>>;
-
 /// Where an evaluation looks names up: a planned template's own variables (by slot), then the
-/// roots of the context (by slot, or by name for a name that is no root's). It also remembers
-/// the variables read through `variables.NAME`.
+/// roots of the context (by slot, or by name for a name that is no root's).
 pub(crate) struct Scope<'s, 'a> {
     pub context: &'s Context<'a>,
     /// The template's own variables by slot: `None` where one is unbound.
     pub locals: &'s [Option<Val<'a>>],
-    /// What the evaluation remembers, by slot; a slot past its end is looked up each time.
-    pub remembered: &'s [Remembered<'a>],
 }
 
 impl<'a> Scope<'_, 'a> {
@@ -251,35 +233,17 @@ impl<'a> Scope<'_, 'a> {
     /// lacks may be a global of the environment (`range`, …).
     #[inline]
     fn root(&self, name: &Name) -> Option<&Val<'a>> {
+        if let Some(index) = name.index
+            && let Some(found) = self.context.at_root(index)
+        {
+            return found.filter(|value| !value.is_undefined());
+        }
         match name.root {
             Some(slot) => self.context.slot(slot, &name.text),
             None => self.context.root(&name.text),
         }
         .filter(|value| !value.is_undefined())
     }
-
-    /// `variables.NAME`, looked up once for each slot the evaluation remembers.
-    #[inline]
-    fn variable(
-        &self,
-        variables: &Variables<'a>,
-        slot: u8,
-        name: &Attribute,
-    ) -> Option<&'a serde_json::Value> {
-        let Some(known) = self.remembered.get(usize::from(slot)) else {
-            return variables.get(name.name());
-        };
-        known.get().unwrap_or_else(|| {
-            let found = variables.get(name.name());
-            known.set(Some(found));
-            found
-        })
-    }
-}
-
-/// A fresh memory of the variables read, for one evaluation.
-pub(crate) fn remembered<'a>() -> [Remembered<'a>; MAX_REMEMBERED] {
-    std::array::from_fn(|_| Cell::new(None))
 }
 
 /// The units of minijinja's fuel: one fuel is 64 units, a byte of data costs one.
@@ -332,7 +296,7 @@ pub(crate) enum Test {
 impl SimpleGate {
     /// Parses a gate expression, or `None` when it uses anything outside the subset (filters,
     /// calls, subscripts, arithmetic, chained comparisons, escapes in strings, …).
-    pub(crate) fn parse(expression: &str) -> Option<Self> {
+    pub(crate) fn parse(expression: &str, declared: &Declared) -> Option<Self> {
         if expression.len() > MAX_EXPRESSION_BYTES {
             return None;
         }
@@ -340,7 +304,7 @@ impl SimpleGate {
         let mut parser = Parser {
             tokens,
             at: 0,
-            remembered: Vec::new(),
+            declared,
         };
         let expr = parser.or()?;
         (parser.at == parser.tokens.len()).then_some(SimpleGate { expr })
@@ -349,12 +313,9 @@ impl SimpleGate {
     /// Decides the gate against the context, or `None` when minijinja must (see the module's
     /// documentation).
     pub(crate) fn decide(&self, context: &Context<'_>) -> Option<bool> {
-        // A gate reads few variables, each once or twice: it remembers none, which saves making
-        // the memory on every decision.
         let scope = Scope {
             context,
             locals: &[],
-            remembered: &[],
         };
         truthy(&self.expr.eval(&scope, &mut Meter::new(u64::MAX))?)
     }
@@ -508,25 +469,26 @@ impl Expr {
     // Always inlined: its answer is 32 bytes, which a call would return through memory.
     #[inline(always)]
     fn path_start<'v, 'a>(&'a self, scope: &'v Scope<'_, 'a>) -> Option<Start<'v, 'a>> {
-        let Expr::Path {
-            name,
-            attributes,
-            remembered,
-        } = self
-        else {
+        let Expr::Path { name, attributes } = self else {
             return None;
         };
         if let Some(local) = scope.local(name) {
             return Some(Start::Value(local, attributes));
         }
-        Some(
-            match (scope.root(name)?, remembered, attributes.split_first()) {
-                (Val::Variables(variables), Some(slot), Some((first, rest))) => {
-                    Start::Variable(scope.variable(variables, *slot, first), rest)
-                }
-                (root, _, _) => Start::Value(root, attributes),
-            },
-        )
+        // `variables.NAME` of the context's variables: read by its compiled place, found without
+        // looking the root up among the others.
+        if name.variables
+            && let Some(variables) = scope.context.variables()
+            && let Some((first, rest)) = attributes.split_first()
+        {
+            return Some(Start::Variable(variables.read(first), rest));
+        }
+        Some(match (scope.root(name)?, attributes.split_first()) {
+            (Val::Variables(variables), Some((first, rest))) => {
+                Start::Variable(variables.read(first), rest)
+            }
+            (root, _) => Start::Value(root, attributes),
+        })
     }
 
     /// The string a short path (`guideline`, `skill.name`, `variables.cwd`: a name and at most
@@ -971,14 +933,14 @@ fn tokenize(expression: &str) -> Option<Vec<Token>> {
 /// A recursive-descent parser with minijinja's precedence: `or` < `and` < `not` < one comparison
 /// (`==`, `!=`, `in`, `not in`) < one test (`is [not] defined|undefined|none`) < a path, a literal
 /// or a parenthesised expression. Anything the grammar does not cover makes the parse fail.
-struct Parser {
+struct Parser<'d> {
     tokens: Vec<Token>,
     at: usize,
-    /// The variables read as `variables.NAME`, in the order of their slots.
-    remembered: Vec<String>,
+    /// The variables the agent declares, which `variables.NAME` is resolved against.
+    declared: &'d Declared,
 }
 
-impl Parser {
+impl Parser<'_> {
     fn peek(&self) -> Option<&Token> {
         self.tokens.get(self.at)
     }
@@ -1120,8 +1082,8 @@ impl Parser {
                 if self.peek() == Some(&Token::Open) {
                     return None;
                 }
-                let name = Name::new(&root, None);
-                Some(Expr::path(name, attributes, &mut self.remembered))
+                let name = Name::new(&root, None, self.declared);
+                Some(Expr::path(name, &attributes, self.declared))
             }
             _ => None,
         }
@@ -1268,7 +1230,7 @@ pub(super) mod tests {
                     .render_gate("gate", context.value())
                     .map_err(|e| e.to_string());
                 if let Some(open) =
-                    SimpleGate::parse(&expression).and_then(|g| g.decide(&context))
+                    SimpleGate::parse(&expression, &Declared::default()).and_then(|g| g.decide(&context))
                 {
                     prop_assert_eq!(Ok(open), engine, "{}", expression);
                 }
@@ -1340,8 +1302,7 @@ pub(super) mod tests {
 
         /// A path's value looked at where it is (`with_value`) is the value evaluating it gives,
         /// at the same charge; and wherever a path's text is read where it is, evaluating the
-        /// path gives that very string and charges the steps the reading is charged, whether
-        /// the variables it reads are remembered or not.
+        /// path gives that very string and charges the steps the reading is charged.
         #[test]
         fn a_path_s_text_is_what_evaluating_it_gives(
             roots in context(),
@@ -1362,22 +1323,18 @@ pub(super) mod tests {
                 "unbound" => Some(3),
                 _ => None,
             };
-            let mut names = Vec::new();
             let exprs: Vec<Expr> = paths
                 .iter()
                 .map(|(name, attributes)| {
-                    Expr::path(
-                        Name::new(name, slot(name)),
-                        attributes.iter().map(|a| (*a).to_owned()).collect(),
-                        &mut names,
-                    )
+                    let attributes: Vec<String> =
+                        attributes.iter().map(|a| (*a).to_owned()).collect();
+                    Expr::path(Name::new(name, slot(name), &Declared::default()), &attributes, &Declared::default())
                 })
                 .collect();
             let mut answered = 0;
             for context in contexts(&roots) {
-                let memory = remembered();
-                for remembered in [&memory[..], &[][..], &memory[..]] {
-                    let scope = Scope { context: &context, locals: &locals, remembered };
+                {
+                    let scope = Scope { context: &context, locals: &locals };
                     for (expr, path) in exprs.iter().zip(&paths) {
                         // Looked at in place or evaluated, the value and the charge are the same.
                         let mut evaluated = Meter::new(u64::MAX);
@@ -1441,12 +1398,12 @@ pub(super) mod tests {
             ("'edit' not in variables.tools", true),
             ("variables.mode == ''", true),
         ] {
-            let gate = SimpleGate::parse(expression).expect("in the subset");
+            let gate = SimpleGate::parse(expression, &Declared::default()).expect("in the subset");
             assert_eq!(gate.decide(context), Some(open), "{expression}");
         }
         // Strict undefined: minijinja fails on these, so the evaluator does not decide them.
         for undecided in ["nothing", "nothing.x", "'a' in nothing", "variables.other"] {
-            let gate = SimpleGate::parse(undecided).expect("in the subset");
+            let gate = SimpleGate::parse(undecided, &Declared::default()).expect("in the subset");
             assert_eq!(gate.decide(context), None, "{undecided}");
         }
     }
@@ -1462,7 +1419,10 @@ pub(super) mod tests {
             "model.context_window != 8000",
             "true",
         ] {
-            assert!(SimpleGate::parse(simple).is_some(), "{simple}");
+            assert!(
+                SimpleGate::parse(simple, &Declared::default()).is_some(),
+                "{simple}"
+            );
         }
         for other in [
             "skills | length > 2",
@@ -1484,7 +1444,10 @@ pub(super) mod tests {
             "-a",
             "a ~ b",
         ] {
-            assert!(SimpleGate::parse(other).is_none(), "{other}");
+            assert!(
+                SimpleGate::parse(other, &Declared::default()).is_none(),
+                "{other}"
+            );
         }
     }
 }

@@ -15,7 +15,7 @@ use minijinja::{AutoEscape, Environment, UndefinedBehavior};
 use serde::Serialize;
 
 use crate::context::{Now, format_offset, message_slugs};
-use crate::spec::RenderOptions;
+use crate::spec::{RenderOptions, VariableSpec};
 use crate::toolset::Toolset;
 
 std::thread_local! {
@@ -41,7 +41,10 @@ mod program;
 mod val;
 
 pub(crate) use gate::SimpleGate;
-pub(crate) use val::{Context, Val, Variables, named_entry, same_name};
+pub(crate) use val::{
+    Context, Declared, ROOT_INDICES, VARIABLES, Val, VariableFacts, Variables, named_entry,
+    same_name,
+};
 
 use crate::room::{BYTES_PER_FUEL, ensure_room, ensure_value_fits, out_of_room, room};
 
@@ -66,6 +69,8 @@ pub(crate) struct TemplateSet {
     programs: HashMap<String, Arc<program::Program>>,
     /// The memory the templates of one assembly may use; see [`TemplateSet::set_memory`].
     memory: u64,
+    /// The agent's variables, which the plans resolve `variables.NAME` against.
+    declared: Declared,
 }
 
 /// What the renders of one assembly may still keep: the rendered texts together may take half of
@@ -174,6 +179,7 @@ impl TemplateSet {
             plans: HashMap::new(),
             programs: HashMap::new(),
             memory: 0,
+            declared: Declared::default(),
         };
         set.set_memory(DEFAULT_MEMORY);
         set
@@ -202,9 +208,27 @@ impl TemplateSet {
         }
     }
 
+    /// Declares the agent's variables, before any template or gate is added: a plan's and a
+    /// simple gate's `variables.NAME` is then read by the place it is compiled to, from the
+    /// [`VariableFacts`] of a send made with [`TemplateSet::declared`]'s table.
+    /// `roots` are the names of the roots the agent's contexts hold, by their index (see
+    /// [`Context::of_roots`]).
+    pub fn declare_variables(
+        &mut self,
+        declared: &BTreeMap<String, VariableSpec>,
+        roots: &'static [&'static str],
+    ) {
+        self.declared = Declared::of(declared).with_roots(roots);
+    }
+
+    /// The declared variables the plans and simple gates are compiled against.
+    pub(crate) fn declared(&self) -> &Declared {
+        &self.declared
+    }
+
     /// Adds a template, and its plan when it has one.
     pub fn add(&mut self, name: String, source: String) -> Result<(), minijinja::Error> {
-        let plan = plan::Plan::compile(&source, &self.syntax).map(Arc::new);
+        let plan = plan::Plan::compile(&source, &self.syntax, &self.declared).map(Arc::new);
         let program = program::Program::compile(&name, &source, &self.syntax)?;
         self.env.add_template_owned(name.clone(), source)?;
         self.programs.insert(name.clone(), Arc::new(program));

@@ -22,11 +22,8 @@ use minijinja::machinery::ast::{self, Stmt};
 use minijinja::syntax::SyntaxConfig;
 use minijinja::value::ValueKind;
 
-use super::gate::{
-    Expr, Filter, MAX_REMEMBERED, Meter, Name, Remembered, STEP, Scope, Test, UNITS_PER_FUEL,
-    escape_charged, remembered,
-};
-use super::val::{Context, Val};
+use super::gate::{Expr, Filter, Meter, Name, STEP, Scope, Test, UNITS_PER_FUEL, escape_charged};
+use super::val::{Context, Declared, Val};
 use crate::layers::escape;
 
 /// The deepest nesting of statements and expressions a plan holds; a deeper template is left to
@@ -42,6 +39,9 @@ const MAX_RESERVED_BYTES: usize = 1 << 20;
 /// The most distinct names a plan binds (with `for` and `set`); a template binding more is left
 /// to minijinja, so a render's own variables stay few.
 const MAX_LOCALS: usize = 256;
+
+/// The most names a template binds whose slots a render keeps on the stack.
+const INLINE_LOCALS: usize = 8;
 
 /// A template body written without the engine.
 #[derive(Debug)]
@@ -92,7 +92,12 @@ pub(crate) struct Written {
 impl Plan {
     /// Plans a template source, or `None` when any part of it is outside the subset (or it does
     /// not parse: the engine reports that).
-    pub(crate) fn compile(source: &str, syntax: &SyntaxConfig) -> Option<Plan> {
+    /// `variables.NAME` is resolved against the agent's `declared` variables.
+    pub(crate) fn compile(
+        source: &str,
+        syntax: &SyntaxConfig,
+        declared: &Declared,
+    ) -> Option<Plan> {
         if source.len() > MAX_SOURCE_BYTES {
             return None;
         }
@@ -104,7 +109,7 @@ impl Plan {
         let mut compiler = Compiler {
             literal_bytes: 0,
             locals: Vec::new(),
-            remembered: Vec::new(),
+            declared,
         };
         compiler.bind(&template.children, 0)?;
         let nodes = compiler.statements(&template.children, 0, false)?;
@@ -139,11 +144,19 @@ impl Plan {
     ) -> Option<u32> {
         let start = out.len();
         out.reserve(self.reserve());
-        let remembered = remembered();
+        // A template binds few names: their slots are kept on the stack, not allocated per render.
+        let mut inline: [Option<Val<'a>>; INLINE_LOCALS] = std::array::from_fn(|_| None);
+        let mut allocated = Vec::new();
+        let locals = match inline.get_mut(..self.locals) {
+            Some(locals) => locals,
+            None => {
+                allocated.resize(self.locals, None);
+                &mut allocated[..]
+            }
+        };
         let mut run = Run {
             context,
-            locals: vec![None; self.locals],
-            remembered: &remembered,
+            locals,
             meter: Meter::new(fuel.saturating_mul(UNITS_PER_FUEL) / 2),
             text: out,
             empty_emissions: 0,
@@ -168,15 +181,15 @@ impl Plan {
 }
 
 /// Turns minijinja's syntax tree into a plan.
-struct Compiler {
+struct Compiler<'d> {
     literal_bytes: usize,
     /// Every name the template binds, in the order of their slots.
     locals: Vec<String>,
-    /// The variables read as `variables.NAME`, in the order of their slots.
-    remembered: Vec<String>,
+    /// The variables the agent declares, which `variables.NAME` is resolved against.
+    declared: &'d Declared,
 }
 
-impl Compiler {
+impl Compiler<'_> {
     /// Gives a slot to every name the statements bind (`for` and `set` targets, at any depth),
     /// before any expression is compiled: a name read before its binding runs, or where its
     /// binding may not have run, is looked for in the slot first and then among the roots.
@@ -305,8 +318,8 @@ impl Compiler {
                     return None;
                 }
                 attributes.reverse();
-                let name = Name::new(var.id, self.bound(var.id));
-                Expr::path(name, attributes, &mut self.remembered)
+                let name = Name::new(var.id, self.bound(var.id), self.declared);
+                Expr::path(name, &attributes, self.declared)
             }
             ast::Expr::Const(c) => {
                 // Strings, numbers, booleans and none; anything else is the engine's.
@@ -404,8 +417,7 @@ fn is_plain_name(name: &str) -> bool {
 struct Run<'c, 'a> {
     context: &'c Context<'a>,
     /// The template's own variables by slot: `None` while one is unbound.
-    locals: Vec<Option<Val<'a>>>,
-    remembered: &'c [Remembered<'a>; MAX_REMEMBERED],
+    locals: &'c mut [Option<Val<'a>>],
     meter: Meter,
     /// The output, which may already hold text before this render's.
     text: &'c mut String,
@@ -418,8 +430,7 @@ impl<'a> Run<'_, 'a> {
     fn scope(&mut self) -> (Scope<'_, 'a>, &mut Meter) {
         let scope = Scope {
             context: self.context,
-            locals: &self.locals,
-            remembered: self.remembered,
+            locals: self.locals,
         };
         (scope, &mut self.meter)
     }
@@ -878,7 +889,10 @@ mod tests {
             "{{ m[k] }}",
             "{% raw %}{{{% endraw %}",
         ] {
-            assert!(Plan::compile(planned, &syntax).is_some(), "{planned}");
+            assert!(
+                Plan::compile(planned, &syntax, &Declared::default()).is_some(),
+                "{planned}"
+            );
         }
         for other in [
             "{{ loop.index }}",
@@ -894,7 +908,10 @@ mod tests {
             "{{ -a }}",
             "{% if a",
         ] {
-            assert!(Plan::compile(other, &syntax).is_none(), "{other}");
+            assert!(
+                Plan::compile(other, &syntax, &Declared::default()).is_none(),
+                "{other}"
+            );
         }
     }
 
@@ -967,7 +984,8 @@ mod tests {
         syntax: &SyntaxConfig,
         context: &Context<'_>,
     ) {
-        let plan = |source: &str| Plan::compile(source, syntax).expect(source);
+        let plan =
+            |source: &str| Plan::compile(source, syntax, &Declared::default()).expect(source);
         // Undefined names (globals or strict errors), numbers, and undefined emissions.
         for source in [
             "{{ missing }}",
@@ -997,7 +1015,7 @@ mod tests {
         let expected = escape::escape_end_tags(&text, &["b", "x"]).into_owned();
         let context = Context::new(vec![("a", Val::Str(&text))]);
         let source = "{{ a | escape_end_tags('b', 'x') }}";
-        let plan = Plan::compile(source, &syntax).expect(source);
+        let plan = Plan::compile(source, &syntax, &Declared::default()).expect(source);
         let mut answered_from = None;
         for fuel in (0..200).map(|step| step * 16) {
             match plan.render(&context, fuel) {
@@ -1014,7 +1032,10 @@ mod tests {
             "{{ a | escape_end_tags('1b') }}",
             "{{ a | escape_end_tags() }}",
         ] {
-            assert!(Plan::compile(unplanned, &syntax).is_none(), "{unplanned}");
+            assert!(
+                Plan::compile(unplanned, &syntax, &Declared::default()).is_none(),
+                "{unplanned}"
+            );
         }
     }
 
@@ -1031,7 +1052,7 @@ mod tests {
             "{{ a | escape_xml }}",
             "{% set e = a | escape_xml %}{{ e }}",
         ] {
-            let plan = Plan::compile(source, &syntax).expect(source);
+            let plan = Plan::compile(source, &syntax, &Declared::default()).expect(source);
             let mut answered_from = None;
             for fuel in (0..200).map(|step| step * 16) {
                 match plan.render(&context, fuel) {

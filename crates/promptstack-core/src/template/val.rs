@@ -14,11 +14,12 @@
 use std::cell::{Cell, OnceCell};
 use std::collections::BTreeMap;
 use std::rc::Rc;
+use std::sync::atomic::{AtomicU32, Ordering};
 
 use minijinja::value::{Value, ValueKind};
 
 use crate::context::{ContextFile, Now, Skill};
-use crate::spec::{Stability, VariableSpec};
+use crate::spec::{Shape, Stability, VariableSpec};
 use crate::toolset::Toolset;
 
 /// A value an evaluator reads or makes: borrowed from the send where it can be.
@@ -50,29 +51,258 @@ pub(crate) enum Val<'a> {
     List(Rc<[Val<'a>]>),
 }
 
+/// The variables an agent declares, in the spec's order (by name), as the evaluators resolve
+/// `variables.NAME` when they are compiled: each name to its place in every [`VariableFacts`]
+/// of a send to that agent, with its stability.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct Declared {
+    /// Tells the places of one agent's declarations from another's: a [`VariableFacts`] is read
+    /// by place only when it was made from the same declarations. Zero is no agent's.
+    table: u32,
+    /// The declarations, in order.
+    names: Vec<Declaration>,
+    /// The names of the roots an indexed context holds, by index (see [`Context::of_roots`]).
+    roots: &'static [&'static str],
+}
+
+/// One declared variable as a send's facts are made from it.
+#[derive(Debug, Clone)]
+struct Declaration {
+    name: Box<str>,
+    stable: bool,
+    default: Option<serde_json::Value>,
+    shape: Option<Shape>,
+}
+
+/// The place of a declared variable, found when an expression is compiled (see [`Declared`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct VariableSlot {
+    table: u32,
+    index: u32,
+    stable: bool,
+}
+
+impl Declared {
+    /// The declarations of a spec's variables, with a table of their own.
+    pub(crate) fn of(declared: &BTreeMap<String, VariableSpec>) -> Self {
+        static TABLES: AtomicU32 = AtomicU32::new(1);
+        Self {
+            // Never zero: a wrapped counter skips it (some four billion agents later).
+            table: TABLES.fetch_add(1, Ordering::Relaxed).max(1),
+            roots: &[],
+            names: declared
+                .iter()
+                .map(|(name, spec)| Declaration {
+                    name: name.as_str().into(),
+                    stable: spec.stability == Stability::Stable,
+                    default: spec.default.clone(),
+                    shape: spec.shape,
+                })
+                .collect(),
+        }
+    }
+
+    /// Declares the roots' names, by the index an indexed context keeps each root's place under.
+    pub(crate) fn with_roots(mut self, roots: &'static [&'static str]) -> Self {
+        self.roots = roots;
+        self
+    }
+
+    /// The index of a root's name (see [`Declared::with_roots`]).
+    pub(crate) fn root_index(&self, name: &str) -> Option<u8> {
+        let index = self.roots.iter().position(|root| *root == name)?;
+        u8::try_from(index)
+            .ok()
+            .filter(|i| usize::from(*i) < ROOT_INDICES)
+    }
+
+    /// The place of a declared variable; `None` for a name the spec does not declare (read by
+    /// name, absent) and for declarations of no agent.
+    fn slot(&self, name: &str) -> Option<VariableSlot> {
+        if self.table == 0 {
+            return None;
+        }
+        let index = self.names.iter().position(|known| &*known.name == name)?;
+        Some(VariableSlot {
+            table: self.table,
+            index: u32::try_from(index).ok()?,
+            stable: self.names.get(index)?.stable,
+        })
+    }
+}
+
+/// The most declared variables whose values a send keeps without an allocation.
+const INLINE_VARIABLES: usize = 16;
+
+/// What a send holds for each variable its agent declares, made once per assembly in one pass
+/// over the declarations and the send's variables (both in name order): the send's value, else
+/// the default, else nothing. The evaluators read a variable by the place its name was compiled
+/// to (see [`Declared`]); the same pass notes whether the send sets a variable the spec does not
+/// declare, and the first sent value that does not have its declared shape.
+#[derive(Debug)]
+pub(crate) struct VariableFacts<'a> {
+    table: u32,
+    pub declared: &'a BTreeMap<String, VariableSpec>,
+    pub sent: &'a BTreeMap<String, serde_json::Value>,
+    values: Places<'a>,
+    undeclared: bool,
+    misfit: Option<(&'a str, &'a serde_json::Value)>,
+}
+
+/// The values of [`VariableFacts`], by place.
+#[derive(Debug)]
+enum Places<'a> {
+    Inline([Option<&'a serde_json::Value>; INLINE_VARIABLES]),
+    Heap(Vec<Option<&'a serde_json::Value>>),
+}
+
+impl<'a> VariableFacts<'a> {
+    /// The facts of a send's variables: made from the compiled declarations, read by their
+    /// places; `spec` (the same declarations, as the spec holds them) serves reads by name.
+    /// Declarations of no agent (`Declared::default()`) give facts read by name only.
+    pub(crate) fn new(
+        declared: &'a Declared,
+        spec: &'a BTreeMap<String, VariableSpec>,
+        sent: &'a BTreeMap<String, serde_json::Value>,
+    ) -> Self {
+        let mut values = if declared.names.len() <= INLINE_VARIABLES {
+            Places::Inline([None; INLINE_VARIABLES])
+        } else {
+            Places::Heap(vec![None; declared.names.len()])
+        };
+        let places = match &mut values {
+            Places::Inline(places) => &mut places[..],
+            Places::Heap(places) => &mut places[..],
+        };
+        // One merge of two lists in name order: each name of the send is compared with the
+        // declarations until its own is found or passed (then it is undeclared). Names are
+        // told apart by their first bytes where they can be, as most are.
+        let mut sent_entries = sent.iter();
+        let mut next = sent_entries.next();
+        let mut undeclared = false;
+        let mut misfit = None;
+        for (declaration, place) in declared.names.iter().zip(places.iter_mut()) {
+            let name = declaration.name.as_bytes();
+            let mut value = declaration.default.as_ref();
+            while let Some((key, sent_value)) = next {
+                let key = key.as_bytes();
+                let order = match (key.first(), name.first()) {
+                    (Some(a), Some(b)) if a != b => a.cmp(b),
+                    _ => key.cmp(name),
+                };
+                match order {
+                    std::cmp::Ordering::Less => undeclared = true,
+                    std::cmp::Ordering::Equal => {
+                        value = Some(sent_value);
+                        if misfit.is_none()
+                            && declaration
+                                .shape
+                                .is_some_and(|s| s.mismatch(sent_value).is_some())
+                        {
+                            misfit = Some((&*declaration.name, sent_value));
+                        }
+                    }
+                    std::cmp::Ordering::Greater => break,
+                }
+                next = sent_entries.next();
+                if order == std::cmp::Ordering::Equal {
+                    break;
+                }
+            }
+            *place = value;
+        }
+        if declared.table == 0 {
+            // Facts read by name only still say what the pass found.
+            undeclared = sent.keys().any(|name| named_entry(spec, name).is_none());
+            misfit = spec.iter().find_map(|(name, variable)| {
+                let value = named_entry(sent, name)?;
+                let shape = variable.shape?;
+                shape.mismatch(value).map(|_| (name.as_str(), value))
+            });
+            next = None;
+        }
+        Self {
+            table: declared.table,
+            declared: spec,
+            sent,
+            values,
+            undeclared: undeclared || next.is_some(),
+            misfit,
+        }
+    }
+
+    /// The first variable, in name order, whose sent value does not have the shape the spec
+    /// declares, with that value.
+    pub(crate) fn misfit(&self) -> Option<(&'a str, &'a serde_json::Value)> {
+        self.misfit
+    }
+
+    /// Whether the send sets a variable the spec does not declare.
+    pub(crate) fn any_undeclared(&self) -> bool {
+        self.undeclared
+    }
+
+    /// The value at a place compiled for this table; `None` (read by name) for another's.
+    #[inline]
+    fn at(&self, slot: VariableSlot) -> Option<Option<&'a serde_json::Value>> {
+        if slot.table != self.table {
+            return None;
+        }
+        let index = slot.index as usize;
+        match &self.values {
+            Places::Inline(places) => places.get(index).copied(),
+            Places::Heap(places) => places.get(index).copied(),
+        }
+    }
+}
+
 /// The `variables` root as the send holds it: every variable the spec declares (of the stable
 /// ones only, in a stable render) with the send's value or else its default; a variable with
 /// neither is absent.
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct Variables<'a> {
-    pub declared: &'a BTreeMap<String, VariableSpec>,
-    pub sent: &'a BTreeMap<String, serde_json::Value>,
+    pub facts: &'a VariableFacts<'a>,
     pub only_stable: bool,
 }
 
 impl<'a> Variables<'a> {
     /// The value of one variable, if it is present.
     pub(crate) fn get(&self, name: &str) -> Option<&'a serde_json::Value> {
-        let spec = named_entry(self.declared, name)?;
+        let spec = named_entry(self.facts.declared, name)?;
         if self.only_stable && spec.stability != Stability::Stable {
             return None;
         }
-        named_entry(self.sent, name).or(spec.default.as_ref())
+        named_entry(self.facts.sent, name).or(spec.default.as_ref())
+    }
+
+    /// The value of the variable an attribute names: by the place it was compiled to when it
+    /// has one of these facts' table, else by name.
+    #[inline]
+    pub(crate) fn read(&self, attribute: &Attribute) -> Option<&'a serde_json::Value> {
+        if let Some(slot) = attribute.variable
+            && let Some(value) = self.facts.at(slot)
+        {
+            debug_assert_eq!(value, self.facts_by_name(&attribute.name));
+            return if self.only_stable && !slot.stable {
+                None
+            } else {
+                value
+            };
+        }
+        self.get(&attribute.name)
+    }
+
+    /// The send's value or the default of a variable, whatever its stability (for the check
+    /// of [`Variables::read`]).
+    fn facts_by_name(&self, name: &str) -> Option<&'a serde_json::Value> {
+        let spec = named_entry(self.facts.declared, name)?;
+        named_entry(self.facts.sent, name).or(spec.default.as_ref())
     }
 
     /// Every present variable, in the spec's order.
     fn present(&self) -> impl Iterator<Item = (&'a str, &'a serde_json::Value)> + '_ {
-        self.declared
+        self.facts
+            .declared
             .iter()
             .filter_map(|(name, spec)| Some((name.as_str(), self.value_of(name, spec)?)))
     }
@@ -83,7 +313,7 @@ impl<'a> Variables<'a> {
         if self.only_stable && spec.stability != Stability::Stable {
             return None;
         }
-        named_entry(self.sent, name).or(spec.default.as_ref())
+        named_entry(self.facts.sent, name).or(spec.default.as_ref())
     }
 
     /// The root as a template value.
@@ -144,6 +374,9 @@ const FILE_FIELDS: usize = 2;
 pub(crate) struct Attribute {
     name: Box<str>,
     field: Field,
+    /// The place of the declared variable of this name, read when the attribute is read from
+    /// the `variables` root.
+    variable: Option<VariableSlot>,
 }
 
 /// The fields of the borrowed records (a skill, a context file), and every other name.
@@ -180,16 +413,14 @@ impl Field {
 }
 
 impl Attribute {
-    pub(crate) fn new(name: &str) -> Self {
+    /// An attribute, resolved against the declared variables in case it is read from the
+    /// `variables` root.
+    pub(crate) fn new(name: &str, declared: &Declared) -> Self {
         Self {
             name: name.into(),
             field: Field::of(name),
+            variable: declared.slot(name),
         }
-    }
-
-    /// The name as written.
-    pub(crate) fn name(&self) -> &str {
-        &self.name
     }
 }
 
@@ -330,6 +561,13 @@ impl<'a> Val<'a> {
     /// `value.name` of an attribute compiled with its field (see [`Val::attr`]).
     #[inline]
     pub(crate) fn field(&self, attribute: &Attribute) -> Option<Val<'a>> {
+        if let Val::Variables(variables) = self {
+            return Some(
+                variables
+                    .read(attribute)
+                    .map_or_else(Val::undefined, Val::json),
+            );
+        }
         self.named(&attribute.name, Some(attribute.field))
     }
 
@@ -341,7 +579,7 @@ impl<'a> Val<'a> {
             Val::Skill(skill) => skill_field(skill, attribute.field).as_text(),
             Val::File(file) => file_field(file, attribute.field).as_text(),
             Val::Json(serde_json::Value::Object(map)) => entry(map, &attribute.name)?.as_str(),
-            Val::Variables(variables) => variables.get(&attribute.name)?.as_str(),
+            Val::Variables(variables) => variables.read(attribute)?.as_str(),
             _ => None,
         }
     }
@@ -500,6 +738,10 @@ fn is_visible(skill: &Skill) -> bool {
     !skill.disable_model_invocation
 }
 
+/// The name of the `variables` root (`root::VARIABLES` is this name: the roots' table is built
+/// on the templates, not the other way round).
+pub(crate) const VARIABLES: &str = "variables";
+
 /// How many places a context keeps (see [`Context::slot`]).
 const SLOTS: usize = 32;
 
@@ -551,6 +793,12 @@ fn by_name<'m, V: 'm>(
 /// A slot that keeps no place.
 const NOWHERE: u32 = u32::MAX;
 
+/// How many roots an indexed context can keep by index (see [`Context::of_roots`]).
+pub(crate) const ROOT_INDICES: usize = 24;
+
+/// An index that keeps no place.
+const NO_ROOT: u8 = u8::MAX;
+
 /// The roots of one render, borrowed where they can be, and the template value minijinja renders
 /// against, made on first need. What the engine made of the roots is kept: by the context when a
 /// root joins it ([`Context::insert`]), and by the stable part ([`Context::values`]).
@@ -559,6 +807,12 @@ const NOWHERE: u32 = u32::MAX;
 /// is found on the first read and kept, so later reads compare one name at most.
 pub(crate) struct Context<'a> {
     roots: Vec<(&'static str, Val<'a>)>,
+    /// The `variables` root when it is the send's (a [`Val::Variables`]), held apart as well:
+    /// `variables.NAME` is the read gates and templates make most.
+    variables: Option<Variables<'a>>,
+    /// For a context made by [`Context::of_roots`], each root's place by its index; a name
+    /// compiled to a root's index is then read without comparing names.
+    indexed: Option<[u8; ROOT_INDICES]>,
     /// The place in `roots` of the root last read through each slot, or [`NOWHERE`].
     places: [Cell<u32>; SLOTS],
     value: OnceCell<Value>,
@@ -580,17 +834,43 @@ impl<'a> Context<'a> {
         let (least, most) = roots.size_hint();
         let mut all = Vec::with_capacity(most.unwrap_or(least) + 1);
         all.extend(roots);
+        let variables = all.iter().find_map(|(name, root)| match root {
+            Val::Variables(variables) if same_name(name, VARIABLES) => Some(*variables),
+            _ => None,
+        });
         Self {
             roots: all,
+            indexed: None,
+            variables,
             places: std::array::from_fn(|_| Cell::new(NOWHERE)),
             value: OnceCell::new(),
         }
     }
 
+    /// A context of roots each given with its index among the names the expressions were
+    /// compiled against (see [`Declared::with_roots`]): a read by index finds its root without
+    /// comparing names, and a root the context lacks without a search.
+    pub(crate) fn of_roots(roots: impl IntoIterator<Item = (u8, &'static str, Val<'a>)>) -> Self {
+        let mut indexed = [NO_ROOT; ROOT_INDICES];
+        let mut at = 0u8;
+        let mut context = Self::new(roots.into_iter().map(|(index, name, root)| {
+            if let Some(place) = indexed.get_mut(usize::from(index)) {
+                *place = at;
+            }
+            at = at.saturating_add(1);
+            (name, root)
+        }));
+        // More roots than an index can place (never: there are fewer than 256) are read by name.
+        if context.roots.len() < usize::from(NO_ROOT) {
+            context.indexed = Some(indexed);
+        }
+        context
+    }
+
     /// Adds a root at a place (the `tools` root, once the tool gates, which do not see it, have
     /// been decided). If the engine already needed the context, the roots it made into template
     /// values are read as those from now on, so they are not made again.
-    pub(crate) fn insert(&mut self, at: usize, name: &'static str, root: Val<'a>) {
+    pub(crate) fn insert(&mut self, at: usize, index: u8, name: &'static str, root: Val<'a>) {
         if let Some(value) = self.value.take() {
             for (name, root) in &mut self.roots {
                 if !matches!(root, Val::Value(_))
@@ -599,13 +879,54 @@ impl<'a> Context<'a> {
                     *root = Val::Value(built);
                 }
             }
+            // Read as the value the engine made, like every other root.
+            if !self
+                .roots
+                .iter()
+                .any(|(_, root)| matches!(root, Val::Variables(_)))
+            {
+                self.variables = None;
+            }
         }
         let at = at.min(self.roots.len());
         self.roots.insert(at, (name, root));
+        if let Some(indexed) = &mut self.indexed {
+            let place = u8::try_from(at)
+                .ok()
+                .filter(|_| self.roots.len() < usize::from(NO_ROOT));
+            match place {
+                Some(place) => {
+                    for kept in indexed.iter_mut() {
+                        if *kept != NO_ROOT && *kept >= place {
+                            *kept += 1;
+                        }
+                    }
+                    if let Some(slot) = indexed.get_mut(usize::from(index)) {
+                        *slot = place;
+                    }
+                }
+                None => self.indexed = None,
+            }
+        }
         // The roots after it moved.
         for place in &self.places {
             place.set(NOWHERE);
         }
+    }
+
+    /// The root of the name compiled to `index`, in an indexed context: `Some(None)` for a root
+    /// it lacks; `None` for a context that is not indexed (read by name then).
+    #[inline]
+    pub(crate) fn at_root(&self, index: u8) -> Option<Option<&Val<'a>>> {
+        let indexed = self.indexed.as_ref()?;
+        let place = *indexed.get(usize::from(index))?;
+        Some(self.roots.get(usize::from(place)).map(|(_, value)| value))
+    }
+
+    /// The `variables` root, when it is the send's variables.
+    #[inline]
+    pub(crate) fn variables(&self) -> Option<&Variables<'a>> {
+        self.variables.as_ref()
     }
 
     /// The root of a name whose slot is `slot` (see [`root_slot`]); `None` for a root the
@@ -814,16 +1135,11 @@ mod tests {
     /// What a stable render's context would hold: every root (borrowed where `Root::read`
     /// borrows) and the variables of the given stability.
     fn roots<'a>(
-        ctx: &'a SendContext,
         sources: &RootSources<'a>,
-        declared: &'a BTreeMap<String, VariableSpec>,
+        facts: &'a VariableFacts<'a>,
         only_stable: bool,
     ) -> [Context<'a>; 2] {
-        let variables = Variables {
-            declared,
-            sent: &ctx.variables,
-            only_stable,
-        };
+        let variables = Variables { facts, only_stable };
         let read = |root: Root| root.read(sources);
         let borrowed: Vec<_> = Root::ALL
             .into_iter()
@@ -838,7 +1154,9 @@ mod tests {
     }
 
     /// Over generated sends: a borrowed root is the value the root builds, and wherever a plan
-    /// or a simple gate answers from the borrowed roots, minijinja renders the same.
+    /// or a simple gate answers from the borrowed roots, minijinja renders the same, whether
+    /// `variables.NAME` is read by name or by the place it was compiled to against the send's
+    /// declarations.
     #[test]
     fn borrowed_roots_render_as_minijinja_does() {
         let mut set = TemplateSet::new(&RenderOptions::default());
@@ -860,7 +1178,10 @@ mod tests {
             "now and 'utc' in now and now.date",
         ]
         .into_iter()
-        .map(|expression| (expression, SimpleGate::parse(expression).unwrap()))
+        .map(|expression| {
+            let gate = SimpleGate::parse(expression, &Declared::default()).unwrap();
+            (expression, gate)
+        })
         .collect();
         for (i, (expression, _)) in gates.iter().enumerate() {
             set.add_gate(format!("g{i}"), expression).unwrap();
@@ -886,11 +1207,36 @@ mod tests {
                     for root in Root::ALL {
                         prop_assert_eq!(root.read(&sources).to_value(), root.value(&sources));
                     }
-                    for context in roots(&ctx, &sources, &declared, only_stable) {
+                    // The same templates and gates compiled against these declarations, read
+                    // by place from facts of the same table (and by name from any other).
+                    let by_place = Declared::of(&declared);
+                    let placed_plans: Vec<_> = TEMPLATES
+                        .iter()
+                        .map(|source| {
+                            crate::template::plan::Plan::compile(source, &set.syntax, &by_place)
+                                .unwrap()
+                        })
+                        .collect();
+                    let placed_gates: Vec<_> = gates
+                        .iter()
+                        .map(|(expression, _)| SimpleGate::parse(expression, &by_place).unwrap())
+                        .collect();
+                    let unplaced = Declared::default();
+                    let by_name = VariableFacts::new(&unplaced, &declared, &ctx.variables);
+                    let placed = VariableFacts::new(&by_place, &declared, &ctx.variables);
+                    let undeclared = ctx.variables.keys().any(|k| !declared.contains_key(k));
+                    prop_assert_eq!(by_name.any_undeclared(), undeclared);
+                    prop_assert_eq!(placed.any_undeclared(), undeclared);
+                    prop_assert_eq!(placed.misfit(), by_name.misfit());
+                    let contexts = roots(&sources, &by_name, only_stable)
+                        .into_iter()
+                        .chain(roots(&sources, &placed, only_stable));
+                    for context in contexts {
                         for (i, source) in TEMPLATES.iter().enumerate() {
                             let name = format!("t{i}");
-                            let plan = set.plans[&name].as_ref().unwrap();
-                            if let Some(written) = plan.render(&context, set.fuel()) {
+                            let plans = [set.plans[&name].as_ref().unwrap(), &placed_plans[i]];
+                            for written in plans.map(|plan| plan.render(&context, set.fuel())) {
+                                let Some(written) = written else { continue };
                                 answered.set(answered.get() + 1);
                                 let engine = set
                                     .render_engine(&name, context.value())
@@ -905,7 +1251,8 @@ mod tests {
                             }
                         }
                         for (i, (expression, gate)) in gates.iter().enumerate() {
-                            if let Some(open) = gate.decide(&context) {
+                            for open in [gate, &placed_gates[i]].map(|g| g.decide(&context)) {
+                                let Some(open) = open else { continue };
                                 let engine = set
                                     .render_gate(&format!("g{i}"), context.value())
                                     .map_err(|e| e.to_string());
