@@ -22,7 +22,8 @@ use utoipa::ToSchema;
 
 use crate::auth::Auth;
 use crate::engine::{
-    Attribution, Overrides, Resolved, blocking, engine, engine_problem, read_send, resolve,
+    Attribution, Overrides, Resolved, blocking, engine, engine_problem, read_kept_send, read_send,
+    resolve,
 };
 use crate::problem::{Problem, json_rejection};
 use crate::settings::SettingsPreview;
@@ -109,13 +110,21 @@ impl RenderResponse {
 impl IntoResponse for RenderResponse {
     /// The same bytes and headers as `(headers, Json(self))`, written into one buffer sized for
     /// the answer (the text or body, its escapes, and the rest), where `Json` starts at 128 bytes
-    /// and grows by copying.
+    /// and grows by copying; see [`crate::answer`].
     fn into_response(self) -> Response {
         let headers = self.attribution.headers();
         let carried =
             self.text.as_ref().map_or(0, String::len) + self.body.as_ref().map_or(0, String::len);
         let mut bytes = Vec::with_capacity(carried + carried / 8 + 1024);
-        let answer = match serde_json::to_writer(&mut bytes, &self) {
+        let answer = crate::answer::Answer {
+            attribution: &self.attribution,
+            target: self.target.as_deref(),
+            text: self.text.as_deref(),
+            body: self.body.as_deref(),
+            detail: self.detail.as_ref(),
+            diagnostics: &self.diagnostics,
+        };
+        let answer = match answer.write(&mut bytes) {
             Ok(()) => (
                 [(
                     header::CONTENT_TYPE,
@@ -228,14 +237,10 @@ names!(
     DiffRequest
 );
 
-/// Sends up to this size are read on the request's own thread (tens of microseconds); larger ones
-/// on the blocking pool.
-const INLINE_SEND_BYTES: usize = 8 * 1024;
-
 /// A version resolved and a send read for it, with the tenant's settings applied.
 pub(crate) struct Prepared {
     pub(crate) resolved: Resolved,
-    pub(crate) send: promptstack::SendContext,
+    pub(crate) send: std::sync::Arc<promptstack::SendContext>,
     /// Why parts of the answer come from the last good value.
     pub(crate) warnings: Vec<String>,
     /// Whether the request's `settings` stood in for the stored ones.
@@ -258,18 +263,10 @@ impl Prepared {
         let tenant = &auth.0.tenant;
         let resolved = resolve(state, tenant, name, reference).await?;
         let mut warnings = resolved.stale.clone();
-        let mut send = if send.get().len() <= INLINE_SEND_BYTES {
-            read_send(&resolved.agent, send.get().as_bytes(), "send")?
-        } else {
-            let (agent, send) = (std::sync::Arc::clone(&resolved.agent), send.to_owned());
-            blocking(state, move || {
-                read_send(&agent, send.get().as_bytes(), "send")
-            })
-            .await??
-        };
+        let mut send = read_kept_send(state, tenant, &resolved, send).await?;
         Overrides::read(state, tenant, &resolved, &preview, &mut warnings)
             .await?
-            .apply(&mut send);
+            .apply_shared(&mut send);
         Ok(Prepared {
             resolved,
             send,
@@ -290,7 +287,7 @@ impl Prepared {
     fn attribution(&self, assembly: &Assembly) -> Attribution {
         let mut attribution = self
             .resolved
-            .attribution(assembly.fingerprint().to_string());
+            .attribution(crate::engine::hex(assembly.fingerprint().as_bytes()));
         attribution.preview = self.preview;
         attribution
     }
