@@ -91,6 +91,18 @@ impl Resolved {
     }
 }
 
+/// A digest (a fingerprint) as 64 lowercase hex digits, as its `Display` writes it, without
+/// formatting each byte.
+pub(crate) fn hex(digest: &[u8; 32]) -> String {
+    const DIGITS: &[u8; 16] = b"0123456789abcdef";
+    let mut out = String::with_capacity(64);
+    for byte in digest {
+        out.push(char::from(DIGITS[usize::from(byte >> 4)]));
+        out.push(char::from(DIGITS[usize::from(byte & 0xf)]));
+    }
+    out
+}
+
 /// Parses an agent name from a path; an impossible name cannot exist, so it is a 404.
 pub fn agent_name(name: &str) -> Result<AgentName, Problem> {
     AgentName::parse(name)
@@ -224,6 +236,47 @@ pub fn read_send(agent: &Agent, bytes: &[u8], what: &str) -> Result<SendContext,
         .map_err(|e| spec_problem("invalid-send", &e))
 }
 
+/// Sends up to this size are read on the request's own thread (tens of microseconds); larger ones
+/// on the blocking pool.
+pub(crate) const INLINE_SEND_BYTES: usize = 8 * 1024;
+
+/// Reads `send` (located as `send`) for the version `resolved` in `tenant`'s request: the send
+/// kept from an earlier request with the same text for the same version, or read now (on the
+/// request's own thread up to [`INLINE_SEND_BYTES`], else on the blocking pool) and kept.
+pub(crate) async fn read_kept_send(
+    state: &AppState,
+    tenant: &Tenant,
+    resolved: &Resolved,
+    send: &serde_json::value::RawValue,
+) -> Result<Arc<SendContext>, Problem> {
+    let text = send.get().as_bytes();
+    if text.len() > crate::state::KEPT_SEND_BYTES {
+        let (agent, send) = (Arc::clone(&resolved.agent), send.to_owned());
+        let read = blocking(state, move || {
+            read_send(&agent, send.get().as_bytes(), "send")
+        })
+        .await??;
+        return Ok(Arc::new(read));
+    }
+    let kept = &state.inner.sends;
+    let key = kept.key(tenant, &resolved.version, text);
+    if let Some(found) = kept.get(key, tenant, &resolved.version, text) {
+        return Ok(found);
+    }
+    let read = if text.len() <= INLINE_SEND_BYTES {
+        read_send(&resolved.agent, text, "send")?
+    } else {
+        let (agent, send) = (Arc::clone(&resolved.agent), send.to_owned());
+        blocking(state, move || {
+            read_send(&agent, send.get().as_bytes(), "send")
+        })
+        .await??
+    };
+    let read = Arc::new(read);
+    kept.insert(key, tenant, &resolved.version, text, &read);
+    Ok(read)
+}
+
 /// The tenant's settings a stage agent's sends are rendered with: the tenant's instructions and
 /// the agent's `[auto_injections]` overrides replace the send's when they are set. A tenant
 /// without settings, and an agent that is not a stage, leave the send as given.
@@ -279,6 +332,13 @@ impl Overrides {
             instructions,
             auto_injections,
         })
+    }
+
+    /// Applies the settings to a shared send: a copy of it is made only when a setting applies.
+    pub fn apply_shared(&self, send: &mut Arc<SendContext>) {
+        if self.instructions.is_some() || self.auto_injections.is_some() {
+            self.apply(Arc::make_mut(send));
+        }
     }
 
     /// Applies the settings to a send.

@@ -18,6 +18,7 @@
 //! provider rules version, in its body and in `promptstack-*` headers. Errors are
 //! `application/problem+json`. See `docs/server.md`.
 
+mod answer;
 mod api;
 mod auth;
 pub mod bundle;

@@ -10,6 +10,7 @@
 //! its answer.
 
 use std::borrow::Cow;
+use std::sync::Arc;
 
 use axum::Json;
 use axum::extract::{FromRequest, FromRequestParts, Path, Request, State};
@@ -30,7 +31,8 @@ use utoipa::ToSchema;
 
 use crate::auth::Auth;
 use crate::engine::{
-    Attribution, Overrides, Resolved, blocking, engine, engine_problem, read_send, resolve,
+    Attribution, INLINE_SEND_BYTES, Overrides, Resolved, blocking, engine, engine_problem,
+    read_kept_send, read_send, resolve,
 };
 use crate::problem::{Problem, json_rejection};
 use crate::settings::SettingsPreview;
@@ -208,13 +210,21 @@ impl RenderResponse {
 impl IntoResponse for RenderResponse {
     /// The same bytes and headers as `(headers, Json(self))`, written into one buffer sized for
     /// the answer (the text or body, its escapes, and the rest), where `Json` starts at 128 bytes
-    /// and grows by copying.
+    /// and grows by copying; see [`crate::answer`].
     fn into_response(self) -> Response {
         let headers = self.attribution.headers();
         let carried =
             self.text.as_ref().map_or(0, String::len) + self.body.as_ref().map_or(0, String::len);
         let mut bytes = Vec::with_capacity(carried + carried / 8 + 1024);
-        let answer = match serde_json::to_writer(&mut bytes, &self) {
+        let answer = crate::answer::Answer {
+            attribution: &self.attribution,
+            target: self.target.as_deref(),
+            text: self.text.as_deref(),
+            body: self.body.as_deref(),
+            detail: self.detail.as_ref(),
+            diagnostics: &self.diagnostics,
+        };
+        let answer = match answer.write(&mut bytes) {
             Ok(()) => (
                 [(
                     header::CONTENT_TYPE,
@@ -279,15 +289,11 @@ impl From<command::Error> for Problem {
     }
 }
 
-/// Sends up to this size in all are read on the request's own thread (tens of microseconds);
-/// larger ones on the blocking pool.
-const INLINE_SEND_BYTES: usize = 8 * 1024;
-
 /// A version resolved and its sends read for it, with the tenant's settings applied.
 pub(crate) struct Prepared {
     pub(crate) resolved: Resolved,
     /// Each send with the name its problems are located in (`send`, `sends[i]`).
-    pub(crate) sends: Vec<(Cow<'static, str>, promptstack::SendContext)>,
+    pub(crate) sends: Vec<(Cow<'static, str>, Arc<promptstack::SendContext>)>,
     /// Why parts of the answer come from the last good value.
     pub(crate) warnings: Vec<String>,
     /// Whether the request's `settings` stood in for the stored ones.
@@ -310,24 +316,35 @@ impl Prepared {
         let tenant = &auth.0.tenant;
         let resolved = resolve(state, tenant, name, reference).await?;
         let mut warnings = resolved.stale.clone();
-        let bytes: usize = sends.iter().map(|(_, send)| send.get().len()).sum();
-        let mut read = if bytes <= INLINE_SEND_BYTES {
-            read_sends(&resolved.agent, sends)?
-        } else {
-            let agent = std::sync::Arc::clone(&resolved.agent);
-            let sends: Vec<_> = sends
-                .iter()
-                .map(|(what, send)| (what.clone(), (*send).to_owned()))
-                .collect();
-            blocking(state, move || {
-                let sends: Vec<_> = sends.iter().map(|(w, s)| (w.clone(), &**s)).collect();
-                read_sends(&agent, &sends)
-            })
-            .await??
+        let mut read = match sends {
+            // The one send of a render-like body: read once per distinct text, then kept.
+            [(what, send)] if what == "send" => {
+                vec![(
+                    what.clone(),
+                    read_kept_send(state, tenant, &resolved, send).await?,
+                )]
+            }
+            _ => {
+                let bytes: usize = sends.iter().map(|(_, send)| send.get().len()).sum();
+                if bytes <= INLINE_SEND_BYTES {
+                    read_sends(&resolved.agent, sends)?
+                } else {
+                    let agent = Arc::clone(&resolved.agent);
+                    let sends: Vec<_> = sends
+                        .iter()
+                        .map(|(what, send)| (what.clone(), (*send).to_owned()))
+                        .collect();
+                    blocking(state, move || {
+                        let sends: Vec<_> = sends.iter().map(|(w, s)| (w.clone(), &**s)).collect();
+                        read_sends(&agent, &sends)
+                    })
+                    .await??
+                }
+            }
         };
         let overrides = Overrides::read(state, tenant, &resolved, &preview, &mut warnings).await?;
         for (_, send) in &mut read {
-            overrides.apply(send);
+            overrides.apply_shared(send);
         }
         Ok(Prepared {
             resolved,
@@ -339,7 +356,7 @@ impl Prepared {
 
     /// The one send of a body that names one.
     fn send(&self) -> Result<&promptstack::SendContext, Problem> {
-        self.sends.first().map(|(_, send)| send).ok_or_else(|| {
+        self.sends.first().map(|(_, send)| &**send).ok_or_else(|| {
             Problem::new(
                 StatusCode::INTERNAL_SERVER_ERROR,
                 "internal",
@@ -377,7 +394,9 @@ impl Prepared {
 
     /// The attribution of an answer from `assembly`, marked as a preview when it is one.
     fn attribution(&self, assembly: Option<&Assembly>) -> Attribution {
-        let fingerprint = assembly.map_or_else(String::new, |a| a.fingerprint().to_string());
+        let fingerprint = assembly.map_or_else(String::new, |a| {
+            crate::engine::hex(a.fingerprint().as_bytes())
+        });
         let mut attribution = self.resolved.attribution(fingerprint);
         attribution.preview = self.preview;
         attribution
@@ -388,10 +407,13 @@ impl Prepared {
 fn read_sends(
     agent: &promptstack::Agent,
     sends: &[(Cow<'static, str>, &RawValue)],
-) -> Result<Vec<(Cow<'static, str>, promptstack::SendContext)>, Problem> {
+) -> Result<Vec<(Cow<'static, str>, Arc<promptstack::SendContext>)>, Problem> {
     sends
         .iter()
-        .map(|(what, send)| Ok((what.clone(), read_send(agent, send.get().as_bytes(), what)?)))
+        .map(|(what, send)| {
+            let read = read_send(agent, send.get().as_bytes(), what)?;
+            Ok((what.clone(), Arc::new(read)))
+        })
         .collect()
 }
 
@@ -457,7 +479,7 @@ impl<B: Body> Op<B> {
         work: impl FnOnce(&Prepared, &B::Command, &Env<'_>) -> Result<T, Problem> + Send + 'static,
     ) -> Result<T, Problem> {
         let limits = state.inner.config.limits.clone();
-        let cost = std::sync::Arc::clone(&self.prepared.resolved.cost);
+        let cost = Arc::clone(&self.prepared.resolved.cost);
         let one = self.prepared.sends.len() == 1;
         let (prepared, command) = (self.prepared, self.command);
         let work = move || work(&prepared, &command, &Env::bundled(&limits));
@@ -775,7 +797,7 @@ pub async fn lint(
     op: Op<LintRequest>,
 ) -> Result<RenderResponse, Problem> {
     op.run(&state, |p, NoRequest {}, _| {
-        let sends = p.sends.iter().map(|(what, send)| (what.as_ref(), send));
+        let sends = p.sends.iter().map(|(what, send)| (what.as_ref(), &**send));
         let result = command::lint(&p.resolved.agent, sends);
         let mut response = p.answer(None, std::iter::empty());
         response.detail = to_value(&result);

@@ -7,8 +7,8 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use futures::StreamExt as _;
-use promptstack::Agent;
 use promptstack::limits::Limits;
+use promptstack::{Agent, SendContext};
 use promptstack_store::{
     AgentName, ChangeKind, CredentialKey, ErrorKind, LabelName, Notification, Principal, Store,
     Tenant, VersionId,
@@ -159,6 +159,9 @@ pub(crate) struct Inner {
     pub(crate) config: ServerConfig,
     pub(crate) metrics: Metrics,
     pub(crate) compiled: Bounded<(Tenant, AgentName, VersionId), Compiled>,
+    /// Sends read lately, by their exact text (a thread's sends repeat: previews, retries, a
+    /// request and a render of the same send).
+    pub(crate) sends: KeptSends,
     pub(crate) labels: TtlCache<(Tenant, AgentName, LabelName), VersionId>,
     pub(crate) settings: TtlCache<(Tenant, Option<AgentName>), Option<serde_json::Value>>,
     pub(crate) keys: TtlCache<[u8; 32], Arc<Principal>>,
@@ -202,6 +205,7 @@ impl AppState {
                 store,
                 metrics: Metrics::default(),
                 compiled: Bounded::new(config.compiled_versions),
+                sends: KeptSends::default(),
                 labels: TtlCache::new(ttl, Arc::clone(&breaker)),
                 settings: TtlCache::new(ttl, Arc::clone(&breaker)),
                 // Keys that authenticated before an outage keep working through it, like the labels
@@ -575,6 +579,108 @@ impl<K: Eq + Hash + Clone, V: Clone> Bounded<K, V> {
     }
 }
 
+/// How many sends [`KeptSends`] holds.
+const SENDS_KEPT: usize = 256;
+
+/// The longest send text [`KeptSends`] holds: with [`SENDS_KEPT`], at most 2 MiB of text and
+/// the sends read from it.
+pub(crate) const KEPT_SEND_BYTES: usize = 8 * 1024;
+
+/// Sends read lately, each with the tenant, the version it was read for and the exact text it was
+/// read from, so that the same text sent again for the same version is not read again (reading
+/// depends on nothing else). A kept send also keeps the digests of its facts, so assembling it
+/// again hashes them no more. At most [`SENDS_KEPT`] sends of at most [`KEPT_SEND_BYTES`] each;
+/// a full map forgets an arbitrary one. Keyed by a keyed hash and checked byte for byte, so a
+/// collision costs a read and never returns another send; the tenant is part of the key, so one
+/// tenant's sends never answer another's.
+pub(crate) struct KeptSends {
+    hasher: std::hash::RandomState,
+    entries: Mutex<HashMap<u64, KeptSend>>,
+}
+
+struct KeptSend {
+    tenant: Tenant,
+    version: VersionId,
+    text: Box<[u8]>,
+    send: Arc<SendContext>,
+}
+
+impl Default for KeptSends {
+    fn default() -> Self {
+        KeptSends {
+            hasher: std::hash::RandomState::new(),
+            entries: Mutex::new(HashMap::new()),
+        }
+    }
+}
+
+impl KeptSends {
+    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<u64, KeptSend>> {
+        // Entries are replaced whole, so a poisoned lock still holds consistent data.
+        self.entries.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// The key of `text` read for `version` in `tenant`'s request.
+    pub(crate) fn key(&self, tenant: &Tenant, version: &VersionId, text: &[u8]) -> u64 {
+        use std::hash::{BuildHasher as _, Hasher as _};
+        let mut hasher = self.hasher.build_hasher();
+        tenant.hash(&mut hasher);
+        version.hash(&mut hasher);
+        hasher.write(text);
+        hasher.finish()
+    }
+
+    /// The send read from exactly `text` for `version` in `tenant`'s request, if it is kept.
+    pub(crate) fn get(
+        &self,
+        key: u64,
+        tenant: &Tenant,
+        version: &VersionId,
+        text: &[u8],
+    ) -> Option<Arc<SendContext>> {
+        self.lock()
+            .get(&key)
+            .filter(|kept| {
+                kept.tenant == *tenant && kept.version == *version && *kept.text == *text
+            })
+            .map(|kept| Arc::clone(&kept.send))
+    }
+
+    /// Keeps `send`, read from `text` (at most [`KEPT_SEND_BYTES`]) for `version`.
+    pub(crate) fn insert(
+        &self,
+        key: u64,
+        tenant: &Tenant,
+        version: &VersionId,
+        text: &[u8],
+        send: &Arc<SendContext>,
+    ) {
+        if text.len() > KEPT_SEND_BYTES {
+            return;
+        }
+        let kept = KeptSend {
+            tenant: tenant.clone(),
+            version: version.clone(),
+            text: text.into(),
+            send: Arc::clone(send),
+        };
+        let mut entries = self.lock();
+        if entries.len() >= SENDS_KEPT
+            && !entries.contains_key(&key)
+            && let Some(&any) = entries.keys().next()
+        {
+            entries.remove(&any);
+        }
+        entries.insert(key, kept);
+    }
+
+    /// How many sends are kept.
+    #[cfg(test)]
+    pub(crate) fn len(&self) -> usize {
+        self.lock().len()
+    }
+}
+
 /// How long a key the store did not know is refused without asking it again.
 const FAILED_KEY_FOR: Duration = Duration::from_secs(5);
 /// How many failed key digests are remembered.
@@ -753,6 +859,51 @@ impl Cost {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_kept_send_answers_only_its_own_tenant_version_and_text() {
+        let kept = KeptSends::default();
+        let (a, b) = (
+            Tenant::parse("a").expect("tenant"),
+            Tenant::parse("b").expect("tenant"),
+        );
+        let (v1, v2) = (
+            VersionId::parse(&"1".repeat(64)).expect("version"),
+            VersionId::parse(&"2".repeat(64)).expect("version"),
+        );
+        let text =
+            br#"{"now":"2026-11-30T11:20:00+00:00","model":{"id":"m","name":"M","provider":"p"}}"#;
+        let send = Arc::new(SendContext::new(
+            "2026-11-30T11:20:00+00:00".parse().expect("now"),
+            promptstack::context::ModelDescriptor::new("m", "M", "p"),
+        ));
+        let key = kept.key(&a, &v1, text);
+        assert!(kept.get(key, &a, &v1, text).is_none());
+        kept.insert(key, &a, &v1, text, &send);
+        let found = kept.get(key, &a, &v1, text).expect("kept");
+        assert!(Arc::ptr_eq(&found, &send));
+        // Another tenant, version or text is another key; under the same key it is refused.
+        assert_ne!(kept.key(&b, &v1, text), key);
+        assert_ne!(kept.key(&a, &v2, text), key);
+        assert!(kept.get(key, &b, &v1, text).is_none());
+        assert!(kept.get(key, &a, &v2, text).is_none());
+        assert!(kept.get(key, &a, &v1, b"{}").is_none());
+        // Texts over the bound are not kept, and the map never holds more than its bound.
+        let long = vec![b' '; KEPT_SEND_BYTES + 1];
+        kept.insert(kept.key(&a, &v1, &long), &a, &v1, &long, &send);
+        assert_eq!(kept.len(), 1);
+        for i in 0..SENDS_KEPT * 2 {
+            let text = format!("{i}");
+            kept.insert(
+                kept.key(&a, &v1, text.as_bytes()),
+                &a,
+                &v1,
+                text.as_bytes(),
+                &send,
+            );
+        }
+        assert_eq!(kept.len(), SENDS_KEPT);
+    }
 
     fn cache() -> TtlCache<&'static str, u32> {
         TtlCache::new(Duration::from_secs(60), Arc::new(Breaker::default()))
