@@ -289,11 +289,14 @@ impl From<command::Error> for Problem {
     }
 }
 
+/// A send read, shared with the kept sends, and the name its problems are located in.
+pub(crate) type NamedSend = (Cow<'static, str>, Arc<promptstack::SendContext>);
+
 /// A version resolved and its sends read for it, with the tenant's settings applied.
 pub(crate) struct Prepared {
     pub(crate) resolved: Resolved,
     /// Each send with the name its problems are located in (`send`, `sends[i]`).
-    pub(crate) sends: Vec<(Cow<'static, str>, Arc<promptstack::SendContext>)>,
+    pub(crate) sends: Vec<NamedSend>,
     /// Why parts of the answer come from the last good value.
     pub(crate) warnings: Vec<String>,
     /// Whether the request's `settings` stood in for the stored ones.
@@ -407,7 +410,7 @@ impl Prepared {
 fn read_sends(
     agent: &promptstack::Agent,
     sends: &[(Cow<'static, str>, &RawValue)],
-) -> Result<Vec<(Cow<'static, str>, Arc<promptstack::SendContext>)>, Problem> {
+) -> Result<Vec<NamedSend>, Problem> {
     sends
         .iter()
         .map(|(what, send)| {
