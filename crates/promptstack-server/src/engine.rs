@@ -1,6 +1,7 @@
 //! Resolving a reference to a compiled version, and preparing a send for it: the steps every
 //! render-like endpoint shares.
 
+use std::borrow::Cow;
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
 
@@ -8,6 +9,7 @@ use axum::http::{HeaderMap, HeaderName, HeaderValue};
 use promptstack::{Agent, SendContext};
 use promptstack_store::{AgentName, LabelName, PageRequest, SettingsScope, Tenant, VersionId};
 use serde::Serialize;
+use serde_json::value::RawValue;
 use utoipa::ToSchema;
 
 use crate::bundle::{Bundle, spec_problem};
@@ -236,44 +238,71 @@ pub fn read_send(agent: &Agent, bytes: &[u8], what: &str) -> Result<SendContext,
         .map_err(|e| spec_problem("invalid-send", &e))
 }
 
-/// Sends up to this size are read on the request's own thread (tens of microseconds); larger ones
-/// on the blocking pool.
-pub(crate) const INLINE_SEND_BYTES: usize = 8 * 1024;
+/// Sends up to this size in all are read on the request's own thread (tens of microseconds);
+/// larger ones on the blocking pool.
+const INLINE_SEND_BYTES: usize = 8 * 1024;
+
+/// A send read, shared with the kept sends, and the name its problems are located in.
+pub(crate) type NamedSend = (Cow<'static, str>, Arc<SendContext>);
+
+/// Reads each send for `agent`, located by its name (`send`, `sends[i]`): on the request's own
+/// thread up to [`INLINE_SEND_BYTES`] in all, else on the blocking pool.
+pub(crate) async fn read_sends(
+    state: &AppState,
+    agent: &Arc<Agent>,
+    sends: &[(Cow<'static, str>, &RawValue)],
+) -> Result<Vec<NamedSend>, Problem> {
+    fn read_all<'a>(
+        agent: &Agent,
+        sends: impl Iterator<Item = (&'a Cow<'static, str>, &'a RawValue)>,
+    ) -> Result<Vec<NamedSend>, Problem> {
+        sends
+            .map(|(what, send)| {
+                let read = read_send(agent, send.get().as_bytes(), what)?;
+                Ok((what.clone(), Arc::new(read)))
+            })
+            .collect()
+    }
+    let bytes: usize = sends.iter().map(|(_, send)| send.get().len()).sum();
+    if bytes <= INLINE_SEND_BYTES {
+        return read_all(agent, sends.iter().map(|(what, send)| (what, *send)));
+    }
+    let agent = Arc::clone(agent);
+    let owned: Vec<_> = (sends.iter())
+        .map(|(what, send)| (what.clone(), (*send).to_owned()))
+        .collect();
+    blocking(state, move || {
+        read_all(&agent, owned.iter().map(|(what, send)| (what, &**send)))
+    })
+    .await?
+}
 
 /// Reads `send` (located as `send`) for the version `resolved` in `tenant`'s request: the send
-/// kept from an earlier request with the same text for the same version, or read now (on the
-/// request's own thread up to [`INLINE_SEND_BYTES`], else on the blocking pool) and kept.
+/// kept from an earlier request with the same text for the same version, or read now (see
+/// [`read_sends`]) and kept when it is small enough to keep.
 pub(crate) async fn read_kept_send(
     state: &AppState,
     tenant: &Tenant,
     resolved: &Resolved,
-    send: &serde_json::value::RawValue,
+    send: &RawValue,
 ) -> Result<Arc<SendContext>, Problem> {
     let text = send.get().as_bytes();
-    if text.len() > crate::state::KEPT_SEND_BYTES {
-        let (agent, send) = (Arc::clone(&resolved.agent), send.to_owned());
-        let read = blocking(state, move || {
-            read_send(&agent, send.get().as_bytes(), "send")
-        })
-        .await??;
-        return Ok(Arc::new(read));
-    }
     let kept = &state.inner.sends;
-    let key = kept.key(tenant, &resolved.version, text);
-    if let Some(found) = kept.get(key, tenant, &resolved.version, text) {
+    let key = (text.len() <= crate::state::KEPT_SEND_BYTES)
+        .then(|| kept.key(tenant, &resolved.version, text));
+    if let Some(found) = key.and_then(|key| kept.get(key, tenant, &resolved.version, text)) {
         return Ok(found);
     }
-    let read = if text.len() <= INLINE_SEND_BYTES {
-        read_send(&resolved.agent, text, "send")?
-    } else {
-        let (agent, send) = (Arc::clone(&resolved.agent), send.to_owned());
-        blocking(state, move || {
-            read_send(&agent, send.get().as_bytes(), "send")
-        })
-        .await??
-    };
-    let read = Arc::new(read);
-    kept.insert(key, tenant, &resolved.version, text, &read);
+    let named = [(Cow::Borrowed("send"), send)];
+    let (_, read) = (read_sends(state, &resolved.agent, &named).await?)
+        .pop()
+        .ok_or_else(|| {
+            let status = axum::http::StatusCode::INTERNAL_SERVER_ERROR;
+            Problem::new(status, "internal", "the send was not read")
+        })?;
+    if let Some(key) = key {
+        kept.insert(key, tenant, &resolved.version, text, &read);
+    }
     Ok(read)
 }
 

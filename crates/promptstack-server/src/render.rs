@@ -31,8 +31,8 @@ use utoipa::ToSchema;
 
 use crate::auth::Auth;
 use crate::engine::{
-    Attribution, INLINE_SEND_BYTES, Overrides, Resolved, blocking, engine, engine_problem,
-    read_kept_send, read_send, resolve,
+    Attribution, NamedSend, Overrides, Resolved, blocking, engine, engine_problem, read_kept_send,
+    read_sends, resolve,
 };
 use crate::problem::{Problem, json_rejection};
 use crate::settings::SettingsPreview;
@@ -289,9 +289,6 @@ impl From<command::Error> for Problem {
     }
 }
 
-/// A send read, shared with the kept sends, and the name its problems are located in.
-pub(crate) type NamedSend = (Cow<'static, str>, Arc<promptstack::SendContext>);
-
 /// A version resolved and its sends read for it, with the tenant's settings applied.
 pub(crate) struct Prepared {
     pub(crate) resolved: Resolved,
@@ -327,23 +324,7 @@ impl Prepared {
                     read_kept_send(state, tenant, &resolved, send).await?,
                 )]
             }
-            _ => {
-                let bytes: usize = sends.iter().map(|(_, send)| send.get().len()).sum();
-                if bytes <= INLINE_SEND_BYTES {
-                    read_sends(&resolved.agent, sends)?
-                } else {
-                    let agent = Arc::clone(&resolved.agent);
-                    let sends: Vec<_> = sends
-                        .iter()
-                        .map(|(what, send)| (what.clone(), (*send).to_owned()))
-                        .collect();
-                    blocking(state, move || {
-                        let sends: Vec<_> = sends.iter().map(|(w, s)| (w.clone(), &**s)).collect();
-                        read_sends(&agent, &sends)
-                    })
-                    .await??
-                }
-            }
+            _ => read_sends(state, &resolved.agent, sends).await?,
         };
         let overrides = Overrides::read(state, tenant, &resolved, &preview, &mut warnings).await?;
         for (_, send) in &mut read {
@@ -404,20 +385,6 @@ impl Prepared {
         attribution.preview = self.preview;
         attribution
     }
-}
-
-/// Reads each send for `agent`.
-fn read_sends(
-    agent: &promptstack::Agent,
-    sends: &[(Cow<'static, str>, &RawValue)],
-) -> Result<Vec<NamedSend>, Problem> {
-    sends
-        .iter()
-        .map(|(what, send)| {
-            let read = read_send(agent, send.get().as_bytes(), what)?;
-            Ok((what.clone(), Arc::new(read)))
-        })
-        .collect()
 }
 
 /// What every render-like handler starts from: the key, the command's request, and the version
