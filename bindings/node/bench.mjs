@@ -19,7 +19,7 @@ import { readFileSync } from "node:fs";
 import { createRequire } from "node:module";
 import { cpus, loadavg } from "node:os";
 import { resolve } from "node:path";
-
+import { countFlag, median } from "../../examples/pi-compat/peer/kit/bench.mjs";
 
 const require = createRequire(import.meta.url);
 const dropinAt = process.argv.indexOf("--dropin");
@@ -28,22 +28,14 @@ const piAt = process.argv.indexOf("--pi");
 const PI = piAt < 0 ? "0.73.1" : process.argv[piAt + 1];
 if (PI !== "0.73.1" && PI !== "1.6.0") throw new Error("--pi takes 0.73.1 or 1.6.0");
 const harness = await import(PI === "1.6.0" ? "../../examples/pi-compat-1.6/peer/harness.mjs" : "../../examples/pi-compat/peer/harness.mjs");
-const { enterCase, expectedPath, listCases, loadCase, loadPeer, PEER_VERSION } = harness;
-const PEER_PACKAGE = PI === "1.6.0" ? "@earendil-works/pi-coding-agent" : "@mariozechner/pi-coding-agent";
+const { enterCase, expectedPath, listCases, loadCase, loadPeer, PEER_PACKAGE, PEER_VERSION } = harness;
 // 0.73.1 is what the drop-in serves here without a version; 1.6.0 is asked for by name.
 const SETTINGS = { version: PI };
 const buildSystemPrompt = PI === "1.6.0" ? (options) => dropin(options, SETTINGS) : dropin;
 
-function flag(name, fallback) {
-  const i = process.argv.indexOf(name);
-  if (i < 0) return fallback;
-  const n = Number(process.argv[i + 1]);
-  if (!Number.isInteger(n) || n <= 0) throw new Error(`${name} needs a positive integer`);
-  return n;
-}
-const warmup = flag("--warmup", 2000);
-const batches = flag("--batches", 21);
-const calls = flag("--calls", 1000);
+const warmup = countFlag(process.argv, "--warmup", 2000);
+const batches = countFlag(process.argv, "--batches", 21);
+const calls = countFlag(process.argv, "--calls", 1000);
 
 const peerFn = await loadPeer();
 const cases = listCases()
@@ -60,12 +52,6 @@ for (const c of cases) {
   if (peerCall(c) !== expected) throw new Error(`${c.name}: the peer does not return expected.txt`);
   if (oursCall(c) !== expected) throw new Error(`${c.name}: the drop-in does not return expected.txt`);
 }
-
-const median = (xs) => {
-  const s = [...xs].sort((a, b) => a - b);
-  const m = s.length >> 1;
-  return s.length % 2 ? s[m] : (s[m - 1] + s[m]) / 2;
-};
 
 // The sink keeps every result observable so no call can be optimised away.
 let sink = 0;

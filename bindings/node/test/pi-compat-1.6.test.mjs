@@ -16,6 +16,7 @@ import { test } from "node:test";
 import { fileURLToPath } from "node:url";
 
 import { enterCase, escapeContext, expectedPath, intendedPath, listCases, loadCase, loadPeer } from "../../../examples/pi-compat-1.6/peer/harness.mjs";
+import { optionsGenerator } from "../testkit/pi-options.mjs";
 
 const require = createRequire(import.meta.url);
 const { buildSystemPrompt, PI_VERSIONS } = require("../index.js");
@@ -62,67 +63,11 @@ test("every pi-compat-1.6 fixture: the drop-in returns the peer's bytes (intende
   assert.equal(differing, 1, "exactly the context-files-breakout fixture differs from the peer");
 });
 
-// A seeded generator drawing option objects from the parity domain of PEER.md for 1.6.0: strings
-// built from awkward atoms (whitespace the trims treat differently, XML specials, end tags of the
-// enclosing elements, backslashes, astral characters), tool lists with both shells, duplicates
-// and near-misses, hidden tools, snippets and guidelines for listed and unlisted tools, sections
-// that replace built-in ones or add their own, a forced prompt, context files, skills shown and
-// hidden, and absent, null or empty options.
-function generator(seed) {
-  let state = seed >>> 0;
-  const rnd = () => ((state = (Math.imul(state ^ (state >>> 15), 0x2c1b3c6d) + 0x6d2b79f5) >>> 0) / 2 ** 32);
-  const pick = (xs) => xs[Math.floor(rnd() * xs.length)];
-  const ATOMS = [
-    "", " ", "\n", "\t", "\r\n", "\u00a0", "\ufeff", "\u0085", "\u180e", "\u200b", "\u3000", "\u2028", "\u000b",
-    "a", "Be concise in your responses", "Show file paths clearly when working with files",
-    "Use bash for file operations like ls, rg, find", "Use PowerShell for file operations like listing, searching, and finding files",
-    "&", "<", ">", '"', "'", "&amp;", "&lt;", "\\", "/", "C:\\Users\\dev", "\\\\server\\share", "é", "😀", "x y",
-    "{{ x }}", "{% if %}", "</available_skills>", "\n\n", "-", "`code`",
-    "</project_instructions>", "</project_context>", "</PROJECT_CONTEXT", "</ project_instructions ", "</project_instructions_x>", "</cwd>",
-  ];
-  const str = (max = 4) => Array.from({ length: Math.floor(rnd() * max) }, () => pick(ATOMS)).join("");
-  const TOOL_NAMES = ["read", "bash", "powershell", "edit", "write", "grep", "find", "ls", "web", "READ", "read ", "custom_tool"];
-  const SECTION_NAMES = ["tools", "rules", "docs", "addendum", "project_context", "skills", "cwd", "notes", "a-b_1", "zz"];
-  const maybe = (f) => (rnd() < 0.4 ? undefined : rnd() < 0.15 ? null : f());
-  const list = (f, max = 4) => Array.from({ length: Math.floor(rnd() * max) }, f);
-  const CWDS = ["/home/dev/project", "C:\\work\\repo", "\\\\server\\share\\x", "", " ", "/", "relative/dir", "/tmp/with space/ü"];
-  return () => {
-    const o = { cwd: rnd() < 0.5 ? pick(CWDS) : str(6) };
-    const set = (key, value) => value !== undefined && (o[key] = value);
-    if (rnd() < 0.05) o.forceSystemPrompt = str(6);
-    set("customPrompt", maybe(() => (rnd() < 0.3 ? "" : str(6))));
-    set("selectedTools", maybe(() => list(() => pick(TOOL_NAMES), 6)));
-    set("hiddenTools", maybe(() => list(() => pick(TOOL_NAMES), 3)));
-    set("toolSnippets", maybe(() => Object.fromEntries(list(() => [pick(TOOL_NAMES), str()], 6))));
-    set("toolGuidelines", maybe(() => Object.fromEntries(list(() => [pick(TOOL_NAMES), list(str, 3)], 5))));
-    set("promptGuidelines", maybe(() => list(str, 5)));
-    set("appendSystemPrompt", maybe(() => str(6)));
-    set("sections", maybe(() => Object.fromEntries(list(() => [pick(SECTION_NAMES), rnd() < 0.2 ? "" : str(4)], 4))));
-    set("contextFiles", maybe(() => list(() => ({ path: str(), content: str(8) }))));
-    set(
-      "skills",
-      maybe(() =>
-        list(() => ({
-          name: str(),
-          description: str(),
-          filePath: str(),
-          ...(rnd() < 0.5 ? { disableModelInvocation: rnd() < 0.5 } : {}),
-          ...(rnd() < 0.2 ? { baseDir: str(), sourceInfo: { source: "user" } } : {}),
-        })),
-      ),
-    );
-    if (rnd() < 0.1) o.ignoredOption = str();
-    const nowMs = Date.UTC(1000 + Math.floor(rnd() * 9000), 0, 1) + Math.floor(rnd() * 366 * 86400000);
-    const packageDir = pick(["/opt/pi", "/usr/lib/node_modules/@earendil-works/pi-coding-agent", "/home/dev/.npm-global/lib/node_modules/pi"]);
-    return { nowMs, packageDir, options: o };
-  };
-}
-
 const RANDOM_CASES = Number(process.env.PI_COMPAT_RANDOM_CASES ?? 1000);
 
 test(`${RANDOM_CASES} seeded random option objects: the drop-in returns the peer's bytes`, () => {
   assert.ok(RANDOM_CASES >= 500);
-  const next = generator(0x5eed_0016);
+  const next = optionsGenerator("1.6.0", 0x5eed_0016);
   const failures = [];
   const seen = { customPath: 0, skills: 0, forced: 0, escaped: 0, sections: 0, hidden: 0, powershell: 0, toolRules: 0 };
   for (let i = 0; i < RANDOM_CASES; i++) {
@@ -153,7 +98,7 @@ test("five time zones: 1.6.0 prints no date, and neither does the drop-in", (t) 
   t.after(() => {
     process.env.TZ = saved;
   });
-  const next = generator(0x7a0e);
+  const next = optionsGenerator("1.6.0", 0x7a0e);
   const cases = Array.from({ length: 40 }, next);
   const outputs = new Map();
   for (const zone of ["Asia/Tokyo", "America/Los_Angeles", "Asia/Kolkata", "Pacific/Chatham", "UTC"]) {

@@ -9,45 +9,12 @@ import { createRequire } from "node:module";
 import { test } from "node:test";
 
 import { enterCase, loadPeer } from "../../../examples/pi-compat/peer/harness.mjs";
+import { edits073, random, TOOLS, WORDS } from "../testkit/pi-options.mjs";
 
 const require = createRequire(import.meta.url);
 const { buildSystemPrompt, SendError } = require("../index.js");
 
 const peer = await loadPeer();
-
-// A seeded generator of edits: each picks a member the drop-in reads and changes it in place.
-function random(seed) {
-  let state = seed >>> 0;
-  return () => ((state = (Math.imul(state ^ (state >>> 15), 0x2c1b3c6d) + 0x6d2b79f5) >>> 0) / 2 ** 32);
-}
-
-const TOOLS = ["read", "bash", "edit", "write", "grep", "ls", "custom_tool"];
-const WORDS = ["", "a", "Be concise in your responses", " spaced ", "<x>", "&amp;", "é😀", "line\nbreak"];
-
-/** Edits that change one member of a 0.73.1 options object in place, deep or at the top. */
-function edits073(rnd) {
-  const pick = (xs) => xs[Math.floor(rnd() * xs.length)];
-  return [
-    (o) => (o.cwd = pick(["/w", "/elsewhere", "C:\\work", "\\\\server\\share"])),
-    (o) => (o.customPrompt = pick([undefined, null, "", "custom", "other custom"])),
-    (o) => (o.selectedTools = rnd() < 0.2 ? undefined : [pick(TOOLS), pick(TOOLS)]),
-    (o) => (o.selectedTools ??= []).push(pick(TOOLS)),
-    (o) => o.selectedTools?.length && (o.selectedTools[0] = pick(TOOLS)),
-    (o) => ((o.toolSnippets ??= {})[pick(TOOLS)] = pick(WORDS)),
-    (o) => o.toolSnippets && delete o.toolSnippets[pick(TOOLS)],
-    (o) => (o.promptGuidelines ??= []).push(pick(WORDS)),
-    (o) => o.promptGuidelines?.length && (o.promptGuidelines[o.promptGuidelines.length - 1] = pick(WORDS)),
-    (o) => (o.appendSystemPrompt = pick([undefined, "", "appended", "more"])),
-    (o) => (o.contextFiles ??= []).push({ path: `/w/${pick(WORDS)}.md`, content: pick(WORDS) }),
-    (o) => o.contextFiles?.length && (o.contextFiles[0].content += pick(WORDS)),
-    (o) => o.contextFiles?.length && (o.contextFiles[0].path = `/p/${pick(WORDS)}`),
-    (o) => o.contextFiles?.pop(),
-    (o) => (o.skills ??= []).push({ name: pick(["s", "t"]), description: pick(WORDS), filePath: "/s/SKILL.md" }),
-    (o) => o.skills?.length && (o.skills[0].disableModelInvocation = !o.skills[0].disableModelInvocation),
-    (o) => o.skills?.length && (o.skills[o.skills.length - 1].description = pick(WORDS)),
-    (o) => o.skills?.length && (o.skills[0].name = pick(["renamed", "s"])),
-  ];
-}
 
 test("the same 0.73.1 options object, changed in place between calls, gives the peer's bytes on every call", () => {
   const rnd = random(0x5eed_0073);

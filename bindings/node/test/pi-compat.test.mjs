@@ -8,6 +8,7 @@ import { createRequire } from "node:module";
 import { test } from "node:test";
 
 import { enterCase, expectedPath, listCases, loadCase, loadPeer } from "../../../examples/pi-compat/peer/harness.mjs";
+import { optionsGenerator } from "../testkit/pi-options.mjs";
 
 const require = createRequire(import.meta.url);
 const { buildSystemPrompt, SendError } = require("../index.js");
@@ -35,61 +36,11 @@ test("every pi-compat fixture: the drop-in returns the peer's bytes and expected
   }
 });
 
-// A seeded generator (the same recurrence as peer/spec-check.mjs), drawing option objects from
-// the parity domain of PEER.md: strings built from awkward atoms (whitespace the two trims treat
-// differently, XML specials, entities, backslashes, astral characters, newlines), tool lists
-// with duplicates and near-misses, snippets for listed and unlisted tools, guidelines equal to
-// the fixed ones, context files, skills shown and hidden, and absent, null or empty options.
-function generator(seed) {
-  let state = seed >>> 0;
-  const rnd = () => ((state = (Math.imul(state ^ (state >>> 15), 0x2c1b3c6d) + 0x6d2b79f5) >>> 0) / 2 ** 32);
-  const pick = (xs) => xs[Math.floor(rnd() * xs.length)];
-  const ATOMS = [
-    "", " ", "\n", "\t", "\r\n", "\u00a0", "\ufeff", "\u0085", "\u180e", "\u200b", "\u3000", "\u2028", "\u2029", "\u000b",
-    "a", "Be concise in your responses", "Show file paths clearly when working with files",
-    "Use bash for file operations like ls, rg, find",
-    "Prefer grep/find/ls tools over bash for file exploration (faster, respects .gitignore)",
-    "&", "<", ">", '"', "'", "&amp;", "&lt;", "\\", "/", "C:\\Users\\dev", "\\\\server\\share", "é", "😀", "x y",
-    "{{ x }}", "{% if %}", "# Project Context", "</available_skills>", "\n\n", "-", "`code`",
-  ];
-  const str = (max = 4) => Array.from({ length: Math.floor(rnd() * max) }, () => pick(ATOMS)).join("");
-  const TOOL_NAMES = ["read", "bash", "edit", "write", "grep", "find", "ls", "ipython", "web", "READ", "Read", "read ", "custom_tool"];
-  const maybe = (f) => (rnd() < 0.4 ? undefined : rnd() < 0.15 ? null : f());
-  const list = (f, max = 4) => Array.from({ length: Math.floor(rnd() * max) }, f);
-  const CWDS = ["/home/dev/project", "C:\\work\\repo", "\\\\server\\share\\x", "", " ", "/", "relative/dir", "/tmp/with space/ü"];
-  return () => {
-    const o = { cwd: rnd() < 0.5 ? pick(CWDS) : str(6) };
-    const set = (key, value) => value !== undefined && (o[key] = value);
-    set("customPrompt", maybe(() => (rnd() < 0.3 ? "" : str(6))));
-    set("selectedTools", maybe(() => list(() => pick(TOOL_NAMES), 6)));
-    set("toolSnippets", maybe(() => Object.fromEntries(list(() => [pick(TOOL_NAMES), str()], 6))));
-    set("promptGuidelines", maybe(() => list(str, 5)));
-    set("appendSystemPrompt", maybe(() => str(6)));
-    set("contextFiles", maybe(() => list(() => ({ path: str(), content: str(8) }))));
-    set(
-      "skills",
-      maybe(() =>
-        list(() => ({
-          name: str(),
-          description: str(),
-          filePath: str(),
-          ...(rnd() < 0.5 ? { disableModelInvocation: rnd() < 0.5 } : {}),
-          ...(rnd() < 0.2 ? { baseDir: str(), sourceInfo: { source: "user" } } : {}),
-        })),
-      ),
-    );
-    if (rnd() < 0.1) o.ignoredOption = str();
-    const nowMs = Date.UTC(1000 + Math.floor(rnd() * 9000), 0, 1) + Math.floor(rnd() * 366 * 86400000);
-    const packageDir = pick(["/opt/pi", "/usr/lib/node_modules/@mariozechner/pi-coding-agent", "/home/dev/.npm-global/lib/node_modules/pi"]);
-    return { nowMs, packageDir, options: o };
-  };
-}
-
 const RANDOM_CASES = Number(process.env.PI_COMPAT_RANDOM_CASES ?? 1000);
 
 test(`${RANDOM_CASES} seeded random option objects: the drop-in returns the peer's bytes`, () => {
   assert.ok(RANDOM_CASES >= 500);
-  const next = generator(0x5eed_0015);
+  const next = optionsGenerator("0.73.1", 0x5eed_0015);
   const failures = [];
   let customPath = 0;
   let withSkills = 0;

@@ -1,61 +1,6 @@
-// Writes cases/<case>/expected.txt with the exact output of the peer's buildSystemPrompt
-// for cases/<case>/input.json, and for a case that `differs` also intended.txt: the peer's
-// output for the input with its context files escaped as promptstack escapes them.
-// `--check` compares instead of writing (exit 1 on a difference).
-// Usage: TZ=UTC node generate.mjs [--check] [case ...]
-import { existsSync, readFileSync, writeFileSync } from "node:fs";
-import { escapeContext, expectedPath, intendedPath, listCases, loadCase, loadPeer, render } from "./harness.mjs";
+// Writes every cases/<case>/expected.txt from the peer (kit/generate.mjs says how); `--check`
+// compares instead of writing. Usage: TZ=UTC node generate.mjs [--check] [case ...]
+import { runGenerate } from "../../pi-compat/peer/kit/generate.mjs";
+import harness from "./harness.mjs";
 
-const args = process.argv.slice(2);
-const check = args.includes("--check");
-const wanted = args.filter((a) => a !== "--check");
-const all = listCases();
-for (const name of wanted) if (!all.includes(name)) throw new Error(`no such case: ${name}`);
-const names = wanted.length > 0 ? wanted : all;
-
-const buildSystemPrompt = await loadPeer();
-const outputs = new Map();
-let failures = 0;
-for (const name of all) {
-  const c = loadCase(name);
-  const out = render(buildSystemPrompt, c);
-  const intended = render(buildSystemPrompt, { ...c, options: escapeContext(c.options) });
-  // A case says that it differs exactly when escaping changes the peer's bytes.
-  if ((c.differs !== undefined) !== (intended !== out)) throw new Error(`${name}: "differs" must be set exactly when escaping changes the output`);
-  outputs.set(name, { c, out, intended });
-}
-for (const name of names) {
-  const { c, out, intended } = outputs.get(name);
-  // `sameAs` records a claim that options the peer ignores really change nothing.
-  if (c.sameAs !== undefined) {
-    const other = outputs.get(c.sameAs);
-    if (!other) throw new Error(`${name}: sameAs names unknown case ${c.sameAs}`);
-    if (other.out !== out) {
-      console.error(`FAIL ${name}: output differs from ${c.sameAs}`);
-      failures++;
-    }
-  }
-  const files = [[expectedPath(name), out]];
-  if (c.differs !== undefined) files.push([intendedPath(name), intended]);
-  for (const [file, out] of files) writeOrCheck(file, out);
-}
-
-function writeOrCheck(file, out) {
-  const name = file.split("/").slice(-2).join("/");
-  if (check) {
-    const old = existsSync(file) ? readFileSync(file, "utf8") : null;
-    if (old !== out) {
-      console.error(`FAIL ${name} is ${old === null ? "missing" : "stale"}`);
-      failures++;
-    } else {
-      console.error(`ok   ${name} (${Buffer.byteLength(out)} bytes)`);
-    }
-  } else {
-    writeFileSync(file, out, "utf8");
-    console.error(`wrote ${name} (${Buffer.byteLength(out)} bytes)`);
-  }
-}
-if (failures > 0) {
-  console.error(`${failures} failure(s)`);
-  process.exit(1);
-}
+await runGenerate(harness);

@@ -1,94 +1,16 @@
-// Shared loader for generate.mjs and bench.mjs: finds the parity cases, pins the
-// clock and the package directory, and calls the peer's buildSystemPrompt.
-import { existsSync, readdirSync, readFileSync } from "node:fs";
-import { dirname, join, posix } from "node:path";
-import { fileURLToPath, pathToFileURL } from "node:url";
+// The parity cases of @mariozechner/pi-coding-agent@0.73.1 (see kit/cases.mjs in examples/pi-compat/peer):
+// finds them, pins the clock and the package directory, and calls the peer's buildSystemPrompt.
+import { dirname } from "node:path";
+import { fileURLToPath } from "node:url";
+import { caseHarness } from "./kit/cases.mjs";
 
-// The peer formats the date with local-time getters, so the process must run in UTC.
-// Node re-reads TZ when it is assigned, so this also covers a caller that forgot `TZ=UTC`.
-process.env.TZ = "UTC";
+export { enterCase, escapeContext, render } from "./kit/cases.mjs";
 
-const HERE = dirname(fileURLToPath(import.meta.url));
-export const CASES_DIR = join(HERE, "..", "cases");
-const PEER_FILE = join(HERE, "node_modules", "@mariozechner", "pi-coding-agent", "dist", "core", "system-prompt.js");
-const PEER_PACKAGE_JSON = join(HERE, "node_modules", "@mariozechner", "pi-coding-agent", "package.json");
-export const PEER_VERSION = "0.73.1";
-
-// `new Date()` with no argument is the only clock read in the peer; everything else keeps real Date behaviour.
-const RealDate = Date;
-let fixedNowMs = null;
-class FixedDate extends RealDate {
-  constructor(...args) {
-    if (args.length === 0) {
-      if (fixedNowMs === null) throw new Error("clock read before a case set it");
-      super(fixedNowMs);
-    } else {
-      super(...args);
-    }
-  }
-  static now() {
-    if (fixedNowMs === null) throw new Error("clock read before a case set it");
-    return fixedNowMs;
-  }
-}
-globalThis.Date = FixedDate;
-
-const NOW_RE = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d{3})?Z$/;
-const TOP_LEVEL_KEYS = new Set(["note", "now", "packageDir", "options", "sameAs"]);
-
-/** Names of all case directories that contain an input.json, sorted. */
-export function listCases() {
-  return readdirSync(CASES_DIR, { withFileTypes: true })
-    .filter((e) => e.isDirectory() && existsSync(join(CASES_DIR, e.name, "input.json")))
-    .map((e) => e.name)
-    .sort();
-}
-
-/** Reads and validates one case; throws with the case name on a malformed input. */
-export function loadCase(name) {
-  const file = join(CASES_DIR, name, "input.json");
-  const input = JSON.parse(readFileSync(file, "utf8"));
-  const fail = (msg) => {
-    throw new Error(`${name}: ${msg}`);
-  };
-  if (typeof input !== "object" || input === null || Array.isArray(input)) fail("input must be an object");
-  for (const key of Object.keys(input)) if (!TOP_LEVEL_KEYS.has(key)) fail(`unknown top-level key ${key}`);
-  if (typeof input.now !== "string" || !NOW_RE.test(input.now)) fail("now must be YYYY-MM-DDTHH:MM:SS[.sss]Z");
-  const nowMs = RealDate.parse(input.now);
-  if (Number.isNaN(nowMs) || new RealDate(nowMs).toISOString().slice(0, 19) !== input.now.slice(0, 19)) fail("now is not a real instant");
-  const pd = input.packageDir;
-  if (typeof pd !== "string" || !pd.startsWith("/") || posix.normalize(pd) !== pd || (pd.length > 1 && pd.endsWith("/")))
-    fail("packageDir must be a normalised absolute POSIX path without a trailing slash");
-  if (typeof input.options !== "object" || input.options === null) fail("options must be an object");
-  return { name, nowMs, packageDir: pd, options: input.options, sameAs: input.sameAs };
-}
-
-export function expectedPath(name) {
-  return join(CASES_DIR, name, "expected.txt");
-}
-
-/** Imports the peer function by file path (it is not exported from the package root). */
-export async function loadPeer() {
-  const version = JSON.parse(readFileSync(PEER_PACKAGE_JSON, "utf8")).version;
-  if (version !== PEER_VERSION) throw new Error(`peer is ${version}, expected ${PEER_VERSION}; run npm ci`);
-  // The peer reads its own package.json at import time through PI_PACKAGE_DIR, so the
-  // override must only be set after the import has finished.
-  delete process.env.PI_PACKAGE_DIR;
-  const mod = await import(pathToFileURL(PEER_FILE).href);
-  const jan = new RealDate(RealDate.UTC(2026, 0, 15)).getTimezoneOffset();
-  const jul = new RealDate(RealDate.UTC(2026, 6, 15)).getTimezoneOffset();
-  if (jan !== 0 || jul !== 0) throw new Error("process is not running in UTC");
-  return mod.buildSystemPrompt;
-}
-
-/** Pins the clock and the documentation directory for one case. */
-export function enterCase(c) {
-  fixedNowMs = c.nowMs;
-  if (process.env.PI_PACKAGE_DIR !== c.packageDir) process.env.PI_PACKAGE_DIR = c.packageDir;
-}
-
-/** Renders one case with the peer. */
-export function render(buildSystemPrompt, c) {
-  enterCase(c);
-  return buildSystemPrompt(c.options);
-}
+const harness = caseHarness({
+  peerDir: dirname(fileURLToPath(import.meta.url)),
+  packageName: "@mariozechner/pi-coding-agent",
+  version: "0.73.1",
+  differs: false,
+});
+export default harness;
+export const { CASES_DIR, PEER_PACKAGE, PEER_VERSION, listCases, loadCase, loadPeer, expectedPath, intendedPath } = harness;
