@@ -1,7 +1,7 @@
 //! `promptstack cache-sim` end to end: the report for the chat assistant, ours next to the naive
 //! baseline, and the cache economics goal when no MCP server fails.
 
-use crate::support::promptstack;
+use crate::support::{json_output, promptstack};
 use insta_cmd::assert_cmd_snapshot;
 
 const ARGS: [&str; 6] = [
@@ -98,32 +98,23 @@ fn the_cache_first_target_meets_the_goal_with_failing_servers() {
         ("openai-chat", "gpt-5.6"),
         ("openai-responses", "gpt-5"),
     ] {
-        let output = promptstack()
-            .args([
-                "cache-sim",
-                "examples/chat-assistant/agent.toml",
-                "--sends",
-                "examples/chat-assistant/sends",
-                "--target",
-                "cached",
-                "--turns",
-                "100",
-                "--gap-seconds",
-                "60",
-                "--json",
-                "--provider",
-                provider,
-                "--model",
-                model,
-            ])
-            .output()
-            .unwrap();
-        assert!(
-            output.status.success(),
-            "{}",
-            String::from_utf8_lossy(&output.stderr)
-        );
-        let report: serde_json::Value = serde_json::from_slice(&output.stdout).unwrap();
+        let report = json_output(&[
+            "cache-sim",
+            "examples/chat-assistant/agent.toml",
+            "--sends",
+            "examples/chat-assistant/sends",
+            "--target",
+            "cached",
+            "--turns",
+            "100",
+            "--gap-seconds",
+            "60",
+            "--json",
+            "--provider",
+            provider,
+            "--model",
+            model,
+        ]);
         let ours = &report["ours"];
         let naive = &report["naive"];
         let share = |v: &serde_json::Value, key: &str| v[key].as_f64().unwrap();

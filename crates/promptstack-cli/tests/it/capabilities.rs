@@ -3,7 +3,7 @@
 
 use insta_cmd::assert_cmd_snapshot;
 
-use crate::support::promptstack;
+use crate::support::{promptstack, succeeded};
 
 const SPEC: &str = "examples/voice-platform/agent.toml";
 
@@ -29,24 +29,16 @@ fn publishes_the_authored_text_with_the_registry_fragment() {
 /// is left without it.
 #[test]
 fn json_carries_segments_and_provenance() {
-    let output = promptstack()
-        .args([
-            "capabilities",
-            "publish",
-            SPEC,
-            "--send",
-            "examples/voice-platform/sends/default.json",
-            "--target",
-            "llm_context",
-            "--json",
-        ])
-        .output()
-        .unwrap();
-    assert!(
-        output.status.success(),
-        "{}",
-        String::from_utf8_lossy(&output.stderr)
-    );
+    let output = succeeded(&[
+        "capabilities",
+        "publish",
+        SPEC,
+        "--send",
+        "examples/voice-platform/sends/default.json",
+        "--target",
+        "llm_context",
+        "--json",
+    ]);
     let json: serde_json::Value = serde_json::from_slice(&output.stdout).unwrap();
     let text = json["text"].as_str().unwrap();
     let segment = json["segments"]["outage_lookup"]["text"].as_str().unwrap();

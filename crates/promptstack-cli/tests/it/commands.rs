@@ -1,7 +1,7 @@
 //! The assembly commands end to end: help texts, exit codes, errors on bad input, schema, lint,
 //! bench. Example outputs are covered in `examples.rs`.
 
-use crate::support::promptstack;
+use crate::support::{json_output, promptstack};
 use insta_cmd::assert_cmd_snapshot;
 
 const SPEC: &str = "examples/chat-assistant/agent.toml";
@@ -112,16 +112,7 @@ fn schema_of_spec_send_and_eval() {
 
 #[test]
 fn bench_reports_three_figures() {
-    let output = promptstack()
-        .args(["bench", SPEC, "--send", SEND, "--iterations", "5", "--json"])
-        .output()
-        .unwrap();
-    assert!(
-        output.status.success(),
-        "{}",
-        String::from_utf8_lossy(&output.stderr)
-    );
-    let figures: serde_json::Value = serde_json::from_slice(&output.stdout).unwrap();
+    let figures = json_output(&["bench", SPEC, "--send", SEND, "--iterations", "5", "--json"]);
     let names: Vec<&str> = figures
         .as_array()
         .unwrap()
@@ -137,25 +128,16 @@ fn bench_reports_three_figures() {
 
 #[test]
 fn bench_cold_adds_the_cold_figures() {
-    let output = promptstack()
-        .args([
-            "bench",
-            SPEC,
-            "--send",
-            SEND,
-            "--iterations",
-            "3",
-            "--cold",
-            "--json",
-        ])
-        .output()
-        .unwrap();
-    assert!(
-        output.status.success(),
-        "{}",
-        String::from_utf8_lossy(&output.stderr)
-    );
-    let figures: serde_json::Value = serde_json::from_slice(&output.stdout).unwrap();
+    let figures = json_output(&[
+        "bench",
+        SPEC,
+        "--send",
+        SEND,
+        "--iterations",
+        "3",
+        "--cold",
+        "--json",
+    ]);
     let names: Vec<&str> = figures
         .as_array()
         .unwrap()

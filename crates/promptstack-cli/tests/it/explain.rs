@@ -3,7 +3,7 @@
 
 use insta_cmd::assert_cmd_snapshot;
 
-use crate::support::promptstack;
+use crate::support::{json_output, promptstack};
 
 const BUDGET_SPEC: &str = "crates/promptstack-cli/tests/data/budget/agent.toml";
 const BUDGET_SEND: &str = "crates/promptstack-cli/tests/data/budget/send.json";
@@ -76,24 +76,15 @@ fn breakpoints_are_planned_for_a_format() {
         "--format",
         "anthropic"
     ]));
-    let output = promptstack()
-        .args([
-            "explain",
-            BUDGET_SPEC,
-            "--send",
-            MESSAGE_SEND,
-            "--format",
-            "openai-chat",
-            "--json",
-        ])
-        .output()
-        .unwrap();
-    assert!(
-        output.status.success(),
-        "{}",
-        String::from_utf8_lossy(&output.stderr)
-    );
-    let json: serde_json::Value = serde_json::from_slice(&output.stdout).unwrap();
+    let json = json_output(&[
+        "explain",
+        BUDGET_SPEC,
+        "--send",
+        MESSAGE_SEND,
+        "--format",
+        "openai-chat",
+        "--json",
+    ]);
     let planned = json["breakpoints"].as_array().unwrap();
     let targets: Vec<&str> = planned
         .iter()

@@ -1,33 +1,25 @@
 //! Agent-family features through the binary: the context-file chain read with `--cwd`, the token
 //! gate of `lint` without a send.
 
-use crate::support::{promptstack, root};
+use crate::support::{promptstack, root, succeeded};
 use insta_cmd::assert_cmd_snapshot;
 
 const WORKSPACE: &str = "crates/promptstack-cli/tests/data/workspace";
 
 #[test]
 fn cwd_reads_the_context_chain_from_disk() {
-    let output = promptstack()
-        .args([
-            "render",
-            "examples/coding-agent/agent.toml",
-            "--send",
-            "examples/coding-agent/sends/no-recursion.json",
-            "--target",
-            "system",
-            "--cwd",
-            &format!("{WORKSPACE}/repo/pkg"),
-            "--agent-dir",
-            &format!("{WORKSPACE}/agent"),
-        ])
-        .output()
-        .unwrap();
-    assert!(
-        output.status.success(),
-        "{}",
-        String::from_utf8_lossy(&output.stderr)
-    );
+    let output = succeeded(&[
+        "render",
+        "examples/coding-agent/agent.toml",
+        "--send",
+        "examples/coding-agent/sends/no-recursion.json",
+        "--target",
+        "system",
+        "--cwd",
+        &format!("{WORKSPACE}/repo/pkg"),
+        "--agent-dir",
+        &format!("{WORKSPACE}/agent"),
+    ]);
     let text = String::from_utf8(output.stdout).unwrap();
     let absolute = root().join(WORKSPACE).display().to_string();
     let text = text.replace(&absolute, "[WORKSPACE]");

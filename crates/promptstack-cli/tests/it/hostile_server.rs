@@ -25,7 +25,7 @@ use insta_cmd::get_cargo_bin;
 use serde::Deserialize;
 use serde_json::{Value, json};
 
-use crate::support::{promptstack, root};
+use crate::support::{root, succeeded};
 
 /// The longest tenant B's render may take, during any case. Generous, because CI machines are
 /// loaded; the figures printed show the real times.
@@ -153,17 +153,9 @@ struct Server {
 }
 
 fn key(data: &str, tenant: &str, role: &str) -> String {
-    let output = promptstack()
-        .args([
-            "keys", "create", "--tenant", tenant, "--role", role, "--data", data,
-        ])
-        .output()
-        .unwrap();
-    assert!(
-        output.status.success(),
-        "{}",
-        String::from_utf8_lossy(&output.stderr)
-    );
+    let output = succeeded(&[
+        "keys", "create", "--tenant", tenant, "--role", role, "--data", data,
+    ]);
     String::from_utf8(output.stdout).unwrap().trim().to_owned()
 }
 

@@ -85,3 +85,21 @@ fn answer_one(
     )?;
     stream.flush()
 }
+
+/// Runs the binary with `args` and returns what it wrote, failing with its standard error unless
+/// it succeeded.
+pub fn succeeded(args: &[&str]) -> std::process::Output {
+    let output = promptstack().args(args).output().unwrap();
+    assert!(
+        output.status.success(),
+        "promptstack {}: {}",
+        args.join(" "),
+        String::from_utf8_lossy(&output.stderr)
+    );
+    output
+}
+
+/// Runs the binary with `args`, which must succeed, and reads its standard output as JSON.
+pub fn json_output(args: &[&str]) -> serde_json::Value {
+    serde_json::from_slice(&succeeded(args).stdout).unwrap()
+}

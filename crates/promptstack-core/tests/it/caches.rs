@@ -3,28 +3,12 @@
 
 #![allow(clippy::disallowed_methods)]
 
-use std::path::Path;
 use std::sync::{Arc, Barrier};
 
 use promptstack_core::provider::{Conversation, Format, RequestOptions, Rules};
 use promptstack_core::{Agent, SendContext, SpecFormat};
 
-fn chat_agent() -> Agent {
-    let path =
-        Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples/chat-assistant/agent.toml");
-    Agent::from_source(
-        &std::fs::read(&path).unwrap(),
-        "agent.toml",
-        SpecFormat::Toml,
-    )
-    .unwrap()
-}
-
-fn chat_send(name: &str) -> SendContext {
-    let path = Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join(format!("../../examples/chat-assistant/sends/{name}.json"));
-    SendContext::from_json(&std::fs::read(&path).unwrap(), name).unwrap()
-}
+use crate::support::{chat_agent, chat_send};
 
 /// A stable block slow enough to render that sixteen threads started together overlap.
 const SLOW_SPEC: &str = r#"

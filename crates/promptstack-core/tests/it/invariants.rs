@@ -6,7 +6,6 @@
 #![allow(clippy::disallowed_methods, clippy::disallowed_types)]
 
 use std::collections::BTreeMap;
-use std::path::Path;
 
 use promptstack_core::context::{
     Integration, ModelDescriptor, Now, Project, Skill, ToolUsage, UserLocation, UserProfile,
@@ -14,16 +13,7 @@ use promptstack_core::context::{
 use promptstack_core::{Agent, Assembly, Fingerprint, SendContext, SpecFormat};
 use proptest::prelude::*;
 
-fn chat_agent() -> Agent {
-    let path =
-        Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples/chat-assistant/agent.toml");
-    Agent::from_source(
-        &std::fs::read(&path).unwrap(),
-        "agent.toml",
-        SpecFormat::Toml,
-    )
-    .unwrap()
-}
+use crate::support::{chat_agent, chat_send};
 
 fn now_strategy() -> impl Strategy<Value = Now> {
     // 2020-01-01 .. 2030-01-01, offsets from -12h to +14h in quarter hours.
@@ -405,9 +395,7 @@ proptest! {
 #[test]
 fn warm_reassembly_recounts_only_changed_blocks() {
     let agent = chat_agent();
-    let path = Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../../examples/chat-assistant/sends/research.json");
-    let ctx = SendContext::from_json(&std::fs::read(path).unwrap(), "research.json").unwrap();
+    let ctx = chat_send("research");
     // Every block's count and each half's total, asked for.
     let assemble = |ctx: &SendContext| {
         let assembly = agent.assemble_fresh(ctx).unwrap();
@@ -464,9 +452,7 @@ fn warm_reassembly_recounts_only_changed_blocks() {
 #[test]
 fn stable_part_is_reused_across_volatile_changes() {
     let agent = chat_agent();
-    let path = Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../../examples/chat-assistant/sends/voice-slug.json");
-    let ctx = SendContext::from_json(&std::fs::read(path).unwrap(), "voice-slug.json").unwrap();
+    let ctx = chat_send("voice-slug");
     agent.assemble(&ctx).unwrap();
     let mut later = ctx.clone();
     later.now = Now::new(

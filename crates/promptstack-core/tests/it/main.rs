@@ -18,6 +18,7 @@ mod purity;
 mod refresh;
 mod registry;
 mod spec_fuzz;
+mod support;
 mod tokens;
 mod tools;
 mod turn;

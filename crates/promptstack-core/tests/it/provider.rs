@@ -4,27 +4,10 @@
 
 #![allow(clippy::disallowed_methods)]
 
-use std::path::Path;
-
+use promptstack_core::Agent;
 use promptstack_core::provider::{Conversation, Format, RequestOptions, Rules};
-use promptstack_core::{Agent, SendContext, SpecFormat};
 
-fn agent() -> Agent {
-    let path =
-        Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples/chat-assistant/agent.toml");
-    Agent::from_source(
-        &std::fs::read(&path).unwrap(),
-        "agent.toml",
-        SpecFormat::Toml,
-    )
-    .unwrap()
-}
-
-fn send(name: &str) -> SendContext {
-    let path = Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join(format!("../../examples/chat-assistant/sends/{name}.json"));
-    SendContext::from_json(&std::fs::read(&path).unwrap(), name).unwrap()
-}
+use crate::support::{chat_agent as agent, chat_send as send};
 
 #[test]
 fn equal_inputs_give_equal_bytes_and_notes_go_to_the_user_message() {

@@ -7,35 +7,17 @@
 #![allow(clippy::disallowed_methods, clippy::disallowed_types)]
 
 use std::collections::{BTreeMap, BTreeSet};
-use std::process::Command;
+
+#[path = "../../../../tests/support/cargo_tree.rs"]
+mod cargo_tree;
+use cargo_tree::cargo_tree;
 
 /// The normal (non-dev) dependencies of `package` with their enabled features, resolved for that
 /// package alone (so features other crates of the workspace turn on do not count).
 fn dependencies(package: &str) -> BTreeMap<String, BTreeSet<String>> {
-    let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
-    let output = Command::new(cargo)
-        .args([
-            "tree",
-            "-p",
-            package,
-            "-e",
-            "normal",
-            "--prefix",
-            "none",
-            "--format",
-            "{p}|{f}",
-            "--offline",
-        ])
-        .current_dir(env!("CARGO_MANIFEST_DIR"))
-        .output()
-        .expect("cargo tree runs");
-    assert!(
-        output.status.success(),
-        "{}",
-        String::from_utf8_lossy(&output.stderr)
-    );
+    let tree = cargo_tree(package, "none", "{p}|{f}", &[]);
     let mut deps: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
-    for line in String::from_utf8(output.stdout).unwrap().lines() {
+    for line in tree.lines() {
         let (package, features) = line.split_once('|').unwrap();
         let name = package.split_whitespace().next().unwrap().to_owned();
         let features = features
@@ -50,32 +32,11 @@ fn dependencies(package: &str) -> BTreeMap<String, BTreeSet<String>> {
 
 /// Who depends on `package` within the core's graph (direct dependents, by name).
 fn dependents(package: &str) -> BTreeSet<String> {
-    let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
-    let output = Command::new(cargo)
-        .args([
-            "tree",
-            "-p",
-            "promptstack-core",
-            "-e",
-            "normal",
-            "--prefix",
-            "depth",
-            "--format",
-            "{p}",
-            "--offline",
-        ])
-        .current_dir(env!("CARGO_MANIFEST_DIR"))
-        .output()
-        .expect("cargo tree runs");
-    assert!(
-        output.status.success(),
-        "{}",
-        String::from_utf8_lossy(&output.stderr)
-    );
+    let tree = cargo_tree("promptstack-core", "depth", "{p}", &[]);
     // Lines are `<depth><name> v<version> …`; a line's parent is the nearest earlier line one level up.
     let mut stack: Vec<String> = Vec::new();
     let mut users = BTreeSet::new();
-    for line in String::from_utf8(output.stdout).unwrap().lines() {
+    for line in tree.lines() {
         let digits = line.chars().take_while(char::is_ascii_digit).count();
         let depth: usize = line[..digits].parse().unwrap_or(0);
         let name = line[digits..]

@@ -534,14 +534,8 @@ proptest! {
 }
 
 fn chat_agent_and_send(send: &str) -> (Agent, SendContext) {
-    let root =
-        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples/chat-assistant");
-    let agent = Agent::from_source(
-        &std::fs::read(root.join("agent.toml")).unwrap(),
-        "agent.toml",
-        SpecFormat::Toml,
-    )
-    .unwrap();
+    let root = crate::support::chat_dir();
+    let agent = crate::support::chat_agent();
     let ctx = SendContext::from_json(&std::fs::read(root.join("sends").join(send)).unwrap(), send)
         .unwrap();
     (agent, ctx)
@@ -814,10 +808,8 @@ system = ["@body"]
 /// the order, with a diagnostic, and the servers table agrees with the tools.
 #[test]
 fn a_repeated_mcp_server_name_is_refused_and_reported() {
-    let root =
-        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples/chat-assistant");
-    let spec = std::fs::read(root.join("agent.toml")).unwrap();
-    let agent = Agent::from_source(&spec, "agent.toml", SpecFormat::Toml).unwrap();
+    let root = crate::support::chat_dir();
+    let agent = crate::support::chat_agent();
     let mut send: serde_json::Value =
         serde_json::from_slice(&std::fs::read(root.join("sends/mcp.json")).unwrap()).unwrap();
     let servers = send["mcp_servers"].as_array_mut().unwrap();

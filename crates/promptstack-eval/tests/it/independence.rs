@@ -2,34 +2,13 @@
 //! the store, the command line nor any network or runtime crate, so the statistics and reports
 //! can be used (and later extended) without them.
 
-use std::process::Command;
+#[path = "../../../../tests/support/cargo_tree.rs"]
+mod cargo_tree;
+use cargo_tree::cargo_tree;
 
 /// The names of the normal (non-dev) dependencies of this crate, resolved for it alone.
 fn dependencies() -> Vec<String> {
-    let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
-    let output = Command::new(cargo)
-        .args([
-            "tree",
-            "-p",
-            "promptstack-eval",
-            "-e",
-            "normal",
-            "--prefix",
-            "none",
-            "--format",
-            "{p}",
-            "--offline",
-        ])
-        .current_dir(env!("CARGO_MANIFEST_DIR"))
-        .output()
-        .expect("cargo tree runs");
-    assert!(
-        output.status.success(),
-        "{}",
-        String::from_utf8_lossy(&output.stderr)
-    );
-    String::from_utf8(output.stdout)
-        .expect("cargo tree writes UTF-8")
+    cargo_tree("promptstack-eval", "none", "{p}", &[])
         .lines()
         .filter_map(|line| line.split_whitespace().next())
         .map(str::to_owned)

@@ -5,33 +5,14 @@
 #![allow(clippy::disallowed_methods, clippy::disallowed_types)]
 
 use std::collections::BTreeSet;
-use std::process::Command;
+
+#[path = "../../../../tests/support/cargo_tree.rs"]
+mod cargo_tree;
+use cargo_tree::cargo_tree;
 
 /// The names of the packages in the facade's normal dependency graph with `features`.
 fn graph(features: &[&str]) -> BTreeSet<String> {
-    let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
-    let output = Command::new(cargo)
-        .args([
-            "tree",
-            "-p",
-            "promptstack",
-            "-e",
-            "normal",
-            "--prefix",
-            "none",
-        ])
-        .args(["--format", "{p}", "--offline"])
-        .args(features)
-        .current_dir(env!("CARGO_MANIFEST_DIR"))
-        .output()
-        .expect("cargo tree runs");
-    assert!(
-        output.status.success(),
-        "{}",
-        String::from_utf8_lossy(&output.stderr)
-    );
-    String::from_utf8(output.stdout)
-        .unwrap()
+    cargo_tree("promptstack", "none", "{p}", features)
         .lines()
         .filter_map(|line| line.split_whitespace().next())
         .map(str::to_owned)
