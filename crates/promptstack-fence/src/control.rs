@@ -111,22 +111,11 @@ pub(crate) fn read_candidate(text: &str, mut pos: usize, square: bool) -> Option
 /// The run of closing angle brackets starting at `pos` (spaces and invisible characters between
 /// them allowed, not after the last one), and its total weight.
 pub(crate) fn close_run(text: &str, start: usize) -> (Range<usize>, u32) {
-    let mut pos = start;
-    let mut end = start;
-    let mut weight = 0u32;
-    while pos < text.len() {
-        let unit = unit_at(text, pos);
-        match unit.sym {
-            Sym::Close(w) => {
-                weight = weight.saturating_add(u32::from(w));
-                end = unit.span.end;
-            }
-            Sym::Space | Sym::Ignorable => {}
-            _ => break,
-        }
-        pos = unit.span.end;
-    }
-    (start..end, weight)
+    run(text, start, |sym| match sym {
+        Sym::Close(w) => Step::Count(u32::from(w)),
+        Sym::Space | Sym::Ignorable => Step::Pass,
+        _ => Step::End,
+    })
 }
 
 /// The run of opening brackets of one sort starting at `start` (spaces, line breaks and
@@ -143,23 +132,38 @@ pub(crate) fn open_run_through(
     square: bool,
     joiners: bool,
 ) -> (Range<usize>, u32) {
+    run(text, start, |sym| match sym {
+        Sym::Open(w) if !square => Step::Count(u32::from(w)),
+        Sym::OpenSquare if square => Step::Count(1),
+        Sym::Space | Sym::LineBreak | Sym::Ignorable => Step::Pass,
+        Sym::Joiner if joiners => Step::Pass,
+        _ => Step::End,
+    })
+}
+
+/// What a run of brackets does with the next unit: counts it, with its weight, passes over it,
+/// or ends before it.
+enum Step {
+    Count(u32),
+    Pass,
+    End,
+}
+
+/// The run starting at `start` that `step` describes, as a byte range (from `start` to the end of
+/// its last counted unit) and the total weight of its counted units.
+fn run(text: &str, start: usize, step: impl Fn(Sym) -> Step) -> (Range<usize>, u32) {
     let mut pos = start;
     let mut end = start;
     let mut weight = 0u32;
     while pos < text.len() {
         let unit = unit_at(text, pos);
-        match unit.sym {
-            Sym::Open(w) if !square => {
-                weight = weight.saturating_add(u32::from(w));
+        match step(unit.sym) {
+            Step::Count(w) => {
+                weight = weight.saturating_add(w);
                 end = unit.span.end;
             }
-            Sym::OpenSquare if square => {
-                weight = weight.saturating_add(1);
-                end = unit.span.end;
-            }
-            Sym::Space | Sym::LineBreak | Sym::Ignorable => {}
-            Sym::Joiner if joiners => {}
-            _ => break,
+            Step::Pass => {}
+            Step::End => break,
         }
         pos = unit.span.end;
     }
