@@ -15,7 +15,8 @@
 //! - [`SendsDiff`] is the report of `diff` (and of a publish's cache impact);
 //! - an engine error's kind is named by [`ErrorKind::as_str`](crate::ErrorKind::as_str);
 //! - each command has one typed request and one typed result, and one function that runs it
-//!   over an [`Assembled`] send: [`render`] ([`RenderRequest`] → [`RenderResult`]), [`request`]
+//!   over an [`Assembled`] send: [`render`] ([`RenderRequest`] → [`RenderResult`]; the full
+//!   prompt also over a send not yet assembled, [`render_full`]), [`request`]
 //!   ([`RequestRequest`] → [`RequestResult`]), [`explain`] ([`ExplainRequest`] →
 //!   [`Explanation`](crate::report::Explanation)), [`tools`] ([`ToolsResult`]), [`diff`]
 //!   ([`DiffRequest`] → [`SendsDiff`]) and [`lint`] ([`LintResult`]), and over several sends
@@ -41,7 +42,7 @@ mod text;
 pub use run::{
     Assembled, CacheSimRequest, CacheSimResult, Diagnosed, DiffRequest, Env, Error, ExplainRequest,
     LintResult, OutOfRange, RenderRequest, RenderResult, Rendered, RequestRequest, RequestResult,
-    SimOption, ToolsResult, cache_sim, diff, explain, lint, render, request, tools,
+    SimOption, ToolsResult, cache_sim, diff, explain, lint, render, render_full, request, tools,
 };
 pub use text::{
     CiteMode, CiteRequest, CiteResult, FenceKind, FenceRequest, FenceResult, cite, fence,

@@ -211,10 +211,7 @@ pub fn render(
 ) -> Result<RenderResult, Error> {
     let assembly = on.assembly;
     if request.full {
-        if request.format.provider().is_some() {
-            return Err(Error::FullInProviderFormat);
-        }
-        let full = on.agent.render_full(on.send, request.target.as_deref())?;
+        let full = render_full(on.agent, on.send, request)?;
         return Ok(RenderResult {
             target: None,
             diagnostics: full.warnings.clone(),
@@ -254,6 +251,26 @@ pub fn render(
         diagnostics: diagnostics(assembly, composition.diagnostics.iter()),
         rendered: Rendered::Text(composition.text(request.slot).to_owned()),
     })
+}
+
+/// Renders the full prompt of the target `request` names (or of the only one) for `send`, with
+/// its warnings: what [`render`] renders with `full`, for a front end that has not assembled the
+/// send (the full prompt assembles it itself). `request.full` is taken as set.
+///
+/// # Errors
+///
+/// [`Error::FullInProviderFormat`] in a provider format; [`Error::Engine`] when no target is
+/// named and the spec has several ([`ErrorKind::NotFound`](crate::ErrorKind::NotFound)), or
+/// assembling or composing fails.
+pub fn render_full(
+    agent: &Agent,
+    send: &SendContext,
+    request: &RenderRequest,
+) -> Result<FullPrompt, Error> {
+    if request.format.provider().is_some() {
+        return Err(Error::FullInProviderFormat);
+    }
+    Ok(agent.render_full(send, request.target.as_deref())?)
 }
 
 /// The request of `request`: which target, in which provider format, with which options.

@@ -450,3 +450,38 @@ fn cite_bounds_the_map_only_when_it_is_kept() {
         Err(Error::Widgets(_))
     ));
 }
+
+#[test]
+fn render_full_renders_what_render_renders_with_full_without_an_assembly() {
+    use promptstack::command::{
+        self, Assembled, Env, Error, RenderFormat, RenderRequest, Rendered,
+    };
+    let (agent, send) = example();
+    let assembly = agent.assemble(&send).unwrap();
+    let on = Assembled {
+        agent: &agent,
+        send: &send,
+        assembly: &assembly,
+    };
+    let limits = Limits::default();
+    let request = RenderRequest {
+        target: Some("cached".to_owned()),
+        full: true,
+        ..RenderRequest::default()
+    };
+    let full = command::render_full(&agent, &send, &request).unwrap();
+    let rendered = command::render(&on, &request, &Env::bundled(&limits)).unwrap();
+    assert_eq!(rendered.diagnostics, full.warnings);
+    match rendered.rendered {
+        Rendered::Full(by_render) => assert_eq!(by_render.text, full.text),
+        other => panic!("expected the full prompt, got {other:?}"),
+    }
+    let in_a_provider_format = RenderRequest {
+        format: RenderFormat::Anthropic,
+        ..request
+    };
+    assert!(matches!(
+        command::render_full(&agent, &send, &in_a_provider_format),
+        Err(Error::FullInProviderFormat)
+    ));
+}
