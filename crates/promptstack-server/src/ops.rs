@@ -210,11 +210,11 @@ pub async fn cite(
              cannot be returned (use `\"mode\": \"links\"`, or `promptstack cite --json`)",
         ));
     }
+    // No widgets, and the runs taken after every chunk: neither could be returned.
     let request = CiteRequest {
         sources: header.sources,
         mode: command::CiteMode::Links,
-        widgets: Vec::new(),
-        map: false,
+        ..CiteRequest::default()
     };
     let processor = command::cite(&request, &limits)?;
     let read = head.len() as u64 + 1 + rest.len() as u64;
