@@ -76,7 +76,9 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
             promptstack::ErrorKind::NotFound
             | promptstack::ErrorKind::Request
             | promptstack::ErrorKind::Rules => crate::exit::bad_input(e),
-            // The table names a failure as it is; the JSON says what was being done.
+            // Any other kind comes from composing a target (planning composes the same targets
+            // again, after they composed): the table has always reported it as it is, the JSON
+            // with what was being done.
             _ if !args.json => anyhow::Error::new(e),
             _ => anyhow::Error::new(e).context("explaining the assembly failed"),
         },
