@@ -121,30 +121,7 @@ fn conversation(openapi: &mut utoipa::openapi::OpenApi) {
     }
 }
 
-/// Reads an optional whole number the way the document states it (JSON Schema's `integer`): a
-/// number without a fractional part, written `400` or `400.0` alike, that `T` holds.
-///
-/// # Errors
-///
-/// Not a number, a fractional one, or one out of `T`'s range.
-pub fn whole<'de, D, T>(deserializer: D) -> Result<Option<T>, D::Error>
-where
-    D: serde::Deserializer<'de>,
-    T: TryFrom<u64>,
-{
-    use serde::de::Error as _;
-    let Some(number) = Option::<serde_json::Number>::deserialize(deserializer)? else {
-        return Ok(None);
-    };
-    promptstack::command::whole_number(&number)
-        .map(Some)
-        .ok_or_else(|| {
-            D::Error::custom(format!(
-                "expected a whole number that a {} holds, got {number}",
-                std::any::type_name::<T>()
-            ))
-        })
-}
+pub use promptstack::command::{U64Schema, whole};
 
 /// A schema carried as raw JSON Schema.
 fn raw(value: Value) -> RefOr<Schema> {
@@ -316,7 +293,7 @@ impl ToSchema for FenceRequestSchema {
     }
 
     fn schemas(schemas: &mut Vec<(String, RefOr<Schema>)>) {
-        use crate::ops::FenceRequest;
+        use promptstack::command::FenceRequest;
         schemas.push((FenceRequest::name().into_owned(), FenceRequest::schema()));
         FenceRequest::schemas(schemas);
     }
@@ -571,12 +548,6 @@ string_schema! {
         "type": "string",
         "description": "The `next` of the previous page: a position.",
         "pattern": "^[1-9][0-9]{0,17}$",
-    });
-    /// A whole number a `u64` holds.
-    U64Schema as "U64" => serde_json::json!({
-        "type": "integer",
-        "minimum": 0,
-        "maximum": u64::MAX,
     });
     /// The streamed body of `cite`.
     CiteBodySchema as "CiteBody" => serde_json::json!({

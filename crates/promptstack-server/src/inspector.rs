@@ -7,14 +7,14 @@ use axum::extract::rejection::JsonRejection;
 use axum::extract::{Path, State};
 use axum::http::header;
 use axum::response::{IntoResponse, Response};
-use promptstack::provider::sim::{SimCancel, SimConfig};
-use promptstack::provider::{RequestOptions, Rules};
+use promptstack::command::{self, Env};
+use promptstack::provider::sim::SimCancel;
 use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 
 use crate::auth::Auth;
 use crate::bundle::Bundle;
-use crate::engine::{Overrides, engine_problem, read_send, resolve};
+use crate::engine::{Overrides, read_send, resolve};
 use crate::problem::{Problem, json_rejection};
 use crate::render::ProviderFormat;
 use crate::settings::SettingsPreview;
@@ -81,7 +81,7 @@ pub struct CacheSimRequest {
     pub target: Option<String>,
     /// The request format (default `anthropic`).
     #[serde(default)]
-    #[schema(value_type = promptstack::command::ProviderFormatSchema)]
+    #[schema(value_type = command::ProviderFormatSchema)]
     pub provider: ProviderFormat,
     /// The model id (default: the first send's).
     pub model: Option<String>,
@@ -108,6 +108,22 @@ pub struct CacheSimRequest {
     pub settings: Option<serde_json::Value>,
 }
 
+impl CacheSimRequest {
+    /// The command's request: the body's options, each absent one taking its default.
+    fn request(&self) -> command::CacheSimRequest {
+        let defaults = command::CacheSimRequest::default();
+        command::CacheSimRequest {
+            target: self.target.clone(),
+            format: self.provider,
+            model: self.model.clone(),
+            turns: self.turns.unwrap_or(defaults.turns),
+            gap_seconds: self.gap_seconds.unwrap_or(defaults.gap_seconds),
+            mcp_failure_rate: self.mcp_failure_rate.unwrap_or(defaults.mcp_failure_rate),
+            seed: self.seed.unwrap_or(defaults.seed),
+        }
+    }
+}
+
 /// `POST /v1/agents/{name}/cache-sim`: `promptstack cache-sim` over the version's example sends
 /// (in name order, with the tenant's settings, or the previewed ones, applied): per turn and in total, the tokens read
 /// from the cache, written and uncached, ours next to the naive baseline.
@@ -123,36 +139,11 @@ pub async fn cache_sim(
     Path(name): Path<String>,
     body: Result<Json<CacheSimRequest>, JsonRejection>,
 ) -> Result<Response, Problem> {
-    use promptstack::limits::{Limit, SIM_GAP_MAX_SECONDS};
     let Json(body) = body.map_err(json_rejection)?;
     let preview = crate::settings::preview(body.settings.as_ref())?;
     let tenant = &auth.0.tenant;
-    let turns = body.turns.unwrap_or(100);
-    let max_turns = state.inner.config.limits.get(Limit::SimTurns);
-    if turns == 0 || u64::from(turns) > max_turns {
-        return Err(Problem::unprocessable(
-            "invalid-body",
-            format!(
-                "`turns` must be between 1 and {max_turns} (the `sim-turns` limit), got {turns}"
-            ),
-        ));
-    }
-    let gap_seconds = body.gap_seconds.unwrap_or(60);
-    if gap_seconds > SIM_GAP_MAX_SECONDS {
-        return Err(Problem::unprocessable(
-            "invalid-body",
-            format!(
-                "`gap_seconds` must be at most {SIM_GAP_MAX_SECONDS} (30 days), got {gap_seconds}"
-            ),
-        ));
-    }
-    let mcp_failure_rate = body.mcp_failure_rate.unwrap_or(0.05);
-    if !(0.0..=1.0).contains(&mcp_failure_rate) {
-        return Err(Problem::unprocessable(
-            "invalid-body",
-            format!("`mcp_failure_rate` must be between 0 and 1, got {mcp_failure_rate}"),
-        ));
-    }
+    let request = body.request();
+    request.check(&state.inner.config.limits)?;
     let resolved = resolve(&state, tenant, &name, body.reference.as_deref()).await?;
     let stored = state
         .inner
@@ -192,39 +183,9 @@ pub async fn cache_sim(
     // freed at once.
     let cancel = SimCancel::new();
     let _stop_when_dropped = StopWhenDropped(cancel.clone());
+    let limits = state.inner.config.limits.clone();
     let report = crate::engine::blocking(&state, move || {
-        let target = match body.target {
-            Some(target) => target,
-            None => {
-                let assembly = agent.assemble(&sends[0]).map_err(engine_problem)?;
-                let ids: Vec<&str> = assembly.target_ids().collect();
-                match ids.as_slice() {
-                    [one] => (*one).to_owned(),
-                    _ => {
-                        return Err(Problem::unprocessable(
-                            "target-required",
-                            format!(
-                                "this spec has several targets ({}); choose one with `target`",
-                                ids.join(", ")
-                            ),
-                        ));
-                    }
-                }
-            }
-        };
-        let mut request = RequestOptions::new(body.provider, target);
-        request.model = body.model;
-        let config = SimConfig {
-            turns,
-            gap_seconds,
-            request,
-            mcp_failure_rate,
-            seed: body.seed.unwrap_or(1),
-            cancel,
-        };
-        agent
-            .simulate_cache(&sends, Rules::bundled(), &config)
-            .map_err(engine_problem)
+        command::cache_sim(&agent, &sends, &request, &Env::bundled(&limits), cancel)
     })
     .await??;
     let mut response = Json(report).into_response();

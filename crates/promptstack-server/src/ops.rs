@@ -12,10 +12,9 @@ use axum::extract::rejection::JsonRejection;
 use axum::http::{HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use futures::StreamExt as _;
-use promptstack::fence::{ContentKind, Fence, MaxBytes, Provenance};
-use promptstack::nonce::OsNonces;
-use promptstack::stream::{OutputMode, Processor, SourceSnapshot};
-use serde::{Deserialize, Serialize};
+use promptstack::command::{self, CiteRequest, FenceRequest, FenceResult};
+use promptstack::stream::{Processor, SourceSnapshot};
+use serde::Deserialize;
 use utoipa::ToSchema;
 
 use crate::auth::Auth;
@@ -89,115 +88,17 @@ pub async fn openapi(State(state): State<AppState>) -> Response {
     Json(crate::contract::served(&state.inner.config.limits)).into_response()
 }
 
-/// What kind of content a fence holds.
-#[derive(Debug, Clone, Copy, Deserialize, ToSchema)]
-#[serde(rename_all = "kebab-case")]
-pub enum FenceKind {
-    /// A web page.
-    Page,
-    /// A selection of a page.
-    Selection,
-    /// A file.
-    File,
-    /// An MCP resource.
-    McpResource,
-    /// A tool's result.
-    ToolResult,
-}
-
-impl From<FenceKind> for ContentKind {
-    fn from(kind: FenceKind) -> Self {
-        match kind {
-            FenceKind::Page => ContentKind::Page,
-            FenceKind::Selection => ContentKind::Selection,
-            FenceKind::File => ContentKind::File,
-            FenceKind::McpResource => ContentKind::McpResource,
-            FenceKind::ToolResult => ContentKind::ToolResult,
-        }
-    }
-}
-
-/// The body of `fence`: wrap untrusted text, or check a fenced text.
-#[derive(Debug, Deserialize, ToSchema)]
-#[serde(deny_unknown_fields)]
-pub struct FenceRequest {
-    /// The text.
-    pub text: String,
-    /// Check `text` as a fence instead of wrapping it.
-    #[serde(default)]
-    pub check: bool,
-    /// What the text is (required to wrap).
-    pub kind: Option<FenceKind>,
-    /// Where it came from (a URL or path).
-    pub origin: Option<String>,
-    /// The tool that produced it: a registry name.
-    #[schema(pattern = "^[A-Za-z0-9_-]{1,64}$")]
-    pub tool: Option<String>,
-    /// Truncate the body to this many bytes.
-    #[serde(default, deserialize_with = "crate::contract::whole")]
-    #[schema(value_type = Option<crate::contract::U64Schema>)]
-    pub max_bytes: Option<usize>,
-}
-
-/// The answer of `fence`.
-#[derive(Debug, Serialize, ToSchema)]
-pub struct FenceResponse {
-    /// The fenced text (wrapping).
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub text: Option<String>,
-    /// Markers and control tokens defanged (wrapping).
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub defanged: Option<usize>,
-    /// The bytes kept and the bytes given, when the body was truncated.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub truncated: Option<[usize; 2]>,
-    /// Whether the text is one valid fence (checking).
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub valid: Option<bool>,
-    /// The problems found (checking).
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub problems: Option<Vec<String>>,
-}
-
 /// `POST /v1/fence`: wrap untrusted text in a fence (as `promptstack fence`), or check one.
 #[utoipa::path(post, path = "/v1/fence", tag = "render",
     request_body = crate::contract::FenceRequestSchema,
-    responses((status = 200, body = FenceResponse), (status = "4XX", body = Problem, content_type = "application/problem+json")),
+    responses((status = 200, body = FenceResult), (status = "4XX", body = Problem, content_type = "application/problem+json")),
     security(("bearer" = [])))]
 pub async fn fence(
     _auth: Auth,
     body: Result<Json<FenceRequest>, JsonRejection>,
-) -> Result<Json<FenceResponse>, Problem> {
+) -> Result<Json<FenceResult>, Problem> {
     let Json(body) = body.map_err(json_rejection)?;
-    if body.check {
-        let report = promptstack::fence::check(&body.text);
-        return Ok(Json(FenceResponse {
-            text: None,
-            defanged: None,
-            truncated: None,
-            valid: Some(report.is_valid()),
-            problems: Some(report.problems.iter().map(ToString::to_string).collect()),
-        }));
-    }
-    let kind = body
-        .kind
-        .ok_or_else(|| Problem::unprocessable("invalid-body", "`kind` is required to wrap"))?;
-    let provenance = Provenance::new(kind.into(), body.origin.as_deref(), body.tool.as_deref())
-        .map_err(|e| Problem::unprocessable("invalid-body", e.to_string()))?;
-    let mut fence = Fence::new(OsNonces);
-    if let Some(max) = body.max_bytes {
-        fence = fence.with_limit(MaxBytes(max));
-    }
-    let wrapped = fence
-        .wrap(&body.text, &provenance)
-        .map_err(|e| Problem::unprocessable("fence-failed", e.to_string()))?;
-    Ok(Json(FenceResponse {
-        text: Some(wrapped.text),
-        defanged: Some(wrapped.defanged),
-        truncated: wrapped.truncated.map(|t| [t.kept_bytes, t.total_bytes]),
-        valid: None,
-        problems: None,
-    }))
+    Ok(Json(command::fence(&body)?))
 }
 
 /// The first line of a `cite` body.
@@ -302,18 +203,20 @@ pub async fn cite(
              returned (use `promptstack cite --widgets … --json`)",
         ));
     }
-    let mode = match header.mode {
-        CiteMode::Placeholders => {
-            return Err(Problem::unprocessable(
-                "invalid-body",
-                "the first line: `mode: placeholders` is not offered over HTTP: its citation map \
-                 cannot be returned (use `\"mode\": \"links\"`, or `promptstack cite --json`)",
-            ));
-        }
-        CiteMode::Links => OutputMode::Links,
+    if let CiteMode::Placeholders = header.mode {
+        return Err(Problem::unprocessable(
+            "invalid-body",
+            "the first line: `mode: placeholders` is not offered over HTTP: its citation map \
+             cannot be returned (use `\"mode\": \"links\"`, or `promptstack cite --json`)",
+        ));
+    }
+    // No widgets, and the runs taken after every chunk: neither could be returned.
+    let request = CiteRequest {
+        sources: header.sources,
+        mode: command::CiteMode::Links,
+        ..CiteRequest::default()
     };
-    let config = limits.cite(mode).with_max_citation_runs(usize::MAX);
-    let processor = Processor::new(&header.sources, config);
+    let processor = command::cite(&request, &limits)?;
     let read = head.len() as u64 + 1 + rest.len() as u64;
     let state = CiteState {
         processor,

@@ -283,6 +283,15 @@ impl From<command::Error> for Problem {
                 "invalid-format",
                 "`full` renders text or JSON; use format `text` or `json`",
             ),
+            command::Error::OutOfRange(range) => Problem::unprocessable(
+                "invalid-body",
+                range.message(&format!("`{}`", range.option.as_str())),
+            ),
+            command::Error::FenceKindRequired => {
+                Problem::unprocessable("invalid-body", "`kind` is required to wrap")
+            }
+            command::Error::Provenance(e) => Problem::unprocessable("invalid-body", e.to_string()),
+            command::Error::Fence(e) => Problem::unprocessable("fence-failed", e.to_string()),
             command::Error::Engine(e) => engine_problem(e),
             other => Problem::unprocessable("render-failed", other.to_string()),
         }

@@ -5,8 +5,9 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use anyhow::Context as _;
-use promptstack::provider::sim::{SimConfig, SimFigures, SimReport};
-use promptstack::provider::{Format, RequestOptions};
+use promptstack::command::{self, CacheSimRequest, Env, SimOption};
+use promptstack::provider::Format;
+use promptstack::provider::sim::{SimCancel, SimFigures, SimReport};
 
 use crate::exit::bad_input;
 use crate::input;
@@ -33,10 +34,10 @@ pub struct Args {
     #[arg(long)]
     sends: PathBuf,
     /// How many user turns (at most the `sim-turns` limit, 1000 unless --limit raises it).
-    #[arg(long, default_value_t = 100)]
+    #[arg(long, default_value_t = CacheSimRequest::DEFAULT_TURNS)]
     turns: u32,
     /// Seconds between turns (at most 2592000, 30 days).
-    #[arg(long, default_value_t = 60)]
+    #[arg(long, default_value_t = CacheSimRequest::DEFAULT_GAP_SECONDS)]
     gap_seconds: u32,
     /// The request format: anthropic, openai-chat, openai-responses or gemini (default: from the
     /// first send's model provider).
@@ -52,10 +53,10 @@ pub struct Args {
     #[arg(long)]
     rules: Option<PathBuf>,
     /// The chance per turn that one synthetic MCP server fails.
-    #[arg(long, default_value_t = 0.05)]
+    #[arg(long, default_value_t = CacheSimRequest::DEFAULT_MCP_FAILURE_RATE)]
     mcp_failure_rate: f64,
     /// The seed of the generator that reorders and fails MCP servers.
-    #[arg(long, default_value_t = 1)]
+    #[arg(long, default_value_t = CacheSimRequest::DEFAULT_SEED)]
     seed: u64,
     /// Print the report as JSON (with every turn's figures).
     #[arg(long)]
@@ -68,7 +69,16 @@ pub struct Args {
 }
 
 pub fn run(args: Args) -> anyhow::Result<ExitCode> {
-    check_options(&args)?;
+    let mut request = CacheSimRequest {
+        target: args.target.clone(),
+        format: Format::default(),
+        model: args.model.clone(),
+        turns: args.turns,
+        gap_seconds: args.gap_seconds,
+        mcp_failure_rate: args.mcp_failure_rate,
+        seed: args.seed,
+    };
+    request.check(input::limits()).map_err(refusal)?;
     let agent = input::agent(&args.spec)?;
     let mut paths: Vec<PathBuf> = std::fs::read_dir(&args.sends)
         .with_context(|| {
@@ -95,7 +105,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         .provider
         .clone()
         .unwrap_or_else(|| sends[0].model.provider.clone());
-    let format = Format::for_provider(&provider).ok_or_else(|| {
+    request.format = Format::for_provider(&provider).ok_or_else(|| {
         bad_input(anyhow::anyhow!(
             "unknown provider `{provider}`; use anthropic, openai-chat, openai-responses or gemini"
         ))
@@ -105,23 +115,14 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     if assembly.target_ids().all(|t| t != target) {
         return Err(bad_input(anyhow::anyhow!("unknown target `{target}`")));
     }
+    request.target = Some(target);
     let rules = crate::cmd::request::rules(args.rules.as_deref())?;
-    let mut request = RequestOptions::new(format, target);
-    request.model = args.model.clone();
-    let config = SimConfig {
-        turns: args.turns,
-        gap_seconds: args.gap_seconds,
-        request,
-        mcp_failure_rate: args.mcp_failure_rate,
-        seed: args.seed,
-        cancel: promptstack::provider::sim::SimCancel::default(),
+    let env = Env {
+        limits: input::limits(),
+        rules: &rules,
     };
-    let report = agent
-        .simulate_cache(&sends, &rules, &config)
-        .map_err(|e| match e.kind() {
-            promptstack::ErrorKind::Rules | promptstack::ErrorKind::Request => bad_input(e),
-            _ => anyhow::Error::new(e),
-        })?;
+    let report = command::cache_sim(&agent, &sends, &request, &env, SimCancel::default())
+        .map_err(refusal)?;
     if let Some(path) = &args.svg {
         std::fs::write(path, promptstack_inspector::cache_chart_svg(&report)).with_context(
             || {
@@ -143,38 +144,32 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
-/// Refuses options out of their ranges before any work: turns beyond the `sim-turns` limit, a
-/// gap beyond 30 days, a failure rate outside 0–1.
-fn check_options(args: &Args) -> anyhow::Result<()> {
-    use promptstack::limits::{Limit, SIM_GAP_MAX_SECONDS};
-    let max_turns = input::limits().get(Limit::SimTurns);
-    if args.turns == 0 || u64::from(args.turns) > max_turns {
-        let raise = if max_turns < Limit::SimTurns.ceiling() {
-            format!(
-                "; raise the limit with --limit sim-turns=N (at most {})",
-                Limit::SimTurns.ceiling()
-            )
-        } else {
-            String::new()
-        };
-        return Err(bad_input(anyhow::anyhow!(
-            "--turns must be between 1 and {max_turns} (the `sim-turns` limit), got {}{raise}",
-            args.turns
-        )));
+/// The simulation's refusal as the command line words it: an option out of its range (with how
+/// to raise the `sim-turns` limit when it can be), rules or a request that cannot be, as bad
+/// input.
+fn refusal(error: command::Error) -> anyhow::Error {
+    use promptstack::limits::Limit;
+    match error {
+        command::Error::OutOfRange(range) => {
+            let name = format!("--{}", range.option.as_str().replace('_', "-"));
+            let max_turns = input::limits().get(Limit::SimTurns);
+            let raise = if range.option == SimOption::Turns && max_turns < Limit::SimTurns.ceiling()
+            {
+                format!(
+                    "; raise the limit with --limit sim-turns=N (at most {})",
+                    Limit::SimTurns.ceiling()
+                )
+            } else {
+                String::new()
+            };
+            bad_input(anyhow::anyhow!("{}{raise}", range.message(&name)))
+        }
+        command::Error::Engine(e) => match e.kind() {
+            promptstack::ErrorKind::Rules | promptstack::ErrorKind::Request => bad_input(e),
+            _ => anyhow::Error::new(e),
+        },
+        other => crate::cmd::request::command_error(other),
     }
-    if args.gap_seconds > SIM_GAP_MAX_SECONDS {
-        return Err(bad_input(anyhow::anyhow!(
-            "--gap-seconds must be at most {SIM_GAP_MAX_SECONDS} (30 days), got {}",
-            args.gap_seconds
-        )));
-    }
-    if !(0.0..=1.0).contains(&args.mcp_failure_rate) {
-        return Err(bad_input(anyhow::anyhow!(
-            "--mcp-failure-rate must be between 0 and 1, got {}",
-            args.mcp_failure_rate
-        )));
-    }
-    Ok(())
 }
 
 /// Reads the sends, refusing more files or more bytes in all than the `sim-sends` and

@@ -6,10 +6,9 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use anyhow::Context as _;
+use promptstack::command::{self, CiteMode, CiteRequest};
 use promptstack::limits::Limit;
-use promptstack::stream::{
-    CitationMap, OutputMode, Overflow, OverflowKind, Processor, SourceSnapshot, WidgetSet,
-};
+use promptstack::stream::{CitationMap, Overflow, OverflowKind, Processor, SourceSnapshot};
 
 use crate::exit::bad_input;
 
@@ -70,20 +69,21 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     let bytes = crate::input::read(&args.sources, promptstack::limits::InputKind::Sources)?;
     let sources: SourceSnapshot = serde_json::from_slice(&bytes)
         .map_err(|e| bad_input(anyhow::anyhow!("invalid sources file {path}: {e}")))?;
-    let mode = match args.mode {
-        Mode::Placeholders => OutputMode::Placeholders,
-        Mode::Links => OutputMode::Links,
+    let request = CiteRequest {
+        sources,
+        mode: match args.mode {
+            Mode::Placeholders => CiteMode::Placeholders,
+            Mode::Links => CiteMode::Links,
+        },
+        widgets: args.widgets,
+        // The runs are taken after every chunk unless `--json` prints the map at the end.
+        map: args.json,
     };
-    let widgets = WidgetSet::new(args.widgets.iter().map(String::as_str))
-        .map_err(|e| bad_input(anyhow::anyhow!("invalid --widgets: {e}")))?;
-    let limits = crate::input::limits();
-    let mut config = limits.cite(mode).with_widgets(widgets);
-    if !args.json {
-        // The runs are taken after every chunk, so the map never holds more than one chunk's
-        // worth.
-        config = config.with_max_citation_runs(usize::MAX);
-    }
-    let mut processor = Processor::new(&sources, config);
+    let mut processor =
+        command::cite(&request, crate::input::limits()).map_err(|error| match error {
+            command::Error::Widgets(e) => bad_input(anyhow::anyhow!("invalid --widgets: {e}")),
+            other => anyhow::Error::new(other),
+        })?;
     match stream(&mut processor, args.json) {
         Err(e) if is_broken_pipe(&e) => Ok(ExitCode::SUCCESS),
         result => result.map(|()| ExitCode::SUCCESS),

@@ -7,12 +7,12 @@ use std::process::ExitCode;
 use anyhow::Context as _;
 use promptstack::block::Block;
 use promptstack::block::BlockState;
+use promptstack::compose::Composition;
 use promptstack::diagnostic::Severity;
-use promptstack::report::{BreakpointFormat, PlannedBreakpoints};
+use promptstack::report::PlannedBreakpoints;
 use promptstack::spec::{BlockKind, Placement};
 use promptstack::{Agent, Assembly};
 
-use crate::cmd::render::compose_all;
 use crate::input;
 
 /// Explain an assembly: every block with its kind, trust, stability, state (and why), override
@@ -56,53 +56,44 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         Some(_) => Some(crate::cmd::request::rules(args.rules.as_deref())?),
         None => None,
     };
-    let format = args
-        .format
-        .zip(rules.as_ref())
-        .map(|(format, rules)| BreakpointFormat { format, rules });
-    let bad_or_failed = |e: promptstack::Error| match e.kind() {
-        promptstack::ErrorKind::NotFound
-        | promptstack::ErrorKind::Request
-        | promptstack::ErrorKind::Rules => crate::exit::bad_input(e),
-        _ => anyhow::Error::new(e).context("explaining the assembly failed"),
+    let on = promptstack::command::Assembled {
+        agent: &agent,
+        send: &send,
+        assembly: &assembly,
     };
+    let request = promptstack::command::ExplainRequest {
+        target: args.target.clone(),
+        format: args.format,
+    };
+    let env = promptstack::command::Env {
+        limits: input::limits(),
+        rules: rules
+            .as_ref()
+            .unwrap_or(promptstack::provider::Rules::bundled()),
+    };
+    let explanation = promptstack::command::explain(&on, &request, &env).map_err(|e| match e {
+        promptstack::command::Error::Engine(e) => match e.kind() {
+            promptstack::ErrorKind::NotFound
+            | promptstack::ErrorKind::Request
+            | promptstack::ErrorKind::Rules => crate::exit::bad_input(e),
+            // Any other kind comes from composing a target (planning composes the same targets
+            // again, after they composed): the table has always reported it as it is, the JSON
+            // with what was being done.
+            _ if !args.json => anyhow::Error::new(e),
+            _ => anyhow::Error::new(e).context("explaining the assembly failed"),
+        },
+        other => crate::cmd::request::command_error(other),
+    })?;
     if args.json {
-        let on = promptstack::command::Assembled {
-            agent: &agent,
-            send: &send,
-            assembly: &assembly,
-        };
-        let request = promptstack::command::ExplainRequest {
-            target: args.target.clone(),
-            format: args.format,
-        };
-        let env = promptstack::command::Env {
-            limits: input::limits(),
-            rules: rules
-                .as_ref()
-                .unwrap_or(promptstack::provider::Rules::bundled()),
-        };
-        let explanation =
-            promptstack::command::explain(&on, &request, &env).map_err(|e| match e {
-                promptstack::command::Error::Engine(e) => bad_or_failed(e),
-                other => crate::cmd::request::command_error(other),
-            })?;
         println!("{}", serde_json::to_string_pretty(&explanation)?);
         return Ok(ExitCode::SUCCESS);
     }
-    let targets: Vec<String> = match &args.target {
-        Some(t) => vec![t.clone()],
-        None => assembly.target_ids().map(str::to_owned).collect(),
-    };
-    let compositions = compose_all(&assembly, &targets)?;
-    let planned = match format {
-        None => Vec::new(),
-        Some(format) => targets
-            .iter()
-            .map(|t| promptstack::report::plan_breakpoints(&agent, &assembly, t, format))
-            .collect::<Result<_, _>>()
-            .map_err(bad_or_failed)?,
-    };
+    let compositions: Vec<Composition> = explanation
+        .targets
+        .into_iter()
+        .map(|target| target.composition)
+        .collect();
+    let planned = explanation.breakpoints;
     // A report, not the wire text: nothing in it may drive the terminal.
     let mut table = table(&agent, &send, &assembly, &compositions, &args.spec);
     table.push_str(&breakpoints_section(&planned));
@@ -168,7 +159,7 @@ fn table(
     agent: &Agent,
     send: &promptstack::SendContext,
     assembly: &Assembly,
-    compositions: &[promptstack::compose::Composition],
+    compositions: &[Composition],
     spec_path: &std::path::Path,
 ) -> String {
     let counting = assembly.counting();

@@ -5,8 +5,7 @@ use std::process::ExitCode;
 
 use anyhow::Context;
 use clap::ValueEnum;
-use promptstack::fence::{ContentKind, Fence, MaxBytes, Provenance, check};
-use promptstack::nonce::OsNonces;
+use promptstack::command::{self, FenceKind, FenceRequest};
 
 use crate::exit::bad_input;
 
@@ -54,14 +53,14 @@ enum Kind {
     ToolResult,
 }
 
-impl From<Kind> for ContentKind {
+impl From<Kind> for FenceKind {
     fn from(kind: Kind) -> Self {
         match kind {
-            Kind::Page => ContentKind::Page,
-            Kind::Selection => ContentKind::Selection,
-            Kind::File => ContentKind::File,
-            Kind::McpResource => ContentKind::McpResource,
-            Kind::ToolResult => ContentKind::ToolResult,
+            Kind::Page => FenceKind::Page,
+            Kind::Selection => FenceKind::Selection,
+            Kind::File => FenceKind::File,
+            Kind::McpResource => FenceKind::McpResource,
+            Kind::ToolResult => FenceKind::ToolResult,
         }
     }
 }
@@ -71,57 +70,52 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     let raw = crate::input::read_stdin(promptstack::limits::InputKind::Content)?;
     let text = String::from_utf8(raw)
         .map_err(|e| bad_input(anyhow::anyhow!("stdin is not UTF-8: {e}")))?;
-    if args.check {
-        return run_check(&text);
-    }
-    let Some(kind) = args.kind else {
-        return Err(bad_input(anyhow::anyhow!("--kind is required to wrap")));
+    let request = FenceRequest {
+        text,
+        check: args.check,
+        kind: args.kind.map(FenceKind::from),
+        origin: args.origin,
+        tool: args.tool,
+        max_bytes: args.max_bytes,
     };
-    let provenance = Provenance::new(kind.into(), args.origin.as_deref(), args.tool.as_deref())
-        .map_err(bad_input)?;
-    let mut fence = Fence::new(OsNonces);
-    if let Some(max) = args.max_bytes {
-        fence = fence.with_limit(MaxBytes(max));
-    }
-    let wrapped = fence.wrap(&text, &provenance)?;
+    let result = command::fence(&request).map_err(|error| match error {
+        command::Error::FenceKindRequired => {
+            bad_input(anyhow::anyhow!("--kind is required to wrap"))
+        }
+        command::Error::Provenance(e) => bad_input(e),
+        command::Error::Fence(e) => anyhow::Error::new(e),
+        other => anyhow::Error::new(other),
+    })?;
     let mut stdout = std::io::stdout().lock();
-    writeln!(stdout, "{}", wrapped.text).context("cannot write stdout")?;
-    if wrapped.defanged > 0 {
-        eprintln!(
-            "note: defanged {} marker(s) or control token(s)",
-            wrapped.defanged
-        );
+    if let Some(valid) = result.valid {
+        if valid {
+            if let Some(info) = &result.fence {
+                writeln!(
+                    stdout,
+                    "valid fence: kind {}, nonce {}, origin {}, tool {}, body {} bytes",
+                    info.kind.marker_name(),
+                    info.nonce,
+                    info.origin.as_deref().unwrap_or("(none)"),
+                    info.tool.as_deref().unwrap_or("(none)"),
+                    info.body.len()
+                )
+                .context("cannot write stdout")?;
+            }
+            return Ok(ExitCode::SUCCESS);
+        }
+        writeln!(stdout, "invalid fence:").context("cannot write stdout")?;
+        for problem in result.problems.iter().flatten() {
+            writeln!(stdout, "- {problem}").context("cannot write stdout")?;
+        }
+        return Ok(ExitCode::from(1));
     }
-    if let Some(t) = wrapped.truncated {
-        eprintln!(
-            "note: truncated to {} of {} bytes",
-            t.kept_bytes, t.total_bytes
-        );
+    writeln!(stdout, "{}", result.text.unwrap_or_default()).context("cannot write stdout")?;
+    let defanged = result.defanged.unwrap_or_default();
+    if defanged > 0 {
+        eprintln!("note: defanged {defanged} marker(s) or control token(s)");
+    }
+    if let Some([kept, total]) = result.truncated {
+        eprintln!("note: truncated to {kept} of {total} bytes");
     }
     Ok(ExitCode::SUCCESS)
-}
-
-fn run_check(text: &str) -> anyhow::Result<ExitCode> {
-    let report = check(text);
-    let mut stdout = std::io::stdout().lock();
-    if report.is_valid() {
-        if let Some(info) = &report.fence {
-            writeln!(
-                stdout,
-                "valid fence: kind {}, nonce {}, origin {}, tool {}, body {} bytes",
-                info.kind.marker_name(),
-                info.nonce,
-                info.origin.as_deref().unwrap_or("(none)"),
-                info.tool.as_deref().unwrap_or("(none)"),
-                info.body.len()
-            )
-            .context("cannot write stdout")?;
-        }
-        return Ok(ExitCode::SUCCESS);
-    }
-    writeln!(stdout, "invalid fence:").context("cannot write stdout")?;
-    for problem in &report.problems {
-        writeln!(stdout, "- {problem}").context("cannot write stdout")?;
-    }
-    Ok(ExitCode::from(1))
 }

@@ -5,7 +5,6 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use anyhow::Context as _;
-use promptstack::Assembly;
 use promptstack::command::RenderFormat as Format;
 use promptstack::command::{Assembled, Env, RenderRequest, Rendered, RequestSettings};
 use promptstack::compose::{Composition, Slot};
@@ -134,19 +133,6 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
-/// Composes each target, turning an unknown target name into a bad-input error.
-pub fn compose_all(assembly: &Assembly, targets: &[String]) -> anyhow::Result<Vec<Composition>> {
-    targets
-        .iter()
-        .map(|t| {
-            assembly.compose(t).map_err(|e| match e.kind() {
-                promptstack::ErrorKind::NotFound => crate::exit::bad_input(e),
-                _ => anyhow::Error::new(e),
-            })
-        })
-        .collect()
-}
-
 /// Prints warnings and lint errors to stderr (informational findings only with `explain`).
 pub fn report_diagnostics<'a>(
     diagnostics: impl Iterator<Item = &'a promptstack::diagnostic::Diagnostic>,
@@ -196,17 +182,18 @@ fn render_full(
     send: &promptstack::SendContext,
     args: &Args,
 ) -> anyhow::Result<ExitCode> {
-    if args.format.provider().is_some() {
-        return Err(crate::exit::bad_input(anyhow::anyhow!(
-            "--full prints text or JSON; use --format text or --format json"
-        )));
-    }
-    let full = agent
-        .render_full(send, args.target.as_deref())
-        .map_err(|e| match e.kind() {
-            promptstack::ErrorKind::NotFound => crate::exit::bad_input(e),
-            _ => anyhow::Error::new(e).context("rendering the full prompt failed"),
-        })?;
+    let request = RenderRequest {
+        target: args.target.clone(),
+        format: args.format,
+        full: true,
+        ..RenderRequest::default()
+    };
+    let full = promptstack::command::render_full(agent, send, &request).map_err(|e| match e {
+        promptstack::command::Error::Engine(e) if e.kind() != promptstack::ErrorKind::NotFound => {
+            anyhow::Error::new(e).context("rendering the full prompt failed")
+        }
+        other => command_error(other),
+    })?;
     report_diagnostics(full.warnings.iter());
     let mut out = std::io::stdout().lock();
     if args.format == Format::Json {

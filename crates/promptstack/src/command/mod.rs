@@ -15,10 +15,14 @@
 //! - [`SendsDiff`] is the report of `diff` (and of a publish's cache impact);
 //! - an engine error's kind is named by [`ErrorKind::as_str`](crate::ErrorKind::as_str);
 //! - each command has one typed request and one typed result, and one function that runs it
-//!   over an [`Assembled`] send: [`render`] ([`RenderRequest`] → [`RenderResult`]), [`request`]
+//!   over an [`Assembled`] send: [`render`] ([`RenderRequest`] → [`RenderResult`]; the full
+//!   prompt also over a send not yet assembled, [`render_full`]), [`request`]
 //!   ([`RequestRequest`] → [`RequestResult`]), [`explain`] ([`ExplainRequest`] →
 //!   [`Explanation`](crate::report::Explanation)), [`tools`] ([`ToolsResult`]), [`diff`]
-//!   ([`DiffRequest`] → [`SendsDiff`]) and [`lint`] ([`LintResult`]); each refuses with an
+//!   ([`DiffRequest`] → [`SendsDiff`]) and [`lint`] ([`LintResult`]), and over several sends
+//!   [`cache_sim`] ([`CacheSimRequest`] → [`CacheSimResult`]); over a text, [`fence`]
+//!   ([`FenceRequest`] → [`FenceResult`]) and [`cite`] ([`CiteRequest`] → [`CiteResult`], the
+//!   processor the text streams through); each refuses with an
 //!   [`Error`] that a front end words in its own terms.
 //!
 //! With the `schema` feature each serialisable type also derives its OpenAPI schema.
@@ -33,11 +37,15 @@ use serde::{Deserialize, Serialize};
 use crate::limits::Limits;
 
 mod run;
+mod text;
 
 pub use run::{
-    Assembled, Diagnosed, DiffRequest, Env, Error, ExplainRequest, LintResult, RenderRequest,
-    RenderResult, Rendered, RequestRequest, RequestResult, ToolsResult, diff, explain, lint,
-    render, request, tools,
+    Assembled, CacheSimRequest, CacheSimResult, Diagnosed, DiffRequest, Env, Error, ExplainRequest,
+    LintResult, OutOfRange, RenderRequest, RenderResult, Rendered, RequestRequest, RequestResult,
+    SimOption, ToolsResult, cache_sim, diff, explain, lint, render, render_full, request, tools,
+};
+pub use text::{
+    CiteMode, CiteRequest, CiteResult, FenceKind, FenceRequest, FenceResult, cite, fence,
 };
 
 /// What `render` answers with: a text, every composition as JSON, or a provider request body.
@@ -168,6 +176,37 @@ named_schema!(
     crate::compose::Slot::ALL.map(crate::compose::Slot::as_str)
 );
 
+/// The OpenAPI schema of a whole number a `u64` holds (`U64`), which utoipa states as a signed
+/// 64-bit integer.
+#[cfg(feature = "schema")]
+pub struct U64Schema;
+
+#[cfg(feature = "schema")]
+impl utoipa::PartialSchema for U64Schema {
+    fn schema() -> utoipa::openapi::RefOr<utoipa::openapi::schema::Schema> {
+        use utoipa::openapi::extensions::Extensions;
+        use utoipa::openapi::schema::{Object, Schema, SchemaType};
+        // Carried as raw JSON Schema: utoipa's own numbers cannot state `u64::MAX`.
+        let mut extensions = Extensions::default();
+        extensions.extend([
+            ("type".to_owned(), serde_json::json!("integer")),
+            ("minimum".to_owned(), serde_json::json!(0)),
+            ("maximum".to_owned(), serde_json::json!(u64::MAX)),
+        ]);
+        let mut object = Object::default();
+        object.schema_type = SchemaType::AnyValue;
+        object.extensions = Some(extensions);
+        utoipa::openapi::RefOr::T(Schema::Object(object))
+    }
+}
+
+#[cfg(feature = "schema")]
+impl utoipa::ToSchema for U64Schema {
+    fn name() -> std::borrow::Cow<'static, str> {
+        std::borrow::Cow::Borrowed("U64")
+    }
+}
+
 /// Options of a provider request (the command line's `--conversation`, `--model`, …), each
 /// absent one taking its default.
 #[derive(Debug, Clone, Default, PartialEq, Deserialize)]
@@ -181,10 +220,10 @@ pub struct RequestSettings {
     /// The model id sent (default: the send's).
     pub model: Option<String>,
     /// The output token limit (default 4096).
-    #[serde(default, deserialize_with = "whole")]
+    #[serde(default, deserialize_with = "whole_u32")]
     pub max_tokens: Option<u32>,
     /// Expected seconds until the thread's next request.
-    #[serde(default, deserialize_with = "whole")]
+    #[serde(default, deserialize_with = "whole_u32")]
     pub gap_seconds: Option<u32>,
     /// OpenAI `prompt_cache_key`.
     pub cache_key: Option<String>,
@@ -193,7 +232,7 @@ pub struct RequestSettings {
 }
 
 /// Reads an optional whole number as JSON states one (see [`whole_number`]) that a `u32` holds.
-fn whole<'de, D: serde::Deserializer<'de>>(deserializer: D) -> Result<Option<u32>, D::Error> {
+fn whole_u32<'de, D: serde::Deserializer<'de>>(deserializer: D) -> Result<Option<u32>, D::Error> {
     use serde::de::Error as _;
     let Some(number) = Option::<serde_json::Number>::deserialize(deserializer)? else {
         return Ok(None);
@@ -202,6 +241,30 @@ fn whole<'de, D: serde::Deserializer<'de>>(deserializer: D) -> Result<Option<u32
         D::Error::custom(format!(
             "expected a whole number from 0 to {}, got {number}",
             u32::MAX
+        ))
+    })
+}
+
+/// Reads an optional whole number the way the OpenAPI document states it (JSON Schema's
+/// `integer`): a number without a fractional part, written `400` or `400.0` alike, that `T`
+/// holds.
+///
+/// # Errors
+///
+/// Not a number, a fractional one, or one out of `T`'s range.
+pub fn whole<'de, D, T>(deserializer: D) -> Result<Option<T>, D::Error>
+where
+    D: serde::Deserializer<'de>,
+    T: TryFrom<u64>,
+{
+    use serde::de::Error as _;
+    let Some(number) = Option::<serde_json::Number>::deserialize(deserializer)? else {
+        return Ok(None);
+    };
+    whole_number(&number).map(Some).ok_or_else(|| {
+        D::Error::custom(format!(
+            "expected a whole number that a {} holds, got {number}",
+            std::any::type_name::<T>()
         ))
     })
 }

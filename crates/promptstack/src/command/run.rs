@@ -8,12 +8,13 @@
 
 use promptstack_core::compose::{Composition, FullPrompt, SeveralTargets, Slot, choose_target};
 use promptstack_core::diagnostic::Diagnostic;
-use promptstack_core::provider::{Format, Request, Rules};
+use promptstack_core::provider::sim::{SimCancel, SimConfig, SimReport};
+use promptstack_core::provider::{Format, Request, RequestOptions, Rules};
 use promptstack_core::{Agent, Assembly, SendContext};
 use serde::{Deserialize, Serialize};
 
 use super::{RenderFormat, RequestSettings, SendsDiff};
-use crate::limits::Limits;
+use crate::limits::{Limit, Limits, SIM_GAP_MAX_SECONDS};
 use crate::report::{BreakpointFormat, Explanation, Finding, ToolsReport};
 
 /// A send read for an agent and assembled: what every command but `lint` runs over.
@@ -60,9 +61,66 @@ pub enum Error {
     /// `full` was asked in a provider format: the full prompt is text (or JSON).
     #[error("the full prompt renders as text or JSON, not as a provider request")]
     FullInProviderFormat,
+    /// An option of the request is outside its range (`cache_sim`'s turns, gap or failure
+    /// rate).
+    #[error("{}", .0.message(.0.option.as_str()))]
+    OutOfRange(OutOfRange),
+    /// `fence` was asked to wrap without saying what the text is.
+    #[error("the kind of content is required to wrap")]
+    FenceKindRequired,
+    /// The origin or tool given does not suit the kind of content.
+    #[error("{0}")]
+    Provenance(#[source] promptstack_core::fence::FenceError),
+    /// The text could not be fenced.
+    #[error(transparent)]
+    Fence(promptstack_core::fence::FenceError),
+    /// A widget name given to `cite` is not one.
+    #[error("{0}")]
+    Widgets(#[source] promptstack_core::stream::WidgetNameError),
     /// The engine refused: assembling, composing or building a request.
     #[error(transparent)]
     Engine(#[from] crate::Error),
+}
+
+/// An option outside its range: which one, the range it must be in, and the value given.
+#[derive(Debug, Clone, PartialEq)]
+pub struct OutOfRange {
+    /// The option.
+    pub option: SimOption,
+    /// The range, in words (`between 1 and 1000 (the \`sim-turns\` limit)`).
+    pub range: String,
+    /// The value given.
+    pub got: String,
+}
+
+impl OutOfRange {
+    /// The message, naming the option as a front end names it (`--turns`, `` `turns` ``).
+    pub fn message(&self, name: &str) -> String {
+        format!("{name} must be {}, got {}", self.range, self.got)
+    }
+}
+
+/// An option of [`CacheSimRequest`] with a range.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum SimOption {
+    /// [`CacheSimRequest::turns`].
+    Turns,
+    /// [`CacheSimRequest::gap_seconds`].
+    GapSeconds,
+    /// [`CacheSimRequest::mcp_failure_rate`].
+    McpFailureRate,
+}
+
+impl SimOption {
+    /// The option's name in a request (`turns`, `gap_seconds`, `mcp_failure_rate`).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            SimOption::Turns => "turns",
+            SimOption::GapSeconds => "gap_seconds",
+            SimOption::McpFailureRate => "mcp_failure_rate",
+        }
+    }
 }
 
 /// The request of `render`: which target, in which format.
@@ -153,10 +211,7 @@ pub fn render(
 ) -> Result<RenderResult, Error> {
     let assembly = on.assembly;
     if request.full {
-        if request.format.provider().is_some() {
-            return Err(Error::FullInProviderFormat);
-        }
-        let full = on.agent.render_full(on.send, request.target.as_deref())?;
+        let full = render_full(on.agent, on.send, request)?;
         return Ok(RenderResult {
             target: None,
             diagnostics: full.warnings.clone(),
@@ -196,6 +251,26 @@ pub fn render(
         diagnostics: diagnostics(assembly, composition.diagnostics.iter()),
         rendered: Rendered::Text(composition.text(request.slot).to_owned()),
     })
+}
+
+/// Renders the full prompt of the target `request` names (or of the only one) for `send`, with
+/// its warnings: what [`render`] renders with `full`, for a front end that has not assembled the
+/// send (the full prompt assembles it itself). `request.full` is taken as set.
+///
+/// # Errors
+///
+/// [`Error::FullInProviderFormat`] in a provider format; [`Error::Engine`] when no target is
+/// named and the spec has several ([`ErrorKind::NotFound`](crate::ErrorKind::NotFound)), or
+/// assembling or composing fails.
+pub fn render_full(
+    agent: &Agent,
+    send: &SendContext,
+    request: &RenderRequest,
+) -> Result<FullPrompt, Error> {
+    if request.format.provider().is_some() {
+        return Err(Error::FullInProviderFormat);
+    }
+    Ok(agent.render_full(send, request.target.as_deref())?)
 }
 
 /// The request of `request`: which target, in which provider format, with which options.
@@ -361,6 +436,127 @@ pub fn lint<'a>(
     LintResult {
         findings: crate::report::lint(agent, sends),
     }
+}
+
+/// The request of `cache_sim`: the thread simulated, each absent option taking its default.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct CacheSimRequest {
+    /// The target composed (default: the only one; required when there are several).
+    pub target: Option<String>,
+    /// The request format (default `anthropic`).
+    pub format: Format,
+    /// The model id (default: the first send's).
+    pub model: Option<String>,
+    /// User turns: from 1 to the `sim-turns` limit.
+    pub turns: u32,
+    /// Seconds between turns, at most [`SIM_GAP_MAX_SECONDS`] (30 days).
+    pub gap_seconds: u32,
+    /// The chance per turn that one synthetic MCP server fails, from 0 to 1.
+    pub mcp_failure_rate: f64,
+    /// The seed of the generator that reorders and fails MCP servers.
+    pub seed: u64,
+}
+
+impl CacheSimRequest {
+    /// The default of [`turns`](Self::turns).
+    pub const DEFAULT_TURNS: u32 = 100;
+    /// The default of [`gap_seconds`](Self::gap_seconds).
+    pub const DEFAULT_GAP_SECONDS: u32 = 60;
+    /// The default of [`mcp_failure_rate`](Self::mcp_failure_rate).
+    pub const DEFAULT_MCP_FAILURE_RATE: f64 = 0.05;
+    /// The default of [`seed`](Self::seed).
+    pub const DEFAULT_SEED: u64 = 1;
+
+    /// Refuses options out of their ranges, before any work: turns beyond the `sim-turns` limit
+    /// of `limits` (or none), a gap beyond 30 days, a failure rate outside 0–1. [`cache_sim`]
+    /// checks them first; a front end calls this itself to refuse them before reading anything.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::OutOfRange`], for the first option out of its range.
+    pub fn check(&self, limits: &Limits) -> Result<(), Error> {
+        let max_turns = limits.get(Limit::SimTurns);
+        if self.turns == 0 || u64::from(self.turns) > max_turns {
+            return Err(Error::OutOfRange(OutOfRange {
+                option: SimOption::Turns,
+                range: format!("between 1 and {max_turns} (the `sim-turns` limit)"),
+                got: self.turns.to_string(),
+            }));
+        }
+        if self.gap_seconds > SIM_GAP_MAX_SECONDS {
+            return Err(Error::OutOfRange(OutOfRange {
+                option: SimOption::GapSeconds,
+                range: format!("at most {SIM_GAP_MAX_SECONDS} (30 days)"),
+                got: self.gap_seconds.to_string(),
+            }));
+        }
+        if !(0.0..=1.0).contains(&self.mcp_failure_rate) {
+            return Err(Error::OutOfRange(OutOfRange {
+                option: SimOption::McpFailureRate,
+                range: "between 0 and 1".to_owned(),
+                got: self.mcp_failure_rate.to_string(),
+            }));
+        }
+        Ok(())
+    }
+}
+
+impl Default for CacheSimRequest {
+    fn default() -> Self {
+        CacheSimRequest {
+            target: None,
+            format: Format::default(),
+            model: None,
+            turns: Self::DEFAULT_TURNS,
+            gap_seconds: Self::DEFAULT_GAP_SECONDS,
+            mcp_failure_rate: Self::DEFAULT_MCP_FAILURE_RATE,
+            seed: Self::DEFAULT_SEED,
+        }
+    }
+}
+
+/// The result of `cache_sim`: per turn and in total, the tokens read from the cache, written
+/// and uncached, ours next to the naive baseline.
+pub type CacheSimResult = SimReport;
+
+/// Simulates the provider's prompt cache over a thread of `agent` made from `sends` (the first
+/// send's stable inputs, each turn the next send's user message and volatile variables), for
+/// our requests and a naive baseline. The target is the one named, else the only one of the
+/// first send's assembly. `cancel` stops the simulation before its next turn once set.
+///
+/// # Errors
+///
+/// [`Error::OutOfRange`] for an option out of its range; [`Error::TargetRequired`];
+/// [`Error::Engine`] when the first send cannot be assembled, the rules have no row for the
+/// model, or a turn cannot be composed or built (or `cancel` was set).
+pub fn cache_sim(
+    agent: &Agent,
+    sends: &[SendContext],
+    request: &CacheSimRequest,
+    env: &Env<'_>,
+    cancel: SimCancel,
+) -> Result<CacheSimResult, Error> {
+    request.check(env.limits)?;
+    let target = match &request.target {
+        Some(target) => target.clone(),
+        None => match sends.first() {
+            Some(first) => target(&agent.assemble(first)?, None)?,
+            // The simulation refuses an empty thread itself.
+            None => String::new(),
+        },
+    };
+    let mut options = RequestOptions::new(request.format, target);
+    options.model = request.model.clone();
+    let config = SimConfig {
+        turns: request.turns,
+        gap_seconds: request.gap_seconds,
+        request: options,
+        mcp_failure_rate: request.mcp_failure_rate,
+        seed: request.seed,
+        cancel,
+    };
+    Ok(agent.simulate_cache(sends, env.rules, &config)?)
 }
 
 /// The target to work on: the one named, or the only one.

@@ -291,3 +291,197 @@ fn diff_of_a_send_with_itself_finds_nothing_and_with_another_finds_the_divergenc
         "the target is chosen on the first side"
     );
 }
+
+#[test]
+fn cache_sim_checks_its_options_and_simulates_the_target_chosen() {
+    use promptstack::command::{self, CacheSimRequest, Env, Error, SimOption};
+    use promptstack::provider::sim::SimCancel;
+    let (agent, send) = example();
+    let limits = Limits::default();
+    let env = Env::bundled(&limits);
+    let request = CacheSimRequest {
+        turns: 3,
+        ..CacheSimRequest::default()
+    };
+    let sends = [send];
+    assert!(
+        matches!(
+            command::cache_sim(&agent, &sends, &request, &env, SimCancel::default()),
+            Err(Error::TargetRequired(_))
+        ),
+        "the example has several targets"
+    );
+    let request = CacheSimRequest {
+        target: Some("cached".to_owned()),
+        ..request
+    };
+    let report = command::cache_sim(&agent, &sends, &request, &env, SimCancel::default()).unwrap();
+    assert_eq!((report.target.as_str(), report.turns), ("cached", 3));
+    for (request, option, message) in [
+        (
+            CacheSimRequest {
+                turns: 0,
+                ..CacheSimRequest::default()
+            },
+            SimOption::Turns,
+            "turns must be between 1 and 1000 (the `sim-turns` limit), got 0",
+        ),
+        (
+            CacheSimRequest {
+                gap_seconds: u32::MAX,
+                ..CacheSimRequest::default()
+            },
+            SimOption::GapSeconds,
+            "gap_seconds must be at most 2592000 (30 days), got 4294967295",
+        ),
+        (
+            CacheSimRequest {
+                mcp_failure_rate: 1.5,
+                ..CacheSimRequest::default()
+            },
+            SimOption::McpFailureRate,
+            "mcp_failure_rate must be between 0 and 1, got 1.5",
+        ),
+    ] {
+        let error =
+            command::cache_sim(&agent, &sends, &request, &env, SimCancel::default()).unwrap_err();
+        match &error {
+            Error::OutOfRange(range) => assert_eq!(range.option, option),
+            other => panic!("expected an option out of range, got {other:?}"),
+        }
+        assert_eq!(error.to_string(), message);
+    }
+}
+
+#[test]
+fn fence_wraps_and_checks_what_it_wrapped() {
+    use promptstack::command::{self, Error, FenceKind, FenceRequest};
+    let wrap = FenceRequest {
+        text: "some page text".to_owned(),
+        kind: Some(FenceKind::Page),
+        origin: Some("https://example.com/a/b".to_owned()),
+        ..FenceRequest::default()
+    };
+    let wrapped = command::fence(&wrap).unwrap();
+    let text = wrapped.text.clone().unwrap();
+    assert_eq!((wrapped.defanged, wrapped.valid), (Some(0), None));
+    let checked = command::fence(&FenceRequest {
+        text,
+        check: true,
+        ..FenceRequest::default()
+    })
+    .unwrap();
+    assert_eq!(checked.valid, Some(true));
+    assert_eq!(checked.problems, Some(Vec::new()));
+    let info = checked.fence.unwrap();
+    assert_eq!(info.origin.as_deref(), Some("https://example.com"));
+    let json = serde_json::to_value(command::fence(&wrap).unwrap()).unwrap();
+    assert_eq!(
+        json.as_object().unwrap().keys().collect::<Vec<_>>(),
+        ["defanged", "text"],
+        "the fence found is not serialised, nor the fields of the other mode"
+    );
+    let invalid = command::fence(&FenceRequest {
+        text: "not a fence".to_owned(),
+        check: true,
+        ..FenceRequest::default()
+    })
+    .unwrap();
+    assert_eq!(invalid.valid, Some(false));
+    assert!(invalid.fence.is_none() && !invalid.problems.unwrap().is_empty());
+    let without_kind = FenceRequest {
+        kind: None,
+        ..wrap.clone()
+    };
+    assert!(matches!(
+        command::fence(&without_kind),
+        Err(Error::FenceKindRequired)
+    ));
+    let without_origin = FenceRequest {
+        origin: None,
+        ..wrap
+    };
+    assert!(matches!(
+        command::fence(&without_origin),
+        Err(Error::Provenance(_))
+    ));
+}
+
+#[test]
+fn cite_bounds_the_map_only_when_it_is_kept() {
+    use promptstack::command::{self, CiteMode, CiteRequest, Error};
+    let sources: promptstack::stream::SourceSnapshot = serde_json::from_str(
+        r#"{"sources": [{"index": 1, "url": "https://example.com/", "title": "Example"}]}"#,
+    )
+    .unwrap();
+    let mut limits = Limits::default();
+    limits.set(Limit::CiteRuns, 1).unwrap();
+    let text = "One [1]. Two [1]. Three [1].";
+    let run = |request: &CiteRequest| {
+        let mut processor = command::cite(request, &limits).unwrap();
+        let mut out = String::new();
+        processor.push_into(text, &mut out);
+        processor.finish_into(&mut out);
+        (out, processor.overflow().is_some())
+    };
+    let kept = CiteRequest {
+        sources,
+        map: true,
+        ..CiteRequest::default()
+    };
+    assert!(run(&kept).1, "a kept map holds at most `cite-runs` runs");
+    let (out, overflow) = run(&CiteRequest {
+        map: false,
+        ..kept.clone()
+    });
+    assert!(!overflow && out.contains("{{cite:"), "{out}");
+    let (links, _) = run(&CiteRequest {
+        mode: CiteMode::Links,
+        map: false,
+        ..kept.clone()
+    });
+    assert!(links.contains("](https://example.com/"), "{links}");
+    let widgets = CiteRequest {
+        widgets: vec!["not a name!".to_owned()],
+        ..kept
+    };
+    assert!(matches!(
+        command::cite(&widgets, &limits),
+        Err(Error::Widgets(_))
+    ));
+}
+
+#[test]
+fn render_full_renders_what_render_renders_with_full_without_an_assembly() {
+    use promptstack::command::{
+        self, Assembled, Env, Error, RenderFormat, RenderRequest, Rendered,
+    };
+    let (agent, send) = example();
+    let assembly = agent.assemble(&send).unwrap();
+    let on = Assembled {
+        agent: &agent,
+        send: &send,
+        assembly: &assembly,
+    };
+    let limits = Limits::default();
+    let request = RenderRequest {
+        target: Some("cached".to_owned()),
+        full: true,
+        ..RenderRequest::default()
+    };
+    let full = command::render_full(&agent, &send, &request).unwrap();
+    let rendered = command::render(&on, &request, &Env::bundled(&limits)).unwrap();
+    assert_eq!(rendered.diagnostics, full.warnings);
+    match rendered.rendered {
+        Rendered::Full(by_render) => assert_eq!(by_render.text, full.text),
+        other => panic!("expected the full prompt, got {other:?}"),
+    }
+    let in_a_provider_format = RenderRequest {
+        format: RenderFormat::Anthropic,
+        ..request
+    };
+    assert!(matches!(
+        command::render_full(&agent, &send, &in_a_provider_format),
+        Err(Error::FullInProviderFormat)
+    ));
+}
