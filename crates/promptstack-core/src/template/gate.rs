@@ -341,7 +341,7 @@ pub(crate) struct GateAtoms {
 }
 
 /// One gate compiled over the agent's [`GateAtoms`]: its atoms and connectives in the order
-/// [`SimpleGate::decide`] evaluates them, run with one three-valued register (true, false, or
+/// `SimpleGate::decide` evaluates them, run with one three-valued register (true, false, or
 /// undecided where an atom is minijinja's to answer).
 #[derive(Debug, Clone, PartialEq)]
 pub(crate) struct GateCode {
@@ -435,7 +435,7 @@ impl GateAtoms {
 
 impl GateCode {
     /// Decides the gate in the context, reading each of its atoms at most once per context;
-    /// `None` where [`SimpleGate::decide`] gives `None`, and minijinja must decide.
+    /// `None` where `SimpleGate::decide` gives `None`, and minijinja must decide.
     pub(crate) fn decide(&self, atoms: &GateAtoms, context: &GateContext<'_, '_>) -> Option<bool> {
         let mut register = None;
         let mut at = 0;
@@ -524,9 +524,40 @@ impl Expr {
                     right.eval(scope, meter)
                 }
             }
-            Expr::In { .. } | Expr::Equal { .. } | Expr::Is { .. } => {
-                Some(boolean(self.test(scope, meter)?))
-            }
+            Expr::In {
+                item,
+                container,
+                negated,
+            } => item.with_value(scope, meter, |item, meter| {
+                container.with_value(scope, meter, |container, meter| {
+                    Some(boolean(contains(container, item, meter)? != *negated))
+                })
+            }),
+            Expr::Equal {
+                left,
+                right,
+                negated,
+            } => left.with_value(scope, meter, |left, meter| {
+                right.with_value(scope, meter, |right, meter| {
+                    if left.is_undefined() || right.is_undefined() {
+                        return None;
+                    }
+                    meter.charge(size(left)?.saturating_add(size(right)?))?;
+                    Some(boolean((left == right) != *negated))
+                })
+            }),
+            Expr::Is {
+                value,
+                test,
+                negated,
+            } => value.with_value(scope, meter, |value, _| {
+                let passes = match test {
+                    Test::Defined => !value.is_undefined(),
+                    Test::Undefined => value.is_undefined(),
+                    Test::None => value.is_none(),
+                };
+                Some(boolean(passes != *negated))
+            }),
             Expr::List(items) => {
                 meter.charge(ITEM.saturating_mul(items.len() as u64))?;
                 let mut values = Vec::with_capacity(items.len());
@@ -586,60 +617,12 @@ impl Expr {
 
 impl Expr {
     /// The truthiness of the expression as an `if` sees it, or `None` when minijinja must decide
-    /// it: what [`truthy`] of [`Expr::eval`] gives, without making a value for a comparison, a
-    /// test or a path read where it is.
+    /// it: what [`truthy`] of [`Expr::eval`] gives, a path's looked at where it is.
     #[inline]
     fn truth<'a>(&'a self, scope: &Scope<'_, 'a>, meter: &mut Meter) -> Option<bool> {
         match self {
-            Expr::In { .. } | Expr::Equal { .. } | Expr::Is { .. } => {
-                meter.charge(STEP)?;
-                self.test(scope, meter)
-            }
             Expr::Path { .. } => self.with_value(scope, meter, |value, _| truthy(value)),
             _ => truthy(&self.eval(scope, meter)?),
-        }
-    }
-
-    /// The answer of a comparison or a test (`in`, `==`, `is`), whose node is charged; `None`
-    /// for any other expression and where minijinja must decide.
-    #[inline]
-    fn test<'a>(&'a self, scope: &Scope<'_, 'a>, meter: &mut Meter) -> Option<bool> {
-        match self {
-            Expr::In {
-                item,
-                container,
-                negated,
-            } => item.with_value(scope, meter, |item, meter| {
-                container.with_value(scope, meter, |container, meter| {
-                    Some(contains(container, item, meter)? != *negated)
-                })
-            }),
-            Expr::Equal {
-                left,
-                right,
-                negated,
-            } => left.with_value(scope, meter, |left, meter| {
-                right.with_value(scope, meter, |right, meter| {
-                    if left.is_undefined() || right.is_undefined() {
-                        return None;
-                    }
-                    meter.charge(size(left)?.saturating_add(size(right)?))?;
-                    Some((left == right) != *negated)
-                })
-            }),
-            Expr::Is {
-                value,
-                test,
-                negated,
-            } => value.with_value(scope, meter, |value, _| {
-                let passes = match test {
-                    Test::Defined => !value.is_undefined(),
-                    Test::Undefined => value.is_undefined(),
-                    Test::None => value.is_none(),
-                };
-                Some(passes != *negated)
-            }),
-            _ => None,
         }
     }
 }
