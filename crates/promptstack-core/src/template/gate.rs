@@ -378,6 +378,7 @@ impl GateAtoms {
             }
             Expr::And(left, right) | Expr::Or(left, right) => {
                 self.emit(left, ops);
+                // A placeholder, replaced once the right operand's length is known.
                 let at = ops.len();
                 ops.push(Op::Not);
                 self.emit(right, ops);
