@@ -590,6 +590,7 @@ impl AgentInner {
     ) -> Result<Vec<Result<bool, String>>, Error> {
         let mut decided: Vec<(&str, bool)> = Vec::new();
         let mut open = Vec::with_capacity(self.tools.len());
+        let gates = template::GateContext::new(context);
         for tool in &self.tools {
             if let Some(reason) = crate::toolset::unmet_requirement(&tool.spec.requires, ctx) {
                 open.push(Err(reason));
@@ -605,7 +606,7 @@ impl AgentInner {
             }
             let value = self
                 .templates
-                .gate(&gate.template, gate.simple.as_ref(), context)
+                .gate(&gate.template, gate.code.as_ref(), &gates)
                 .map_err(|e| {
                     Error::new(
                         ErrorKind::Gate,
@@ -630,13 +631,14 @@ impl AgentInner {
     fn write_unit(
         &self,
         (index, unit): (usize, &Unit),
-        context: &template::Context<'_>,
+        gates: &template::GateContext<'_, '_>,
         budget: &template::RenderBudget,
         ((counting, model), toolset): (Counted<'_>, &Toolset),
         half: &mut Half<'_>,
         diagnostics: &mut Vec<Diagnostic>,
     ) -> Result<(), Error> {
-        let decision = self.decide_unit(unit, context)?;
+        let decision = self.decide_unit(unit, gates)?;
+        let context = gates.context();
         let (body, variant) = match decision {
             Decision::Excluded => {
                 half.verdicts
@@ -765,11 +767,15 @@ impl AgentInner {
     }
 
     /// Evaluates one unit's gate and variant gates, in order, stopping at the first true variant.
-    fn decide_unit(&self, unit: &Unit, context: &template::Context<'_>) -> Result<Decision, Error> {
+    fn decide_unit(
+        &self,
+        unit: &Unit,
+        gates: &template::GateContext<'_, '_>,
+    ) -> Result<Decision, Error> {
         if let Some(gate) = &unit.gate {
             let open = self
                 .templates
-                .gate(&gate.template, gate.simple.as_ref(), context)
+                .gate(&gate.template, gate.code.as_ref(), gates)
                 .map_err(|e| {
                     Error::new(
                         ErrorKind::Gate,
@@ -785,11 +791,7 @@ impl AgentInner {
         for (i, variant) in unit.variants.iter().enumerate() {
             let chosen = self
                 .templates
-                .gate(
-                    &variant.gate.template,
-                    variant.gate.simple.as_ref(),
-                    context,
-                )
+                .gate(&variant.gate.template, variant.gate.code.as_ref(), gates)
                 .map_err(|e| {
                     Error::new(
                         ErrorKind::Gate,
@@ -879,6 +881,7 @@ impl AgentInner {
         );
         let prompt = self.active_prompt(ctx)?;
         let budget = self.templates.budget(0);
+        let gates = template::GateContext::new(&context);
         for unit in self
             .units
             .iter()
@@ -891,7 +894,7 @@ impl AgentInner {
             }
             self.write_unit(
                 unit,
-                &context,
+                &gates,
                 &budget,
                 ((&counting, &ctx.model), &toolset),
                 &mut half,
@@ -1067,6 +1070,7 @@ impl AgentInner {
         );
         let prompt = self.active_prompt(ctx)?;
         let budget = self.templates.budget(stable.rendered);
+        let gates = template::GateContext::new(&context);
         for (i, unit) in self
             .units
             .iter()
@@ -1086,7 +1090,7 @@ impl AgentInner {
             let first_finding = diagnostics.len();
             self.write_unit(
                 (i, unit),
-                &context,
+                &gates,
                 &budget,
                 ((&stable.counting, &stable.model), &stable.toolset),
                 &mut half,

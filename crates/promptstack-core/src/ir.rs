@@ -16,7 +16,7 @@ use crate::caches::Caches;
 use crate::diagnostic::Diagnostic;
 use crate::root::{ReadRoots, StableVariables, VolatileInput};
 use crate::spec::{AgentSpec, BlockKind, Placement, SourceMap, Stability, Trust, UserPosition};
-use crate::template::{SimpleGate, TemplateSet};
+use crate::template::{GateCode, TemplateSet};
 
 /// What an `Agent` handle shares: the compiled program and its caches. The implementation
 /// modules (assemble, provider, inject, lint) work on it; `agent` is the public face.
@@ -85,8 +85,9 @@ pub(crate) enum Body {
 pub(crate) struct Gate {
     pub template: String,
     pub expression: String,
-    /// The expression in the subset decided without rendering, when it is in it.
-    pub simple: Option<SimpleGate>,
+    /// The gate's code over the agent's gate atoms, when the expression is in the subset
+    /// decided without rendering (see [`SimpleGate`](crate::template::SimpleGate)).
+    pub code: Option<GateCode>,
 }
 
 #[derive(Debug, Clone)]

@@ -331,7 +331,8 @@ impl Compiler<'_> {
         Gate {
             template: name,
             expression: expression.to_owned(),
-            simple: SimpleGate::parse(expression, self.templates.declared()),
+            code: SimpleGate::parse(expression, self.templates.declared())
+                .map(|simple| self.templates.compile_gate(&simple)),
         }
     }
 

@@ -15,8 +15,15 @@
 //! result and every error is minijinja's. A property test (`tests` below) compares the two on
 //! generated expressions and contexts (each over borrowed and over built roots), and in debug builds every decision is also rendered by
 //! minijinja and compared, so every test that assembles an example checks its gates.
+//!
+//! An agent's simple gates are compiled together ([`GateAtoms`]): each is a `not`/`and`/`or` of
+//! atoms (a path, a test, a comparison), the atoms kept once for all the gates, and each gate a
+//! few operations over their indices ([`GateCode`]). The gates of one context ([`GateContext`])
+//! read each atom at most once, and decide with a few branches over the answers remembered.
 
 use std::borrow::Cow;
+use std::cell::Cell;
+use std::collections::HashMap;
 
 use minijinja::value::{Value, ValueKind};
 
@@ -311,13 +318,167 @@ impl SimpleGate {
     }
 
     /// Decides the gate against the context, or `None` when minijinja must (see the module's
-    /// documentation).
+    /// documentation). Assemblies decide gates by their [`GateCode`]; this is its oracle.
+    #[cfg(test)]
     pub(crate) fn decide(&self, context: &Context<'_>) -> Option<bool> {
         let scope = Scope {
             context,
             locals: &[],
         };
         truthy(&self.expr.eval(&scope, &mut Meter::new(u64::MAX))?)
+    }
+}
+
+/// The atoms of an agent's simple gates, each once: every part of a gate that is not `not`,
+/// `and` or `or` (a path, a test, a comparison, a literal). A gate is compiled to [`GateCode`]
+/// over their indices, so that the gates of one context read each atom at most once.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct GateAtoms {
+    atoms: Vec<Expr>,
+    /// Each atom's index by its debug form, which tells literals of different kinds apart
+    /// (`1` and `true` are equal as values).
+    indices: HashMap<String, u32>,
+}
+
+/// One gate compiled over the agent's [`GateAtoms`]: its atoms and connectives in the order
+/// `SimpleGate::decide` evaluates them, run with one three-valued register (true, false, or
+/// undecided where an atom is minijinja's to answer).
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) struct GateCode {
+    ops: Box<[Op]>,
+}
+
+/// An operation of a [`GateCode`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Op {
+    /// The register becomes the atom's answer: its truthiness, or undecided.
+    Atom(u32),
+    /// The register is negated (undecided stays undecided).
+    Not,
+    /// `and`: unless the register is true, the next `skip` operations (the right operand) are
+    /// skipped, for `and` gives its left operand then, and an undecided one is minijinja's.
+    And { skip: u32 },
+    /// `or`: unless the register is false, the right operand is skipped.
+    Or { skip: u32 },
+}
+
+impl GateAtoms {
+    /// Compiles a gate, adding the atoms it has that are not known yet.
+    pub(crate) fn compile(&mut self, gate: &SimpleGate) -> GateCode {
+        let mut ops = Vec::new();
+        self.emit(&gate.expr, &mut ops);
+        GateCode { ops: ops.into() }
+    }
+
+    fn emit(&mut self, expr: &Expr, ops: &mut Vec<Op>) {
+        match expr {
+            Expr::Not(inner) => {
+                self.emit(inner, ops);
+                ops.push(Op::Not);
+            }
+            Expr::And(left, right) | Expr::Or(left, right) => {
+                self.emit(left, ops);
+                // A placeholder, replaced once the right operand's length is known.
+                let at = ops.len();
+                ops.push(Op::Not);
+                self.emit(right, ops);
+                let skip = u32::try_from(ops.len() - at - 1).unwrap_or(u32::MAX);
+                ops[at] = match expr {
+                    Expr::And(..) => Op::And { skip },
+                    _ => Op::Or { skip },
+                };
+            }
+            atom => {
+                let next = u32::try_from(self.atoms.len()).unwrap_or(u32::MAX);
+                let index = *self.indices.entry(format!("{atom:?}")).or_insert(next);
+                if index == next {
+                    self.atoms.push(atom.clone());
+                }
+                ops.push(Op::Atom(index));
+            }
+        }
+    }
+
+    /// How many distinct atoms the gates compiled so far have.
+    #[cfg(test)]
+    pub(crate) fn len(&self) -> usize {
+        self.atoms.len()
+    }
+
+    /// The atom's answer in the context: remembered, or read now (and remembered if it can be).
+    #[inline]
+    fn answer(&self, index: u32, context: &GateContext<'_, '_>) -> Option<bool> {
+        // A context keeps the answers of the first 64 atoms, a bit each; any later one is read
+        // wherever a gate reads it.
+        let bit = 1u64.checked_shl(index);
+        if let Some(bit) = bit
+            && context.read.get() & bit != 0
+        {
+            return (context.decided.get() & bit != 0).then(|| context.open.get() & bit != 0);
+        }
+        let scope = Scope {
+            context: context.context,
+            locals: &[],
+        };
+        let answer = self.atoms[index as usize].truth(&scope, &mut Meter::new(u64::MAX));
+        if let Some(bit) = bit {
+            context.read.set(context.read.get() | bit);
+            if let Some(open) = answer {
+                context.decided.set(context.decided.get() | bit);
+                if open {
+                    context.open.set(context.open.get() | bit);
+                }
+            }
+        }
+        answer
+    }
+}
+
+impl GateCode {
+    /// Decides the gate in the context, reading each of its atoms at most once per context;
+    /// `None` where `SimpleGate::decide` gives `None`, and minijinja must decide.
+    pub(crate) fn decide(&self, atoms: &GateAtoms, context: &GateContext<'_, '_>) -> Option<bool> {
+        let mut register = None;
+        let mut at = 0;
+        while let Some(&op) = self.ops.get(at) {
+            at += 1;
+            match op {
+                Op::Atom(index) => register = atoms.answer(index, context),
+                Op::Not => register = register.map(|open| !open),
+                Op::And { skip } if register != Some(true) => at += skip as usize,
+                Op::Or { skip } if register != Some(false) => at += skip as usize,
+                Op::And { .. } | Op::Or { .. } => {}
+            }
+        }
+        register
+    }
+}
+
+/// A context as its gates read it: the context, and the answers of the atoms read so far.
+pub(crate) struct GateContext<'c, 'a> {
+    context: &'c Context<'a>,
+    /// The atoms read, by bit.
+    read: Cell<u64>,
+    /// Of those, the ones the evaluator decided.
+    decided: Cell<u64>,
+    /// Of those, the ones that are true.
+    open: Cell<u64>,
+}
+
+impl<'c, 'a> GateContext<'c, 'a> {
+    /// The context, with no atom read yet.
+    pub(crate) fn new(context: &'c Context<'a>) -> Self {
+        Self {
+            context,
+            read: Cell::new(0),
+            decided: Cell::new(0),
+            open: Cell::new(0),
+        }
+    }
+
+    /// The context the gates read.
+    pub(crate) fn context(&self) -> &'c Context<'a> {
+        self.context
     }
 }
 
@@ -451,6 +612,18 @@ impl Expr {
             Expr::Filter { value, filter } => {
                 value.with_value(scope, meter, |value, meter| apply(filter, value, meter))
             }
+        }
+    }
+}
+
+impl Expr {
+    /// The truthiness of the expression as an `if` sees it, or `None` when minijinja must decide
+    /// it: what [`truthy`] of [`Expr::eval`] gives, a path's looked at where it is.
+    #[inline]
+    fn truth<'a>(&'a self, scope: &Scope<'_, 'a>, meter: &mut Meter) -> Option<bool> {
+        match self {
+            Expr::Path { .. } => self.with_value(scope, meter, |value, _| truthy(value)),
+            _ => truthy(&self.eval(scope, meter)?),
         }
     }
 }
@@ -1235,6 +1408,125 @@ pub(super) mod tests {
                     prop_assert_eq!(Ok(open), engine, "{}", expression);
                 }
             }
+        }
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(1000))]
+
+        /// The gates of a context decided by their code, each atom read once for them all, give
+        /// what each gate decided alone gives (undecided included), and where they decide, what
+        /// minijinja gives; also past the atoms a context remembers.
+        #[test]
+        fn code_decides_as_each_gate_alone(
+            expressions in prop::collection::vec(expression(), 1..8),
+            roots in context(),
+            past_remembered in any::<bool>(),
+            order in prop::collection::vec(any::<prop::sample::Index>(), 1..16),
+        ) {
+            let mut templates = TemplateSet::new(&RenderOptions::default());
+            let mut atoms = GateAtoms::default();
+            if past_remembered {
+                for i in 0..64 {
+                    let filler = SimpleGate::parse(&format!("a.x{i}"), &Declared::default());
+                    atoms.compile(&filler.expect("in the subset"));
+                }
+                prop_assert_eq!(atoms.len(), 64);
+            }
+            let gates: Vec<_> = expressions
+                .iter()
+                .enumerate()
+                .filter_map(|(i, expression)| {
+                    let name = format!("g{i}");
+                    templates.add_gate(name.clone(), expression).ok()?;
+                    let simple = SimpleGate::parse(expression, &Declared::default())?;
+                    let code = atoms.compile(&simple);
+                    Some((name, expression, simple, code))
+                })
+                .collect();
+            if gates.is_empty() {
+                return Ok(());
+            }
+            for context in contexts(&roots) {
+                let gate_context = GateContext::new(&context);
+                // In a generated order, with repeats: an atom one gate read is answered from
+                // memory for the next that has it.
+                for index in &order {
+                    let (name, expression, simple, code) = index.get(&gates);
+                    let open = code.decide(&atoms, &gate_context);
+                    prop_assert_eq!(open, simple.decide(&context), "{}", expression);
+                    if let Some(open) = open {
+                        let engine = templates
+                            .render_gate(name, context.value())
+                            .map_err(|e| e.to_string());
+                        prop_assert_eq!(Ok(open), engine, "{}", expression);
+                    }
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn gates_share_their_atoms() {
+        let mut atoms = GateAtoms::default();
+        for expression in [
+            "variables.custom_prompt",
+            "not variables.custom_prompt",
+            "skills and (variables.selected_tools is not defined or 'read' in variables.selected_tools)",
+            "skills or variables.custom_prompt",
+            "a == 1",
+            "a == true",
+        ] {
+            let gate = SimpleGate::parse(expression, &Declared::default()).expect("in the subset");
+            atoms.compile(&gate);
+        }
+        // `variables.custom_prompt`, `skills`, the test, the `in`, and the two comparisons: a
+        // literal `1` and `true` are equal as values, but not the same atom.
+        assert_eq!(atoms.len(), 6);
+        let roots = [
+            (
+                "variables",
+                serde_json::json!({"custom_prompt": "", "selected_tools": ["read"]}),
+            ),
+            ("skills", serde_json::json!([{"name": "a"}])),
+            ("a", serde_json::json!(1)),
+        ];
+        for context in contexts(&roots) {
+            let gates = GateContext::new(&context);
+            let decide = |expression: &str, atoms: &mut GateAtoms| {
+                let gate =
+                    SimpleGate::parse(expression, &Declared::default()).expect("in the subset");
+                let code = atoms.compile(&gate);
+                code.decide(atoms, &gates)
+            };
+            let mut atoms = atoms.clone();
+            assert_eq!(
+                decide("not variables.custom_prompt", &mut atoms),
+                Some(true)
+            );
+            assert_eq!(
+                decide("variables.custom_prompt or skills", &mut atoms),
+                Some(true)
+            );
+            assert_eq!(
+                decide("skills and 'read' in variables.selected_tools", &mut atoms),
+                Some(true)
+            );
+            assert_eq!(
+                decide("a == true and not (a == 1)", &mut atoms),
+                Some(false)
+            );
+            // Strict undefined: minijinja fails on a missing root's truthiness, after `or`
+            // reaches it, but not where `and` stops first.
+            assert_eq!(
+                decide("variables.custom_prompt or nothing", &mut atoms),
+                None
+            );
+            assert_eq!(
+                decide("variables.custom_prompt and nothing", &mut atoms),
+                Some(false)
+            );
+            assert_eq!(decide("not nothing or skills", &mut atoms), None);
         }
     }
 

@@ -40,7 +40,7 @@ mod plan;
 mod program;
 mod val;
 
-pub(crate) use gate::SimpleGate;
+pub(crate) use gate::{GateCode, GateContext, SimpleGate};
 pub(crate) use val::{
     Context, Declared, ROOT_INDICES, VARIABLES, Val, VariableFacts, Variables, named_entry,
     same_name,
@@ -71,6 +71,8 @@ pub(crate) struct TemplateSet {
     memory: u64,
     /// The agent's variables, which the plans resolve `variables.NAME` against.
     declared: Declared,
+    /// The atoms of every simple gate, which their [`GateCode`]s read.
+    gate_atoms: gate::GateAtoms,
 }
 
 /// What the renders of one assembly may still keep: the rendered texts together may take half of
@@ -180,6 +182,7 @@ impl TemplateSet {
             programs: HashMap::new(),
             memory: 0,
             declared: Declared::default(),
+            gate_atoms: gate::GateAtoms::default(),
         };
         set.set_memory(DEFAULT_MEMORY);
         set
@@ -373,30 +376,35 @@ impl TemplateSet {
         })
     }
 
-    /// Evaluates a gate against the context: by the simple evaluator when the gate is in its
-    /// subset and it can decide, else by rendering the gate's template.
+    /// Compiles a simple gate to its code over the agent's gate atoms.
+    pub(crate) fn compile_gate(&mut self, gate: &SimpleGate) -> GateCode {
+        self.gate_atoms.compile(gate)
+    }
+
+    /// Evaluates a gate in the context: by its code when it has one and the code decides (each
+    /// atom read once for all the gates of the context), else by rendering the gate's template.
     ///
-    /// The simple evaluator charges no fuel, so it is used only while every render has far more
-    /// fuel than the gates it decides could use ([`gate::MAX_GATE_FUEL`]); with less, a gate could
-    /// run out of fuel in minijinja, and that outcome must stay the same.
+    /// The code charges no fuel, so it is used only while every render has far more fuel than
+    /// the gates it decides could use ([`gate::MAX_GATE_FUEL`]); with less, a gate could run out
+    /// of fuel in minijinja, and that outcome must stay the same.
     pub fn gate(
         &self,
         name: &str,
-        simple: Option<&SimpleGate>,
-        ctx: &Context<'_>,
+        code: Option<&GateCode>,
+        ctx: &GateContext<'_, '_>,
     ) -> Result<bool, minijinja::Error> {
         if self.fuel() > gate::MAX_GATE_FUEL
-            && let Some(open) = simple.and_then(|gate| gate.decide(ctx))
+            && let Some(open) = code.and_then(|code| code.decide(&self.gate_atoms, ctx))
         {
             debug_assert_eq!(
                 Ok::<_, String>(open),
-                self.render_gate(name, ctx.value())
+                self.render_gate(name, ctx.context().value())
                     .map_err(|e| e.to_string()),
-                "the simple evaluator and minijinja disagree on gate `{name}`"
+                "the gate's code and minijinja disagree on gate `{name}`"
             );
             return Ok(open);
         }
-        self.render_gate(name, ctx.value())
+        self.render_gate(name, ctx.context().value())
     }
 
     /// Evaluates a gate by rendering its template.

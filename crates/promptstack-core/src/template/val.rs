@@ -1000,7 +1000,8 @@ mod tests {
     use crate::context::SendContext;
     use crate::root::{Root, RootSources, VARIABLES};
     use crate::spec::{RenderOptions, Trust};
-    use crate::template::{SimpleGate, TemplateSet};
+    use crate::template::gate::GateAtoms;
+    use crate::template::{GateContext, SimpleGate, TemplateSet};
     use crate::toolset::Toolset;
 
     /// Texts with markup, paths with either separator, empty ones.
@@ -1221,6 +1222,8 @@ mod tests {
                         .iter()
                         .map(|(expression, _)| SimpleGate::parse(expression, &by_place).unwrap())
                         .collect();
+                    let mut atoms = GateAtoms::default();
+                    let codes: Vec<_> = placed_gates.iter().map(|g| atoms.compile(g)).collect();
                     let unplaced = Declared::default();
                     let by_name = VariableFacts::new(&unplaced, &declared, &ctx.variables);
                     let placed = VariableFacts::new(&by_place, &declared, &ctx.variables);
@@ -1249,6 +1252,15 @@ mod tests {
                                     source
                                 );
                             }
+                        }
+                        // The gates' code, over atoms compiled against these declarations,
+                        // decides as each gate alone does.
+                        let gate_context = GateContext::new(&context);
+                        for (code, gate) in codes.iter().zip(&placed_gates) {
+                            prop_assert_eq!(
+                                code.decide(&atoms, &gate_context),
+                                gate.decide(&context)
+                            );
                         }
                         for (i, (expression, gate)) in gates.iter().enumerate() {
                             for open in [gate, &placed_gates[i]].map(|g| g.decide(&context)) {
