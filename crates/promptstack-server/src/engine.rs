@@ -469,7 +469,7 @@ pub fn engine_problem(error: promptstack::Error) -> Problem {
 
 /// Runs the engine work of one request over a version whose cost is `cost`: on the request's
 /// own thread when its recent runs were short (below 100 µs), else on the blocking pool as
-/// [`blocking`] does; either way the run is timed into `cost` by the [`CpuClock`].
+/// [`blocking`] does; either way the run is timed into `cost`.
 pub(crate) async fn engine<T: Send + 'static>(
     state: &AppState,
     cost: &Arc<Cost>,
@@ -478,7 +478,7 @@ pub(crate) async fn engine<T: Send + 'static>(
     let timed = {
         let cost = Arc::clone(cost);
         move || {
-            let started = CpuClock::start();
+            let started = std::time::Instant::now();
             let out = work();
             cost.record(started.elapsed());
             out
@@ -488,45 +488,6 @@ pub(crate) async fn engine<T: Send + 'static>(
         return Ok(timed());
     }
     blocking(state, timed).await
-}
-
-/// Times work run on the current thread by the thread's own CPU clock where the system keeps
-/// one (Linux), so that a run preempted on a busy machine does not count as slow and send the
-/// version's next runs to the blocking pool; by the wall clock elsewhere.
-struct CpuClock {
-    #[cfg(target_os = "linux")]
-    started: std::time::Duration,
-    #[cfg(not(target_os = "linux"))]
-    started: std::time::Instant,
-}
-
-impl CpuClock {
-    fn start() -> CpuClock {
-        #[cfg(target_os = "linux")]
-        let started = thread_cpu_time();
-        #[cfg(not(target_os = "linux"))]
-        let started = std::time::Instant::now();
-        CpuClock { started }
-    }
-
-    /// The time the work since [`CpuClock::start`] took, on this thread.
-    fn elapsed(&self) -> std::time::Duration {
-        #[cfg(target_os = "linux")]
-        return thread_cpu_time().saturating_sub(self.started);
-        #[cfg(not(target_os = "linux"))]
-        return self.started.elapsed();
-    }
-}
-
-/// The CPU time the current thread has run.
-#[cfg(target_os = "linux")]
-fn thread_cpu_time() -> std::time::Duration {
-    use rustix::time::{ClockId, clock_gettime};
-    let now = clock_gettime(ClockId::ThreadCPUTime);
-    std::time::Duration::new(
-        u64::try_from(now.tv_sec).unwrap_or(0),
-        u32::try_from(now.tv_nsec).unwrap_or(0),
-    )
 }
 
 tokio::task_local! {
