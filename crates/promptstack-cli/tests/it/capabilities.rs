@@ -3,7 +3,7 @@
 
 use insta_cmd::assert_cmd_snapshot;
 
-use crate::support::{promptstack, succeeded};
+use crate::support::{json_output, promptstack};
 
 const SPEC: &str = "examples/voice-platform/agent.toml";
 
@@ -29,7 +29,7 @@ fn publishes_the_authored_text_with_the_registry_fragment() {
 /// is left without it.
 #[test]
 fn json_carries_segments_and_provenance() {
-    let output = succeeded(&[
+    const PUBLISH: [&str; 7] = [
         "capabilities",
         "publish",
         SPEC,
@@ -37,9 +37,8 @@ fn json_carries_segments_and_provenance() {
         "examples/voice-platform/sends/default.json",
         "--target",
         "llm_context",
-        "--json",
-    ]);
-    let json: serde_json::Value = serde_json::from_slice(&output.stdout).unwrap();
+    ];
+    let json = json_output(&[&PUBLISH[..], &["--json"]].concat());
     let text = json["text"].as_str().unwrap();
     let segment = json["segments"]["outage_lookup"]["text"].as_str().unwrap();
     let provenance = &json["provenance"][0];
@@ -56,18 +55,7 @@ fn json_carries_segments_and_provenance() {
             .any(|t| t["name"] == "lookup_outage")
     );
     // The text on stdout without --json is the same text, byte for byte.
-    let plain = promptstack()
-        .args([
-            "capabilities",
-            "publish",
-            SPEC,
-            "--send",
-            "examples/voice-platform/sends/default.json",
-            "--target",
-            "llm_context",
-        ])
-        .output()
-        .unwrap();
+    let plain = promptstack().args(PUBLISH).output().unwrap();
     assert_eq!(plain.stdout, text.as_bytes());
 }
 
