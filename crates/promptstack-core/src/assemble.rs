@@ -482,7 +482,7 @@ impl AgentInner {
             );
             // The servers table sees the listings as the merge does: a repeated name is refused.
             let listings = crate::tools::mcp::reconcile_listings(&ctx.mcp_servers);
-            let root = template::mcp_value(&listings, &local.joined(&mcp));
+            let root = crate::root::mcp_value(&listings, &local.joined(&mcp));
             McpResolved { mcp, root }
         });
         (key, resolved)

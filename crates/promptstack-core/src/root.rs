@@ -16,6 +16,10 @@ use crate::spec::{Stability, Trust, VariableSpec};
 use crate::template::{self, Val};
 use crate::toolset::Toolset;
 
+mod views;
+
+pub(crate) use views::mcp_value;
+
 /// The name of the root that holds the spec's variables, whose stability and trust the spec
 /// declares per variable (so it is not a [`Root`]). The evaluators hold it apart in a context.
 pub const VARIABLES: &str = template::VARIABLES;
@@ -253,23 +257,23 @@ impl Root {
         let ctx = sources.ctx;
         match self {
             Root::Now => template::now_value(&ctx.now),
-            Root::Model => template::model_value(&ctx.model),
+            Root::Model => views::model_value(&ctx.model),
             Root::Tools => sources.toolset.template_value(),
-            Root::Integrations => template::integrations_value(&ctx.integrations),
+            Root::Integrations => views::integrations_value(&ctx.integrations),
             Root::Settings => template::json_map_value(&ctx.settings),
-            Root::User => template::user_value(&ctx.user),
-            Root::Language => template::language_value(&ctx.user),
-            Root::Project => template::project_value(ctx.project.as_ref()),
+            Root::User => views::user_value(&ctx.user),
+            Root::Language => views::language_value(&ctx.user),
+            Root::Project => views::project_value(ctx.project.as_ref()),
             Root::Skills => template::skills_value(&ctx.skills),
-            Root::UserMessage => template::user_message_value(ctx.user_message.as_deref()),
+            Root::UserMessage => views::user_message_value(ctx.user_message.as_deref()),
             Root::Cwd => template::to_value(ctx.cwd.as_deref()),
             Root::ContextFiles => template::to_value(&ctx.context_files),
             Root::MessagesPath => template::to_value(ctx.messages_path.as_deref()),
-            Root::Tabs => template::tabs_value(&ctx.tabs),
+            Root::Tabs => views::tabs_value(&ctx.tabs),
             Root::HarnessState => template::json_value_or_none(ctx.harness_state.as_ref()),
             Root::Mcp => match &sources.mcp {
                 Some((_, value)) => value.clone(),
-                None => template::mcp_value(&ctx.mcp_servers, sources.toolset),
+                None => mcp_value(&ctx.mcp_servers, sources.toolset),
             },
         }
     }
@@ -551,7 +555,7 @@ mod tests {
     #[test]
     fn read_roots_are_the_names_inside_tags() {
         let read = |sources: &[&str]| {
-            let mut templates = template::TemplateSet::new(&crate::spec::RenderOptions::default());
+            let mut templates = template::TemplateSet::new(template::Whitespace::default());
             for (i, source) in sources.iter().enumerate() {
                 templates
                     .add(format!("t{i}"), (*source).to_owned())
@@ -575,7 +579,7 @@ mod tests {
 
     #[test]
     fn some_templates_read_their_own_roots_and_none_brings_in_another() {
-        let mut templates = template::TemplateSet::new(&crate::spec::RenderOptions::default());
+        let mut templates = template::TemplateSet::new(template::Whitespace::default());
         for (name, source) in [
             ("stable", "{{ skills }}{{ variables.x }}"),
             ("date", "{{ now.date }}{{ cwd }}"),

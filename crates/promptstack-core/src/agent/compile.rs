@@ -24,7 +24,7 @@ use crate::spec::load::{
 };
 use crate::spec::span::push_pointer;
 use crate::spec::{AgentSpec, BlockKind, Placement, Stability, Trust, load};
-use crate::template::{GATE_PREFIX, SimpleGate, TemplateSet};
+use crate::template::{GATE_PREFIX, SimpleGate, TemplateSet, Whitespace};
 
 /// Per-unit facts collected while validating, used by several checks.
 pub(super) struct UnitFacts {
@@ -58,7 +58,10 @@ pub(super) fn compile(
             source: &source,
             spans: &spans,
         },
-        templates: TemplateSet::new(&spec.render),
+        templates: TemplateSet::new(Whitespace {
+            trim_blocks: spec.render.trim_blocks,
+            lstrip_blocks: spec.render.lstrip_blocks,
+        }),
         errors: recovered,
         lint: Vec::new(),
     };

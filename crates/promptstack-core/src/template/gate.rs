@@ -202,7 +202,7 @@ impl Filter {
     /// `escape_end_tags` takes constant tag names (as many as the engine's filter does), the
     /// others none. Anything else is left to the engine, whose error is the one to report.
     pub(crate) fn named(name: &str, args: &[Option<&str>]) -> Option<Self> {
-        use crate::layers::escape;
+        use super::boundary::escape;
         match (name, args) {
             ("escape_xml", []) => Some(Filter::EscapeXml),
             ("posix_path", []) => Some(Filter::PosixPath),
@@ -832,7 +832,7 @@ pub(crate) fn escape_charged<'t, T>(
         6,
         meter,
         escape,
-        crate::layers::escape::escaped_len,
+        super::boundary::escape::escaped_len,
     )
 }
 
@@ -862,7 +862,7 @@ pub(crate) fn escape_charged_by<'t, T>(
 /// Applies a filter by calling the function its engine filter calls; `None` for a value the
 /// filter would refuse (the engine's error is the one to report).
 fn apply<'a>(filter: &Filter, value: &Val<'a>, meter: &mut Meter) -> Option<Val<'a>> {
-    use crate::layers::{escape, files, guidelines};
+    use super::boundary::{escape, files, guidelines};
     match filter {
         Filter::EscapeXml => {
             let text = value.as_str()?;
@@ -1274,8 +1274,7 @@ fn is_keyword(word: &str) -> bool {
 #[cfg(test)]
 pub(super) mod tests {
     use super::*;
-    use crate::spec::RenderOptions;
-    use crate::template::{TemplateSet, to_value};
+    use crate::template::{TemplateSet, Whitespace, to_value};
     use proptest::prelude::*;
 
     /// A JSON value of the kinds gates meet: none, booleans, numbers, strings (empty or not),
@@ -1394,7 +1393,7 @@ pub(super) mod tests {
         /// not fail).
         #[test]
         fn decides_as_minijinja_does(expression in expression(), roots in context()) {
-            let mut templates = TemplateSet::new(&RenderOptions::default());
+            let mut templates = TemplateSet::new(Whitespace::default());
             if templates.add_gate("gate".into(), &expression).is_err() {
                 return Ok(());
             }
@@ -1424,7 +1423,7 @@ pub(super) mod tests {
             past_remembered in any::<bool>(),
             order in prop::collection::vec(any::<prop::sample::Index>(), 1..16),
         ) {
-            let mut templates = TemplateSet::new(&RenderOptions::default());
+            let mut templates = TemplateSet::new(Whitespace::default());
             let mut atoms = GateAtoms::default();
             if past_remembered {
                 for i in 0..64 {

@@ -29,8 +29,7 @@ use minijinja::machinery::ast::{self, CallArg, Expr, Spanned, Stmt};
 use minijinja::value::{ObjectRepr, Value, ValueKind};
 use minijinja::{Environment, Error, ErrorKind, State};
 
-use crate::room::{BYTES_PER_FUEL, out_of_room, room};
-use crate::spec::MAX_TEMPLATE_NESTING;
+use super::boundary::{BYTES_PER_FUEL, MAX_TEMPLATE_NESTING, out_of_room, room};
 
 /// The deepest nesting of containers a render may make (see [`MAX_TEMPLATE_NESTING`]).
 pub(crate) const MAX_DEPTH: usize = MAX_TEMPLATE_NESTING;
@@ -949,8 +948,7 @@ mod tests {
     use proptest::prelude::*;
 
     use super::MAX_DEPTH;
-    use crate::spec::RenderOptions;
-    use crate::template::TemplateSet;
+    use crate::template::{TemplateSet, Whitespace};
 
     /// The values the generated templates read: every kind an operator or filter treats apart.
     fn root() -> Value {
@@ -1134,7 +1132,7 @@ mod tests {
         /// render's limits.
         #[test]
         fn guarded_programs_render_as_minijinja_does(source in template()) {
-            let mut set = TemplateSet::new(&RenderOptions::default());
+            let mut set = TemplateSet::new(Whitespace::default());
             if set.add("t".into(), source.clone()).is_err() {
                 // A syntax error (e.g. a test applied where the grammar allows none) is
                 // minijinja's, reported before any program exists.
@@ -1156,7 +1154,7 @@ mod tests {
             "{{ '%s' | format(xs) }}{{ xs | pprint }}{{ (m.missing ~ 'x') if false else 'y' }}",
         ];
         for source in sources {
-            let mut set = TemplateSet::new(&RenderOptions::default());
+            let mut set = TemplateSet::new(Whitespace::default());
             set.add("t".into(), source.to_owned()).unwrap();
             let (oracle, guarded) = both(&set, "t");
             assert_eq!(oracle, guarded, "{source}");
@@ -1165,7 +1163,7 @@ mod tests {
 
     /// Renders one template with the default template memory; the error's text.
     fn fails(source: &str) -> String {
-        let mut set = TemplateSet::new(&RenderOptions::default());
+        let mut set = TemplateSet::new(Whitespace::default());
         set.add("t".into(), source.to_owned()).unwrap();
         set.render_engine("t", &root())
             .map(|r| r.text.len())
@@ -1243,7 +1241,7 @@ mod tests {
                 "{{% set a = ['x'] %}}{}{{{{ a | length }}}}",
                 step.repeat(MAX_DEPTH - 1)
             );
-            let mut set = TemplateSet::new(&RenderOptions::default());
+            let mut set = TemplateSet::new(Whitespace::default());
             set.add("t".into(), source).unwrap();
             set.render_engine("t", &root()).unwrap();
         }
@@ -1257,7 +1255,7 @@ mod tests {
             "{{% set a = ['x'] %}}{}{{{{ a | length }}}}",
             "{% set a = a * 1 %}".repeat(50_000)
         );
-        let mut set = TemplateSet::new(&RenderOptions::default());
+        let mut set = TemplateSet::new(Whitespace::default());
         set.add("t".into(), source).unwrap();
         assert_eq!(set.render_engine("t", &root()).unwrap().text, "1");
     }

@@ -6,6 +6,9 @@
 //! renders as nothing rather than the word "none". Gates and templates in a simple subset are
 //! also compiled for the engine-free evaluators (`gate`, `plan`), which answer only where they
 //! know minijinja's answer and leave everything else to it.
+//!
+//! What the layer takes from the rest of the core is listed once, in `boundary`; the roots it
+//! does not read where they lie are built by the core (`root::views`) with [`to_value`].
 
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::sync::Arc;
@@ -14,9 +17,38 @@ use minijinja::value::Value;
 use minijinja::{AutoEscape, Environment, UndefinedBehavior};
 use serde::Serialize;
 
-use crate::context::{Now, format_offset, message_slugs};
-use crate::spec::{RenderOptions, VariableSpec};
-use crate::toolset::Toolset;
+use boundary::{
+    BYTES_PER_FUEL, MAX_EXPRESSION_OPERATORS, Now, Skill, VariableSpec, ensure_room,
+    ensure_value_fits, format_offset, out_of_room, room,
+};
+
+/// Every item of the rest of the core the layer reads, in one place: the layer's modules name
+/// the core only through this list (their tests aside), and the rest of the core reaches the
+/// layer only through the `pub(crate)` items of `template` itself, never its submodules.
+///
+/// - `room`: the fuel and memory accounting of a render, shared with the filters of `layers`.
+/// - `layers`: the filters registered into the environment, and the escapes that the
+///   engine-free evaluators apply as the filters do.
+/// - `context`: the send's records the evaluators read where they lie (a skill, a context
+///   file, the clock) rather than as template values made first.
+/// - `spec`: the variable declarations the plans and gates are compiled against, and the limits
+///   on an expression's operators and a template's nesting that the spec loader also checks.
+/// - `toolset`: the `tools` root, read where it lies (its names, and each tool's value, which
+///   the toolset makes once).
+///
+/// The spec's render options come in the layer's own form, `Whitespace`. The roots the layer
+/// does not read where they lie are built by the core (`root::views`) with `to_value`.
+mod boundary {
+    pub(super) use crate::context::{ContextFile, Now, Skill, format_offset};
+    pub(super) use crate::layers::{escape, files, guidelines, register};
+    pub(super) use crate::room::{
+        BYTES_PER_FUEL, ensure_room, ensure_value_fits, out_of_room, room,
+    };
+    pub(super) use crate::spec::{
+        MAX_EXPRESSION_OPERATORS, MAX_TEMPLATE_NESTING, Shape, Stability, VariableSpec,
+    };
+    pub(super) use crate::toolset::Toolset;
+}
 
 std::thread_local! {
     /// Empty emissions of the render running on this thread. Renders do not nest, so one counter
@@ -45,8 +77,6 @@ pub(crate) use val::{
     Context, Declared, ROOT_INDICES, VARIABLES, Val, VariableFacts, Variables, named_entry,
     same_name,
 };
-
-use crate::room::{BYTES_PER_FUEL, ensure_room, ensure_value_fits, out_of_room, room};
 
 /// The most fuel one render may use, whatever the memory allowed: an instruction costs one fuel,
 /// so a runaway loop fails instead of hanging.
@@ -108,6 +138,25 @@ impl RenderBudget {
     }
 }
 
+/// How templates treat the whitespace around their tags (the spec's render options).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Whitespace {
+    /// Jinja `trim_blocks`: the first newline after a block tag is removed.
+    pub trim_blocks: bool,
+    /// Jinja `lstrip_blocks`: whitespace before a block tag at the start of a line is stripped.
+    pub lstrip_blocks: bool,
+}
+
+impl Default for Whitespace {
+    /// Both on, as the spec's render options default to.
+    fn default() -> Self {
+        Self {
+            trim_blocks: true,
+            lstrip_blocks: true,
+        }
+    }
+}
+
 /// A template of a set by its name, with its plan when it has one, found once when the agent is
 /// compiled, so that rendering it looks nothing up.
 #[derive(Debug, Clone)]
@@ -131,7 +180,7 @@ pub(crate) struct Rendered {
 }
 
 impl TemplateSet {
-    pub fn new(options: &RenderOptions) -> Self {
+    pub fn new(options: Whitespace) -> Self {
         let mut env = Environment::new();
         env.set_undefined_behavior(UndefinedBehavior::Strict);
         env.set_auto_escape_callback(|_| AutoEscape::None);
@@ -154,7 +203,7 @@ impl TemplateSet {
                     .unwrap_or(false),
             }
         });
-        crate::layers::register(&mut env);
+        boundary::register(&mut env);
         env.set_formatter(|out, state, value| {
             let empty = value.is_none()
                 || value.is_undefined()
@@ -493,7 +542,6 @@ fn scan_expression(
     close: Option<[u8; 2]>,
     name: &mut dyn FnMut(&str),
 ) -> Result<usize, usize> {
-    use crate::spec::load::MAX_EXPRESSION_OPERATORS;
     let mut operators = 0usize;
     while let Some(&byte) = bytes.get(at) {
         if close.is_some_and(|close| byte == close[0] && bytes.get(at + 1) == Some(&close[1])) {
@@ -702,82 +750,13 @@ pub(crate) fn path_is_empty(ctx: &Value, path: &str) -> bool {
         || value.len() == Some(0)
 }
 
-/// The `model` root.
-pub(crate) fn model_value(model: &crate::context::ModelDescriptor) -> Value {
-    to_value(ModelView {
-        id: &model.id,
-        name: &model.name,
-        provider: &model.provider,
-        tool_usage: match model.tool_usage {
-            crate::context::ToolUsage::None => "none",
-            crate::context::ToolUsage::Native => "native",
-        },
-        can_use_tools: model.can_use_tools(),
-        context_window: model.context_window,
-    })
-}
-
-/// The `integrations` root: every name reads, unknown ones as `not_connected`.
-pub(crate) fn integrations_value(
-    integrations: &BTreeMap<String, crate::context::Integration>,
-) -> Value {
-    Value::from_object(Integrations(
-        integrations
-            .iter()
-            .map(|(name, i)| {
-                let view = IntegrationView {
-                    connected: i.connected,
-                    enabled: i.enabled,
-                    status: i.status(),
-                };
-                (name.clone(), to_value(view))
-            })
-            .collect(),
-    ))
-}
-
-/// The `user` root.
-pub(crate) fn user_value(user: &crate::context::UserProfile) -> Value {
-    let location = user.location.as_ref().map(|l| LocationView {
-        name: l.name.as_deref(),
-        latitude: l.latitude,
-        longitude: l.longitude,
-        coordinates: l.coordinates(),
-    });
-    to_value(&UserView {
-        name: user.name.as_deref(),
-        location,
-        units: user.units.as_deref(),
-        language: user.language.as_deref(),
-        app_language: user.app_language.as_deref(),
-    })
-}
-
-/// The `language` root, derived from the user's profile.
-pub(crate) fn language_value(user: &crate::context::UserProfile) -> Value {
-    to_value(&LanguageView {
-        reply: user.reply_language(),
-        app: user.app_language.as_deref(),
-    })
-}
-
-/// The `project` root; `none` outside a project.
-pub(crate) fn project_value(project: Option<&crate::context::Project>) -> Value {
-    let project = project.map(|p| ProjectView {
-        name: &p.name,
-        instructions: p.instructions.as_deref().filter(|i| !i.trim().is_empty()),
-        has_sibling_threads: p.has_sibling_threads,
-    });
-    to_value(&project)
-}
-
 /// The `skills` root: the visible skills (see [`val::visible`]).
-pub(crate) fn skills_value(skills: &[crate::context::Skill]) -> Value {
+pub(crate) fn skills_value(skills: &[Skill]) -> Value {
     Value::from_object(val::visible(skills).map(skill_value).collect::<Vec<_>>())
 }
 
 /// One skill as the `skills` root shows it.
-pub(crate) fn skill_value(skill: &crate::context::Skill) -> Value {
+pub(crate) fn skill_value(skill: &Skill) -> Value {
     to_value(SkillView {
         name: &skill.name,
         slug: skill.slug(),
@@ -922,89 +901,6 @@ fn civil_text(civil: &jiff::civil::DateTime, format: &str) -> Option<CivilText> 
     Some(out)
 }
 
-/// The `user_message` root.
-pub(crate) fn user_message_value(message: Option<&str>) -> Value {
-    match message {
-        Some(text) => to_value(&UserMessageView {
-            text,
-            slugs: message_slugs(text),
-        }),
-        None => Value::from(()),
-    }
-}
-
-/// The `mcp` root: this send's servers sorted by name (`name`, `ready`, `tools` as
-/// `{name, tool, description}` under their namespaced names, `reason` when not ready) and `tools`,
-/// the namespaced names of every MCP tool offered.
-pub(crate) fn mcp_value(
-    listings: &[crate::tools::mcp::McpServerListing],
-    toolset: &Toolset,
-) -> Value {
-    use crate::tools::mcp::McpServerStatus;
-    let mut servers: Vec<McpServerView<'_>> = listings
-        .iter()
-        .map(|listing| match &listing.status {
-            McpServerStatus::Ready { tools } => {
-                let mut views: Vec<McpToolView<'_>> = tools
-                    .iter()
-                    .filter_map(|tool| {
-                        let name = toolset.mcp_names().name_of(&listing.server, &tool.name)?;
-                        Some(McpToolView {
-                            name,
-                            tool: &tool.name,
-                            description: tool.description.as_deref(),
-                        })
-                    })
-                    .collect();
-                views.sort_by(|a, b| a.name.cmp(b.name));
-                views.dedup_by(|a, b| a.name == b.name);
-                McpServerView {
-                    name: &listing.server,
-                    ready: true,
-                    tools: views,
-                    reason: None,
-                }
-            }
-            McpServerStatus::Failed { failure } => McpServerView {
-                name: &listing.server,
-                ready: false,
-                tools: Vec::new(),
-                reason: Some(&failure.message),
-            },
-        })
-        .collect();
-    servers.sort_by(|a, b| a.name.cmp(b.name));
-    servers.dedup_by(|a, b| a.name == b.name);
-    let tools: Vec<&str> = toolset
-        .tools()
-        .iter()
-        .filter(|t| !t.origin.is_local())
-        .map(|t| t.name.as_str())
-        .collect();
-    to_value(McpView { servers, tools })
-}
-
-#[derive(Serialize)]
-struct McpView<'a> {
-    servers: Vec<McpServerView<'a>>,
-    tools: Vec<&'a str>,
-}
-
-#[derive(Serialize)]
-struct McpServerView<'a> {
-    name: &'a str,
-    ready: bool,
-    tools: Vec<McpToolView<'a>>,
-    reason: Option<&'a str>,
-}
-
-#[derive(Serialize)]
-struct McpToolView<'a> {
-    name: &'a str,
-    tool: &'a str,
-    description: Option<&'a str>,
-}
-
 /// Joins roots into the context value templates render against.
 pub(crate) fn context_value(roots: impl IntoIterator<Item = (&'static str, Value)>) -> Value {
     Value::from_object(Roots(roots.into_iter().collect()))
@@ -1032,83 +928,6 @@ impl minijinja::value::Object for Roots {
 }
 
 #[derive(Serialize)]
-struct ModelView<'a> {
-    id: &'a str,
-    name: &'a str,
-    provider: &'a str,
-    tool_usage: &'static str,
-    can_use_tools: bool,
-    context_window: Option<u32>,
-}
-
-/// The `integrations` root: every name is defined, and names the send does not mention read as
-/// `not_connected`, so `integrations.google.status == 'enabled'` never fails on an absent entry.
-#[derive(Debug)]
-struct Integrations(BTreeMap<String, Value>);
-
-impl minijinja::value::Object for Integrations {
-    fn get_value(self: &Arc<Self>, key: &Value) -> Option<Value> {
-        let name = key.as_str()?;
-        static NOT_CONNECTED: std::sync::LazyLock<Value> = std::sync::LazyLock::new(|| {
-            to_value(IntegrationView {
-                connected: false,
-                enabled: false,
-                status: "not_connected",
-            })
-        });
-        Some(
-            self.0
-                .get(name)
-                .cloned()
-                .unwrap_or_else(|| NOT_CONNECTED.clone()),
-        )
-    }
-
-    fn enumerate(self: &Arc<Self>) -> minijinja::value::Enumerator {
-        minijinja::value::Enumerator::Values(
-            self.0.keys().map(|k| Value::from(k.as_str())).collect(),
-        )
-    }
-}
-
-#[derive(Serialize)]
-struct IntegrationView {
-    connected: bool,
-    enabled: bool,
-    status: &'static str,
-}
-
-#[derive(Serialize)]
-struct LocationView<'a> {
-    name: Option<&'a str>,
-    latitude: Option<f64>,
-    longitude: Option<f64>,
-    coordinates: Option<String>,
-}
-
-#[derive(Serialize)]
-struct UserView<'a> {
-    name: Option<&'a str>,
-    location: Option<LocationView<'a>>,
-    units: Option<&'a str>,
-    language: Option<&'a str>,
-    app_language: Option<&'a str>,
-}
-
-#[derive(Serialize)]
-struct LanguageView<'a> {
-    reply: Option<&'a str>,
-    app: Option<&'a str>,
-}
-
-#[derive(Serialize)]
-struct ProjectView<'a> {
-    name: &'a str,
-    instructions: Option<&'a str>,
-    has_sibling_threads: bool,
-}
-
-#[derive(Serialize)]
 struct SkillView<'a> {
     name: &'a str,
     slug: &'a str,
@@ -1117,44 +936,6 @@ struct SkillView<'a> {
     tags: &'a [String],
     location: Option<&'a str>,
     sites: &'a [String],
-}
-
-/// The `tabs` root: the active tab, the referenced ones, and every URL (active first).
-pub(crate) fn tabs_value(tabs: &crate::context::Tabs) -> Value {
-    let view = |t: &'_ crate::context::Tab| TabView {
-        id: t.id,
-        url: t.url.clone(),
-        title: t.title.clone(),
-        host: url::Url::parse(&t.url)
-            .ok()
-            .and_then(|u| u.host_str().map(str::to_owned)),
-    };
-    to_value(TabsView {
-        active: tabs.active.as_ref().map(view),
-        referenced: tabs.referenced.iter().map(view).collect(),
-        urls: tabs.all().map(|t| t.url.as_str()).collect(),
-    })
-}
-
-#[derive(Serialize)]
-struct TabView {
-    id: i64,
-    url: String,
-    title: Option<String>,
-    host: Option<String>,
-}
-
-#[derive(Serialize)]
-struct TabsView<'a> {
-    active: Option<TabView>,
-    referenced: Vec<TabView>,
-    urls: Vec<&'a str>,
-}
-
-#[derive(Serialize)]
-struct UserMessageView<'a> {
-    text: &'a str,
-    slugs: Vec<&'a str>,
 }
 
 /// Converts any serialisable value into a template value.

@@ -22,9 +22,9 @@ use minijinja::machinery::ast::{self, Stmt};
 use minijinja::syntax::SyntaxConfig;
 use minijinja::value::ValueKind;
 
+use super::boundary::escape;
 use super::gate::{Expr, Filter, Meter, Name, STEP, Scope, Test, UNITS_PER_FUEL, escape_charged};
 use super::val::{Context, Declared, Val};
-use crate::layers::escape;
 
 /// The deepest nesting of statements and expressions a plan holds; a deeper template is left to
 /// minijinja (its parser allows more).
@@ -579,9 +579,8 @@ impl<'a> Run<'_, 'a> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::spec::RenderOptions;
     use crate::template::gate::tests::contexts;
-    use crate::template::{RENDERS, TemplateSet};
+    use crate::template::{RENDERS, TemplateSet, Whitespace};
     use minijinja::value::Value;
     use proptest::prelude::*;
     use proptest::test_runner::{Config, TestRunner};
@@ -844,12 +843,10 @@ mod tests {
         let strategy = (template(), context(), any::<bool>(), any::<bool>());
         runner
             .run(&strategy, |(source, roots, trim_blocks, lstrip_blocks)| {
-                let options = RenderOptions {
+                let mut set = TemplateSet::new(Whitespace {
                     trim_blocks,
                     lstrip_blocks,
-                    ..RenderOptions::default()
-                };
-                let mut set = TemplateSet::new(&options);
+                });
                 if set.add("t".into(), source.clone()).is_err() {
                     return Ok(());
                 }
@@ -957,7 +954,7 @@ mod tests {
                 "qroot",
             ),
         ] {
-            let mut set = TemplateSet::new(&RenderOptions::default());
+            let mut set = TemplateSet::new(Whitespace::default());
             set.add("t".into(), source.to_owned()).unwrap();
             for context in contexts(&roots) {
                 let written = planned(&set, "t", &context)

@@ -18,9 +18,7 @@ use std::sync::atomic::{AtomicU32, Ordering};
 
 use minijinja::value::{Value, ValueKind};
 
-use crate::context::{ContextFile, Now, Skill};
-use crate::spec::{Shape, Stability, VariableSpec};
-use crate::toolset::Toolset;
+use super::boundary::{ContextFile, Now, Shape, Skill, Stability, Toolset, VariableSpec};
 
 /// A value an evaluator reads or makes: borrowed from the send where it can be.
 #[derive(Debug, Clone)]
@@ -999,9 +997,9 @@ mod tests {
     use super::*;
     use crate::context::SendContext;
     use crate::root::{Root, RootSources, VARIABLES};
-    use crate::spec::{RenderOptions, Trust};
+    use crate::spec::Trust;
     use crate::template::gate::GateAtoms;
-    use crate::template::{GateContext, SimpleGate, TemplateSet};
+    use crate::template::{GateContext, SimpleGate, TemplateSet, Whitespace};
     use crate::toolset::Toolset;
 
     /// Texts with markup, paths with either separator, empty ones.
@@ -1160,7 +1158,7 @@ mod tests {
     /// declarations.
     #[test]
     fn borrowed_roots_render_as_minijinja_does() {
-        let mut set = TemplateSet::new(&RenderOptions::default());
+        let mut set = TemplateSet::new(Whitespace::default());
         for (i, source) in TEMPLATES.iter().enumerate() {
             set.add(format!("t{i}"), (*source).to_owned()).unwrap();
         }

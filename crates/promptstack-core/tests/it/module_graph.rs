@@ -351,3 +351,51 @@ fn the_graph_sees_imports_and_would_report_a_cycle() {
     assert_eq!(cycle.first(), cycle.last());
     assert!(cycle.contains(&top("inject")) && cycle.contains(&top("compose")));
 }
+
+/// The template layer names the rest of the core only through its `boundary` (an inline module
+/// of `template/mod.rs`): its other files name no module outside `template`, and `template`
+/// names exactly the modules the boundary lists. Outside the layer, modules name `template`
+/// alone, never one of its submodules.
+#[test]
+fn the_template_layer_names_the_core_only_through_its_boundary() {
+    const BOUNDARY: &[&str] = &[
+        "context",
+        "layers",
+        "layers::escape",
+        "layers::files",
+        "layers::guidelines",
+        "room",
+        "spec",
+        "toolset",
+    ];
+    let graph = graph();
+    let template = vec!["template".to_owned()];
+    let mut named = BTreeSet::new();
+    for (module, edges) in &graph {
+        let inside = module.starts_with(&template);
+        for (to, at) in edges {
+            let into = to.starts_with(&template);
+            if inside && !into {
+                assert_eq!(
+                    module,
+                    &template,
+                    "{} names {} (in {at}) past the layer's boundary",
+                    name(module),
+                    name(to)
+                );
+                named.insert(name(to));
+            }
+            if !inside && into {
+                assert_eq!(
+                    to,
+                    &template,
+                    "{} names {} (in {at})",
+                    name(module),
+                    name(to)
+                );
+            }
+        }
+    }
+    let boundary: BTreeSet<String> = BOUNDARY.iter().map(|m| (*m).to_owned()).collect();
+    assert_eq!(named, boundary, "the modules the template layer names");
+}
