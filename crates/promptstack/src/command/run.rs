@@ -9,7 +9,7 @@
 use promptstack_core::compose::{Composition, FullPrompt, SeveralTargets, Slot, choose_target};
 use promptstack_core::diagnostic::Diagnostic;
 use promptstack_core::provider::sim::{SimCancel, SimConfig, SimReport};
-use promptstack_core::provider::{Format, Request, RequestOptions, Rules};
+use promptstack_core::provider::{Conversation, Format, Request, RequestOptions, Rules};
 use promptstack_core::{Agent, Assembly, SendContext};
 use serde::{Deserialize, Serialize};
 
@@ -313,8 +313,40 @@ pub fn request(
     request: &RequestRequest,
     env: &Env<'_>,
 ) -> Result<RequestResult, Error> {
+    build_request(on, request, None, env)
+}
+
+/// [`request`] over a conversation the front end has read itself rather than one given as a
+/// JSON value in `request.options` (which is not read): a conversation read from a file or a
+/// string with [`read_conversation`](super::read_conversation), under the name the front end
+/// gives it, without writing it as JSON again. The Node and Python packages build their requests
+/// here.
+///
+/// # Errors
+///
+/// [`Error::TargetRequired`], or [`Error::Engine`] when the request cannot be built.
+pub fn request_with(
+    on: &Assembled<'_>,
+    request: &RequestRequest,
+    conversation: &Conversation,
+    env: &Env<'_>,
+) -> Result<RequestResult, Error> {
+    build_request(on, request, Some(conversation), env)
+}
+
+/// [`request`], over `conversation` when one is given (else the one in the options).
+fn build_request(
+    on: &Assembled<'_>,
+    request: &RequestRequest,
+    conversation: Option<&Conversation>,
+    env: &Env<'_>,
+) -> Result<RequestResult, Error> {
     let target = target(on.assembly, request.target.as_deref())?;
-    let built = build(on, request.format, &target, &request.options, env)?;
+    let (format, options) = (request.format, &request.options);
+    let built = match conversation {
+        Some(conversation) => build_with(on, format, &target, options, conversation, env)?,
+        None => build(on, format, &target, options, env)?,
+    };
     Ok(Diagnosed {
         diagnostics: diagnostics(on.assembly, built.diagnostics.iter()),
         value: built,
@@ -575,9 +607,22 @@ fn build(
     let conversation = options
         .conversation(env.limits)
         .map_err(Error::Conversation)?;
+    build_with(on, format, target, options, &conversation, env)
+}
+
+/// Builds the request of `on` for `target` in `format` with `options` and `conversation` (the
+/// one in `options` is not read).
+fn build_with(
+    on: &Assembled<'_>,
+    format: Format,
+    target: &str,
+    options: &RequestSettings,
+    conversation: &Conversation,
+    env: &Env<'_>,
+) -> Result<Request, Error> {
     Ok(on.agent.request(
         on.assembly,
-        &conversation,
+        conversation,
         env.rules,
         &options.options(format, target),
     )?)
