@@ -313,7 +313,7 @@ pub fn request(
     request: &RequestRequest,
     env: &Env<'_>,
 ) -> Result<RequestResult, Error> {
-    build_request(on, request, None, env)
+    build_request(on.agent, on.assembly, request, None, env)
 }
 
 /// [`request`] over a conversation the front end has read itself rather than one given as a
@@ -322,33 +322,48 @@ pub fn request(
 /// gives it, without writing it as JSON again. The Node and Python packages build their requests
 /// here.
 ///
+/// It takes the agent and the assembly rather than an [`Assembled`]: a request is built without
+/// the send, and the Node package's assemblies do not keep theirs (keeping it slowed
+/// `agent.assemble` by about a third, BENCHMARKS.md).
+///
 /// # Errors
 ///
 /// [`Error::TargetRequired`], or [`Error::Engine`] when the request cannot be built.
 pub fn request_with(
-    on: &Assembled<'_>,
+    agent: &Agent,
+    assembly: &Assembly,
     request: &RequestRequest,
     conversation: &Conversation,
     env: &Env<'_>,
 ) -> Result<RequestResult, Error> {
-    build_request(on, request, Some(conversation), env)
+    build_request(agent, assembly, request, Some(conversation), env)
 }
 
-/// [`request`], over `conversation` when one is given (else the one in the options).
+/// [`request`], over `conversation` when one is given (else the one in the options, read after
+/// the target is chosen).
 fn build_request(
-    on: &Assembled<'_>,
+    agent: &Agent,
+    assembly: &Assembly,
     request: &RequestRequest,
     conversation: Option<&Conversation>,
     env: &Env<'_>,
 ) -> Result<RequestResult, Error> {
-    let target = target(on.assembly, request.target.as_deref())?;
-    let (format, options) = (request.format, &request.options);
-    let built = match conversation {
-        Some(conversation) => build_with(on, format, &target, options, conversation, env)?,
-        None => build(on, format, &target, options, env)?,
+    let target = target(assembly, request.target.as_deref())?;
+    let read;
+    let conversation = match conversation {
+        Some(conversation) => conversation,
+        None => {
+            read = request
+                .options
+                .conversation(env.limits)
+                .map_err(Error::Conversation)?;
+            &read
+        }
     };
+    let options = request.options.options(request.format, target);
+    let built = agent.request(assembly, conversation, env.rules, &options)?;
     Ok(Diagnosed {
-        diagnostics: diagnostics(on.assembly, built.diagnostics.iter()),
+        diagnostics: diagnostics(assembly, built.diagnostics.iter()),
         value: built,
     })
 }
@@ -607,22 +622,9 @@ fn build(
     let conversation = options
         .conversation(env.limits)
         .map_err(Error::Conversation)?;
-    build_with(on, format, target, options, &conversation, env)
-}
-
-/// Builds the request of `on` for `target` in `format` with `options` and `conversation` (the
-/// one in `options` is not read).
-fn build_with(
-    on: &Assembled<'_>,
-    format: Format,
-    target: &str,
-    options: &RequestSettings,
-    conversation: &Conversation,
-    env: &Env<'_>,
-) -> Result<Request, Error> {
     Ok(on.agent.request(
         on.assembly,
-        conversation,
+        &conversation,
         env.rules,
         &options.options(format, target),
     )?)

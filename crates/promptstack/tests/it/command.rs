@@ -303,7 +303,7 @@ fn request_with_a_conversation_read_builds_what_request_builds_from_its_value() 
         },
         ..read.clone()
     };
-    let with = command::request_with(&on, &read, &conversation, &env).unwrap();
+    let with = command::request_with(&agent, &assembly, &read, &conversation, &env).unwrap();
     let from_value = command::request(&on, &given, &env).unwrap();
     assert_eq!(with.value.body, from_value.value.body);
     assert_eq!(with.value.target, "cached");
@@ -314,14 +314,15 @@ fn request_with_a_conversation_read_builds_what_request_builds_from_its_value() 
     );
     assert_eq!(with.diagnostics.len(), from_value.diagnostics.len());
     // The conversation in the options is not read: the one given is sent.
-    let ignored = command::request_with(&on, &given, &Default::default(), &env).unwrap();
+    let ignored =
+        command::request_with(&agent, &assembly, &given, &Default::default(), &env).unwrap();
     assert_ne!(ignored.value.body, with.value.body);
     let several = RequestRequest {
         target: None,
         ..read
     };
     assert!(matches!(
-        command::request_with(&on, &several, &conversation, &env),
+        command::request_with(&agent, &assembly, &several, &conversation, &env),
         Err(Error::TargetRequired(_))
     ));
 }
