@@ -225,7 +225,7 @@ impl Agent {
     #[napi(catch_unwind)]
     pub fn assemble(&self, send: Either<String, Buffer>) -> Result<Assembly> {
         let ctx = self.send(&send)?;
-        self.assemble_context(ctx)
+        self.assemble_context(&ctx)
     }
 
     /// Assembles one send given as JSON that `index.js` wrote with `JSON.stringify` (a send
@@ -238,9 +238,11 @@ impl Agent {
     /// for its located diagnostics.
     #[napi(catch_unwind)]
     pub fn assemble_stringified(&self, send: String) -> Result<Assembly> {
-        // The same reading as every other entry point (see `assemble_stringified_inner`).
-        let ctx = self.send(&Either::A(send))?;
-        self.assemble_context(ctx)
+        let assembly = self.assemble_stringified_inner(send)?;
+        Ok(Assembly {
+            agent: self.inner.clone(),
+            inner: Arc::new(assembly),
+        })
     }
 
     /// [`Agent::assemble_stringified`], then one target's system text: the drop-in's path.
@@ -344,12 +346,10 @@ impl Agent {
             .map_err(|e| spec_failure("SendError", &e))
     }
 
-    /// Assembles `ctx` into an [`Assembly`] that keeps the send (the commands run over both).
-    fn assemble_context(&self, ctx: SendContext) -> Result<Assembly> {
-        let assembly = self.inner.assemble(&ctx).map_err(|e| engine_failure(&e))?;
+    fn assemble_context(&self, ctx: &SendContext) -> Result<Assembly> {
+        let assembly = self.inner.assemble(ctx).map_err(|e| engine_failure(&e))?;
         Ok(Assembly {
             agent: self.inner.clone(),
-            send: Arc::new(ctx),
             inner: Arc::new(assembly),
         })
     }
@@ -365,8 +365,8 @@ fn provider_format(name: &str) -> Result<Format> {
 #[napi]
 pub struct Assembly {
     agent: promptstack::Agent,
-    /// The send assembled.
-    send: Arc<SendContext>,
+    // No send: keeping it was measured to slow `assemble` by about a third, and a request is
+    // built without it (`command::request_with`).
     inner: Arc<promptstack::Assembly>,
 }
 
@@ -562,16 +562,12 @@ impl Assembly {
                 cached_content: options.cached_content,
             },
         };
-        let on = Assembled {
-            agent: &self.agent,
-            send: &self.send,
-            assembly: &self.inner,
-        };
         // The command's result also lists the assembly's warnings; `diagnostics` here are the
         // request's own, as `assembly.diagnostics` lists the others.
-        let request = command::request_with(&on, &request, &conversation, &env)
-            .map_err(command_failure)?
-            .value;
+        let request =
+            command::request_with(&self.agent, &self.inner, &request, &conversation, &env)
+                .map_err(command_failure)?
+                .value;
         Ok(RequestOutput {
             format: request.format.as_str().to_owned(),
             plan: to_value(&request.plan)?,

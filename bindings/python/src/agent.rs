@@ -250,16 +250,8 @@ impl Assembly {
     fn build(&self, py: Python<'_>, args: RequestArgs) -> PyResult<Request> {
         let agent = self.agent.clone();
         let assembly = Arc::clone(&self.assembly);
-        let send = Arc::clone(&self.send);
-        py.detach(move || {
-            let on = Assembled {
-                agent: &agent,
-                send: &send,
-                assembly: &assembly,
-            };
-            build_request(&on, args)
-        })
-        .map_err(|f| f.into_py(py))
+        py.detach(move || build_request(&agent, &assembly, args))
+            .map_err(|f| f.into_py(py))
     }
 }
 
@@ -285,7 +277,11 @@ fn rules(input: Option<JsonInput>, plan: bool) -> Result<Rules, Failure> {
 
 /// Builds the request `args` asks for through the `request` command, over the conversation read
 /// here (a dict, JSON or a file, under the name its errors give it).
-fn build_request(on: &Assembled<'_>, args: RequestArgs) -> Result<Request, Failure> {
+fn build_request(
+    agent: &promptstack::Agent,
+    assembly: &promptstack::Assembly,
+    args: RequestArgs,
+) -> Result<Request, Failure> {
     let conversation = match args.conversation {
         None => Conversation::default(),
         Some(input) => {
@@ -298,7 +294,7 @@ fn build_request(on: &Assembled<'_>, args: RequestArgs) -> Result<Request, Failu
         limits: limits(),
         rules: &rules,
     };
-    Ok(command::request_with(on, &args.request, &conversation, &env)?.value)
+    Ok(command::request_with(agent, assembly, &args.request, &conversation, &env)?.value)
 }
 
 #[pymethods]
