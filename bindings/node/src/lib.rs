@@ -5,7 +5,9 @@
 //! assemble per send ([`Agent::assemble`]), then compose a target's texts
 //! ([`Assembly::compose`]) or build a provider request ([`Assembly::request`]). Everything here
 //! converts between JavaScript values and the facade's types and nothing else; no prompt text is
-//! decided in this crate.
+//! decided in this crate. Where the command line has a command, the function here fills in the
+//! command's request and calls it (`promptstack::command`: `request`, `explain`, `lint`, `fence`,
+//! `cite`), so that both answer alike by construction.
 //!
 //! The JavaScript half (`index.js`) wraps these classes in the package's public API: it turns a
 //! send object into JSON, a failure into an `Error` subclass, and implements the `buildSystemPrompt`
@@ -21,12 +23,15 @@ use std::sync::{Arc, Mutex};
 
 use napi::bindgen_prelude::{Buffer, Either, Error, Result, Status};
 use napi_derive::napi;
-use promptstack::command::{RequestSettings, read_conversation};
-use promptstack::compose::{UnknownName, choose_target};
-use promptstack::fence::{ContentKind, Fence, MaxBytes, Provenance};
+use promptstack::command::{
+    self, Assembled, CiteMode, CiteRequest, Env, ExplainRequest, FenceKind, FenceRequest,
+    RequestRequest, RequestSettings, read_conversation,
+};
+use promptstack::compose::UnknownName;
+use promptstack::fence::ContentKind;
 use promptstack::limits::{InputKind, Limit, Limits};
 use promptstack::provider::{Conversation, Format, Rules};
-use promptstack::stream::{OutputMode, Processor, SourceSnapshot, Widget, WidgetEvent, WidgetSet};
+use promptstack::stream::{Processor, SourceSnapshot, Widget, WidgetEvent};
 use promptstack::{ErrorKind, SendContext, SpecFormat};
 use serde_json::{Value, json};
 
@@ -75,6 +80,33 @@ fn engine_failure(error: &promptstack::Error) -> Error {
 /// A value that cannot be given to the engine (a wrong option, an unknown name).
 fn usage_failure(message: impl Into<String>) -> Error {
     failure("UsageError", message, json!({}))
+}
+
+/// Content or provenance the fence refuses.
+fn fence_failure(error: &promptstack::fence::FenceError) -> Error {
+    failure("FenceError", error.to_string(), json!({}))
+}
+
+/// A command's refusal, worded as this package words it.
+fn command_failure(error: command::Error) -> Error {
+    match error {
+        command::Error::TargetRequired(several) => {
+            usage_failure(several.message("choose one with `target`"))
+        }
+        command::Error::Conversation(error) | command::Error::Engine(error) => {
+            engine_failure(&error)
+        }
+        command::Error::Provenance(error) | command::Error::Fence(error) => fence_failure(&error),
+        command::Error::Widgets(error) => usage_failure(format!("invalid widgets: {error}")),
+        // The other refusals are of options this package does not pass.
+        other => usage_failure(other.to_string()),
+    }
+}
+
+/// The bounds of everything the package reads: the command line's defaults.
+fn limits() -> &'static Limits {
+    static LIMITS: std::sync::OnceLock<Limits> = std::sync::OnceLock::new();
+    LIMITS.get_or_init(Limits::default)
 }
 
 /// Serialises engine data for JavaScript.
@@ -261,11 +293,11 @@ impl Agent {
             .map(|send| self.send(send))
             .collect::<Result<Vec<_>>>()?;
         let names: Vec<String> = (0..contexts.len()).map(|i| i.to_string()).collect();
-        let findings = promptstack::report::lint(
+        let linted = command::lint(
             &self.inner,
             names.iter().map(String::as_str).zip(contexts.iter()),
         );
-        to_value(&findings)
+        to_value(&linted.findings)
     }
 
     /// What `promptstack explain --json` reports for one send: the assembly, each target
@@ -281,13 +313,14 @@ impl Agent {
         let ctx = self.send(&send)?;
         let assembly = self.inner.assemble(&ctx).map_err(|e| engine_failure(&e))?;
         let format = format.as_deref().map(provider_format).transpose()?;
-        let planned = format.map(|format| promptstack::report::BreakpointFormat {
-            format,
-            rules: Rules::bundled(),
-        });
+        let on = Assembled {
+            agent: &self.inner,
+            send: &ctx,
+            assembly: &assembly,
+        };
+        let request = ExplainRequest { target, format };
         let explanation =
-            promptstack::report::explain(&self.inner, &ctx, &assembly, target.as_deref(), planned)
-                .map_err(|e| engine_failure(&e))?;
+            command::explain(&on, &request, &Env::bundled(limits())).map_err(command_failure)?;
         to_value(&explanation)
     }
 }
@@ -332,6 +365,8 @@ fn provider_format(name: &str) -> Result<Format> {
 #[napi]
 pub struct Assembly {
     agent: promptstack::Agent,
+    // No send: keeping it was measured to slow `assemble` by about a third, and a request is
+    // built without it (`command::request_with`).
     inner: Arc<promptstack::Assembly>,
 }
 
@@ -501,10 +536,9 @@ impl Assembly {
             cached_content: None,
             rules: None,
         });
-        let target = choose_target(self.inner.target_ids(), options.target.as_deref())
-            .map_err(|several| usage_failure(several.message("choose one with `target`")))?;
+        // The conversation arrives as JSON text: read once, under the name the errors give it.
         let conversation = match &options.conversation {
-            Some(json) => read_conversation(json.as_bytes(), "conversation", &Limits::default())
+            Some(json) => read_conversation(json.as_bytes(), "conversation", limits())
                 .map_err(|e| engine_failure(&e))?,
             None => Conversation::default(),
         };
@@ -512,20 +546,28 @@ impl Assembly {
             Some(text) => Some(Rules::from_toml(text, "rules").map_err(|e| engine_failure(&e))?),
             None => None,
         };
-        let rules = custom_rules.as_ref().unwrap_or_else(|| Rules::bundled());
-        let settings = RequestSettings {
-            conversation: None,
-            model: options.model,
-            max_tokens: options.max_tokens,
-            gap_seconds: options.gap_seconds,
-            cache_key: options.cache_key,
-            cached_content: options.cached_content,
+        let env = Env {
+            limits: limits(),
+            rules: custom_rules.as_ref().unwrap_or_else(|| Rules::bundled()),
         };
-        let request_options = settings.options(format, target);
-        let request = self
-            .agent
-            .request(&self.inner, &conversation, rules, &request_options)
-            .map_err(|e| engine_failure(&e))?;
+        let request = RequestRequest {
+            target: options.target,
+            format,
+            options: RequestSettings {
+                conversation: None,
+                model: options.model,
+                max_tokens: options.max_tokens,
+                gap_seconds: options.gap_seconds,
+                cache_key: options.cache_key,
+                cached_content: options.cached_content,
+            },
+        };
+        // The command's result also lists the assembly's warnings; `diagnostics` here are the
+        // request's own, as `assembly.diagnostics` lists the others.
+        let request =
+            command::request_with(&self.agent, &self.inner, &request, &conversation, &env)
+                .map_err(command_failure)?
+                .value;
         Ok(RequestOutput {
             format: request.format.as_str().to_owned(),
             plan: to_value(&request.plan)?,
@@ -585,25 +627,31 @@ pub fn fence(
     tool: Option<String>,
     max_bytes: Option<u32>,
 ) -> Result<Fenced> {
-    let fence_failure =
-        |e: promptstack::fence::FenceError| failure("FenceError", e.to_string(), json!({}));
-    let kind = ContentKind::parse(&kind).map_err(fence_failure)?;
-    let provenance =
-        Provenance::new(kind, origin.as_deref(), tool.as_deref()).map_err(fence_failure)?;
-    let mut fence = Fence::new(promptstack::nonce::OsNonces);
-    if let Some(max) = max_bytes {
-        fence = fence.with_limit(MaxBytes(max as usize));
-    }
-    let wrapped = fence.wrap(&content, &provenance).map_err(fence_failure)?;
+    let kind = FenceKind::parse(&kind).map_err(|e| fence_failure(&e))?;
+    let request = FenceRequest {
+        text: content,
+        check: false,
+        kind: Some(kind),
+        origin,
+        tool,
+        max_bytes: max_bytes.map(|max| max as usize),
+    };
+    // Wrapping answers with the text, the nonce and the count of defanged markers.
+    let fenced = command::fence(&request).map_err(command_failure)?;
     Ok(Fenced {
-        nonce: wrapped.nonce.to_string(),
-        kind: wrapped.kind.marker_name().to_owned(),
-        defanged: u32::try_from(wrapped.defanged).unwrap_or(u32::MAX),
-        truncated: wrapped.truncated.map(|t| Truncated {
-            kept_bytes: t.kept_bytes as f64,
-            total_bytes: t.total_bytes as f64,
+        nonce: fenced
+            .nonce
+            .map(|nonce| nonce.to_string())
+            .unwrap_or_default(),
+        kind: ContentKind::from(kind).marker_name().to_owned(),
+        defanged: fenced
+            .defanged
+            .map_or(0, |defanged| u32::try_from(defanged).unwrap_or(u32::MAX)),
+        truncated: fenced.truncated.map(|[kept, total]| Truncated {
+            kept_bytes: kept as f64,
+            total_bytes: total as f64,
         }),
-        text: wrapped.text,
+        text: fenced.text.unwrap_or_default(),
     })
 }
 
@@ -662,19 +710,20 @@ impl CiteStream {
         let sources: SourceSnapshot = serde_json::from_str(&sources)
             .map_err(|e| usage_failure(format!("invalid sources: {e}")))?;
         let mode = match mode.as_deref() {
-            None | Some("placeholders") => OutputMode::Placeholders,
-            Some("links") => OutputMode::Links,
-            Some(other) => {
-                return Err(usage_failure(format!(
-                    "mode {other:?} is not one of placeholders, links"
-                )));
-            }
+            None => CiteMode::default(),
+            Some(name) => name.parse().map_err(|_: UnknownName| {
+                usage_failure(format!("mode {name:?} is not one of placeholders, links"))
+            })?,
         };
-        let widgets = WidgetSet::new(widgets.unwrap_or_default())
-            .map_err(|e| usage_failure(format!("invalid widgets: {e}")))?;
-        let config = Limits::default().cite(mode).with_widgets(widgets);
+        // The citation map is kept for `citations`, within the `cite-runs` limit.
+        let request = CiteRequest {
+            sources,
+            mode,
+            widgets: widgets.unwrap_or_default(),
+            map: true,
+        };
         Ok(CiteStream {
-            processor: Processor::new(&sources, config),
+            processor: command::cite(&request, limits()).map_err(command_failure)?,
             out: String::new(),
             events: Vec::new(),
         })

@@ -6,11 +6,11 @@
 
 use std::sync::Arc;
 
-use promptstack::command::{RequestSettings, read_conversation};
-use promptstack::compose::choose_target;
+use promptstack::command::{
+    self, Assembled, Env, ExplainRequest, RequestRequest, RequestSettings, read_conversation,
+};
 use promptstack::limits::{InputKind, Limit, Limits};
 use promptstack::provider::{Conversation, Format, Request, Rules};
-use promptstack::report::BreakpointFormat;
 use promptstack::{SendContext, SpecFormat};
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
@@ -192,11 +192,11 @@ impl Agent {
                 for (name, input) in inputs {
                     named.push((name, read_send(&agent, input)?));
                 }
-                let findings = promptstack::report::lint(
+                let linted = command::lint(
                     &agent,
                     named.iter().map(|(name, send)| (name.as_str(), send)),
                 );
-                serde_json::to_string(&findings).map_err(|e| Failure::Request(e.to_string()))
+                serde_json::to_string(&linted.findings).map_err(|e| Failure::Request(e.to_string()))
             })
             .map_err(|f| f.into_py(py))?;
         from_json_text(py, &findings)
@@ -235,13 +235,13 @@ pub struct Assembly {
     send: Arc<SendContext>,
 }
 
-/// Options of a provider request, read from Python with the GIL held.
+/// A provider request asked from Python, read with the GIL held: the command's request, and
+/// what is read without the GIL (the conversation and the rules table, each of which may be a
+/// file).
 struct RequestArgs {
-    format: Format,
+    request: RequestRequest,
     conversation: Option<JsonInput>,
     plan: bool,
-    target: Option<String>,
-    settings: RequestSettings,
     rules: Option<JsonInput>,
 }
 
@@ -253,12 +253,6 @@ impl Assembly {
         py.detach(move || build_request(&agent, &assembly, args))
             .map_err(|f| f.into_py(py))
     }
-}
-
-/// The target to build for: the one named, or the only one the spec has.
-fn only_target(assembly: &promptstack::Assembly, named: Option<String>) -> Result<String, Failure> {
-    choose_target(assembly.target_ids(), named.as_deref())
-        .map_err(|several| Failure::Request(several.message("choose one with target=")))
 }
 
 /// The rules table: the one given (TOML), or the bundled one; without `plan`, the same table with
@@ -281,6 +275,8 @@ fn rules(input: Option<JsonInput>, plan: bool) -> Result<Rules, Failure> {
     Ok(rules)
 }
 
+/// Builds the request `args` asks for through the `request` command, over the conversation read
+/// here (a dict, JSON or a file, under the name its errors give it).
 fn build_request(
     agent: &promptstack::Agent,
     assembly: &promptstack::Assembly,
@@ -294,10 +290,11 @@ fn build_request(
         }
     };
     let rules = rules(args.rules, args.plan)?;
-    let options = args
-        .settings
-        .options(args.format, only_target(assembly, args.target)?);
-    Ok(agent.request(assembly, &conversation, &rules, &options)?)
+    let env = Env {
+        limits: limits(),
+        rules: &rules,
+    };
+    Ok(command::request_with(agent, assembly, &args.request, &conversation, &env)?.value)
 }
 
 #[pymethods]
@@ -518,17 +515,13 @@ impl Assembly {
         let target = target.map(str::to_owned);
         let text = py
             .detach(move || -> Result<String, Failure> {
-                let format = format.map(|format| BreakpointFormat {
-                    format,
-                    rules: Rules::bundled(),
-                });
-                let explanation = promptstack::report::explain(
-                    &agent,
-                    &send,
-                    &assembly,
-                    target.as_deref(),
-                    format,
-                )?;
+                let on = Assembled {
+                    agent: &agent,
+                    send: &send,
+                    assembly: &assembly,
+                };
+                let request = ExplainRequest { target, format };
+                let explanation = command::explain(&on, &request, &Env::bundled(limits()))?;
                 serde_json::to_string(&explanation).map_err(|e| Failure::Request(e.to_string()))
             })
             .map_err(|f| f.into_py(py))?;
@@ -566,20 +559,23 @@ fn request_args(
         .filter(|r| !r.is_none())
         .map(|r| JsonInput::extract(r, "rules", "<rules>"))
         .transpose()?;
-    let settings = RequestSettings {
-        conversation: None,
-        model,
-        max_tokens: Some(max_tokens),
-        gap_seconds,
-        cache_key,
-        cached_content,
+    let request = RequestRequest {
+        target,
+        format,
+        options: RequestSettings {
+            // Read without the GIL, under its own name: see `build_request`.
+            conversation: None,
+            model,
+            max_tokens: Some(max_tokens),
+            gap_seconds,
+            cache_key,
+            cached_content,
+        },
     };
     Ok(RequestArgs {
-        format,
+        request,
         conversation,
         plan,
-        target,
-        settings,
         rules,
     })
 }

@@ -1,9 +1,10 @@
 //! `CiteStream`: the streaming citation and math processor, fed one model delta at a time.
 
+use promptstack::command::{self, CiteMode, CiteRequest};
+use promptstack::compose::UnknownName;
 use promptstack::limits::InputKind;
 use promptstack::stream::{
-    CitationMap, OutputMode, Overflow, OverflowKind, Processor, SourceSnapshot, WidgetEvent,
-    WidgetSet,
+    CitationMap, Overflow, OverflowKind, Processor, SourceSnapshot, WidgetEvent,
 };
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
@@ -128,20 +129,26 @@ impl CiteStream {
     #[pyo3(signature = (sources, mode = "placeholders", widgets = None))]
     fn new(sources: &Bound<'_, PyAny>, mode: &str, widgets: Option<Vec<String>>) -> PyResult<Self> {
         let snapshot = read_sources(sources)?;
-        let mode = match mode {
-            "placeholders" => OutputMode::Placeholders,
-            "links" => OutputMode::Links,
-            other => {
-                return Err(PyValueError::new_err(format!(
-                    "mode must be \"placeholders\" or \"links\", not {other:?}"
-                )));
-            }
+        let mode: CiteMode = mode.parse().map_err(|_: UnknownName| {
+            PyValueError::new_err(format!(
+                "mode must be \"placeholders\" or \"links\", not {mode:?}"
+            ))
+        })?;
+        // The citation map is kept for `citations`, within the `cite-runs` limit.
+        let request = CiteRequest {
+            sources: snapshot,
+            mode,
+            widgets: widgets.unwrap_or_default(),
+            map: true,
         };
-        let widgets = WidgetSet::new(widgets.unwrap_or_default().iter().map(String::as_str))
-            .map_err(|e| PyValueError::new_err(format!("invalid widgets: {e}")))?;
-        let config = crate::agent::limits().cite(mode).with_widgets(widgets);
+        let processor = command::cite(&request, crate::agent::limits()).map_err(|error| {
+            PyValueError::new_err(match error {
+                command::Error::Widgets(e) => format!("invalid widgets: {e}"),
+                other => other.to_string(),
+            })
+        })?;
         Ok(CiteStream {
-            processor: Processor::new(&snapshot, config),
+            processor,
             events: Vec::new(),
             finished: false,
         })

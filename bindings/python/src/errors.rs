@@ -4,7 +4,8 @@
 //! documented, picklable and typed like any other; this module builds their instances. Work done
 //! without the GIL returns a [`Failure`], which becomes an exception once the GIL is held again.
 
-use promptstack::fence::{FenceError, FenceErrorKind};
+use promptstack::command;
+use promptstack::fence::FenceError;
 use promptstack::limits::InputError;
 use promptstack::registry::LoadError;
 use promptstack::{Error, ErrorKind, SpecError};
@@ -49,6 +50,20 @@ impl From<FenceError> for Failure {
     }
 }
 
+impl From<command::Error> for Failure {
+    fn from(error: command::Error) -> Self {
+        match error {
+            command::Error::TargetRequired(several) => {
+                Failure::Request(several.message("choose one with target="))
+            }
+            command::Error::Conversation(e) | command::Error::Engine(e) => Failure::Engine(e),
+            command::Error::Provenance(e) | command::Error::Fence(e) => Failure::Fence(e),
+            // The other refusals are of options this package does not pass.
+            other => Failure::Request(other.to_string()),
+        }
+    }
+}
+
 impl From<LoadError> for Failure {
     fn from(error: LoadError) -> Self {
         match error {
@@ -80,20 +95,6 @@ pub fn exception(
     match class(py, name).and_then(|cls| cls.call1((message, kind, diagnostics))) {
         Ok(instance) => PyErr::from_value(instance),
         Err(error) => error,
-    }
-}
-
-/// The name of a fence error kind.
-fn fence_kind_name(kind: FenceErrorKind) -> &'static str {
-    match kind {
-        FenceErrorKind::InvalidOrigin => "invalid-origin",
-        FenceErrorKind::InvalidTool => "invalid-tool",
-        FenceErrorKind::HostileAttribute => "hostile-attribute",
-        FenceErrorKind::InvalidNonce => "invalid-nonce",
-        FenceErrorKind::NonceUnavailable => "nonce-unavailable",
-        FenceErrorKind::NonceCollision => "nonce-collision",
-        FenceErrorKind::UnknownKind => "unknown-kind",
-        _ => "fence",
     }
 }
 
@@ -210,7 +211,7 @@ impl Failure {
                 )
             }
             Failure::Fence(e) => {
-                let kind = fence_kind_name(e.kind());
+                let kind = e.kind().as_str();
                 let message = e.to_string();
                 exception(
                     py,

@@ -1,7 +1,7 @@
 //! `fence` and `check_fence`: untrusted content in nonce markers it cannot forge.
 
-use promptstack::fence::{ContentKind, Fence, MaxBytes, ProblemKind, Provenance, check};
-use promptstack::nonce::OsNonces;
+use promptstack::command::{self, FenceKind, FenceRequest};
+use promptstack::fence::{ContentKind, check};
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyList};
 
@@ -61,19 +61,26 @@ pub fn fence(
     let origin = origin.map(str::to_owned);
     let tool = tool.map(str::to_owned);
     py.detach(move || -> Result<Fenced, Failure> {
-        let kind = ContentKind::parse(&kind)?;
-        let provenance = Provenance::new(kind, origin.as_deref(), tool.as_deref())?;
-        let mut fence = Fence::new(OsNonces);
-        if let Some(max) = max_bytes {
-            fence = fence.with_limit(MaxBytes(max));
-        }
-        let wrapped = fence.wrap(&content, &provenance)?;
+        let kind = FenceKind::parse(&kind)?;
+        let request = FenceRequest {
+            text: content,
+            check: false,
+            kind: Some(kind),
+            origin,
+            tool,
+            max_bytes,
+        };
+        // Wrapping answers with the text, the nonce and the count of defanged markers.
+        let fenced = command::fence(&request)?;
         Ok(Fenced {
-            nonce: wrapped.nonce.to_string(),
-            kind: wrapped.kind.short_name(),
-            defanged: wrapped.defanged,
-            truncated: wrapped.truncated.map(|t| (t.kept_bytes, t.total_bytes)),
-            text: wrapped.text,
+            nonce: fenced
+                .nonce
+                .map(|nonce| nonce.to_string())
+                .unwrap_or_default(),
+            kind: ContentKind::from(kind).short_name(),
+            defanged: fenced.defanged.unwrap_or_default(),
+            truncated: fenced.truncated.map(|[kept, total]| (kept, total)),
+            text: fenced.text.unwrap_or_default(),
         })
     })
     .map_err(|f| f.into_py(py))
@@ -113,22 +120,11 @@ impl FenceCheck {
     }
 }
 
-/// The name of a problem kind.
-fn problem_name(kind: ProblemKind) -> &'static str {
-    match kind {
-        ProblemKind::TooShort => "too-short",
-        ProblemKind::BadOpening => "bad-opening",
-        ProblemKind::BadClosing => "bad-closing",
-        ProblemKind::Mismatch => "mismatch",
-        ProblemKind::NonceCount => "nonce-count",
-        ProblemKind::MarkerInBody => "marker-in-body",
-        ProblemKind::ControlTokenInBody => "control-token-in-body",
-        ProblemKind::HostileAttribute => "hostile-attribute",
-        _ => "other",
-    }
-}
-
 /// Checks that `text` is exactly one valid fence, as `promptstack fence --check` does.
+///
+/// It runs the fence's check itself rather than the `fence` command's, whose answer is the
+/// command line's (problems as text, the fence only when valid): this one keeps each problem's
+/// kind and offset, and the fence found even in an invalid text.
 #[pyfunction]
 pub fn check_fence(py: Python<'_>, text: &str) -> PyResult<FenceCheck> {
     let owned = text.to_owned();
@@ -136,7 +132,7 @@ pub fn check_fence(py: Python<'_>, text: &str) -> PyResult<FenceCheck> {
     let problems = PyList::empty(py);
     for problem in &report.problems {
         let item = PyDict::new(py);
-        item.set_item("kind", problem_name(problem.kind))?;
+        item.set_item("kind", problem.kind.as_str())?;
         item.set_item("offset", problem.offset)?;
         item.set_item("message", &problem.message)?;
         problems.append(item)?;

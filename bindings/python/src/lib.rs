@@ -1,8 +1,10 @@
 //! The `promptstack` Python package's native module, `promptstack._native`.
 //!
 //! Load a spec once (`Agent`), assemble per send, compose a target or build a provider
-//! request: the same engine calls as the command line, so the bytes are the command line's. The
-//! GIL is released while the engine works; one `Agent` serves any number of threads.
+//! request: the same engine calls as the command line, so the bytes are the command line's (a
+//! provider request, `explain`, `lint`, `fence` and `cite` run the command line's own commands,
+//! `promptstack::command`). The GIL is released while the engine works; one `Agent` serves any
+//! number of threads.
 //!
 //! - `agent`: `Agent`, `Assembly`, `Block`, `Composition`.
 //! - `fence`: `fence`, `check_fence`.

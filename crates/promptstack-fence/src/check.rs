@@ -76,6 +76,24 @@ pub enum ProblemKind {
     HostileAttribute,
 }
 
+impl ProblemKind {
+    /// The kind's name, as front ends report it: `too-short`, `bad-opening`, `bad-closing`,
+    /// `mismatch`, `nonce-count`, `marker-in-body`, `control-token-in-body`,
+    /// `hostile-attribute`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ProblemKind::TooShort => "too-short",
+            ProblemKind::BadOpening => "bad-opening",
+            ProblemKind::BadClosing => "bad-closing",
+            ProblemKind::Mismatch => "mismatch",
+            ProblemKind::NonceCount => "nonce-count",
+            ProblemKind::MarkerInBody => "marker-in-body",
+            ProblemKind::ControlTokenInBody => "control-token-in-body",
+            ProblemKind::HostileAttribute => "hostile-attribute",
+        }
+    }
+}
+
 impl fmt::Display for Problem {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self.offset {

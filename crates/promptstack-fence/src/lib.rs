@@ -93,6 +93,23 @@ pub enum FenceErrorKind {
     UnknownKind,
 }
 
+impl FenceErrorKind {
+    /// The kind's name, as front ends report it: `invalid-origin`, `invalid-tool`,
+    /// `hostile-attribute`, `invalid-nonce`, `nonce-unavailable`, `nonce-collision`,
+    /// `unknown-kind`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            FenceErrorKind::InvalidOrigin => "invalid-origin",
+            FenceErrorKind::InvalidTool => "invalid-tool",
+            FenceErrorKind::HostileAttribute => "hostile-attribute",
+            FenceErrorKind::InvalidNonce => "invalid-nonce",
+            FenceErrorKind::NonceUnavailable => "nonce-unavailable",
+            FenceErrorKind::NonceCollision => "nonce-collision",
+            FenceErrorKind::UnknownKind => "unknown-kind",
+        }
+    }
+}
+
 impl FenceError {
     /// Creates an error of the given kind with a lowercase detail message.
     pub fn new(kind: FenceErrorKind, detail: impl Into<String>) -> Self {

@@ -17,7 +17,8 @@
 //! - each command has one typed request and one typed result, and one function that runs it
 //!   over an [`Assembled`] send: [`render`] ([`RenderRequest`] → [`RenderResult`]; the full
 //!   prompt also over a send not yet assembled, [`render_full`]), [`request`]
-//!   ([`RequestRequest`] → [`RequestResult`]), [`explain`] ([`ExplainRequest`] →
+//!   ([`RequestRequest`] → [`RequestResult`]; over a conversation read by the front end,
+//!   [`request_with`]), [`explain`] ([`ExplainRequest`] →
 //!   [`Explanation`](crate::report::Explanation)), [`tools`] ([`ToolsResult`]), [`diff`]
 //!   ([`DiffRequest`] → [`SendsDiff`]) and [`lint`] ([`LintResult`]), and over several sends
 //!   [`cache_sim`] ([`CacheSimRequest`] → [`CacheSimResult`]); over a text, [`fence`]
@@ -42,7 +43,8 @@ mod text;
 pub use run::{
     Assembled, CacheSimRequest, CacheSimResult, Diagnosed, DiffRequest, Env, Error, ExplainRequest,
     LintResult, OutOfRange, RenderRequest, RenderResult, Rendered, RequestRequest, RequestResult,
-    SimOption, ToolsResult, cache_sim, diff, explain, lint, render, render_full, request, tools,
+    SimOption, ToolsResult, cache_sim, diff, explain, lint, render, render_full, request,
+    request_with, tools,
 };
 pub use text::{
     CiteMode, CiteRequest, CiteResult, FenceKind, FenceRequest, FenceResult, cite, fence,

@@ -9,7 +9,7 @@
 use promptstack_core::compose::{Composition, FullPrompt, SeveralTargets, Slot, choose_target};
 use promptstack_core::diagnostic::Diagnostic;
 use promptstack_core::provider::sim::{SimCancel, SimConfig, SimReport};
-use promptstack_core::provider::{Format, Request, RequestOptions, Rules};
+use promptstack_core::provider::{Conversation, Format, Request, RequestOptions, Rules};
 use promptstack_core::{Agent, Assembly, SendContext};
 use serde::{Deserialize, Serialize};
 
@@ -313,10 +313,57 @@ pub fn request(
     request: &RequestRequest,
     env: &Env<'_>,
 ) -> Result<RequestResult, Error> {
-    let target = target(on.assembly, request.target.as_deref())?;
-    let built = build(on, request.format, &target, &request.options, env)?;
+    build_request(on.agent, on.assembly, request, None, env)
+}
+
+/// [`request`] over a conversation the front end has read itself rather than one given as a
+/// JSON value in `request.options` (which is not read): a conversation read from a file or a
+/// string with [`read_conversation`](super::read_conversation), under the name the front end
+/// gives it, without writing it as JSON again. The Node and Python packages build their requests
+/// here.
+///
+/// It takes the agent and the assembly rather than an [`Assembled`]: a request is built without
+/// the send, and the Node package's assemblies do not keep theirs (keeping it slowed
+/// `agent.assemble` by about a third, BENCHMARKS.md).
+///
+/// # Errors
+///
+/// [`Error::TargetRequired`], or [`Error::Engine`] when the request cannot be built.
+pub fn request_with(
+    agent: &Agent,
+    assembly: &Assembly,
+    request: &RequestRequest,
+    conversation: &Conversation,
+    env: &Env<'_>,
+) -> Result<RequestResult, Error> {
+    build_request(agent, assembly, request, Some(conversation), env)
+}
+
+/// [`request`], over `conversation` when one is given (else the one in the options, read after
+/// the target is chosen).
+fn build_request(
+    agent: &Agent,
+    assembly: &Assembly,
+    request: &RequestRequest,
+    conversation: Option<&Conversation>,
+    env: &Env<'_>,
+) -> Result<RequestResult, Error> {
+    let target = target(assembly, request.target.as_deref())?;
+    let read;
+    let conversation = match conversation {
+        Some(conversation) => conversation,
+        None => {
+            read = request
+                .options
+                .conversation(env.limits)
+                .map_err(Error::Conversation)?;
+            &read
+        }
+    };
+    let options = request.options.options(request.format, target);
+    let built = agent.request(assembly, conversation, env.rules, &options)?;
     Ok(Diagnosed {
-        diagnostics: diagnostics(on.assembly, built.diagnostics.iter()),
+        diagnostics: diagnostics(assembly, built.diagnostics.iter()),
         value: built,
     })
 }

@@ -1,7 +1,10 @@
 //! The commands over a text rather than a send: `fence` wraps untrusted text in a nonce fence or
 //! checks a fenced one, and `cite` makes the processor a model's streamed text goes through.
 
-use promptstack_core::fence::{ContentKind, Fence, FenceInfo, MaxBytes, Provenance};
+use promptstack_core::compose::UnknownName;
+use promptstack_core::fence::{
+    ContentKind, Fence, FenceError, FenceErrorKind, FenceInfo, MaxBytes, Nonce, Provenance,
+};
 use promptstack_core::stream::{OutputMode, Processor, SourceSnapshot, WidgetSet};
 use serde::{Deserialize, Serialize};
 
@@ -24,6 +27,38 @@ pub enum FenceKind {
     McpResource,
     /// A tool's result.
     ToolResult,
+}
+
+impl FenceKind {
+    /// Every kind, in the order the fence declares them.
+    pub const ALL: [FenceKind; 5] = [
+        FenceKind::Page,
+        FenceKind::Selection,
+        FenceKind::File,
+        FenceKind::McpResource,
+        FenceKind::ToolResult,
+    ];
+
+    /// Finds a kind by its name in a request (`page`, `mcp-resource`: the content kind's short
+    /// name) or by its marker name (`web_content`), as [`ContentKind::parse`] does: for a front
+    /// end that takes the kind as a string.
+    ///
+    /// # Errors
+    ///
+    /// [`FenceErrorKind::UnknownKind`] for any other name, worded by the fence.
+    pub fn parse(name: &str) -> Result<FenceKind, FenceError> {
+        let content = ContentKind::parse(name)?;
+        FenceKind::ALL
+            .into_iter()
+            .find(|kind| ContentKind::from(*kind) == content)
+            // Only a kind the fence declares after this list is not found.
+            .ok_or_else(|| {
+                FenceError::new(
+                    FenceErrorKind::UnknownKind,
+                    format!("{content} cannot be fenced by this command"),
+                )
+            })
+    }
 }
 
 impl From<FenceKind> for ContentKind {
@@ -69,6 +104,10 @@ pub struct FenceResult {
     /// The fenced text (wrapping).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub text: Option<String>,
+    /// The nonce of both markers (wrapping): for a front end that reports it. Not serialised:
+    /// it is in the text.
+    #[serde(skip)]
+    pub nonce: Option<Nonce>,
     /// Markers and control tokens defanged (wrapping).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub defanged: Option<usize>,
@@ -101,6 +140,7 @@ pub fn fence(request: &FenceRequest) -> Result<FenceResult, Error> {
         let valid = report.is_valid();
         return Ok(FenceResult {
             text: None,
+            nonce: None,
             defanged: None,
             truncated: None,
             valid: Some(valid),
@@ -124,6 +164,7 @@ pub fn fence(request: &FenceRequest) -> Result<FenceResult, Error> {
         .map_err(Error::Fence)?;
     Ok(FenceResult {
         text: Some(wrapped.text),
+        nonce: Some(wrapped.nonce),
         defanged: Some(wrapped.defanged),
         truncated: wrapped.truncated.map(|t| [t.kept_bytes, t.total_bytes]),
         valid: None,
@@ -141,6 +182,36 @@ pub enum CiteMode {
     Placeholders,
     /// Markdown links `[[N]](url "title")`.
     Links,
+}
+
+impl CiteMode {
+    /// Every mode, the default first.
+    pub const ALL: [CiteMode; 2] = [CiteMode::Placeholders, CiteMode::Links];
+
+    /// The mode's name (`placeholders`, `links`), as serde names it.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            CiteMode::Placeholders => "placeholders",
+            CiteMode::Links => "links",
+        }
+    }
+}
+
+impl std::fmt::Display for CiteMode {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+impl std::str::FromStr for CiteMode {
+    type Err = UnknownName;
+
+    fn from_str(name: &str) -> Result<CiteMode, UnknownName> {
+        CiteMode::ALL
+            .into_iter()
+            .find(|mode| mode.as_str() == name)
+            .ok_or_else(|| UnknownName::new("mode", name, CiteMode::ALL.map(CiteMode::as_str)))
+    }
 }
 
 impl From<CiteMode> for OutputMode {

@@ -40,6 +40,32 @@ fn every_name_round_trips_through_from_str_and_serde() {
 }
 
 #[test]
+fn fence_kinds_and_cite_modes_are_named_once() {
+    use promptstack::command::{CiteMode, FenceKind};
+    use promptstack::fence::{ContentKind, FenceErrorKind};
+    round_trips(&CiteMode::ALL, CiteMode::as_str);
+    assert_eq!(CiteMode::default(), CiteMode::ALL[0]);
+    assert_eq!(
+        "markdown".parse::<CiteMode>().unwrap_err().to_string(),
+        "mode \"markdown\" is not one of placeholders, links"
+    );
+    // A fence kind is named in a request by its content kind's short name, and parsed from it or
+    // from the marker name; every content kind has one.
+    for content in ContentKind::ALL {
+        let kind = FenceKind::parse(content.short_name()).unwrap();
+        assert_eq!(ContentKind::from(kind), content);
+        assert_eq!(FenceKind::parse(content.marker_name()).unwrap(), kind);
+        let json = format!("\"{}\"", content.short_name());
+        assert_eq!(serde_json::from_str::<FenceKind>(&json).unwrap(), kind);
+    }
+    assert_eq!(FenceKind::ALL.len(), ContentKind::ALL.len());
+    let unknown = FenceKind::parse("email").unwrap_err();
+    assert_eq!(unknown.kind(), FenceErrorKind::UnknownKind);
+    assert_eq!(unknown.kind().as_str(), "unknown-kind");
+    assert_eq!(unknown, ContentKind::parse("email").unwrap_err());
+}
+
+#[test]
 fn an_unknown_name_is_refused_with_the_names_accepted() {
     let error = "openai".parse::<Format>().unwrap_err();
     assert_eq!(
@@ -245,6 +271,63 @@ fn render_answers_what_the_engine_composes_and_builds() {
 }
 
 #[test]
+fn request_with_a_conversation_read_builds_what_request_builds_from_its_value() {
+    use promptstack::command::{self, Assembled, Env, Error, RequestRequest, read_conversation};
+    let (agent, send) = example();
+    let assembly = agent.assemble(&send).unwrap();
+    let on = Assembled {
+        agent: &agent,
+        send: &send,
+        assembly: &assembly,
+    };
+    let limits = Limits::default();
+    let env = Env::bundled(&limits);
+    let bytes = std::fs::read(
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("../promptstack-cli/tests/data/conversations/tool-turn.json"),
+    )
+    .unwrap();
+    let conversation = read_conversation(&bytes, "tool-turn.json", &limits).unwrap();
+    let read = RequestRequest {
+        target: Some("cached".to_owned()),
+        format: Format::OpenaiResponses,
+        options: RequestSettings {
+            max_tokens: Some(99),
+            ..RequestSettings::default()
+        },
+    };
+    let given = RequestRequest {
+        options: RequestSettings {
+            conversation: Some(serde_json::from_slice(&bytes).unwrap()),
+            ..read.options.clone()
+        },
+        ..read.clone()
+    };
+    let with = command::request_with(&agent, &assembly, &read, &conversation, &env).unwrap();
+    let from_value = command::request(&on, &given, &env).unwrap();
+    assert_eq!(with.value.body, from_value.value.body);
+    assert_eq!(with.value.target, "cached");
+    assert!(
+        with.value.body.contains("\"max_output_tokens\":99"),
+        "{}",
+        with.value.body
+    );
+    assert_eq!(with.diagnostics.len(), from_value.diagnostics.len());
+    // The conversation in the options is not read: the one given is sent.
+    let ignored =
+        command::request_with(&agent, &assembly, &given, &Default::default(), &env).unwrap();
+    assert_ne!(ignored.value.body, with.value.body);
+    let several = RequestRequest {
+        target: None,
+        ..read
+    };
+    assert!(matches!(
+        command::request_with(&agent, &assembly, &several, &conversation, &env),
+        Err(Error::TargetRequired(_))
+    ));
+}
+
+#[test]
 fn diff_of_a_send_with_itself_finds_nothing_and_with_another_finds_the_divergence() {
     use promptstack::command::{self, Assembled, DiffRequest, Env};
     let (agent, send) = example();
@@ -364,6 +447,8 @@ fn fence_wraps_and_checks_what_it_wrapped() {
     };
     let wrapped = command::fence(&wrap).unwrap();
     let text = wrapped.text.clone().unwrap();
+    let nonce = wrapped.nonce.clone().unwrap();
+    assert_eq!(text.matches(nonce.as_str()).count(), 2, "{text}");
     assert_eq!((wrapped.defanged, wrapped.valid), (Some(0), None));
     let checked = command::fence(&FenceRequest {
         text,
