@@ -179,19 +179,48 @@ fn example() -> (promptstack::Agent, promptstack::SendContext) {
     (agent, send)
 }
 
+/// The example's research send, assembled, with the default limits: what the commands run over.
+struct Example {
+    agent: promptstack::Agent,
+    send: promptstack::SendContext,
+    assembly: promptstack::Assembly,
+    limits: Limits,
+}
+
+impl Example {
+    fn new() -> Example {
+        let (agent, send) = example();
+        let assembly = agent.assemble(&send).unwrap();
+        Example {
+            agent,
+            send,
+            assembly,
+            limits: Limits::default(),
+        }
+    }
+
+    fn on(&self) -> promptstack::command::Assembled<'_> {
+        promptstack::command::Assembled {
+            agent: &self.agent,
+            send: &self.send,
+            assembly: &self.assembly,
+        }
+    }
+
+    fn env(&self) -> promptstack::command::Env<'_> {
+        promptstack::command::Env::bundled(&self.limits)
+    }
+}
+
 #[test]
 fn render_answers_what_the_engine_composes_and_builds() {
-    use promptstack::command::{self, Assembled, Env, Error, RenderRequest, Rendered};
+    use promptstack::command::{self, Error, RenderRequest, Rendered};
     use promptstack::provider::{Conversation, Rules};
-    let (agent, send) = example();
-    let assembly = agent.assemble(&send).unwrap();
-    let on = Assembled {
-        agent: &agent,
-        send: &send,
-        assembly: &assembly,
-    };
-    let limits = Limits::default();
-    let env = Env::bundled(&limits);
+    let example = Example::new();
+    let (on, env, limits) = (example.on(), example.env(), &example.limits);
+    let Example {
+        agent, assembly, ..
+    } = &example;
     let render = |request: RenderRequest| command::render(&on, &request, &env);
     let cached = || RenderRequest {
         target: Some("cached".to_owned()),
@@ -234,7 +263,7 @@ fn render_answers_what_the_engine_composes_and_builds() {
     .unwrap();
     let built = agent
         .request(
-            &assembly,
+            assembly,
             &Conversation::default(),
             Rules::bundled(),
             &RequestSettings::default().options(Format::OpenaiChat, "cached"),
@@ -257,7 +286,7 @@ fn render_answers_what_the_engine_composes_and_builds() {
         ..cached()
     };
     assert!(matches!(
-        bad_conversation.check(&limits),
+        bad_conversation.check(limits),
         Err(Error::Conversation(_))
     ));
     let unknown = render(RenderRequest {
@@ -272,22 +301,18 @@ fn render_answers_what_the_engine_composes_and_builds() {
 
 #[test]
 fn request_with_a_conversation_read_builds_what_request_builds_from_its_value() {
-    use promptstack::command::{self, Assembled, Env, Error, RequestRequest, read_conversation};
-    let (agent, send) = example();
-    let assembly = agent.assemble(&send).unwrap();
-    let on = Assembled {
-        agent: &agent,
-        send: &send,
-        assembly: &assembly,
-    };
-    let limits = Limits::default();
-    let env = Env::bundled(&limits);
+    use promptstack::command::{self, Error, RequestRequest, read_conversation};
+    let example = Example::new();
+    let (on, env, limits) = (example.on(), example.env(), &example.limits);
+    let Example {
+        agent, assembly, ..
+    } = &example;
     let bytes = std::fs::read(
         std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
             .join("../promptstack-cli/tests/data/conversations/tool-turn.json"),
     )
     .unwrap();
-    let conversation = read_conversation(&bytes, "tool-turn.json", &limits).unwrap();
+    let conversation = read_conversation(&bytes, "tool-turn.json", limits).unwrap();
     let read = RequestRequest {
         target: Some("cached".to_owned()),
         format: Format::OpenaiResponses,
@@ -303,7 +328,7 @@ fn request_with_a_conversation_read_builds_what_request_builds_from_its_value() 
         },
         ..read.clone()
     };
-    let with = command::request_with(&agent, &assembly, &read, &conversation, &env).unwrap();
+    let with = command::request_with(agent, assembly, &read, &conversation, &env).unwrap();
     let from_value = command::request(&on, &given, &env).unwrap();
     assert_eq!(with.value.body, from_value.value.body);
     assert_eq!(with.value.target, "cached");
@@ -315,14 +340,14 @@ fn request_with_a_conversation_read_builds_what_request_builds_from_its_value() 
     assert_eq!(with.diagnostics.len(), from_value.diagnostics.len());
     // The conversation in the options is not read: the one given is sent.
     let ignored =
-        command::request_with(&agent, &assembly, &given, &Default::default(), &env).unwrap();
+        command::request_with(agent, assembly, &given, &Default::default(), &env).unwrap();
     assert_ne!(ignored.value.body, with.value.body);
     let several = RequestRequest {
         target: None,
         ..read
     };
     assert!(matches!(
-        command::request_with(&agent, &assembly, &several, &conversation, &env),
+        command::request_with(agent, assembly, &several, &conversation, &env),
         Err(Error::TargetRequired(_))
     ));
 }
@@ -538,24 +563,17 @@ fn cite_bounds_the_map_only_when_it_is_kept() {
 
 #[test]
 fn render_full_renders_what_render_renders_with_full_without_an_assembly() {
-    use promptstack::command::{
-        self, Assembled, Env, Error, RenderFormat, RenderRequest, Rendered,
-    };
-    let (agent, send) = example();
-    let assembly = agent.assemble(&send).unwrap();
-    let on = Assembled {
-        agent: &agent,
-        send: &send,
-        assembly: &assembly,
-    };
-    let limits = Limits::default();
+    use promptstack::command::{self, Env, Error, RenderFormat, RenderRequest, Rendered};
+    let example = Example::new();
+    let (on, limits) = (example.on(), &example.limits);
+    let Example { agent, send, .. } = &example;
     let request = RenderRequest {
         target: Some("cached".to_owned()),
         full: true,
         ..RenderRequest::default()
     };
-    let full = command::render_full(&agent, &send, &request).unwrap();
-    let rendered = command::render(&on, &request, &Env::bundled(&limits)).unwrap();
+    let full = command::render_full(agent, send, &request).unwrap();
+    let rendered = command::render(&on, &request, &Env::bundled(limits)).unwrap();
     assert_eq!(rendered.diagnostics, full.warnings);
     match rendered.rendered {
         Rendered::Full(by_render) => assert_eq!(by_render.text, full.text),
@@ -566,7 +584,7 @@ fn render_full_renders_what_render_renders_with_full_without_an_assembly() {
         ..request
     };
     assert!(matches!(
-        command::render_full(&agent, &send, &in_a_provider_format),
+        command::render_full(agent, send, &in_a_provider_format),
         Err(Error::FullInProviderFormat)
     ));
 }
