@@ -332,38 +332,28 @@ impl ser::SerializeSeq for HashSerializer<'_> {
     }
 }
 
-impl ser::SerializeTuple for HashSerializer<'_> {
-    type Ok = ();
-    type Error = HashError;
-    fn serialize_element<T: Serialize + ?Sized>(&mut self, value: &T) -> Result<(), HashError> {
-        value.serialize(self.reborrow())
-    }
-    fn end(self) -> Result<(), HashError> {
-        Ok(())
-    }
+/// Tuples, tuple structs and tuple variants: their elements in order, with nothing after them
+/// (their length was written first).
+macro_rules! positional {
+    ($($trait:ident :: $method:ident),* $(,)?) => {$(
+        impl ser::$trait for HashSerializer<'_> {
+            type Ok = ();
+            type Error = HashError;
+            fn $method<T: Serialize + ?Sized>(&mut self, value: &T) -> Result<(), HashError> {
+                value.serialize(self.reborrow())
+            }
+            fn end(self) -> Result<(), HashError> {
+                Ok(())
+            }
+        }
+    )*};
 }
 
-impl ser::SerializeTupleStruct for HashSerializer<'_> {
-    type Ok = ();
-    type Error = HashError;
-    fn serialize_field<T: Serialize + ?Sized>(&mut self, value: &T) -> Result<(), HashError> {
-        value.serialize(self.reborrow())
-    }
-    fn end(self) -> Result<(), HashError> {
-        Ok(())
-    }
-}
-
-impl ser::SerializeTupleVariant for HashSerializer<'_> {
-    type Ok = ();
-    type Error = HashError;
-    fn serialize_field<T: Serialize + ?Sized>(&mut self, value: &T) -> Result<(), HashError> {
-        value.serialize(self.reborrow())
-    }
-    fn end(self) -> Result<(), HashError> {
-        Ok(())
-    }
-}
+positional!(
+    SerializeTuple::serialize_element,
+    SerializeTupleStruct::serialize_field,
+    SerializeTupleVariant::serialize_field,
+);
 
 impl ser::SerializeMap for HashSerializer<'_> {
     type Ok = ();

@@ -16,6 +16,13 @@ fn cite() -> Command {
     command
 }
 
+/// `promptstack cite --sources FILE` with nothing on its input.
+fn cite_sources(file: &str) -> Command {
+    let mut command = cite();
+    command.args(["--sources", file]).stdin(Stdio::null());
+    command
+}
+
 #[test]
 fn help() {
     assert_cmd_snapshot!(cite().arg("--help"));
@@ -64,29 +71,17 @@ fn invalid_utf8_is_replaced() {
 
 #[test]
 fn missing_sources_file() {
-    assert_cmd_snapshot!(
-        cite()
-            .args(["--sources", "tests/data/cite/absent.json"])
-            .stdin(Stdio::null())
-    );
+    assert_cmd_snapshot!(cite_sources("tests/data/cite/absent.json"));
 }
 
 #[test]
 fn invalid_sources_file() {
-    assert_cmd_snapshot!(
-        cite()
-            .args(["--sources", "tests/data/cite/answer.md"])
-            .stdin(Stdio::null())
-    );
+    assert_cmd_snapshot!(cite_sources("tests/data/cite/answer.md"));
 }
 
 #[test]
 fn sources_with_unknown_fields() {
-    assert_cmd_snapshot!(
-        cite()
-            .args(["--sources", "tests/data/cite/unknown-field.json"])
-            .stdin(Stdio::null())
-    );
+    assert_cmd_snapshot!(cite_sources("tests/data/cite/unknown-field.json"));
 }
 
 #[test]

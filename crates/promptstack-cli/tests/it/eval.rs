@@ -154,6 +154,13 @@ fn eval(dir: &Path, args: &[&str]) -> Output {
         .unwrap()
 }
 
+/// `eval` that must exit 0, its report read as JSON.
+fn eval_json(dir: &Path, args: &[&str]) -> Value {
+    let output = eval(dir, args);
+    assert_eq!(output.status.code(), Some(0), "{}", text(&output.stderr));
+    serde_json::from_slice(&output.stdout).unwrap()
+}
+
 fn text(bytes: &[u8]) -> String {
     String::from_utf8_lossy(bytes).into_owned()
 }
@@ -195,14 +202,7 @@ fn a_recorded_run_replays_to_the_same_report_and_exit_codes_follow_fail_under() 
     let recorded: Value =
         serde_json::from_slice(&std::fs::read(dir.path().join("recorded.json")).unwrap()).unwrap();
 
-    let replayed = eval(dir.path(), &["--replay", "recordings", "--json", "-"]);
-    assert_eq!(
-        replayed.status.code(),
-        Some(0),
-        "{}",
-        text(&replayed.stderr)
-    );
-    let replayed: Value = serde_json::from_slice(&replayed.stdout).unwrap();
+    let replayed = eval_json(dir.path(), &["--replay", "recordings", "--json", "-"]);
     assert_eq!(
         without_timing(recorded.clone())["rows"],
         without_timing(replayed.clone())["rows"]
@@ -368,17 +368,10 @@ fn a_judge_outside_the_model_filter_still_judges_and_replays() {
         "-",
         "-q",
     ];
-    let recorded = eval(
+    let recorded = eval_json(
         dir.path(),
         &[&["--record", "recordings"][..], &args].concat(),
     );
-    assert_eq!(
-        recorded.status.code(),
-        Some(0),
-        "{}",
-        text(&recorded.stderr)
-    );
-    let recorded: Value = serde_json::from_slice(&recorded.stdout).unwrap();
     let rows = recorded["rows"].as_array().unwrap();
     assert_eq!(rows.len(), 1);
     assert_eq!(rows[0]["model"], "local");
@@ -393,17 +386,10 @@ fn a_judge_outside_the_model_filter_still_judges_and_replays() {
     let files = std::fs::read_dir(dir.path().join("recordings")).unwrap();
     assert_eq!(files.count(), 3);
 
-    let replayed = eval(
+    let replayed = eval_json(
         dir.path(),
         &[&["--replay", "recordings"][..], &args].concat(),
     );
-    assert_eq!(
-        replayed.status.code(),
-        Some(0),
-        "{}",
-        text(&replayed.stderr)
-    );
-    let replayed: Value = serde_json::from_slice(&replayed.stdout).unwrap();
     assert_eq!(
         without_timing(recorded)["rows"],
         without_timing(replayed)["rows"]

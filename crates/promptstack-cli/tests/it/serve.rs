@@ -277,13 +277,7 @@ pub(crate) fn eventually(limit: Duration, mut check: impl FnMut() -> bool) -> Op
 
 #[test]
 fn two_instances_on_one_postgres_database_stay_consistent() {
-    let runtime = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .unwrap();
-    let database = runtime
-        .block_on(promptstack_store::testing::TempDatabase::create())
-        .expect("PostgreSQL at 127.0.0.1:5432 (or PROMPTSTACK_TEST_POSTGRES)");
+    let database = crate::support::TestDatabase::create();
     let url = database.url().to_owned();
     // A TTL far longer than the test: only change notifications can make the second instance
     // see the first one's writes.
@@ -350,7 +344,6 @@ fn two_instances_on_one_postgres_database_stay_consistent() {
     eprintln!("settings write seen by the other instance after {took:?}");
     drop(first);
     drop(second);
-    runtime.block_on(async move { drop(database) });
 }
 
 /// A TCP proxy the test can cut: while cut, open connections are shut down and new ones are
@@ -418,13 +411,7 @@ fn through(url: &str, addr: &str) -> String {
 
 #[test]
 fn a_store_outage_keeps_cached_renders_and_refuses_writes() {
-    let runtime = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .unwrap();
-    let database = runtime
-        .block_on(promptstack_store::testing::TempDatabase::create())
-        .expect("PostgreSQL at 127.0.0.1:5432 (or PROMPTSTACK_TEST_POSTGRES)");
+    let database = crate::support::TestDatabase::create();
     let direct = database.url().to_owned();
     let authority = {
         let rest = direct.split_once("://").unwrap().1;
@@ -553,7 +540,6 @@ fn a_store_outage_keeps_cached_renders_and_refuses_writes() {
         .count();
     assert_eq!(writes, 2, "{audit}");
     drop(server);
-    runtime.block_on(async move { drop(database) });
 }
 
 /// A send of the voice platform's examples.

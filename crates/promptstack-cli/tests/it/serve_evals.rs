@@ -149,6 +149,9 @@ fn the_gate_refuses_a_version_made_worse_lets_a_rewording_through_and_audits_a_f
     ]);
     let admin = key(&["--data", data_arg], "default", "admin");
     let editor = key(&["--data", data_arg], "default", "editor");
+    let move_production = |key: &str, body: Value| {
+        server.json("PUT", &format!("{AGENT}/labels/production"), key, body)
+    };
     let (original, bundle) = production(&server, &admin);
 
     // A version without the citation instruction: not evaluated, and the gate says so.
@@ -161,12 +164,7 @@ fn the_gate_refuses_a_version_made_worse_lets_a_rewording_through_and_audits_a_f
     );
     assert_eq!(worse["evaluation"]["evaluated"], false, "{worse}");
     assert_eq!(worse["evaluation"]["gate"]["passes"], false, "{worse}");
-    let (status, refused) = server.json(
-        "PUT",
-        &format!("{AGENT}/labels/production"),
-        &admin,
-        json!({"version": worse_id}),
-    );
+    let (status, refused) = move_production(&admin, json!({"version": worse_id}));
     assert_eq!(status, 409, "{refused}");
     assert!(
         refused["gate"]["reason"]
@@ -190,12 +188,7 @@ fn the_gate_refuses_a_version_made_worse_lets_a_rewording_through_and_audits_a_f
     };
     assert_eq!(passed(&original), 5, "{finished}");
     assert_eq!(passed(&worse_id), 2, "{finished}");
-    let (status, refused) = server.json(
-        "PUT",
-        &format!("{AGENT}/labels/production"),
-        &admin,
-        json!({"version": worse_id}),
-    );
+    let (status, refused) = move_production(&admin, json!({"version": worse_id}));
     assert_eq!(status, 409, "{refused}");
     assert!(
         refused["type"].as_str().unwrap().ends_with("/gate-refused"),
@@ -245,12 +238,7 @@ fn the_gate_refuses_a_version_made_worse_lets_a_rewording_through_and_audits_a_f
     let wording = publish(&server, &admin, &bundle, reworded);
     let wording_id = wording["version"]["id"].as_str().unwrap().to_owned();
     run(&server, &admin, &["production", &wording_id], 1);
-    let (status, moved) = server.json(
-        "PUT",
-        &format!("{AGENT}/labels/production"),
-        &admin,
-        json!({"version": wording_id}),
-    );
+    let (status, moved) = move_production(&admin, json!({"version": wording_id}));
     assert_eq!(status, 200, "{moved}");
     assert_eq!(moved["gate"]["passes"], true, "{moved}");
     assert_eq!(moved["forced"], false, "{moved}");
@@ -263,23 +251,14 @@ fn the_gate_refuses_a_version_made_worse_lets_a_rewording_through_and_audits_a_f
     assert_eq!(again["evaluation"]["evaluated"], true, "{again}");
 
     // A force needs an admin and a reason, and is audited with the comparison it overrode.
-    let (status, _) = server.json(
-        "PUT",
-        &format!("{AGENT}/labels/production"),
+    let (status, _) = move_production(
         &editor,
         json!({"version": worse_id, "force": true, "reason": "hotfix"}),
     );
     assert_eq!(status, 403);
-    let (status, problem) = server.json(
-        "PUT",
-        &format!("{AGENT}/labels/production"),
-        &admin,
-        json!({"version": worse_id, "force": true}),
-    );
+    let (status, problem) = move_production(&admin, json!({"version": worse_id, "force": true}));
     assert_eq!(status, 422, "{problem}");
-    let (status, forced) = server.json(
-        "PUT",
-        &format!("{AGENT}/labels/production"),
+    let (status, forced) = move_production(
         &admin,
         json!({"version": worse_id, "force": true, "reason": "the legal team asked for it"}),
     );
@@ -303,13 +282,7 @@ fn the_gate_refuses_a_version_made_worse_lets_a_rewording_through_and_audits_a_f
 
 #[test]
 fn two_instances_share_a_run_and_one_killed_mid_run_loses_no_cell() {
-    let runtime = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .unwrap();
-    let database = runtime
-        .block_on(promptstack_store::testing::TempDatabase::create())
-        .expect("PostgreSQL at 127.0.0.1:5432 (or PROMPTSTACK_TEST_POSTGRES)");
+    let database = crate::support::TestDatabase::create();
     let db = database.url().to_owned();
     let model = model(Duration::from_millis(300));
     let url = format!("local=http://127.0.0.1:{}/v1", model.port);
@@ -380,7 +353,6 @@ fn two_instances_share_a_run_and_one_killed_mid_run_loses_no_cell() {
     assert!((36..=40).contains(&calls), "{calls} model calls");
     drop(first);
     drop(second);
-    runtime.block_on(async move { drop(database) });
 }
 
 #[test]

@@ -103,3 +103,40 @@ pub fn succeeded(args: &[&str]) -> std::process::Output {
 pub fn json_output(args: &[&str]) -> serde_json::Value {
     serde_json::from_slice(&succeeded(args).stdout).unwrap()
 }
+
+/// A PostgreSQL database of its own for one test (at 127.0.0.1:5432, or the server
+/// `PROMPTSTACK_TEST_POSTGRES` names), dropped in its own runtime when the guard is, after
+/// whatever was declared after it (the servers using it).
+pub struct TestDatabase {
+    runtime: tokio::runtime::Runtime,
+    database: Option<promptstack_store::testing::TempDatabase>,
+}
+
+impl TestDatabase {
+    pub fn create() -> TestDatabase {
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap();
+        let database = runtime
+            .block_on(promptstack_store::testing::TempDatabase::create())
+            .expect("PostgreSQL at 127.0.0.1:5432 (or PROMPTSTACK_TEST_POSTGRES)");
+        TestDatabase {
+            runtime,
+            database: Some(database),
+        }
+    }
+
+    /// Its URL.
+    pub fn url(&self) -> &str {
+        self.database.as_ref().map_or("", |d| d.url())
+    }
+}
+
+impl Drop for TestDatabase {
+    fn drop(&mut self) {
+        if let Some(database) = self.database.take() {
+            self.runtime.block_on(async move { drop(database) });
+        }
+    }
+}

@@ -31,9 +31,11 @@ fn read(format: StreamFormat, body: &[u8], cuts: &[usize]) -> Result<(Answer, St
     Ok((stream.finish()?, streamed))
 }
 
-#[test]
-fn an_openai_chat_stream() {
-    let (answer, streamed) = read(StreamFormat::OpenaiChat, OPENAI, &[]).unwrap();
+/// Three of the recordings carry the same answer, each in its own format (a text with a
+/// citation and characters outside ASCII, two tool calls, cache reads; Gemini's output tokens
+/// count its thoughts): it is read whole, streamed as it comes, with the format's stop reason.
+fn reads_the_shared_answer(format: StreamFormat, body: &[u8], stop_reason: &str) {
+    let (answer, streamed) = read(format, body, &[]).unwrap();
     assert_eq!(answer.text, "Rust 1.95 is out [1]. 中文 🚀");
     assert_eq!(streamed, answer.text);
     assert_eq!(
@@ -52,7 +54,12 @@ fn an_openai_chat_stream() {
             cache_write_tokens: None,
         }
     );
-    assert_eq!(answer.stop_reason.as_deref(), Some("tool_calls"));
+    assert_eq!(answer.stop_reason.as_deref(), Some(stop_reason));
+}
+
+#[test]
+fn an_openai_chat_stream() {
+    reads_the_shared_answer(StreamFormat::OpenaiChat, OPENAI, "tool_calls");
 }
 
 #[test]
@@ -77,50 +84,12 @@ fn an_anthropic_stream_with_cache_tokens_added_into_the_input() {
 
 #[test]
 fn an_openai_responses_stream() {
-    let (answer, streamed) = read(StreamFormat::OpenaiResponses, RESPONSES, &[]).unwrap();
-    assert_eq!(answer.text, "Rust 1.95 is out [1]. 中文 🚀");
-    assert_eq!(streamed, answer.text);
-    assert_eq!(
-        answer.tool_calls,
-        [
-            ToolCallRecord::new("search", r#"{"query":"rust"}"#),
-            ToolCallRecord::new("get_tasks", "{}"),
-        ]
-    );
-    assert_eq!(
-        answer.usage,
-        Usage {
-            input_tokens: 1200,
-            output_tokens: 48,
-            cache_read_tokens: Some(1024),
-            cache_write_tokens: None,
-        }
-    );
-    assert_eq!(answer.stop_reason.as_deref(), Some("completed"));
+    reads_the_shared_answer(StreamFormat::OpenaiResponses, RESPONSES, "completed");
 }
 
 #[test]
 fn a_gemini_stream_counts_thoughts_as_output() {
-    let (answer, streamed) = read(StreamFormat::Gemini, GEMINI, &[]).unwrap();
-    assert_eq!(answer.text, "Rust 1.95 is out [1]. 中文 🚀");
-    assert_eq!(streamed, answer.text);
-    assert_eq!(
-        answer.tool_calls,
-        [
-            ToolCallRecord::new("search", r#"{"query":"rust"}"#),
-            ToolCallRecord::new("get_tasks", "{}"),
-        ]
-    );
-    assert_eq!(
-        answer.usage,
-        Usage {
-            input_tokens: 1200,
-            output_tokens: 48,
-            cache_read_tokens: Some(1024),
-            cache_write_tokens: None,
-        }
-    );
-    assert_eq!(answer.stop_reason.as_deref(), Some("STOP"));
+    reads_the_shared_answer(StreamFormat::Gemini, GEMINI, "STOP");
 }
 
 #[test]

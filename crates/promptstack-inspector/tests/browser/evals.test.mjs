@@ -10,21 +10,8 @@
 
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { spawn, execFileSync } from 'node:child_process';
-import { mkdtempSync, mkdirSync, rmSync, existsSync } from 'node:fs';
-import { createServer } from 'node:net';
 import http from 'node:http';
-import { tmpdir } from 'node:os';
-import { join, resolve } from 'node:path';
-import { fileURLToPath } from 'node:url';
-import { chromium } from 'playwright-core';
-
-const here = fileURLToPath(new URL('.', import.meta.url));
-const root = resolve(here, '../../../..');
-const bin = process.env.PROMPTSTACK_BIN ?? join(root, 'target/debug/promptstack');
-const browserPath = process.env.CHROMIUM ?? '/usr/bin/chromium';
-const artifacts = join(root, 'target/inspector-artifacts');
-const axeSource = join(here, 'node_modules/axe-core/axe.min.js');
+import * as support from './support.mjs';
 
 const AGENT = 'chat-assistant';
 const SUITE = 'evals/citations.toml';
@@ -39,21 +26,13 @@ let model;
 let base;
 let browser;
 let page;
-const keys = {};
+let keys;
 const versions = { production: null, worse: null };
 /** The first run: production and the worse version, finished before the page opens it. */
 let run;
 /** Milliseconds the scripted model waits before answering (the test slows it down to watch a run go). */
 let modelDelay = 0;
 let modelRequests = 0;
-
-const freePort = () => new Promise((ok, fail) => {
-  const s = createServer();
-  s.once('error', fail);
-  s.listen(0, '127.0.0.1', () => { const { port } = s.address(); s.close(() => ok(port)); });
-});
-
-const promptstack = (...args) => execFileSync(bin, args, { cwd: root, encoding: 'utf8', timeout: 60_000 });
 
 /** The scripted model's answer to one Chat Completions request, as SSE. */
 function answer(request) {
@@ -100,29 +79,8 @@ function startModel() {
   return new Promise((ok) => srv.listen(0, '127.0.0.1', () => ok(srv)));
 }
 
-async function waitForServer(url, deadline) {
-  for (;;) {
-    try {
-      const r = await fetch(`${url}/healthz`);
-      if (r.ok) return;
-    } catch { /* not yet listening */ }
-    if (Date.now() > deadline) throw new Error(`the server did not answer at ${url} in time`);
-    if (server.exitCode !== null) throw new Error(`the server exited with ${server.exitCode}`);
-    await new Promise((r) => setTimeout(r, 100));
-  }
-}
-
 /** The API from the test itself (not through the page). */
-async function apiCall(method, path, key, body, expected = null) {
-  const headers = { Authorization: `Bearer ${key}` };
-  if (body !== undefined) headers['Content-Type'] = 'application/json';
-  const r = await fetch(`${base}${path}`, { method, headers, body: body === undefined ? undefined : JSON.stringify(body) });
-  const text = await r.text();
-  const json = text ? JSON.parse(text) : null;
-  if (expected !== null) assert.equal(r.status, expected, `${method} ${path}: ${r.status} ${text}`);
-  else assert.ok(r.ok, `${method} ${path}: ${r.status} ${text}`);
-  return { json, headers: r.headers, status: r.status };
-}
+const apiCall = support.api(() => base);
 
 const evalsPath = `/v1/agents/${AGENT}/evals`;
 
@@ -137,19 +95,9 @@ async function finished(id, deadline = Date.now() + 120_000) {
 }
 
 before(async () => {
-  assert.ok(existsSync(bin), `no binary at ${bin}; build it with cargo build -p promptstack-cli`);
-  mkdirSync(artifacts, { recursive: true });
-  data = mkdtempSync(join(tmpdir(), 'promptstack-inspector-evals-'));
-  keys.admin = promptstack('keys', 'create', '--data', data, '--tenant', 'default', '--role', 'admin').trim();
-  keys.viewer = promptstack('keys', 'create', '--data', data, '--tenant', 'default', '--role', 'viewer').trim();
   model = await startModel();
-  const port = await freePort();
-  base = `http://127.0.0.1:${port}`;
-  server = spawn(bin, ['serve', '--examples', '--data', data, '--listen', `127.0.0.1:${port}`,
-    '--eval-workers', '2', '--eval-model-url', `local=http://127.0.0.1:${model.address().port}/v1`], {
-    cwd: root, stdio: ['ignore', 'inherit', 'inherit'],
-  });
-  await waitForServer(base, Date.now() + 60_000);
+  ({ server, base, data, keys } = await support.startServer('inspector-evals',
+    ['--eval-workers', '2', '--eval-model-url', `local=http://127.0.0.1:${model.address().port}/v1`]));
 
   // A worse version of the chat assistant: its citation instruction removed. Publishing moves
   // no label, so `production` stays on the example's version.
@@ -171,34 +119,16 @@ before(async () => {
   assert.equal(run.state, 'done', JSON.stringify(run));
   assert.equal(run.results.length, 4);
 
-  browser = await chromium.launch({ executablePath: browserPath, args: ['--no-sandbox'] });
-  // The page's Content-Security-Policy allows only its own scripts; axe-core is injected by the test.
-  const context = await browser.newContext({ viewport: { width: 1400, height: 1000 }, bypassCSP: true });
-  page = await context.newPage();
-  page.setDefaultTimeout(15_000);
+  ({ browser, page } = await support.openPage());
 });
 
 after(async () => {
-  await browser?.close();
-  if (server && server.exitCode === null) {
-    const exited = new Promise((r) => server.once('exit', r));
-    server.kill('SIGTERM');
-    await exited;
-  }
+  await support.stopAll({ browser, server, data });
   model?.close();
-  if (data) rmSync(data, { recursive: true, force: true });
 });
 
-const shot = (name) => page.screenshot({ path: join(artifacts, `${name}.png`), fullPage: true });
-
-/** axe-core on the current page: no serious or critical violations. */
-async function accessible(what) {
-  await page.addScriptTag({ path: axeSource });
-  const violations = await page.evaluate(async () => (await window.axe.run(document)).violations
-    .filter((v) => v.impact === 'serious' || v.impact === 'critical')
-    .map((v) => `${v.id} (${v.impact}): ${v.nodes.map((n) => n.target.join(' ')).slice(0, 3).join(', ')}`));
-  assert.deepEqual(violations, [], `${what}: ${violations.join('\n')}`);
-}
+const shot = (name) => support.shot(page, name);
+const accessible = (what) => support.accessible(page, what);
 
 async function login(key) {
   await page.goto(`${base}/`);

@@ -5,27 +5,19 @@
 
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { spawn, execFileSync } from 'node:child_process';
-import { mkdtempSync, mkdirSync, rmSync, readFileSync, existsSync } from 'node:fs';
-import { createServer } from 'node:net';
+import { mkdtempSync, rmSync, readFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { join, resolve } from 'node:path';
-import { fileURLToPath } from 'node:url';
-import { chromium } from 'playwright-core';
+import { join } from 'node:path';
+import * as support from './support.mjs';
 
-const here = fileURLToPath(new URL('.', import.meta.url));
-const root = resolve(here, '../../../..');
-const bin = process.env.PROMPTSTACK_BIN ?? join(root, 'target/debug/promptstack');
-const browserPath = process.env.CHROMIUM ?? '/usr/bin/chromium';
-const artifacts = join(root, 'target/inspector-artifacts');
-const axeSource = join(here, 'node_modules/axe-core/axe.min.js');
+const { promptstack } = support;
 
 let data;
 let server;
 let base;
 let browser;
 let page;
-const keys = {};
+let keys;
 /**
  * Two more versions of the chat assistant, published in the setup (no label moves to them): one
  * changes a block of the cached system prefix, the other only a per-send note of the user slot.
@@ -33,66 +25,18 @@ const keys = {};
 const candidate = { block: 'style', id: null };
 const noteOnly = { id: null };
 
-const freePort = () => new Promise((ok, fail) => {
-  const s = createServer();
-  s.once('error', fail);
-  s.listen(0, '127.0.0.1', () => { const { port } = s.address(); s.close(() => ok(port)); });
-});
-
-const promptstack = (...args) => execFileSync(bin, args, { cwd: root, encoding: 'utf8', timeout: 60_000 });
-
-async function waitForServer(url, deadline) {
-  for (;;) {
-    try {
-      const r = await fetch(`${url}/healthz`);
-      if (r.ok) return;
-    } catch { /* not yet listening */ }
-    if (Date.now() > deadline) throw new Error(`the server did not answer at ${url} in time`);
-    if (server.exitCode !== null) throw new Error(`the server exited with ${server.exitCode}`);
-    await new Promise((r) => setTimeout(r, 100));
-  }
-}
-
 before(async () => {
-  assert.ok(existsSync(bin), `no binary at ${bin}; build it with cargo build -p promptstack-cli`);
-  mkdirSync(artifacts, { recursive: true });
-  data = mkdtempSync(join(tmpdir(), 'promptstack-inspector-'));
-  keys.admin = promptstack('keys', 'create', '--data', data, '--tenant', 'default', '--role', 'admin').trim();
-  keys.viewer = promptstack('keys', 'create', '--data', data, '--tenant', 'default', '--role', 'viewer').trim();
-  const port = await freePort();
-  base = `http://127.0.0.1:${port}`;
-  server = spawn(bin, ['serve', '--examples', '--data', data, '--listen', `127.0.0.1:${port}`], {
-    cwd: root, stdio: ['ignore', 'inherit', 'inherit'],
-  });
-  await waitForServer(base, Date.now() + 60_000);
+  ({ server, base, data, keys } = await support.startServer('inspector'));
   await publishCandidate();
-  browser = await chromium.launch({ executablePath: browserPath, args: ['--no-sandbox'] });
-  // The page's Content-Security-Policy allows only its own scripts; axe-core is injected by the test.
-  const context = await browser.newContext({ viewport: { width: 1400, height: 1000 }, bypassCSP: true });
+  let context;
+  ({ browser, context, page } = await support.openPage());
   await context.grantPermissions(['clipboard-read', 'clipboard-write'], { origin: base });
-  page = await context.newPage();
-  page.setDefaultTimeout(15_000);
 });
 
-after(async () => {
-  await browser?.close();
-  if (server && server.exitCode === null) {
-    const exited = new Promise((r) => server.once('exit', r));
-    server.kill('SIGTERM');
-    await exited;
-  }
-  if (data) rmSync(data, { recursive: true, force: true });
-});
+after(() => support.stopAll({ browser, server, data }));
 
 /** The API from the test itself (not through the page). */
-async function apiCall(method, path, key, body) {
-  const headers = { Authorization: `Bearer ${key}` };
-  if (body !== undefined) headers['Content-Type'] = 'application/json';
-  const r = await fetch(`${base}${path}`, { method, headers, body: body === undefined ? undefined : JSON.stringify(body) });
-  const json = await r.json();
-  assert.ok(r.ok, `${method} ${path}: ${r.status} ${JSON.stringify(json)}`);
-  return { json, headers: r.headers };
-}
+const apiCall = support.api(() => base);
 
 /**
  * Publishes a second version of the chat assistant through the API: the production bundle with
@@ -114,16 +58,8 @@ async function publishCandidate() {
   noteOnly.id = await publish('template = "Current date and time: ', 'template = "The date and time now: ');
 }
 
-const shot = (name) => page.screenshot({ path: join(artifacts, `${name}.png`), fullPage: true });
-
-/** axe-core on the current page: no serious or critical violations. */
-async function accessible(what) {
-  await page.addScriptTag({ path: axeSource });
-  const violations = await page.evaluate(async () => (await window.axe.run(document)).violations
-    .filter((v) => v.impact === 'serious' || v.impact === 'critical')
-    .map((v) => `${v.id} (${v.impact}): ${v.nodes.map((n) => n.target.join(' ')).slice(0, 3).join(', ')}`));
-  assert.deepEqual(violations, [], `${what}: ${violations.join('\n')}`);
-}
+const shot = (name) => support.shot(page, name);
+const accessible = (what) => support.accessible(page, what);
 
 const renders = () => page.evaluate(() => Number(document.body.dataset.renders ?? 0));
 async function settled(previous) {

@@ -5,7 +5,7 @@
 use sqlx::Row;
 
 use super::Handle;
-use super::ops::{Audit, DbRow, audit, cap, key_column, lock_tenant, paged};
+use super::ops::{Audit, DbRow, audit, key_column, lock_tenant, paged, within};
 use crate::backend::{from_micros, now_micros};
 use crate::config::StoreConfig;
 use crate::credential::{CredentialInfo, CredentialKey, Secret};
@@ -52,17 +52,19 @@ pub(crate) async fn put_credential(
         .await?
         .is_some();
     if !exists {
-        let count: i64 = sqlx::query("SELECT COUNT(*) FROM credentials WHERE tenant_id = $1")
-            .bind(tenant_id)
-            .fetch_one(&mut *tx)
-            .await?
-            .try_get(0)?;
-        if count >= cap(config.max_credentials_per_tenant) {
-            return Err(Error::quota(format!(
-                "tenant {tenant} has {count} credentials, the most allowed \
-                 (`max_credentials_per_tenant`); delete one first"
-            )));
-        }
+        within(
+            &mut tx,
+            "SELECT COUNT(*) FROM credentials WHERE tenant_id = $1",
+            tenant_id,
+            config.max_credentials_per_tenant,
+            |count| {
+                Error::quota(format!(
+                    "tenant {tenant} has {count} credentials, the most allowed \
+                     (`max_credentials_per_tenant`); delete one first"
+                ))
+            },
+        )
+        .await?;
     }
     sqlx::query(
         "INSERT INTO credentials (tenant_id, name, sealed, created_at, updated_at, updated_by) \

@@ -13,7 +13,7 @@
 use sqlx::Row;
 
 use super::ops::{
-    Audit, DbRow, Tx, agent_exists, audit, cap, key_column, lock_tenant, paged, stored_bytes,
+    Audit, DbRow, Tx, agent_exists, audit, key_column, lock_tenant, paged, stored_bytes, within,
 };
 use super::{Db, Handle, SKIP_LOCKED};
 use crate::backend::{from_micros, now_micros};
@@ -162,19 +162,19 @@ pub(crate) async fn create_run(
             )));
         }
     }
-    let active: i64 = sqlx::query(
+    within(
+        &mut tx,
         "SELECT COUNT(*) FROM eval_runs WHERE tenant_id = $1 AND state IN ('queued', 'running')",
+        tenant_id,
+        config.max_active_runs_per_tenant,
+        |active| {
+            Error::quota(format!(
+                "tenant {tenant} has {active} eval runs queued or running, the most allowed \
+                 (`max_active_runs_per_tenant`); wait for one to finish or cancel one"
+            ))
+        },
     )
-    .bind(tenant_id)
-    .fetch_one(&mut *tx)
-    .await?
-    .try_get(0)?;
-    if active >= cap(config.max_active_runs_per_tenant) {
-        return Err(Error::quota(format!(
-            "tenant {tenant} has {active} eval runs queued or running, the most allowed \
-             (`max_active_runs_per_tenant`); wait for one to finish or cancel one"
-        )));
-    }
+    .await?;
     let total = i64::try_from(cells.len()).map_err(|_| Error::invalid("too many cells"))?;
     let run_id: i64 = sqlx::query(
         "INSERT INTO eval_runs (public_id, tenant_id, agent_id, suite, refs, models, scenarios, \

@@ -82,6 +82,26 @@ pub(super) fn cap(quota: usize) -> i64 {
     i64::try_from(quota).unwrap_or(i64::MAX)
 }
 
+/// Refuses with `refusal(count)` when the rows `count_sql` counts (its one parameter bound to
+/// `id`) are already `most` or more: a quota checked in the write's transaction.
+pub(super) async fn within(
+    tx: &mut Tx,
+    count_sql: &str,
+    id: i64,
+    most: usize,
+    refusal: impl FnOnce(i64) -> Error,
+) -> Result<()> {
+    let count: i64 = sqlx::query(count_sql)
+        .bind(id)
+        .fetch_one(&mut **tx)
+        .await?
+        .try_get(0)?;
+    if count >= cap(most) {
+        return Err(refusal(count));
+    }
+    Ok(())
+}
+
 /// The quotas a new version must fit: versions per agent, agents per tenant and the bytes of
 /// versions a tenant stores. Republishing a version that exists adds nothing and passes.
 async fn check_publish_quotas(
@@ -113,30 +133,34 @@ async fn check_publish_quotas(
             if exists {
                 return Ok(());
             }
-            let versions: i64 = sqlx::query("SELECT COUNT(*) FROM versions WHERE agent_id = $1")
-                .bind(agent_id)
-                .fetch_one(&mut **tx)
-                .await?
-                .try_get(0)?;
-            if versions >= cap(config.max_versions_per_agent) {
-                return Err(Error::quota(format!(
-                    "agent {agent} has {versions} versions, the most allowed \
-                     (`max_versions_per_agent`)"
-                )));
-            }
+            within(
+                tx,
+                "SELECT COUNT(*) FROM versions WHERE agent_id = $1",
+                agent_id,
+                config.max_versions_per_agent,
+                |versions| {
+                    Error::quota(format!(
+                        "agent {agent} has {versions} versions, the most allowed \
+                         (`max_versions_per_agent`)"
+                    ))
+                },
+            )
+            .await?;
         }
         None => {
-            let agents: i64 = sqlx::query("SELECT COUNT(*) FROM agents WHERE tenant_id = $1")
-                .bind(tenant_id)
-                .fetch_one(&mut **tx)
-                .await?
-                .try_get(0)?;
-            if agents >= cap(config.max_agents_per_tenant) {
-                return Err(Error::quota(format!(
-                    "tenant {tenant} has {agents} agents, the most allowed \
-                     (`max_agents_per_tenant`)"
-                )));
-            }
+            within(
+                tx,
+                "SELECT COUNT(*) FROM agents WHERE tenant_id = $1",
+                tenant_id,
+                config.max_agents_per_tenant,
+                |agents| {
+                    Error::quota(format!(
+                        "tenant {tenant} has {agents} agents, the most allowed \
+                         (`max_agents_per_tenant`)"
+                    ))
+                },
+            )
+            .await?;
         }
     }
     let stored = stored_bytes(tx, tenant_id).await?;
@@ -238,18 +262,19 @@ pub(crate) async fn create_key(
     ensure_tenant(&mut tx, tenant, at).await?;
     // Locked, so that two keys created at once cannot both pass the quota.
     let tenant_id = lock_tenant(&mut tx, tenant).await?;
-    let keys: i64 =
-        sqlx::query("SELECT COUNT(*) FROM api_keys WHERE tenant_id = $1 AND revoked_at IS NULL")
-            .bind(tenant_id)
-            .fetch_one(&mut *tx)
-            .await?
-            .try_get(0)?;
-    if keys >= cap(config.max_keys_per_tenant) {
-        return Err(Error::quota(format!(
-            "tenant {tenant} has {keys} keys that are not revoked, the most allowed \
-             (`max_keys_per_tenant`); revoke one first"
-        )));
-    }
+    within(
+        &mut tx,
+        "SELECT COUNT(*) FROM api_keys WHERE tenant_id = $1 AND revoked_at IS NULL",
+        tenant_id,
+        config.max_keys_per_tenant,
+        |keys| {
+            Error::quota(format!(
+                "tenant {tenant} has {keys} keys that are not revoked, the most allowed \
+                 (`max_keys_per_tenant`); revoke one first"
+            ))
+        },
+    )
+    .await?;
     sqlx::query(
         "INSERT INTO api_keys (public_id, tenant_id, role, name, hash, created_at) \
          VALUES ($1, $2, $3, $4, $5, $6)",
@@ -744,16 +769,18 @@ pub(crate) async fn move_label(
     }
     let at = now_micros();
     if current.is_none() {
-        let count: i64 = sqlx::query("SELECT COUNT(*) FROM labels WHERE agent_id = $1")
-            .bind(agent_id)
-            .fetch_one(&mut *tx)
-            .await?
-            .try_get(0)?;
-        if count >= i64::try_from(config.max_labels_per_agent).unwrap_or(i64::MAX) {
-            return Err(Error::invalid(format!(
-                "agent {agent} already has {count} labels, the most allowed"
-            )));
-        }
+        within(
+            &mut tx,
+            "SELECT COUNT(*) FROM labels WHERE agent_id = $1",
+            agent_id,
+            config.max_labels_per_agent,
+            |count| {
+                Error::invalid(format!(
+                    "agent {agent} already has {count} labels, the most allowed"
+                ))
+            },
+        )
+        .await?;
         sqlx::query(
             "INSERT INTO labels (agent_id, name, version_id, updated_at, updated_by) \
              VALUES ($1, $2, $3, $4, $5)",
