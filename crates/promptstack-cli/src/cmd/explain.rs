@@ -24,15 +24,8 @@ use crate::input;
 /// every stability boundary left without one, with the reason.
 #[derive(Debug, clap::Args)]
 pub struct Args {
-    /// The agent spec (TOML, or JSON if the name ends in .json).
-    spec: PathBuf,
-    /// The send context (JSON).
-    #[arg(long)]
-    send: PathBuf,
     #[command(flatten)]
-    workspace: input::Workspace,
-    #[command(flatten)]
-    mcp: crate::cmd::mcp_args::McpArgs,
+    input: crate::cmd::SendInput,
     /// Only this target in the targets section (default: every target).
     #[arg(long)]
     target: Option<String>,
@@ -48,9 +41,7 @@ pub struct Args {
 }
 
 pub fn run(args: Args) -> anyhow::Result<ExitCode> {
-    let agent = input::agent(&args.spec)?;
-    let mut send = input::send_in(&args.send, &args.workspace, &agent)?;
-    args.mcp.discover_into(&mut send)?;
+    let (agent, send) = args.input.read()?;
     let assembly = agent.assemble(&send).context("assembly failed")?;
     let rules = match args.format {
         Some(_) => Some(crate::cmd::request::rules(args.rules.as_deref())?),
@@ -95,7 +86,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         .collect();
     let planned = explanation.breakpoints;
     // A report, not the wire text: nothing in it may drive the terminal.
-    let mut table = table(&agent, &send, &assembly, &compositions, &args.spec);
+    let mut table = table(&agent, &send, &assembly, &compositions, &args.input.spec);
     table.push_str(&breakpoints_section(&planned));
     print!("{}", promptstack::diagnostic::terminal_safe(&table));
     Ok(ExitCode::SUCCESS)

@@ -1,7 +1,6 @@
 //! `promptstack render`: print exactly what a target sends.
 
 use std::io::Write;
-use std::path::PathBuf;
 use std::process::ExitCode;
 
 use anyhow::Context as _;
@@ -25,15 +24,8 @@ use crate::input;
 /// prints the body with its cache plan and units as JSON instead.
 #[derive(Debug, clap::Args)]
 pub struct Args {
-    /// The agent spec (TOML, or JSON if the name ends in .json).
-    spec: PathBuf,
-    /// The send context (JSON).
-    #[arg(long)]
-    send: PathBuf,
     #[command(flatten)]
-    workspace: input::Workspace,
-    #[command(flatten)]
-    mcp: crate::cmd::mcp_args::McpArgs,
+    input: crate::cmd::SendInput,
     /// The target to render (default: every target).
     #[arg(long)]
     target: Option<String>,
@@ -67,9 +59,7 @@ struct JsonOutput<'a> {
 }
 
 pub fn run(args: Args) -> anyhow::Result<ExitCode> {
-    let agent = input::agent(&args.spec)?;
-    let mut send = input::send_in(&args.send, &args.workspace, &agent)?;
-    args.mcp.discover_into(&mut send)?;
+    let (agent, send) = args.input.read()?;
     if args.full {
         return render_full(&agent, &send, &args);
     }
