@@ -1,7 +1,7 @@
 //! `promptstack cache-sim` end to end: the report for the chat assistant, ours next to the naive
 //! baseline, and the cache economics goal when no MCP server fails.
 
-use crate::support::{json_output, promptstack};
+use crate::support::{json_output, promptstack, succeeds};
 use insta_cmd::assert_cmd_snapshot;
 
 const ARGS: [&str; 6] = [
@@ -28,16 +28,11 @@ fn report_for_the_chat_assistant() {
 }
 
 fn report(extra: &[&str]) -> serde_json::Value {
-    let output = promptstack()
-        .args(ARGS)
-        .args(["--turns", "100", "--gap-seconds", "60", "--json"])
-        .args(extra)
-        .output()
-        .unwrap();
-    assert!(
-        output.status.success(),
-        "{}",
-        String::from_utf8_lossy(&output.stderr)
+    let output = succeeds(
+        promptstack()
+            .args(ARGS)
+            .args(["--turns", "100", "--gap-seconds", "60", "--json"])
+            .args(extra),
     );
     serde_json::from_slice(&output.stdout).unwrap()
 }
@@ -136,24 +131,19 @@ fn the_cache_first_target_meets_the_goal_with_failing_servers() {
 fn svg_chart_of_a_short_thread() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("chart.svg");
-    let output = promptstack()
-        .args(ARGS)
-        .args([
-            "--turns",
-            "12",
-            "--provider",
-            "anthropic",
-            "--model",
-            "claude-sonnet-4-5",
-            "--svg",
-        ])
-        .arg(&path)
-        .output()
-        .unwrap();
-    assert!(
-        output.status.success(),
-        "{}",
-        String::from_utf8_lossy(&output.stderr)
+    succeeds(
+        promptstack()
+            .args(ARGS)
+            .args([
+                "--turns",
+                "12",
+                "--provider",
+                "anthropic",
+                "--model",
+                "claude-sonnet-4-5",
+                "--svg",
+            ])
+            .arg(&path),
     );
     let svg = std::fs::read_to_string(&path).unwrap();
     assert!(svg.starts_with("<svg xmlns=\"http://www.w3.org/2000/svg\""));

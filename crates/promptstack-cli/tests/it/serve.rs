@@ -9,7 +9,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
 
-use crate::support::{promptstack, root};
+use crate::support::{promptstack, root, succeeds};
 
 /// A running `promptstack serve`, killed when dropped.
 pub(crate) struct Server {
@@ -146,15 +146,10 @@ fn dechunk(mut raw: &[u8]) -> Vec<u8> {
 }
 
 pub(crate) fn key(store: &[&str], tenant: &str, role: &str) -> String {
-    let output = promptstack()
-        .args(["keys", "create", "--tenant", tenant, "--role", role])
-        .args(store)
-        .output()
-        .unwrap();
-    assert!(
-        output.status.success(),
-        "{}",
-        String::from_utf8_lossy(&output.stderr)
+    let output = succeeds(
+        promptstack()
+            .args(["keys", "create", "--tenant", tenant, "--role", role])
+            .args(store),
     );
     String::from_utf8(output.stdout).unwrap().trim().to_owned()
 }

@@ -89,11 +89,17 @@ fn answer_one(
 /// Runs the binary with `args` and returns what it wrote, failing with its standard error unless
 /// it succeeded.
 pub fn succeeded(args: &[&str]) -> std::process::Output {
-    let output = promptstack().args(args).output().unwrap();
+    succeeds(promptstack().args(args))
+}
+
+/// Runs `command` and returns what it wrote, failing with its arguments and standard error
+/// unless it succeeded.
+pub fn succeeds(command: &mut Command) -> std::process::Output {
+    let output = command.output().unwrap();
     assert!(
         output.status.success(),
-        "promptstack {}: {}",
-        args.join(" "),
+        "{:?}: {}",
+        command.get_args().collect::<Vec<_>>(),
         String::from_utf8_lossy(&output.stderr)
     );
     output

@@ -3,7 +3,7 @@
 
 use std::path::{Path, PathBuf};
 
-use crate::support::{promptstack, root};
+use crate::support::{promptstack, root, succeeds};
 use insta_cmd::assert_cmd_snapshot;
 
 const SPEC: &str = "examples/chat-assistant/agent.toml";
@@ -226,17 +226,12 @@ fn render_and_explain_contact_mcp_servers() {
         .unwrap();
     assert!(without.status.success());
     assert!(!String::from_utf8_lossy(&without.stdout).contains(unavailable));
-    let rendered = promptstack()
-        .args([
-            "render", SPEC, "--send", send, "--target", "legacy", "--mcp",
-        ])
-        .arg(&servers)
-        .output()
-        .unwrap();
-    assert!(
-        rendered.status.success(),
-        "{}",
-        String::from_utf8_lossy(&rendered.stderr)
+    let rendered = succeeds(
+        promptstack()
+            .args([
+                "render", SPEC, "--send", send, "--target", "legacy", "--mcp",
+            ])
+            .arg(&servers),
     );
     assert!(
         String::from_utf8_lossy(&rendered.stdout).contains(unavailable),
@@ -279,25 +274,20 @@ fn explain_lists_the_tools_of_a_live_server() {
              "args": [server_entry("server-everything"), "stdio"]}
         ]),
     );
-    let output = promptstack()
-        .args([
-            "explain",
-            SPEC,
-            "--send",
-            "examples/chat-assistant/sends/plain.json",
-            "--target",
-            "legacy",
-            "--mcp-timeout",
-            "20",
-            "--mcp",
-        ])
-        .arg(&servers)
-        .output()
-        .unwrap();
-    assert!(
-        output.status.success(),
-        "{}",
-        String::from_utf8_lossy(&output.stderr)
+    let output = succeeds(
+        promptstack()
+            .args([
+                "explain",
+                SPEC,
+                "--send",
+                "examples/chat-assistant/sends/plain.json",
+                "--target",
+                "legacy",
+                "--mcp-timeout",
+                "20",
+                "--mcp",
+            ])
+            .arg(&servers),
     );
     let text = String::from_utf8_lossy(&output.stdout);
     let tools = text.lines().find(|l| l.starts_with("tools ")).unwrap();
@@ -348,16 +338,11 @@ system = ["@body"]
         .to_string(),
     )
     .unwrap();
-    let output = promptstack()
-        .args(["tools", "--json", "--send"])
-        .arg(&send)
-        .arg(&spec)
-        .output()
-        .unwrap();
-    assert!(
-        output.status.success(),
-        "{}",
-        String::from_utf8_lossy(&output.stderr)
+    let output = succeeds(
+        promptstack()
+            .args(["tools", "--json", "--send"])
+            .arg(&send)
+            .arg(&spec),
     );
     let json: serde_json::Value = serde_json::from_slice(&output.stdout).unwrap();
     let row = |name: &str| {
