@@ -16,6 +16,19 @@ fn cite() -> Command {
     command
 }
 
+/// `promptstack --limit LIMIT cite --sources tests/data/cite/sources.json`.
+fn cite_within(limit: &str) -> Command {
+    let mut command = Command::new(get_cargo_bin("promptstack"));
+    command.current_dir(env!("CARGO_MANIFEST_DIR")).args([
+        "--limit",
+        limit,
+        "cite",
+        "--sources",
+        "tests/data/cite/sources.json",
+    ]);
+    command
+}
+
 /// `promptstack cite --sources FILE` with nothing on its input.
 fn cite_sources(file: &str) -> Command {
     let mut command = cite();
@@ -376,17 +389,8 @@ fn currency_and_display_math() {
 #[test]
 fn links_past_their_limit_stop_with_a_location() {
     assert_cmd_snapshot!(
-        Command::new(get_cargo_bin("promptstack"))
-            .current_dir(env!("CARGO_MANIFEST_DIR"))
-            .args([
-                "--limit",
-                "cite-link-bytes=200",
-                "cite",
-                "--sources",
-                "tests/data/cite/sources.json",
-                "--mode",
-                "links"
-            ])
+        cite_within("cite-link-bytes=200")
+            .args(["--mode", "links"])
             .pass_stdin("One [1]. Two [2]. Three [1]. Four [2]. Five [1].\n")
     );
 }
@@ -395,16 +399,8 @@ fn links_past_their_limit_stop_with_a_location() {
 #[test]
 fn citation_runs_past_their_limit_stop_with_a_location() {
     assert_cmd_snapshot!(
-        Command::new(get_cargo_bin("promptstack"))
-            .current_dir(env!("CARGO_MANIFEST_DIR"))
-            .args([
-                "--limit",
-                "cite-runs=2",
-                "cite",
-                "--sources",
-                "tests/data/cite/sources.json",
-                "--json"
-            ])
+        cite_within("cite-runs=2")
+            .args(["--json"])
             .pass_stdin("a [1]\nb [2]\nc [1]\nd [2]\n")
     );
 }
@@ -412,15 +408,7 @@ fn citation_runs_past_their_limit_stop_with_a_location() {
 /// Without `--json` the runs are not kept, so `cite-runs` never binds.
 #[test]
 fn citation_runs_are_not_kept_without_json() {
-    let output = Command::new(get_cargo_bin("promptstack"))
-        .current_dir(env!("CARGO_MANIFEST_DIR"))
-        .args([
-            "--limit",
-            "cite-runs=2",
-            "cite",
-            "--sources",
-            "tests/data/cite/sources.json",
-        ])
+    let output = cite_within("cite-runs=2")
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .spawn()
