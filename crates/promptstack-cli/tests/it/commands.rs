@@ -110,15 +110,20 @@ fn schema_of_spec_send_and_eval() {
     }
 }
 
-#[test]
-fn bench_reports_three_figures() {
-    let figures = json_output(&["bench", SPEC, "--send", SEND, "--iterations", "5", "--json"]);
-    let names: Vec<&str> = figures
+/// The names of the figures `bench --json` printed, in order.
+fn figure_names(figures: &serde_json::Value) -> Vec<&str> {
+    figures
         .as_array()
         .unwrap()
         .iter()
         .map(|f| f["name"].as_str().unwrap())
-        .collect();
+        .collect()
+}
+
+#[test]
+fn bench_reports_three_figures() {
+    let figures = json_output(&["bench", SPEC, "--send", SEND, "--iterations", "5", "--json"]);
+    let names = figure_names(&figures);
     assert_eq!(names, ["warm", "volatile-only", "compose"]);
     for figure in figures.as_array().unwrap() {
         assert_eq!(figure["iterations"], 5);
@@ -138,12 +143,7 @@ fn bench_cold_adds_the_cold_figures() {
         "--cold",
         "--json",
     ]);
-    let names: Vec<&str> = figures
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|f| f["name"].as_str().unwrap())
-        .collect();
+    let names = figure_names(&figures);
     assert_eq!(
         names,
         ["warm", "volatile-only", "compose", "cold", "cold-counted"]
