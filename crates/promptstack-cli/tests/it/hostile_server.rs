@@ -13,7 +13,7 @@
 //! never asserted, except tenant B's bound.
 
 use std::collections::BTreeMap;
-use std::io::{BufRead as _, BufReader, Read as _, Write as _};
+use std::io::{Read as _, Write as _};
 use std::net::TcpStream;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
@@ -182,26 +182,8 @@ impl Server {
             .stderr(Stdio::piped())
             .spawn()
             .expect("prlimit (util-linux) must be installed");
-        let mut stderr = BufReader::new(child.stderr.take().unwrap());
-        let mut seen = String::new();
-        let addr = loop {
-            let mut line = String::new();
-            if stderr.read_line(&mut line).unwrap() == 0 {
-                panic!("serve ended before listening: {seen}");
-            }
-            seen.push_str(&line);
-            if let Some(addr) = line.trim().strip_prefix("listening on http://") {
-                break addr.to_owned();
-            }
-        };
-        std::thread::spawn(move || {
-            let mut rest = String::new();
-            let _ = stderr.read_to_string(&mut rest);
-            // A panic or an allocation failure is on stderr; the liveness check finds the end.
-            if rest.contains("panicked") || rest.contains("memory allocation") {
-                eprintln!("server stderr: {rest}");
-            }
-        });
+        // A panic or an allocation failure is shown from stderr; the liveness check finds the end.
+        let addr = crate::support::listening(&mut child);
         // Tenant B publishes the chat assistant and renders it by version id.
         let bundle = promptstack_server::Bundle::from_dir(
             &root().join("examples/chat-assistant"),

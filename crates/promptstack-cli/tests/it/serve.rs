@@ -1,7 +1,7 @@
 //! `promptstack serve` through a real socket: preview = wire on every example send, graceful
 //! shutdown, and two instances on one PostgreSQL database.
 
-use std::io::{BufRead as _, BufReader, Read as _, Write as _};
+use std::io::{Read as _, Write as _};
 use std::net::TcpStream;
 use std::path::Path;
 use std::process::{Child, Stdio};
@@ -27,23 +27,7 @@ impl Server {
             .stderr(Stdio::piped())
             .spawn()
             .unwrap();
-        let mut stderr = BufReader::new(child.stderr.take().unwrap());
-        let mut seen = String::new();
-        let addr = loop {
-            let mut line = String::new();
-            if stderr.read_line(&mut line).unwrap() == 0 {
-                panic!("serve ended before listening: {seen}");
-            }
-            seen.push_str(&line);
-            if let Some(addr) = line.trim().strip_prefix("listening on http://") {
-                break addr.to_owned();
-            }
-        };
-        // Keep draining stderr so the server never blocks on a full pipe.
-        std::thread::spawn(move || {
-            let mut rest = String::new();
-            let _ = stderr.read_to_string(&mut rest);
-        });
+        let addr = crate::support::listening(&mut child);
         Server { child, addr }
     }
 

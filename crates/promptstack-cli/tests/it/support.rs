@@ -146,3 +146,31 @@ impl Drop for TestDatabase {
         }
     }
 }
+
+/// Waits for `child`, a `promptstack serve` whose standard error is piped, to say where it
+/// listens, and returns that address. The rest of its standard error is then read on a thread
+/// of its own, so the server never blocks on a full pipe, and shown when it holds a panic or a
+/// failed allocation.
+pub fn listening(child: &mut std::process::Child) -> String {
+    use std::io::{BufRead as _, Read as _};
+    let mut stderr = std::io::BufReader::new(child.stderr.take().expect("stderr piped"));
+    let mut seen = String::new();
+    let addr = loop {
+        let mut line = String::new();
+        if stderr.read_line(&mut line).unwrap() == 0 {
+            panic!("serve ended before listening: {seen}");
+        }
+        seen.push_str(&line);
+        if let Some(addr) = line.trim().strip_prefix("listening on http://") {
+            break addr.to_owned();
+        }
+    };
+    std::thread::spawn(move || {
+        let mut rest = String::new();
+        let _ = stderr.read_to_string(&mut rest);
+        if rest.contains("panicked") || rest.contains("memory allocation") {
+            eprintln!("server stderr: {rest}");
+        }
+    });
+    addr
+}
