@@ -134,24 +134,16 @@ impl McpDirectory {
 }
 
 async fn refresh_failed(inner: &Inner) -> usize {
-    let failing: Vec<String> = {
+    let failed: Vec<String> = {
         let listings = inner
             .listings
             .lock()
             .unwrap_or_else(PoisonError::into_inner);
-        inner
-            .servers
-            .iter()
-            .filter(|s| {
-                !matches!(
-                    listings.get(&s.name).map(|l| &l.status),
-                    Some(McpServerStatus::Ready { .. })
-                )
-            })
+        failing(&inner.servers, &listings)
             .map(|s| s.name.clone())
             .collect()
     };
-    refresh(inner, |server| failing.contains(&server.name)).await
+    refresh(inner, |server| failed.contains(&server.name)).await
 }
 
 /// Rediscovers the servers selected by `which`; returns how many servers are failing afterwards.
@@ -165,14 +157,18 @@ async fn refresh(inner: &Inner, which: impl Fn(&McpServerConfig) -> bool) -> usi
     for listing in results {
         listings.insert(listing.server.clone(), listing);
     }
-    inner
-        .servers
-        .iter()
-        .filter(|s| {
-            !matches!(
-                listings.get(&s.name).map(|l| &l.status),
-                Some(McpServerStatus::Ready { .. })
-            )
-        })
-        .count()
+    failing(&inner.servers, &listings).count()
+}
+
+/// The servers whose listing is not ready: failed, or never discovered.
+fn failing<'a>(
+    servers: &'a [McpServerConfig],
+    listings: &'a BTreeMap<String, McpServerListing>,
+) -> impl Iterator<Item = &'a McpServerConfig> {
+    servers.iter().filter(|s| {
+        !matches!(
+            listings.get(&s.name).map(|l| &l.status),
+            Some(McpServerStatus::Ready { .. })
+        )
+    })
 }
