@@ -54,6 +54,19 @@ impl Server {
 }
 
 impl Server {
+    /// How many entries of the audit log (its first page, as `key` sees it) record `action`,
+    /// and the page.
+    pub(crate) fn audited(&self, key: &str, action: &str) -> (usize, Value) {
+        let (_, audit) = self.json("GET", "/v1/audit", key, Value::Null);
+        let count = audit["items"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|e| e["action"] == action)
+            .count();
+        (count, audit)
+    }
+
     /// Kills the process at once (SIGKILL): nothing of it runs after this.
     pub(crate) fn kill(&mut self) {
         let _ = self.child.kill();
@@ -510,13 +523,7 @@ fn a_store_outage_keeps_cached_renders_and_refuses_writes() {
             .all(|l| l["name"] != "staging"),
         "{labels}"
     );
-    let (_, audit) = server.json("GET", "/v1/audit", &admin, Value::Null);
-    let writes = audit["items"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .filter(|e| e["action"] == "settings.write")
-        .count();
+    let (writes, audit) = server.audited(&admin, "settings.write");
     assert_eq!(writes, 2, "{audit}");
     drop(server);
 }
@@ -710,13 +717,7 @@ fn a_settings_preview_renders_unsaved_settings_over_stored_ones_and_stores_nothi
     );
     assert_eq!(stored["revision"], 1, "{stored}");
     assert_eq!(stored["document"], saved);
-    let (_, audit) = server.json("GET", "/v1/audit", &admin, Value::Null);
-    let writes = audit["items"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .filter(|e| e["action"] == "settings.write")
-        .count();
+    let (writes, audit) = server.audited(&admin, "settings.write");
     assert_eq!(writes, 1, "{audit}");
 }
 
