@@ -306,6 +306,19 @@ impl Compiler<'_> {
         self.errors.push(diagnostic);
     }
 
+    /// A block's or note's `max_tokens`, when given, must be at least 1.
+    fn check_max_tokens(&mut self, pointer: &str, max_tokens: Option<u32>) {
+        if max_tokens == Some(0) {
+            self.error(
+                "bad-value",
+                &push_pointer(pointer, "max_tokens"),
+                false,
+                "`max_tokens` must be at least 1".into(),
+                None,
+            );
+        }
+    }
+
     fn gate(&mut self, name: String, expression: &str, pointer: &str) -> Gate {
         if let Some(offset) = crate::template::expression_operators_exceeded(expression) {
             self.too_many_operators(push_pointer(pointer, "when"), offset);
@@ -401,15 +414,7 @@ impl Compiler<'_> {
                     body,
                 });
             }
-            if block.max_tokens == Some(0) {
-                self.error(
-                    "bad-value",
-                    &push_pointer(&pointer, "max_tokens"),
-                    false,
-                    "`max_tokens` must be at least 1".into(),
-                    None,
-                );
-            }
+            self.check_max_tokens(&pointer, block.max_tokens);
             let unconditional = gate.is_none();
             units.push(Unit {
                 id: Arc::from(block.id.as_str()),
@@ -436,15 +441,7 @@ impl Compiler<'_> {
                 .when
                 .as_deref()
                 .map(|w| self.gate(format!("notes[{i}].when"), w, &pointer));
-            if note.max_tokens == Some(0) {
-                self.error(
-                    "bad-value",
-                    &push_pointer(&pointer, "max_tokens"),
-                    false,
-                    "`max_tokens` must be at least 1".into(),
-                    None,
-                );
-            }
+            self.check_max_tokens(&pointer, note.max_tokens);
             let unconditional = gate.is_none();
             units.push(Unit {
                 id: Arc::from(note.id.as_str()),
