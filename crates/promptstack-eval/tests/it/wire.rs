@@ -168,31 +168,40 @@ fn a_stream_cut_before_its_last_event_is_truncated() {
 
 #[test]
 fn provider_errors_inside_the_stream_are_errors() {
-    let body = b"event: error\ndata: {\"type\":\"error\",\"error\":{\"type\":\"overloaded_error\",\"message\":\"Overloaded\"}}\n\n";
-    assert_eq!(
-        read(StreamFormat::Anthropic, body, &[]).unwrap_err(),
-        WireError::Provider("Overloaded".into())
-    );
-    let body = b"data: {\"error\":{\"message\":\"rate limited\"}}\n\n";
-    assert_eq!(
-        read(StreamFormat::OpenaiChat, body, &[]).unwrap_err(),
-        WireError::Provider("rate limited".into())
-    );
-    let body = b"event: response.failed\ndata: {\"type\":\"response.failed\",\"response\":{\"status\":\"failed\",\"error\":{\"code\":\"server_error\",\"message\":\"the model failed\"}}}\n\n";
-    assert_eq!(
-        read(StreamFormat::OpenaiResponses, body, &[]).unwrap_err(),
-        WireError::Provider("the model failed".into())
-    );
-    let body = b"event: error\ndata: {\"type\":\"error\",\"code\":\"rate_limit_exceeded\",\"message\":\"slow down\",\"param\":null}\n\n";
-    assert_eq!(
-        read(StreamFormat::OpenaiResponses, body, &[]).unwrap_err(),
-        WireError::Provider("slow down".into())
-    );
-    let body = b"data: {\"error\":{\"code\":503,\"message\":\"The model is overloaded.\",\"status\":\"UNAVAILABLE\"}}\n\n";
-    assert_eq!(
-        read(StreamFormat::Gemini, body, &[]).unwrap_err(),
-        WireError::Provider("The model is overloaded.".into())
-    );
+    let errors: [(StreamFormat, &[u8], &str); 5] = [
+        (
+            StreamFormat::Anthropic,
+            b"event: error\ndata: {\"type\":\"error\",\"error\":{\"type\":\"overloaded_error\",\"message\":\"Overloaded\"}}\n\n",
+            "Overloaded",
+        ),
+        (
+            StreamFormat::OpenaiChat,
+            b"data: {\"error\":{\"message\":\"rate limited\"}}\n\n",
+            "rate limited",
+        ),
+        (
+            StreamFormat::OpenaiResponses,
+            b"event: response.failed\ndata: {\"type\":\"response.failed\",\"response\":{\"status\":\"failed\",\"error\":{\"code\":\"server_error\",\"message\":\"the model failed\"}}}\n\n",
+            "the model failed",
+        ),
+        (
+            StreamFormat::OpenaiResponses,
+            b"event: error\ndata: {\"type\":\"error\",\"code\":\"rate_limit_exceeded\",\"message\":\"slow down\",\"param\":null}\n\n",
+            "slow down",
+        ),
+        (
+            StreamFormat::Gemini,
+            b"data: {\"error\":{\"code\":503,\"message\":\"The model is overloaded.\",\"status\":\"UNAVAILABLE\"}}\n\n",
+            "The model is overloaded.",
+        ),
+    ];
+    for (format, body, message) in errors {
+        assert_eq!(
+            read(format, body, &[]).unwrap_err(),
+            WireError::Provider(message.into()),
+            "{format:?}"
+        );
+    }
     let body = b"data: {not json\n\n";
     assert!(matches!(
         read(StreamFormat::OpenaiChat, body, &[]),
