@@ -477,6 +477,15 @@ pub const FILE_PATH_PATTERN: &str = concat!(
 /// A version id: a SHA-256 in lowercase hex.
 pub const VERSION_PATTERN: &str = "^[0-9a-f]{64}$";
 
+/// A string schema: `description`, and the `pattern` its values match.
+fn pattern_schema(description: &str, pattern: &str) -> Value {
+    serde_json::json!({
+        "type": "string",
+        "description": description,
+        "pattern": pattern,
+    })
+}
+
 macro_rules! string_schema {
     ($($(#[$doc:meta])* $ty:ident as $name:literal => $schema:expr;)*) => {$(
         $(#[$doc])*
@@ -498,19 +507,17 @@ macro_rules! string_schema {
 
 string_schema! {
     /// An agent's name (the store's rule).
-    AgentNameSchema as "AgentName" => serde_json::json!({
-        "type": "string",
-        "description": "An agent's name: 1 to 64 lowercase letters, digits, `-`, `_` and `.`, \
+    AgentNameSchema as "AgentName" => pattern_schema(
+        "An agent's name: 1 to 64 lowercase letters, digits, `-`, `_` and `.`, \
             starting and ending with a letter or digit.",
-        "pattern": NAME_PATTERN,
-    });
+        NAME_PATTERN,
+    );
     /// A credential's name (the store's rule, as agents').
-    CredentialNameSchema as "CredentialName" => serde_json::json!({
-        "type": "string",
-        "description": "A credential's name: 1 to 64 lowercase letters, digits, `-`, `_` and \
+    CredentialNameSchema as "CredentialName" => pattern_schema(
+        "A credential's name: 1 to 64 lowercase letters, digits, `-`, `_` and \
             `.`, starting and ending with a letter or digit.",
-        "pattern": NAME_PATTERN,
-    });
+        NAME_PATTERN,
+    );
     /// A label's name: an agent name that is not a version id.
     LabelNameSchema as "LabelName" => serde_json::json!({
         "type": "string",
@@ -520,42 +527,36 @@ string_schema! {
         "not": { "pattern": VERSION_PATTERN },
     });
     /// A version id.
-    VersionIdSchema as "VersionId" => serde_json::json!({
-        "type": "string",
-        "description": "A version id: the SHA-256 of its canonical bundle in lowercase hex.",
-        "pattern": VERSION_PATTERN,
-    });
+    VersionIdSchema as "VersionId" => pattern_schema(
+        "A version id: the SHA-256 of its canonical bundle in lowercase hex.",
+        VERSION_PATTERN,
+    );
     /// An eval run's id.
-    RunIdSchema as "RunId" => serde_json::json!({
-        "type": "string",
-        "description": "An eval run's id: 16 lowercase hex digits.",
-        "pattern": "^[0-9a-f]{16}$",
-    });
+    RunIdSchema as "RunId" => pattern_schema(
+        "An eval run's id: 16 lowercase hex digits.",
+        "^[0-9a-f]{16}$",
+    );
     /// What a body's `ref` names: a label or a version id.
-    ReferenceSchema as "Reference" => serde_json::json!({
-        "type": "string",
-        "description": "A label's name or a version id (64 lowercase hex digits).",
-        "pattern": NAME_PATTERN,
-    });
+    ReferenceSchema as "Reference" => pattern_schema(
+        "A label's name or a version id (64 lowercase hex digits).",
+        NAME_PATTERN,
+    );
     /// The cursor of a listing ordered by name: the last name of the previous page.
-    NameCursorSchema as "NameCursor" => serde_json::json!({
-        "type": "string",
-        "description": "The `next` of the previous page: a name.",
-        "pattern": NAME_PATTERN,
-    });
+    NameCursorSchema as "NameCursor" => pattern_schema(
+        "The `next` of the previous page: a name.",
+        NAME_PATTERN,
+    );
     /// The cursor of a listing ordered by time: a position.
-    PositionCursorSchema as "PositionCursor" => serde_json::json!({
-        "type": "string",
-        "description": "The `next` of the previous page: a position.",
-        "pattern": "^[1-9][0-9]{0,17}$",
-    });
+    PositionCursorSchema as "PositionCursor" => pattern_schema(
+        "The `next` of the previous page: a position.",
+        "^[1-9][0-9]{0,17}$",
+    );
     /// The streamed body of `cite`.
-    CiteBodySchema as "CiteBody" => serde_json::json!({
-        "type": "string",
-        "description": "One line of JSON, a `CiteHeader` (`{\"sources\": {...}, \"mode\": \
+    CiteBodySchema as "CiteBody" => pattern_schema(
+        "One line of JSON, a `CiteHeader` (`{\"sources\": {...}, \"mode\": \
             \"links\"}`), ended by a newline; then the model's text.",
-        "pattern": r"^[^\n]*\n",
-    });
+        r"^[^\n]*\n",
+    );
     /// A bundle's files by path.
     BundleFilesSchema as "BundleFiles" => serde_json::json!({
         "type": "object",

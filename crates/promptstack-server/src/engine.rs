@@ -111,7 +111,8 @@ pub fn agent_name(name: &str) -> Result<AgentName, Problem> {
         .map_err(|_| Problem::not_found(format!("no agent `{}`", printable(name))))
 }
 
-fn store_error(state: &AppState, error: promptstack_store::Error) -> Problem {
+/// The problem of a store error; an unavailable store is counted in the metrics.
+pub(crate) fn store_problem(state: &AppState, error: promptstack_store::Error) -> Problem {
     if error.kind() == promptstack_store::ErrorKind::Unavailable {
         state
             .inner
@@ -120,6 +121,19 @@ fn store_error(state: &AppState, error: promptstack_store::Error) -> Problem {
             .fetch_add(1, Ordering::Relaxed);
     }
     error.into()
+}
+
+/// The problem of a failed store lookup: a 404 saying `missing` when the store has no such
+/// object, else [`store_problem`].
+pub(crate) fn lookup_problem(
+    state: &AppState,
+    error: promptstack_store::Error,
+    missing: String,
+) -> Problem {
+    match error.kind() {
+        promptstack_store::ErrorKind::NotFound => Problem::not_found(missing),
+        _ => store_problem(state, error),
+    }
 }
 
 /// 404 unless the tenant has an agent of this name (with at least one version).
@@ -133,7 +147,7 @@ pub async fn require_agent(
         .store
         .versions(tenant, agent, &PageRequest::first().limit(1))
         .await
-        .map_err(|e| store_error(state, e))?;
+        .map_err(|e| store_problem(state, e))?;
     if page.items.is_empty() {
         return Err(Problem::not_found(format!("no agent `{agent}`")));
     }
@@ -172,11 +186,8 @@ pub async fn resolve(
                 Ok(store.label(tenant, &name, &label).await?.version)
             })
             .await
-            .map_err(|e| match e.kind() {
-                promptstack_store::ErrorKind::NotFound => {
-                    Problem::not_found(format!("agent `{name}` has no label `{label}`"))
-                }
-                _ => store_error(state, e),
+            .map_err(|e| {
+                lookup_problem(state, e, format!("agent `{name}` has no label `{label}`"))
             })?;
         if let Some(why) = cached.stale {
             state
@@ -215,12 +226,7 @@ pub async fn compiled(
         .store
         .version(tenant, name, version)
         .await
-        .map_err(|e| match e.kind() {
-            promptstack_store::ErrorKind::NotFound => {
-                Problem::not_found(format!("agent `{name}` has no such version"))
-            }
-            _ => store_error(state, e),
-        })?;
+        .map_err(|e| lookup_problem(state, e, format!("agent `{name}` has no such version")))?;
     let limits = state.inner.config.limits.clone();
     let agent = blocking(state, move || {
         Bundle::from_stored(&stored.bundle)?.compile(&limits)
