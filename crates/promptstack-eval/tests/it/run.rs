@@ -764,23 +764,11 @@ fn a_gemini_model_runs_the_same_turn() {
 /// A suite whose one scenario checks the answer for "Rust", then has `judge` score it against a
 /// rubric at `threshold`, then checks it for "1.95".
 fn judged_suite(threshold: f64) -> Suite {
-    let text = format!(
-        r#"suite_version = 1
-[models.local]
-format = "openai-chat"
-base_url = "http://127.0.0.1:1/v1"
-model = "small-model"
-
-[models.judge]
+    let scenarios = format!(
+        r#"[models.judge]
 format = "openai-chat"
 base_url = "http://127.0.0.1:2/v1"
 model = "judge-model"
-
-[matrix]
-versions = [{{ name = "v1", spec = "agent.toml" }}]
-models = ["local"]
-seed = 7
-temperature = 0.8
 
 [[scenarios]]
 name = "judged"
@@ -801,7 +789,7 @@ type = "contains"
 value = "1.95"
 "#
     );
-    Suite::parse(text.as_bytes(), "suite.toml").unwrap_or_else(|e| panic!("{e}"))
+    suite("seed = 7\ntemperature = 0.8", &scenarios)
 }
 
 /// The text of a request's messages of `role`, joined.

@@ -94,29 +94,38 @@ fn a_gemini_stream_counts_thoughts_as_output() {
 
 #[test]
 fn cache_fields_are_absent_when_the_provider_says_nothing() {
-    let body = b"event: response.completed\ndata: {\"type\":\"response.completed\",\"response\":{\"status\":\"incomplete\",\"incomplete_details\":{\"reason\":\"max_output_tokens\"},\"usage\":{\"input_tokens\":7,\"output_tokens\":3}}}\n\n";
-    let (answer, _) = read(StreamFormat::OpenaiResponses, body, &[]).unwrap();
-    assert_eq!(
-        answer.usage,
-        Usage {
-            input_tokens: 7,
-            output_tokens: 3,
-            ..Usage::default()
-        }
-    );
-    assert_eq!(answer.stop_reason.as_deref(), Some("max_output_tokens"));
-    let body = b"data: {\"candidates\":[{\"content\":{\"parts\":[{\"text\":\"hi\"}]},\"finishReason\":\"MAX_TOKENS\"}],\"usageMetadata\":{\"promptTokenCount\":7,\"candidatesTokenCount\":3}}\n\n";
-    let (answer, _) = read(StreamFormat::Gemini, body, &[]).unwrap();
-    assert_eq!(answer.text, "hi");
-    assert_eq!(
-        answer.usage,
-        Usage {
-            input_tokens: 7,
-            output_tokens: 3,
-            ..Usage::default()
-        }
-    );
-    assert_eq!(answer.stop_reason.as_deref(), Some("MAX_TOKENS"));
+    let bodies: [(StreamFormat, &[u8], &str, &str); 2] = [
+        (
+            StreamFormat::OpenaiResponses,
+            b"event: response.completed\ndata: {\"type\":\"response.completed\",\"response\":{\"status\":\"incomplete\",\"incomplete_details\":{\"reason\":\"max_output_tokens\"},\"usage\":{\"input_tokens\":7,\"output_tokens\":3}}}\n\n",
+            "",
+            "max_output_tokens",
+        ),
+        (
+            StreamFormat::Gemini,
+            b"data: {\"candidates\":[{\"content\":{\"parts\":[{\"text\":\"hi\"}]},\"finishReason\":\"MAX_TOKENS\"}],\"usageMetadata\":{\"promptTokenCount\":7,\"candidatesTokenCount\":3}}\n\n",
+            "hi",
+            "MAX_TOKENS",
+        ),
+    ];
+    for (format, body, text, stop_reason) in bodies {
+        let (answer, _) = read(format, body, &[]).unwrap();
+        assert_eq!(answer.text, text, "{format:?}");
+        assert_eq!(
+            answer.usage,
+            Usage {
+                input_tokens: 7,
+                output_tokens: 3,
+                ..Usage::default()
+            },
+            "{format:?}"
+        );
+        assert_eq!(
+            answer.stop_reason.as_deref(),
+            Some(stop_reason),
+            "{format:?}"
+        );
+    }
 }
 
 #[test]
