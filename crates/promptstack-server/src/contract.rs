@@ -209,6 +209,21 @@ pub fn send_definitions() -> impl Iterator<Item = (&'static str, &'static Value)
     SEND.defs.iter().map(|(name, def)| (name.as_str(), def))
 }
 
+/// Registers `T`'s schema under its name, and the schemas it refers to.
+fn register<T: ToSchema>(schemas: &mut Vec<(String, RefOr<Schema>)>) {
+    schemas.push((T::name().into_owned(), T::schema()));
+    T::schemas(schemas);
+}
+
+/// The schema of `T`'s component, with `any_of` the requirements between its fields that the
+/// derived schema cannot state.
+fn constrained<T: ToSchema>(any_of: Value) -> RefOr<Schema> {
+    raw(serde_json::json!({
+        "allOf": [{ "$ref": format!("#/components/schemas/{}", T::name()) }],
+        "anyOf": any_of,
+    }))
+}
+
 /// The send context, as `promptstack schema send` prints it (`SendContext` and its definitions).
 pub struct SendContextSchema;
 
@@ -250,11 +265,7 @@ impl ToSchema for BundleSendsSchema {
     }
 
     fn schemas(schemas: &mut Vec<(String, RefOr<Schema>)>) {
-        schemas.push((
-            SendContextSchema::name().into_owned(),
-            SendContextSchema::schema(),
-        ));
-        SendContextSchema::schemas(schemas);
+        register::<SendContextSchema>(schemas);
     }
 }
 
@@ -264,26 +275,23 @@ pub struct FenceRequestSchema;
 
 impl PartialSchema for FenceRequestSchema {
     fn schema() -> RefOr<Schema> {
-        raw(serde_json::json!({
-            "allOf": [{ "$ref": "#/components/schemas/FenceRequest" }],
-            "anyOf": [
-                {
-                    "properties": { "check": { "const": true } },
-                    "required": ["check"],
+        constrained::<promptstack::command::FenceRequest>(serde_json::json!([
+            {
+                "properties": { "check": { "const": true } },
+                "required": ["check"],
+            },
+            {
+                "properties": { "kind": { "const": "tool-result" } },
+                "required": ["kind"],
+            },
+            {
+                "properties": {
+                    "kind": { "$ref": "#/components/schemas/FenceKind" },
+                    "origin": { "type": "string" },
                 },
-                {
-                    "properties": { "kind": { "const": "tool-result" } },
-                    "required": ["kind"],
-                },
-                {
-                    "properties": {
-                        "kind": { "$ref": "#/components/schemas/FenceKind" },
-                        "origin": { "type": "string" },
-                    },
-                    "required": ["kind", "origin"],
-                },
-            ],
-        }))
+                "required": ["kind", "origin"],
+            },
+        ]))
     }
 }
 
@@ -293,9 +301,7 @@ impl ToSchema for FenceRequestSchema {
     }
 
     fn schemas(schemas: &mut Vec<(String, RefOr<Schema>)>) {
-        use promptstack::command::FenceRequest;
-        schemas.push((FenceRequest::name().into_owned(), FenceRequest::schema()));
-        FenceRequest::schemas(schemas);
+        register::<promptstack::command::FenceRequest>(schemas);
     }
 }
 
@@ -304,16 +310,13 @@ pub struct LabelMoveSchema;
 
 impl PartialSchema for LabelMoveSchema {
     fn schema() -> RefOr<Schema> {
-        raw(serde_json::json!({
-            "allOf": [{ "$ref": "#/components/schemas/LabelMoveRequest" }],
-            "anyOf": [
-                { "not": { "properties": { "force": { "const": true } }, "required": ["force"] } },
-                {
-                    "properties": { "reason": { "type": "string", "pattern": "\\S" } },
-                    "required": ["reason"],
-                },
-            ],
-        }))
+        constrained::<crate::api::LabelMoveRequest>(serde_json::json!([
+            { "not": { "properties": { "force": { "const": true } }, "required": ["force"] } },
+            {
+                "properties": { "reason": { "type": "string", "pattern": "\\S" } },
+                "required": ["reason"],
+            },
+        ]))
     }
 }
 
@@ -323,12 +326,7 @@ impl ToSchema for LabelMoveSchema {
     }
 
     fn schemas(schemas: &mut Vec<(String, RefOr<Schema>)>) {
-        use crate::api::LabelMoveRequest;
-        schemas.push((
-            LabelMoveRequest::name().into_owned(),
-            LabelMoveRequest::schema(),
-        ));
-        LabelMoveRequest::schemas(schemas);
+        register::<crate::api::LabelMoveRequest>(schemas);
     }
 }
 

@@ -16,7 +16,7 @@ use crate::bundle::{Bundle, spec_problem};
 use crate::problem::Problem;
 use crate::problem::printable;
 use crate::settings::Preview;
-use crate::state::{AppState, Compiled, Cost};
+use crate::state::{AppState, Cached, Compiled, Cost};
 
 /// The label a reference defaults to.
 pub const DEFAULT_LABEL: &str = "production";
@@ -136,6 +136,20 @@ pub(crate) fn lookup_problem(
     }
 }
 
+/// The value of a cache read; a stale one is counted in the metrics and said in `notes`, as
+/// `{what}: {why}`.
+fn noted<V>(state: &AppState, cached: Cached<V>, what: &str, notes: &mut Vec<String>) -> V {
+    if let Some(why) = cached.stale {
+        state
+            .inner
+            .metrics
+            .stale_answers
+            .fetch_add(1, Ordering::Relaxed);
+        notes.push(format!("{what}: {why}"));
+    }
+    cached.value
+}
+
 /// 404 unless the tenant has an agent of this name (with at least one version).
 pub async fn require_agent(
     state: &AppState,
@@ -189,15 +203,8 @@ pub async fn resolve(
             .map_err(|e| {
                 lookup_problem(state, e, format!("agent `{name}` has no label `{label}`"))
             })?;
-        if let Some(why) = cached.stale {
-            state
-                .inner
-                .metrics
-                .stale_answers
-                .fetch_add(1, Ordering::Relaxed);
-            stale.push(format!("label `{label}`: {why}"));
-        }
-        (cached.value, Some(label))
+        let version = noted(state, cached, &format!("label `{label}`"), &mut stale);
+        (version, Some(label))
     };
     let Compiled { agent, cost } = compiled(state, tenant, &name, &version).await?;
     Ok(Resolved {
@@ -438,17 +445,7 @@ async fn settings(
         })
         .await
     {
-        Ok(cached) => {
-            if let Some(why) = cached.stale {
-                state
-                    .inner
-                    .metrics
-                    .stale_answers
-                    .fetch_add(1, Ordering::Relaxed);
-                warnings.push(format!("{whose}: {why}"));
-            }
-            Ok(cached.value)
-        }
+        Ok(cached) => Ok(noted(state, cached, &whose, warnings)),
         Err(error) => {
             state
                 .inner
