@@ -47,13 +47,7 @@ impl utoipa::Modify for Unavailable {
             components.schemas.values_mut().for_each(unsigned);
         }
         for item in openapi.paths.paths.values_mut() {
-            let operations = [
-                &mut item.get,
-                &mut item.put,
-                &mut item.post,
-                &mut item.delete,
-            ];
-            for operation in operations.into_iter().flatten() {
+            for operation in operations(item) {
                 for parameter in operation.parameters.iter_mut().flatten() {
                     if let Some(schema) = parameter.schema.as_mut() {
                         unsigned(schema);
@@ -74,17 +68,7 @@ impl utoipa::Modify for Unavailable {
             )
             .build();
         for item in openapi.paths.paths.values_mut() {
-            let operations = [
-                &mut item.get,
-                &mut item.put,
-                &mut item.post,
-                &mut item.delete,
-                &mut item.options,
-                &mut item.head,
-                &mut item.patch,
-                &mut item.trace,
-            ];
-            for operation in operations.into_iter().flatten() {
+            for operation in operations(item) {
                 operation
                     .responses
                     .responses
@@ -93,6 +77,24 @@ impl utoipa::Modify for Unavailable {
             }
         }
     }
+}
+
+/// Every operation of a path, whatever its method.
+fn operations(
+    item: &mut utoipa::openapi::PathItem,
+) -> impl Iterator<Item = &mut utoipa::openapi::path::Operation> {
+    [
+        &mut item.get,
+        &mut item.put,
+        &mut item.post,
+        &mut item.delete,
+        &mut item.options,
+        &mut item.head,
+        &mut item.patch,
+        &mut item.trace,
+    ]
+    .into_iter()
+    .flatten()
 }
 
 /// Types the `conversation` of request options (`RequestOptionsBody`, a type of the facade that
