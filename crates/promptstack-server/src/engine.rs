@@ -138,7 +138,12 @@ pub(crate) fn lookup_problem(
 
 /// The value of a cache read; a stale one is counted in the metrics and said in `notes`, as
 /// `{what}: {why}`.
-fn noted<V>(state: &AppState, cached: Cached<V>, what: &str, notes: &mut Vec<String>) -> V {
+fn noted<V>(
+    state: &AppState,
+    cached: Cached<V>,
+    what: impl std::fmt::Display,
+    notes: &mut Vec<String>,
+) -> V {
     if let Some(why) = cached.stale {
         state
             .inner
@@ -203,7 +208,7 @@ pub async fn resolve(
             .map_err(|e| {
                 lookup_problem(state, e, format!("agent `{name}` has no label `{label}`"))
             })?;
-        let version = noted(state, cached, &format!("label `{label}`"), &mut stale);
+        let version = noted(state, cached, format_args!("label `{label}`"), &mut stale);
         (version, Some(label))
     };
     let Compiled { agent, cost } = compiled(state, tenant, &name, &version).await?;
