@@ -16,7 +16,10 @@ use utoipa::{IntoParams, ToSchema};
 
 use crate::auth::Auth;
 use crate::bundle::{BUNDLE_MEDIA_TYPE, Bundle};
-use crate::engine::{DEFAULT_LABEL, agent_name, compiled, engine_problem, require_agent};
+use crate::engine::{
+    DEFAULT_LABEL, agent_name, compiled, engine_problem, lookup_problem, require_agent,
+    store_problem,
+};
 use crate::problem::{Problem, json_rejection, printable};
 use crate::render::{CacheDiff, ProviderFormat, RequestOptionsBody};
 use crate::state::AppState;
@@ -110,17 +113,6 @@ pub(crate) fn query<T>(query: Result<Query<T>, QueryRejection>) -> Result<T, Pro
     query
         .map(|Query(q)| q)
         .map_err(|e| Problem::bad_request(e.body_text()))
-}
-
-pub(crate) fn store_problem(state: &AppState, error: promptstack_store::Error) -> Problem {
-    if error.kind() == promptstack_store::ErrorKind::Unavailable {
-        state
-            .inner
-            .metrics
-            .store_errors
-            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-    }
-    error.into()
 }
 
 /// A page of items.
@@ -628,12 +620,7 @@ pub async fn get_version(
         .store
         .version(&auth.0.tenant, &name, &id)
         .await
-        .map_err(|e| match e.kind() {
-            promptstack_store::ErrorKind::NotFound => {
-                Problem::not_found(format!("agent `{name}` has no such version"))
-            }
-            _ => store_problem(&state, e),
-        })?;
+        .map_err(|e| lookup_problem(&state, e, format!("agent `{name}` has no such version")))?;
     Ok(Json(VersionDetail {
         version: VersionView::from(&found.info),
         bundle: Bundle::from_stored(&found.bundle)?,

@@ -47,13 +47,7 @@ impl utoipa::Modify for Unavailable {
             components.schemas.values_mut().for_each(unsigned);
         }
         for item in openapi.paths.paths.values_mut() {
-            let operations = [
-                &mut item.get,
-                &mut item.put,
-                &mut item.post,
-                &mut item.delete,
-            ];
-            for operation in operations.into_iter().flatten() {
+            for operation in operations(item) {
                 for parameter in operation.parameters.iter_mut().flatten() {
                     if let Some(schema) = parameter.schema.as_mut() {
                         unsigned(schema);
@@ -74,17 +68,7 @@ impl utoipa::Modify for Unavailable {
             )
             .build();
         for item in openapi.paths.paths.values_mut() {
-            let operations = [
-                &mut item.get,
-                &mut item.put,
-                &mut item.post,
-                &mut item.delete,
-                &mut item.options,
-                &mut item.head,
-                &mut item.patch,
-                &mut item.trace,
-            ];
-            for operation in operations.into_iter().flatten() {
+            for operation in operations(item) {
                 operation
                     .responses
                     .responses
@@ -93,6 +77,24 @@ impl utoipa::Modify for Unavailable {
             }
         }
     }
+}
+
+/// Every operation of a path, whatever its method.
+fn operations(
+    item: &mut utoipa::openapi::PathItem,
+) -> impl Iterator<Item = &mut utoipa::openapi::path::Operation> {
+    [
+        &mut item.get,
+        &mut item.put,
+        &mut item.post,
+        &mut item.delete,
+        &mut item.options,
+        &mut item.head,
+        &mut item.patch,
+        &mut item.trace,
+    ]
+    .into_iter()
+    .flatten()
 }
 
 /// Types the `conversation` of request options (`RequestOptionsBody`, a type of the facade that
@@ -209,6 +211,21 @@ pub fn send_definitions() -> impl Iterator<Item = (&'static str, &'static Value)
     SEND.defs.iter().map(|(name, def)| (name.as_str(), def))
 }
 
+/// Registers `T`'s schema under its name, and the schemas it refers to.
+fn register<T: ToSchema>(schemas: &mut Vec<(String, RefOr<Schema>)>) {
+    schemas.push((T::name().into_owned(), T::schema()));
+    T::schemas(schemas);
+}
+
+/// The schema of `T`'s component, with `any_of` the requirements between its fields that the
+/// derived schema cannot state.
+fn constrained<T: ToSchema>(any_of: Value) -> RefOr<Schema> {
+    raw(serde_json::json!({
+        "allOf": [{ "$ref": format!("#/components/schemas/{}", T::name()) }],
+        "anyOf": any_of,
+    }))
+}
+
 /// The send context, as `promptstack schema send` prints it (`SendContext` and its definitions).
 pub struct SendContextSchema;
 
@@ -250,11 +267,7 @@ impl ToSchema for BundleSendsSchema {
     }
 
     fn schemas(schemas: &mut Vec<(String, RefOr<Schema>)>) {
-        schemas.push((
-            SendContextSchema::name().into_owned(),
-            SendContextSchema::schema(),
-        ));
-        SendContextSchema::schemas(schemas);
+        register::<SendContextSchema>(schemas);
     }
 }
 
@@ -264,26 +277,23 @@ pub struct FenceRequestSchema;
 
 impl PartialSchema for FenceRequestSchema {
     fn schema() -> RefOr<Schema> {
-        raw(serde_json::json!({
-            "allOf": [{ "$ref": "#/components/schemas/FenceRequest" }],
-            "anyOf": [
-                {
-                    "properties": { "check": { "const": true } },
-                    "required": ["check"],
+        constrained::<promptstack::command::FenceRequest>(serde_json::json!([
+            {
+                "properties": { "check": { "const": true } },
+                "required": ["check"],
+            },
+            {
+                "properties": { "kind": { "const": "tool-result" } },
+                "required": ["kind"],
+            },
+            {
+                "properties": {
+                    "kind": { "$ref": "#/components/schemas/FenceKind" },
+                    "origin": { "type": "string" },
                 },
-                {
-                    "properties": { "kind": { "const": "tool-result" } },
-                    "required": ["kind"],
-                },
-                {
-                    "properties": {
-                        "kind": { "$ref": "#/components/schemas/FenceKind" },
-                        "origin": { "type": "string" },
-                    },
-                    "required": ["kind", "origin"],
-                },
-            ],
-        }))
+                "required": ["kind", "origin"],
+            },
+        ]))
     }
 }
 
@@ -293,9 +303,7 @@ impl ToSchema for FenceRequestSchema {
     }
 
     fn schemas(schemas: &mut Vec<(String, RefOr<Schema>)>) {
-        use promptstack::command::FenceRequest;
-        schemas.push((FenceRequest::name().into_owned(), FenceRequest::schema()));
-        FenceRequest::schemas(schemas);
+        register::<promptstack::command::FenceRequest>(schemas);
     }
 }
 
@@ -304,16 +312,13 @@ pub struct LabelMoveSchema;
 
 impl PartialSchema for LabelMoveSchema {
     fn schema() -> RefOr<Schema> {
-        raw(serde_json::json!({
-            "allOf": [{ "$ref": "#/components/schemas/LabelMoveRequest" }],
-            "anyOf": [
-                { "not": { "properties": { "force": { "const": true } }, "required": ["force"] } },
-                {
-                    "properties": { "reason": { "type": "string", "pattern": "\\S" } },
-                    "required": ["reason"],
-                },
-            ],
-        }))
+        constrained::<crate::api::LabelMoveRequest>(serde_json::json!([
+            { "not": { "properties": { "force": { "const": true } }, "required": ["force"] } },
+            {
+                "properties": { "reason": { "type": "string", "pattern": "\\S" } },
+                "required": ["reason"],
+            },
+        ]))
     }
 }
 
@@ -323,12 +328,7 @@ impl ToSchema for LabelMoveSchema {
     }
 
     fn schemas(schemas: &mut Vec<(String, RefOr<Schema>)>) {
-        use crate::api::LabelMoveRequest;
-        schemas.push((
-            LabelMoveRequest::name().into_owned(),
-            LabelMoveRequest::schema(),
-        ));
-        LabelMoveRequest::schemas(schemas);
+        register::<crate::api::LabelMoveRequest>(schemas);
     }
 }
 
@@ -477,6 +477,15 @@ pub const FILE_PATH_PATTERN: &str = concat!(
 /// A version id: a SHA-256 in lowercase hex.
 pub const VERSION_PATTERN: &str = "^[0-9a-f]{64}$";
 
+/// A string schema: `description`, and the `pattern` its values match.
+fn pattern_schema(description: &str, pattern: &str) -> Value {
+    serde_json::json!({
+        "type": "string",
+        "description": description,
+        "pattern": pattern,
+    })
+}
+
 macro_rules! string_schema {
     ($($(#[$doc:meta])* $ty:ident as $name:literal => $schema:expr;)*) => {$(
         $(#[$doc])*
@@ -498,19 +507,17 @@ macro_rules! string_schema {
 
 string_schema! {
     /// An agent's name (the store's rule).
-    AgentNameSchema as "AgentName" => serde_json::json!({
-        "type": "string",
-        "description": "An agent's name: 1 to 64 lowercase letters, digits, `-`, `_` and `.`, \
+    AgentNameSchema as "AgentName" => pattern_schema(
+        "An agent's name: 1 to 64 lowercase letters, digits, `-`, `_` and `.`, \
             starting and ending with a letter or digit.",
-        "pattern": NAME_PATTERN,
-    });
+        NAME_PATTERN,
+    );
     /// A credential's name (the store's rule, as agents').
-    CredentialNameSchema as "CredentialName" => serde_json::json!({
-        "type": "string",
-        "description": "A credential's name: 1 to 64 lowercase letters, digits, `-`, `_` and \
+    CredentialNameSchema as "CredentialName" => pattern_schema(
+        "A credential's name: 1 to 64 lowercase letters, digits, `-`, `_` and \
             `.`, starting and ending with a letter or digit.",
-        "pattern": NAME_PATTERN,
-    });
+        NAME_PATTERN,
+    );
     /// A label's name: an agent name that is not a version id.
     LabelNameSchema as "LabelName" => serde_json::json!({
         "type": "string",
@@ -520,42 +527,36 @@ string_schema! {
         "not": { "pattern": VERSION_PATTERN },
     });
     /// A version id.
-    VersionIdSchema as "VersionId" => serde_json::json!({
-        "type": "string",
-        "description": "A version id: the SHA-256 of its canonical bundle in lowercase hex.",
-        "pattern": VERSION_PATTERN,
-    });
+    VersionIdSchema as "VersionId" => pattern_schema(
+        "A version id: the SHA-256 of its canonical bundle in lowercase hex.",
+        VERSION_PATTERN,
+    );
     /// An eval run's id.
-    RunIdSchema as "RunId" => serde_json::json!({
-        "type": "string",
-        "description": "An eval run's id: 16 lowercase hex digits.",
-        "pattern": "^[0-9a-f]{16}$",
-    });
+    RunIdSchema as "RunId" => pattern_schema(
+        "An eval run's id: 16 lowercase hex digits.",
+        "^[0-9a-f]{16}$",
+    );
     /// What a body's `ref` names: a label or a version id.
-    ReferenceSchema as "Reference" => serde_json::json!({
-        "type": "string",
-        "description": "A label's name or a version id (64 lowercase hex digits).",
-        "pattern": NAME_PATTERN,
-    });
+    ReferenceSchema as "Reference" => pattern_schema(
+        "A label's name or a version id (64 lowercase hex digits).",
+        NAME_PATTERN,
+    );
     /// The cursor of a listing ordered by name: the last name of the previous page.
-    NameCursorSchema as "NameCursor" => serde_json::json!({
-        "type": "string",
-        "description": "The `next` of the previous page: a name.",
-        "pattern": NAME_PATTERN,
-    });
+    NameCursorSchema as "NameCursor" => pattern_schema(
+        "The `next` of the previous page: a name.",
+        NAME_PATTERN,
+    );
     /// The cursor of a listing ordered by time: a position.
-    PositionCursorSchema as "PositionCursor" => serde_json::json!({
-        "type": "string",
-        "description": "The `next` of the previous page: a position.",
-        "pattern": "^[1-9][0-9]{0,17}$",
-    });
+    PositionCursorSchema as "PositionCursor" => pattern_schema(
+        "The `next` of the previous page: a position.",
+        "^[1-9][0-9]{0,17}$",
+    );
     /// The streamed body of `cite`.
-    CiteBodySchema as "CiteBody" => serde_json::json!({
-        "type": "string",
-        "description": "One line of JSON, a `CiteHeader` (`{\"sources\": {...}, \"mode\": \
+    CiteBodySchema as "CiteBody" => pattern_schema(
+        "One line of JSON, a `CiteHeader` (`{\"sources\": {...}, \"mode\": \
             \"links\"}`), ended by a newline; then the model's text.",
-        "pattern": r"^[^\n]*\n",
-    });
+        r"^[^\n]*\n",
+    );
     /// A bundle's files by path.
     BundleFilesSchema as "BundleFiles" => serde_json::json!({
         "type": "object",

@@ -16,8 +16,9 @@ use promptstack_store::{CREDENTIALS_KEY_ENV, CredentialInfo, CredentialKey, Cred
 use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 
-use crate::api::{NamePageQuery, PageOf, query, store_problem};
+use crate::api::{NamePageQuery, PageOf, query};
 use crate::auth::Auth;
+use crate::engine::store_problem;
 use crate::problem::{Problem, json_rejection, printable};
 use crate::state::AppState;
 

@@ -16,7 +16,7 @@ use crate::bundle::{Bundle, spec_problem};
 use crate::problem::Problem;
 use crate::problem::printable;
 use crate::settings::Preview;
-use crate::state::{AppState, Compiled, Cost};
+use crate::state::{AppState, Cached, Compiled, Cost};
 
 /// The label a reference defaults to.
 pub const DEFAULT_LABEL: &str = "production";
@@ -111,7 +111,8 @@ pub fn agent_name(name: &str) -> Result<AgentName, Problem> {
         .map_err(|_| Problem::not_found(format!("no agent `{}`", printable(name))))
 }
 
-fn store_error(state: &AppState, error: promptstack_store::Error) -> Problem {
+/// The problem of a store error; an unavailable store is counted in the metrics.
+pub(crate) fn store_problem(state: &AppState, error: promptstack_store::Error) -> Problem {
     if error.kind() == promptstack_store::ErrorKind::Unavailable {
         state
             .inner
@@ -120,6 +121,38 @@ fn store_error(state: &AppState, error: promptstack_store::Error) -> Problem {
             .fetch_add(1, Ordering::Relaxed);
     }
     error.into()
+}
+
+/// The problem of a failed store lookup: a 404 saying `missing` when the store has no such
+/// object, else [`store_problem`].
+pub(crate) fn lookup_problem(
+    state: &AppState,
+    error: promptstack_store::Error,
+    missing: String,
+) -> Problem {
+    match error.kind() {
+        promptstack_store::ErrorKind::NotFound => Problem::not_found(missing),
+        _ => store_problem(state, error),
+    }
+}
+
+/// The value of a cache read; a stale one is counted in the metrics and said in `notes`, as
+/// `{what}: {why}`.
+fn noted<V>(
+    state: &AppState,
+    cached: Cached<V>,
+    what: impl std::fmt::Display,
+    notes: &mut Vec<String>,
+) -> V {
+    if let Some(why) = cached.stale {
+        state
+            .inner
+            .metrics
+            .stale_answers
+            .fetch_add(1, Ordering::Relaxed);
+        notes.push(format!("{what}: {why}"));
+    }
+    cached.value
 }
 
 /// 404 unless the tenant has an agent of this name (with at least one version).
@@ -133,7 +166,7 @@ pub async fn require_agent(
         .store
         .versions(tenant, agent, &PageRequest::first().limit(1))
         .await
-        .map_err(|e| store_error(state, e))?;
+        .map_err(|e| store_problem(state, e))?;
     if page.items.is_empty() {
         return Err(Problem::not_found(format!("no agent `{agent}`")));
     }
@@ -172,21 +205,11 @@ pub async fn resolve(
                 Ok(store.label(tenant, &name, &label).await?.version)
             })
             .await
-            .map_err(|e| match e.kind() {
-                promptstack_store::ErrorKind::NotFound => {
-                    Problem::not_found(format!("agent `{name}` has no label `{label}`"))
-                }
-                _ => store_error(state, e),
+            .map_err(|e| {
+                lookup_problem(state, e, format!("agent `{name}` has no label `{label}`"))
             })?;
-        if let Some(why) = cached.stale {
-            state
-                .inner
-                .metrics
-                .stale_answers
-                .fetch_add(1, Ordering::Relaxed);
-            stale.push(format!("label `{label}`: {why}"));
-        }
-        (cached.value, Some(label))
+        let version = noted(state, cached, format_args!("label `{label}`"), &mut stale);
+        (version, Some(label))
     };
     let Compiled { agent, cost } = compiled(state, tenant, &name, &version).await?;
     Ok(Resolved {
@@ -215,12 +238,7 @@ pub async fn compiled(
         .store
         .version(tenant, name, version)
         .await
-        .map_err(|e| match e.kind() {
-            promptstack_store::ErrorKind::NotFound => {
-                Problem::not_found(format!("agent `{name}` has no such version"))
-            }
-            _ => store_error(state, e),
-        })?;
+        .map_err(|e| lookup_problem(state, e, format!("agent `{name}` has no such version")))?;
     let limits = state.inner.config.limits.clone();
     let agent = blocking(state, move || {
         Bundle::from_stored(&stored.bundle)?.compile(&limits)
@@ -432,17 +450,7 @@ async fn settings(
         })
         .await
     {
-        Ok(cached) => {
-            if let Some(why) = cached.stale {
-                state
-                    .inner
-                    .metrics
-                    .stale_answers
-                    .fetch_add(1, Ordering::Relaxed);
-                warnings.push(format!("{whose}: {why}"));
-            }
-            Ok(cached.value)
-        }
+        Ok(cached) => Ok(noted(state, cached, &whose, warnings)),
         Err(error) => {
             state
                 .inner

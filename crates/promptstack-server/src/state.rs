@@ -913,6 +913,24 @@ mod tests {
         promptstack_store::Error::new(kind, "test")
     }
 
+    /// Reads `k` from a store that fails with `kind`.
+    async fn read_failing(
+        cache: &TtlCache<&'static str, u32>,
+        kind: ErrorKind,
+    ) -> promptstack_store::Result<Cached<u32>> {
+        cache.get(&"k", async { Err(error(kind)) }).await
+    }
+
+    /// Asserts that an outage is answered with its own error: `k` has no last good value.
+    async fn assert_outage_fails(cache: &TtlCache<&'static str, u32>, why: &str) {
+        let outage = read_failing(cache, ErrorKind::Unavailable).await;
+        assert_eq!(
+            outage.err().map(|e| e.kind()),
+            Some(ErrorKind::Unavailable),
+            "{why}"
+        );
+    }
+
     #[tokio::test]
     async fn an_expiry_during_a_read_is_not_lost() {
         let cache = cache();
@@ -969,8 +987,7 @@ mod tests {
         assert_eq!(read.value, 1);
         // Kept as the last good value only: the next read asks the store.
         assert_eq!(cache.fresh(&"k"), None);
-        let outage = cache
-            .get(&"k", async { Err(error(ErrorKind::Unavailable)) })
+        let outage = read_failing(&cache, ErrorKind::Unavailable)
             .await
             .expect("the value read before the outage answers it");
         assert_eq!(outage.value, 1);
@@ -985,9 +1002,7 @@ mod tests {
                 .get(&"k", async {
                     if by_not_found {
                         // Another read of the key finds it gone.
-                        let gone = cache
-                            .get(&"k", async { Err(error(ErrorKind::NotFound)) })
-                            .await;
+                        let gone = read_failing(&cache, ErrorKind::NotFound).await;
                         assert!(gone.is_err());
                     } else {
                         // A revocation removes it.
@@ -997,14 +1012,10 @@ mod tests {
                 })
                 .await
                 .unwrap();
-            let outage = cache
-                .get(&"k", async { Err(error(ErrorKind::Unavailable)) })
-                .await;
-            assert_eq!(
-                outage.err().map(|e| e.kind()),
-                Some(ErrorKind::Unavailable),
+            let why = format!(
                 "a value read before its removal came back during an outage (by not found: {by_not_found})"
             );
+            assert_outage_fails(&cache, &why).await;
         }
     }
 
@@ -1013,18 +1024,13 @@ mod tests {
         let cache = cache();
         cache.get(&"k", async { Ok(1) }).await.unwrap();
         cache.expire(&"k");
-        let gone = cache
-            .get(&"k", async { Err(error(ErrorKind::NotFound)) })
-            .await;
+        let gone = read_failing(&cache, ErrorKind::NotFound).await;
         assert_eq!(gone.err().map(|e| e.kind()), Some(ErrorKind::NotFound));
-        let outage = cache
-            .get(&"k", async { Err(error(ErrorKind::Unavailable)) })
-            .await;
-        assert_eq!(
-            outage.err().map(|e| e.kind()),
-            Some(ErrorKind::Unavailable),
-            "a value the store no longer has came back during an outage"
-        );
+        assert_outage_fails(
+            &cache,
+            "a value the store no longer has came back during an outage",
+        )
+        .await;
     }
 
     #[tokio::test]
@@ -1032,10 +1038,7 @@ mod tests {
         let stale = cache();
         stale.get(&"k", async { Ok(1) }).await.unwrap();
         stale.expire(&"k");
-        let read = stale
-            .get(&"k", async { Err(error(ErrorKind::Unavailable)) })
-            .await
-            .unwrap();
+        let read = read_failing(&stale, ErrorKind::Unavailable).await.unwrap();
         assert_eq!(read.value, 1);
         assert!(read.stale.is_some());
     }

@@ -14,7 +14,7 @@ use base64::prelude::BASE64_STANDARD;
 use sha2::{Digest, Sha256};
 
 use super::escape::{escaped, write_escaped_text};
-use super::{Report, cost_text, known, level, percent, points, rows_by_scenario};
+use super::{Report, cost_text, known, level, mde_text, percent, points, rows_by_scenario};
 use crate::row::ResultRow;
 use crate::stats::{Cell, Comparison, Interval, Outcome, Paired, Summary};
 
@@ -306,19 +306,11 @@ fn comparison_section(out: &mut String, comparison: &Comparison) {
         percent(paired.mean_b),
     );
     difference_chart(out, paired);
-    let mut mde = format!(
-        "<p>Minimum detectable difference: {} planned",
-        points(paired.mde.planned).trim_start_matches('+')
+    let _ = writeln!(
+        out,
+        "<p>Minimum detectable difference: {}.</p>",
+        mde_text(&paired.mde, " with the observed spread")
     );
-    if let Some(observed) = paired.mde.observed {
-        let _ = write!(
-            mde,
-            ", {} with the observed spread",
-            points(observed).trim_start_matches('+')
-        );
-    }
-    mde.push_str(".</p>\n");
-    out.push_str(&mde);
     let _ = writeln!(
         out,
         "<table>\n<thead><tr><th scope=\"col\">exact McNemar</th><th scope=\"col\">pairs</th>\

@@ -223,6 +223,21 @@ pub(crate) fn points(difference: f64) -> String {
     }
 }
 
+/// A minimum detectable difference in unsigned points: `{planned} planned`, then
+/// `, {observed}{observed_words}` when the observed differences vary.
+pub(crate) fn mde_text(mde: &crate::stats::Mde, observed_words: &str) -> String {
+    let planned = points(mde.planned);
+    let mut text = format!("{} planned", planned.trim_start_matches('+'));
+    if let Some(observed) = mde.observed {
+        let observed = points(observed);
+        text.push_str(&format!(
+            ", {}{observed_words}",
+            observed.trim_start_matches('+')
+        ));
+    }
+    text
+}
+
 /// Rows in report order grouped by scenario: each scenario's name with its rows.
 pub(crate) fn rows_by_scenario(run: &Run) -> Vec<(&str, Vec<&ResultRow>)> {
     let mut scenarios: BTreeMap<&str, Vec<&ResultRow>> = Default::default();

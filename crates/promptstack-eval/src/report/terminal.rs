@@ -10,7 +10,7 @@ use std::fmt::Write as _;
 use promptstack_core::diagnostic::quote;
 use unicode_width::UnicodeWidthChar;
 
-use super::{Report, cost_text, known, level, percent, points};
+use super::{Report, cost_text, known, level, mde_text, percent, points};
 use crate::stats::{Outcome, Statistics};
 
 /// The most failure lines the summary lists; the rest are counted.
@@ -338,18 +338,11 @@ fn comparisons(out: &mut String, stats: &Statistics, confidence: &str, width: us
                     ),
                     width,
                 );
-                let mut mde = format!(
-                    "  minimum detectable difference at {} power: {} planned",
+                let mde = format!(
+                    "  minimum detectable difference at {} power: {}",
                     level(stats.config.power),
-                    points(paired.mde.planned).trim_start_matches('+')
+                    mde_text(&paired.mde, " observed")
                 );
-                if let Some(observed) = paired.mde.observed {
-                    let _ = write!(
-                        mde,
-                        ", {} observed",
-                        points(observed).trim_start_matches('+')
-                    );
-                }
                 line(out, &mde, width);
                 for test in &paired.mcnemar {
                     let name = test

@@ -147,11 +147,16 @@ fn tool_results(body: &Value) -> usize {
 
 /// The contents of a request's tool results, in order.
 fn tool_contents(body: &Value) -> Vec<String> {
+    role_texts(body, "tool")
+}
+
+/// The texts of a request's messages of `role`, in order.
+fn role_texts(body: &Value, role: &str) -> Vec<String> {
     body["messages"]
         .as_array()
         .unwrap()
         .iter()
-        .filter(|m| m["role"] == "tool")
+        .filter(|m| m["role"] == role)
         .map(|m| match &m["content"] {
             Value::String(text) => text.clone(),
             parts => parts
@@ -207,13 +212,51 @@ fn searcher() -> Arc<Fake> {
     })
 }
 
-fn runner(suite: &Suite, dir: &Path, endpoint: Arc<dyn Endpoint>, options: RunOptions) -> Runner {
-    let versions = vec![VersionAgent {
+/// The tester agent as version `v1`.
+fn v1() -> Vec<VersionAgent> {
+    vec![VersionAgent {
         name: "v1".into(),
         agent: agent(),
-    }];
-    let endpoints = BTreeMap::from([("local".to_owned(), endpoint)]);
-    Runner::new(suite, "suite", dir, versions, endpoints, options).unwrap_or_else(|e| panic!("{e}"))
+    }]
+}
+
+/// A runner of `v1` over `endpoints` by model name.
+fn runner_over(
+    suite: &Suite,
+    dir: &Path,
+    endpoints: BTreeMap<String, Arc<dyn Endpoint>>,
+    options: RunOptions,
+) -> Runner {
+    Runner::new(suite, "suite", dir, v1(), endpoints, options).unwrap_or_else(|e| panic!("{e}"))
+}
+
+/// A runner of `v1` with `endpoint` as the model `local`.
+fn runner(suite: &Suite, dir: &Path, endpoint: Arc<dyn Endpoint>, options: RunOptions) -> Runner {
+    runner_over(
+        suite,
+        dir,
+        BTreeMap::from([("local".to_owned(), endpoint)]),
+        options,
+    )
+}
+
+/// An endpoint that records `live`'s OpenAI chat exchanges with `model` in `recordings`.
+fn recording(live: Arc<dyn Endpoint>, recordings: &Path, model: &str) -> Arc<dyn Endpoint> {
+    Arc::new(Recording::new(
+        live,
+        Recordings::new(recordings),
+        "openai-chat",
+        model.to_owned(),
+    ))
+}
+
+/// An endpoint that replays the OpenAI chat exchanges with `model` recorded in `recordings`.
+fn replay(recordings: &Path, model: &str) -> Arc<dyn Endpoint> {
+    Arc::new(Replay::new(
+        Recordings::new(recordings),
+        "openai-chat",
+        model.to_owned(),
+    ))
 }
 
 fn run(suite: &Suite, endpoint: Arc<dyn Endpoint>) -> Run {
@@ -450,13 +493,7 @@ fn a_recorded_run_replays_identically_and_a_missing_exchange_fails_loudly() {
     let suite = suite("repeats = 2", RESEARCH);
     let dir = folder();
     let recordings = tempfile::tempdir().unwrap();
-    let live: Arc<dyn Endpoint> = searcher();
-    let recording = Arc::new(Recording::new(
-        live,
-        Recordings::new(recordings.path()),
-        "openai-chat",
-        "small-model",
-    ));
+    let recording = recording(searcher(), recordings.path(), "small-model");
     let recorded = futures::executor::block_on(
         runner(&suite, dir.path(), recording, RunOptions::default()).run(),
     )
@@ -464,30 +501,22 @@ fn a_recorded_run_replays_identically_and_a_missing_exchange_fails_loudly() {
     // Two repetitions of a two-step turn: four exchanges.
     assert_eq!(std::fs::read_dir(recordings.path()).unwrap().count(), 4);
 
-    let replay = Arc::new(Replay::new(
-        Recordings::new(recordings.path()),
-        "openai-chat",
-        "small-model",
-    ));
+    let replaying = replay(recordings.path(), "small-model");
     let replayed = futures::executor::block_on(
-        runner(&suite, dir.path(), replay, RunOptions::default()).run(),
+        runner(&suite, dir.path(), replaying, RunOptions::default()).run(),
     )
     .unwrap();
     assert_eq!(without_timing(&recorded), without_timing(&replayed));
     assert_eq!(replayed.rows[0].latency.first_token_us, None);
 
     // A third repetition was never recorded.
-    let replay = Arc::new(Replay::new(
-        Recordings::new(recordings.path()),
-        "openai-chat",
-        "small-model",
-    ));
+    let replaying = replay(recordings.path(), "small-model");
     let options = RunOptions {
         repeats: Some(3),
         ..RunOptions::default()
     };
-    let error =
-        futures::executor::block_on(runner(&suite, dir.path(), replay, options).run()).unwrap_err();
+    let error = futures::executor::block_on(runner(&suite, dir.path(), replaying, options).run())
+        .unwrap_err();
     assert_eq!(
         error.kind(),
         RunErrorKind::Endpoint(EndpointErrorKind::MissingRecording)
@@ -500,19 +529,13 @@ fn bad_input_is_refused_before_any_call() {
     let dir = folder();
     let fake = searcher();
     let endpoints = || BTreeMap::from([("local".to_owned(), fake.clone() as Arc<dyn Endpoint>)]);
-    let versions = || {
-        vec![VersionAgent {
-            name: "v1".into(),
-            agent: agent(),
-        }]
-    };
     let refused = |suite: &Suite, versions, endpoints, options| {
         Runner::new(suite, "s", dir.path(), versions, endpoints, options).unwrap_err()
     };
     let plain = suite("", RESEARCH);
     let error = refused(
         &plain,
-        versions(),
+        v1(),
         endpoints(),
         RunOptions {
             scenarios: vec!["nope".into()],
@@ -527,7 +550,7 @@ fn bad_input_is_refused_before_any_call() {
         "{error}"
     );
 
-    let error = refused(&plain, versions(), BTreeMap::new(), RunOptions::default());
+    let error = refused(&plain, v1(), BTreeMap::new(), RunOptions::default());
     assert!(error.message().contains("has no endpoint"), "{error}");
 
     let error = refused(&plain, Vec::new(), endpoints(), RunOptions::default());
@@ -535,7 +558,7 @@ fn bad_input_is_refused_before_any_call() {
 
     let error = refused(
         &plain,
-        versions(),
+        v1(),
         endpoints(),
         RunOptions {
             target: Some("other".into()),
@@ -569,7 +592,7 @@ type = "budget"
     );
 
     std::fs::write(dir.path().join("sends/s.json"), "{").unwrap();
-    let error = refused(&plain, versions(), endpoints(), RunOptions::default());
+    let error = refused(&plain, v1(), endpoints(), RunOptions::default());
     assert!(error.message().contains("scenario `research`"), "{error}");
     assert!(fake.requests().is_empty());
 }
@@ -741,23 +764,11 @@ fn a_gemini_model_runs_the_same_turn() {
 /// A suite whose one scenario checks the answer for "Rust", then has `judge` score it against a
 /// rubric at `threshold`, then checks it for "1.95".
 fn judged_suite(threshold: f64) -> Suite {
-    let text = format!(
-        r#"suite_version = 1
-[models.local]
-format = "openai-chat"
-base_url = "http://127.0.0.1:1/v1"
-model = "small-model"
-
-[models.judge]
+    let scenarios = format!(
+        r#"[models.judge]
 format = "openai-chat"
 base_url = "http://127.0.0.1:2/v1"
 model = "judge-model"
-
-[matrix]
-versions = [{{ name = "v1", spec = "agent.toml" }}]
-models = ["local"]
-seed = 7
-temperature = 0.8
 
 [[scenarios]]
 name = "judged"
@@ -778,26 +789,12 @@ type = "contains"
 value = "1.95"
 "#
     );
-    Suite::parse(text.as_bytes(), "suite.toml").unwrap_or_else(|e| panic!("{e}"))
+    suite("seed = 7\ntemperature = 0.8", &scenarios)
 }
 
 /// The text of a request's messages of `role`, joined.
 fn role_text(body: &Value, role: &str) -> String {
-    body["messages"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .filter(|m| m["role"] == role)
-        .map(|m| match &m["content"] {
-            Value::String(text) => text.clone(),
-            parts => parts
-                .as_array()
-                .unwrap()
-                .iter()
-                .map(|p| p["text"].as_str().unwrap_or_default())
-                .collect(),
-        })
-        .collect()
+    role_texts(body, role).concat()
 }
 
 /// Runs `suite` with the model answering `answer` and the judge replying `verdict`; returns the
@@ -810,19 +807,7 @@ fn judged_run(suite: &Suite, answer: &'static str, verdict: &'static str) -> (Ru
         ("local".to_owned(), model),
         ("judge".to_owned(), judge.clone() as Arc<dyn Endpoint>),
     ]);
-    let versions = vec![VersionAgent {
-        name: "v1".into(),
-        agent: agent(),
-    }];
-    let runner = Runner::new(
-        suite,
-        "suite",
-        dir.path(),
-        versions,
-        endpoints,
-        RunOptions::default(),
-    )
-    .unwrap_or_else(|e| panic!("{e}"));
+    let runner = runner_over(suite, dir.path(), endpoints, RunOptions::default());
     let run = futures::executor::block_on(runner.run()).unwrap();
     let requests = judge.requests().into_iter().map(|(_, body)| body).collect();
     (run, requests)
@@ -923,16 +908,12 @@ fn a_judge_error_status_is_an_error_verdict_and_the_run_goes_on() {
         attempts: 1,
     });
     let endpoints = BTreeMap::from([("local".to_owned(), model), ("judge".to_owned(), judge)]);
-    let versions = vec![VersionAgent {
-        name: "v1".into(),
-        agent: agent(),
-    }];
     let options = RunOptions {
         repeats: Some(2),
         ..RunOptions::default()
     };
     let suite = judged_suite(0.5);
-    let runner = Runner::new(&suite, "suite", dir.path(), versions, endpoints, options).unwrap();
+    let runner = runner_over(&suite, dir.path(), endpoints, options);
     let run = futures::executor::block_on(runner.run()).unwrap();
     assert_eq!(run.rows.len(), 2);
     for row in &run.rows {
@@ -947,10 +928,7 @@ fn a_judge_without_an_endpoint_is_an_input_error() {
     let dir = folder();
     let model: Arc<dyn Endpoint> = Fake::new(|_| ok(text_sse("Rust 1.95 is out.")));
     let endpoints = BTreeMap::from([("local".to_owned(), model)]);
-    let versions = vec![VersionAgent {
-        name: "v1".into(),
-        agent: agent(),
-    }];
+    let versions = v1();
     let error = Runner::new(
         &judged_suite(0.5),
         "suite",
@@ -1007,65 +985,36 @@ fn judge_calls_are_recorded_and_replayed_with_the_row() {
     let suite = judged_suite(0.5);
     let dir = folder();
     let recordings = tempfile::tempdir().unwrap();
-    let wrap = |live: Arc<dyn Endpoint>, model: &str| -> Arc<dyn Endpoint> {
-        Arc::new(Recording::new(
-            live,
-            Recordings::new(recordings.path()),
-            "openai-chat",
-            model.to_owned(),
-        ))
-    };
     let model: Arc<dyn Endpoint> = Fake::new(|_| ok(text_sse("Rust 1.95 is out.")));
     let judge: Arc<dyn Endpoint> =
         Fake::new(|_| ok(text_sse("{\"score\": 0.8, \"reason\": \"Fine.\"}")));
     let endpoints = BTreeMap::from([
-        ("local".to_owned(), wrap(model, "small-model")),
-        ("judge".to_owned(), wrap(judge, "judge-model")),
+        (
+            "local".to_owned(),
+            recording(model, recordings.path(), "small-model"),
+        ),
+        (
+            "judge".to_owned(),
+            recording(judge, recordings.path(), "judge-model"),
+        ),
     ]);
-    let versions = || {
-        vec![VersionAgent {
-            name: "v1".into(),
-            agent: agent(),
-        }]
+    let run_over = |endpoints| {
+        let options = RunOptions {
+            repeats: Some(2),
+            ..RunOptions::default()
+        };
+        futures::executor::block_on(runner_over(&suite, dir.path(), endpoints, options).run())
+            .unwrap()
     };
-    let options = || RunOptions {
-        repeats: Some(2),
-        ..RunOptions::default()
-    };
-    let runner = Runner::new(
-        &suite,
-        "suite",
-        dir.path(),
-        versions(),
-        endpoints,
-        options(),
-    )
-    .unwrap();
-    let recorded = futures::executor::block_on(runner.run()).unwrap();
+    let recorded = run_over(endpoints);
     // Two repetitions, each one model call and one judge call.
     assert_eq!(std::fs::read_dir(recordings.path()).unwrap().count(), 4);
 
-    let replay = |model: &str| -> Arc<dyn Endpoint> {
-        Arc::new(Replay::new(
-            Recordings::new(recordings.path()),
-            "openai-chat",
-            model.to_owned(),
-        ))
-    };
     let endpoints = BTreeMap::from([
-        ("local".to_owned(), replay("small-model")),
-        ("judge".to_owned(), replay("judge-model")),
+        ("local".to_owned(), replay(recordings.path(), "small-model")),
+        ("judge".to_owned(), replay(recordings.path(), "judge-model")),
     ]);
-    let runner = Runner::new(
-        &suite,
-        "suite",
-        dir.path(),
-        versions(),
-        endpoints,
-        options(),
-    )
-    .unwrap();
-    let replayed = futures::executor::block_on(runner.run()).unwrap();
+    let replayed = run_over(endpoints);
     assert_eq!(without_timing(&recorded), without_timing(&replayed));
     assert_eq!(
         replayed.rows[1].assertion("1:rubric").unwrap().verdict,

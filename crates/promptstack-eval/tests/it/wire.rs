@@ -94,29 +94,38 @@ fn a_gemini_stream_counts_thoughts_as_output() {
 
 #[test]
 fn cache_fields_are_absent_when_the_provider_says_nothing() {
-    let body = b"event: response.completed\ndata: {\"type\":\"response.completed\",\"response\":{\"status\":\"incomplete\",\"incomplete_details\":{\"reason\":\"max_output_tokens\"},\"usage\":{\"input_tokens\":7,\"output_tokens\":3}}}\n\n";
-    let (answer, _) = read(StreamFormat::OpenaiResponses, body, &[]).unwrap();
-    assert_eq!(
-        answer.usage,
-        Usage {
-            input_tokens: 7,
-            output_tokens: 3,
-            ..Usage::default()
-        }
-    );
-    assert_eq!(answer.stop_reason.as_deref(), Some("max_output_tokens"));
-    let body = b"data: {\"candidates\":[{\"content\":{\"parts\":[{\"text\":\"hi\"}]},\"finishReason\":\"MAX_TOKENS\"}],\"usageMetadata\":{\"promptTokenCount\":7,\"candidatesTokenCount\":3}}\n\n";
-    let (answer, _) = read(StreamFormat::Gemini, body, &[]).unwrap();
-    assert_eq!(answer.text, "hi");
-    assert_eq!(
-        answer.usage,
-        Usage {
-            input_tokens: 7,
-            output_tokens: 3,
-            ..Usage::default()
-        }
-    );
-    assert_eq!(answer.stop_reason.as_deref(), Some("MAX_TOKENS"));
+    let bodies: [(StreamFormat, &[u8], &str, &str); 2] = [
+        (
+            StreamFormat::OpenaiResponses,
+            b"event: response.completed\ndata: {\"type\":\"response.completed\",\"response\":{\"status\":\"incomplete\",\"incomplete_details\":{\"reason\":\"max_output_tokens\"},\"usage\":{\"input_tokens\":7,\"output_tokens\":3}}}\n\n",
+            "",
+            "max_output_tokens",
+        ),
+        (
+            StreamFormat::Gemini,
+            b"data: {\"candidates\":[{\"content\":{\"parts\":[{\"text\":\"hi\"}]},\"finishReason\":\"MAX_TOKENS\"}],\"usageMetadata\":{\"promptTokenCount\":7,\"candidatesTokenCount\":3}}\n\n",
+            "hi",
+            "MAX_TOKENS",
+        ),
+    ];
+    for (format, body, text, stop_reason) in bodies {
+        let (answer, _) = read(format, body, &[]).unwrap();
+        assert_eq!(answer.text, text, "{format:?}");
+        assert_eq!(
+            answer.usage,
+            Usage {
+                input_tokens: 7,
+                output_tokens: 3,
+                ..Usage::default()
+            },
+            "{format:?}"
+        );
+        assert_eq!(
+            answer.stop_reason.as_deref(),
+            Some(stop_reason),
+            "{format:?}"
+        );
+    }
 }
 
 #[test]
@@ -168,31 +177,40 @@ fn a_stream_cut_before_its_last_event_is_truncated() {
 
 #[test]
 fn provider_errors_inside_the_stream_are_errors() {
-    let body = b"event: error\ndata: {\"type\":\"error\",\"error\":{\"type\":\"overloaded_error\",\"message\":\"Overloaded\"}}\n\n";
-    assert_eq!(
-        read(StreamFormat::Anthropic, body, &[]).unwrap_err(),
-        WireError::Provider("Overloaded".into())
-    );
-    let body = b"data: {\"error\":{\"message\":\"rate limited\"}}\n\n";
-    assert_eq!(
-        read(StreamFormat::OpenaiChat, body, &[]).unwrap_err(),
-        WireError::Provider("rate limited".into())
-    );
-    let body = b"event: response.failed\ndata: {\"type\":\"response.failed\",\"response\":{\"status\":\"failed\",\"error\":{\"code\":\"server_error\",\"message\":\"the model failed\"}}}\n\n";
-    assert_eq!(
-        read(StreamFormat::OpenaiResponses, body, &[]).unwrap_err(),
-        WireError::Provider("the model failed".into())
-    );
-    let body = b"event: error\ndata: {\"type\":\"error\",\"code\":\"rate_limit_exceeded\",\"message\":\"slow down\",\"param\":null}\n\n";
-    assert_eq!(
-        read(StreamFormat::OpenaiResponses, body, &[]).unwrap_err(),
-        WireError::Provider("slow down".into())
-    );
-    let body = b"data: {\"error\":{\"code\":503,\"message\":\"The model is overloaded.\",\"status\":\"UNAVAILABLE\"}}\n\n";
-    assert_eq!(
-        read(StreamFormat::Gemini, body, &[]).unwrap_err(),
-        WireError::Provider("The model is overloaded.".into())
-    );
+    let errors: [(StreamFormat, &[u8], &str); 5] = [
+        (
+            StreamFormat::Anthropic,
+            b"event: error\ndata: {\"type\":\"error\",\"error\":{\"type\":\"overloaded_error\",\"message\":\"Overloaded\"}}\n\n",
+            "Overloaded",
+        ),
+        (
+            StreamFormat::OpenaiChat,
+            b"data: {\"error\":{\"message\":\"rate limited\"}}\n\n",
+            "rate limited",
+        ),
+        (
+            StreamFormat::OpenaiResponses,
+            b"event: response.failed\ndata: {\"type\":\"response.failed\",\"response\":{\"status\":\"failed\",\"error\":{\"code\":\"server_error\",\"message\":\"the model failed\"}}}\n\n",
+            "the model failed",
+        ),
+        (
+            StreamFormat::OpenaiResponses,
+            b"event: error\ndata: {\"type\":\"error\",\"code\":\"rate_limit_exceeded\",\"message\":\"slow down\",\"param\":null}\n\n",
+            "slow down",
+        ),
+        (
+            StreamFormat::Gemini,
+            b"data: {\"error\":{\"code\":503,\"message\":\"The model is overloaded.\",\"status\":\"UNAVAILABLE\"}}\n\n",
+            "The model is overloaded.",
+        ),
+    ];
+    for (format, body, message) in errors {
+        assert_eq!(
+            read(format, body, &[]).unwrap_err(),
+            WireError::Provider(message.into()),
+            "{format:?}"
+        );
+    }
     let body = b"data: {not json\n\n";
     assert!(matches!(
         read(StreamFormat::OpenaiChat, body, &[]),

@@ -12,7 +12,7 @@ use promptstack_store::{AgentName, PageRequest, RunInfo, RunState, Tenant, Versi
 use serde::Serialize;
 use utoipa::ToSchema;
 
-use crate::api::store_problem;
+use crate::engine::store_problem;
 use crate::problem::{Problem, printable};
 use crate::state::AppState;
 

@@ -126,7 +126,7 @@ pub(crate) async fn load_suite(
         .store
         .version(tenant, agent, version)
         .await
-        .map_err(|e| crate::api::store_problem(state, e))?;
+        .map_err(|e| crate::engine::store_problem(state, e))?;
     let path = path.to_owned();
     // Suites compile their patterns: engine work, within the tenant's share like a spec.
     crate::engine::blocking(state, move || {
@@ -408,7 +408,7 @@ pub(crate) async fn has_credential(
             .store
             .credentials(tenant, &page)
             .await
-            .map_err(|e| crate::api::store_problem(state, e))?;
+            .map_err(|e| crate::engine::store_problem(state, e))?;
         if found.items.iter().any(|c| c.name.as_str() == name) {
             return Ok(true);
         }

@@ -37,8 +37,9 @@ pub(crate) use context::Contexts;
 pub use context::EvalConfig;
 pub(crate) use worker::spawn as spawn_workers;
 
-use crate::api::{PageOf, PageQuery, query, store_problem};
+use crate::api::{PageOf, PageQuery, query};
 use crate::auth::Auth;
+use crate::engine::store_problem;
 use crate::engine::{agent_name, require_agent};
 use crate::problem::{Problem, json_rejection, printable};
 use crate::state::AppState;

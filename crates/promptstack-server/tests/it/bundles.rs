@@ -1,7 +1,7 @@
 //! What a published bundle may hold: normalised relative file paths, bounded files, every problem
 //! named at once.
 
-use axum::http::{Method, StatusCode};
+use axum::http::StatusCode;
 use promptstack_server::ServerConfig;
 use serde_json::json;
 
@@ -17,14 +17,9 @@ fn with_files(files: &[(&str, String)]) -> serde_json::Value {
 
 /// How many versions the chat assistant has.
 async fn versions(h: &Harness) -> usize {
-    h.call(
-        Method::GET,
-        "/v1/agents/chat-assistant/versions",
-        Some(&h.acme.viewer),
-        None,
-    )
-    .await
-    .json()["items"]
+    h.get("/v1/agents/chat-assistant/versions", &h.acme.viewer)
+        .await
+        .json()["items"]
         .as_array()
         .unwrap()
         .len()
@@ -56,8 +51,7 @@ async fn path_like_file_names_are_refused_all_at_once_and_nothing_is_stored() {
     ];
     let files: Vec<(&str, String)> = hostile.iter().map(|p| (*p, "x".to_owned())).collect();
     let answer = h
-        .json(
-            Method::POST,
+        .post(
             "/v1/agents/chat-assistant/versions",
             &h.acme.editor,
             with_files(&files),
@@ -95,14 +89,13 @@ async fn path_like_file_names_are_refused_all_at_once_and_nothing_is_stored() {
 async fn a_normalised_nested_path_is_accepted() {
     let h = Harness::new().await;
     let answer = h
-        .json(
-            Method::POST,
+        .post(
             "/v1/agents/chat-assistant/versions",
             &h.acme.editor,
             with_files(&[("notes/readme.md", "hello".to_owned())]),
         )
         .await;
-    assert_eq!(answer.status, StatusCode::CREATED, "{}", answer.text());
+    answer.assert_status(StatusCode::CREATED);
 }
 
 #[tokio::test]
@@ -120,8 +113,7 @@ async fn files_are_bounded_one_by_one_together_and_in_number() {
         files.push((name, "a".repeat(1024 * 1024)));
     }
     let problem = h
-        .json(
-            Method::POST,
+        .post(
             "/v1/agents/chat-assistant/versions",
             &h.acme.editor,
             with_files(&files),
@@ -143,8 +135,7 @@ async fn files_are_bounded_one_by_one_together_and_in_number() {
         .collect();
     let many: Vec<(&str, String)> = many.iter().map(|(p, t)| (p.as_str(), t.clone())).collect();
     let problem = h
-        .json(
-            Method::POST,
+        .post(
             "/v1/agents/chat-assistant/versions",
             &h.acme.editor,
             with_files(&many),
@@ -180,8 +171,7 @@ async fn eval_suites_are_checked_on_publish_every_problem_located_in_its_file() 
         .replace("[\"remote\"]", "[\"local\"]")
         .replace("sends/research.json", "sends/nowhere.json");
     let answer = h
-        .json(
-            Method::POST,
+        .post(
             "/v1/agents/chat-assistant/versions",
             &h.acme.editor,
             with_files(&[
@@ -235,12 +225,7 @@ async fn a_bundle_s_suites_are_part_of_its_version_id() {
     let mut ids = Vec::new();
     for body in [with, without] {
         let answer = h
-            .json(
-                Method::POST,
-                "/v1/agents/chat-assistant/versions",
-                &h.acme.editor,
-                body,
-            )
+            .post("/v1/agents/chat-assistant/versions", &h.acme.editor, body)
             .await;
         // The harness published the example as it is when it started: 200 for that one.
         assert!(answer.status.is_success(), "{}", answer.text());
@@ -258,8 +243,7 @@ async fn a_folder_s_spec_variants_travel_with_the_suites_that_name_them() {
         "the spec variant is in the bundle"
     );
     let answer = h
-        .json(
-            Method::POST,
+        .post(
             "/v1/agents/browser-agent/versions",
             &h.acme.editor,
             with.clone(),
@@ -273,12 +257,7 @@ async fn a_folder_s_spec_variants_travel_with_the_suites_that_name_them() {
         .unwrap()
         .remove("variants/kernel-zh.toml");
     let answer = h
-        .json(
-            Method::POST,
-            "/v1/agents/browser-agent/versions",
-            &h.acme.editor,
-            without,
-        )
+        .post("/v1/agents/browser-agent/versions", &h.acme.editor, without)
         .await;
     let problem = answer.problem(StatusCode::UNPROCESSABLE_ENTITY);
     let found: Vec<(&str, &str)> = problem["diagnostics"]

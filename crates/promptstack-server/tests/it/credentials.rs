@@ -67,58 +67,38 @@ async fn credentials_are_admin_only_and_never_shown() {
     let admin = &h.acme.admin;
     let path = "/v1/credentials/anthropic";
 
-    let created = h
-        .json(Method::PUT, path, admin, json!({"value": VALUE}))
-        .await;
-    assert_eq!(created.status, StatusCode::CREATED, "{}", created.text());
+    let created = h.put(path, admin, json!({"value": VALUE})).await;
+    created.assert_status(StatusCode::CREATED);
     let view = created.json();
     assert_eq!(view["name"], "anthropic");
     assert!(view["last_used_at"].is_null());
     assert!(view.get("value").is_none());
     texts.push(created.text());
-    let replaced = h
-        .json(Method::PUT, path, admin, json!({"value": VALUE}))
-        .await;
-    assert_eq!(replaced.status, StatusCode::OK, "{}", replaced.text());
+    let replaced = h.put(path, admin, json!({"value": VALUE})).await;
+    replaced.assert_status(StatusCode::OK);
     texts.push(replaced.text());
 
     // Other roles are refused; so are bad names, bad and oversized bodies, none echoing the value.
     for key in [&h.acme.editor, &h.acme.viewer] {
-        let answer = h
-            .json(Method::PUT, path, key, json!({"value": VALUE}))
-            .await;
+        let answer = h.put(path, key, json!({"value": VALUE})).await;
         answer.problem(StatusCode::FORBIDDEN);
         texts.push(answer.text());
-        let answer = h
-            .call(Method::GET, "/v1/credentials", Some(key), None)
-            .await;
+        let answer = h.get("/v1/credentials", key).await;
         answer.problem(StatusCode::FORBIDDEN);
         let answer = h.call(Method::DELETE, path, Some(key), None).await;
         answer.problem(StatusCode::FORBIDDEN);
     }
     let bad_name = h
-        .json(
-            Method::PUT,
-            "/v1/credentials/Bad%20Name",
-            admin,
-            json!({"value": VALUE}),
-        )
+        .put("/v1/credentials/Bad%20Name", admin, json!({"value": VALUE}))
         .await;
     bad_name.problem(StatusCode::UNPROCESSABLE_ENTITY);
     texts.push(bad_name.text());
     let extra = h
-        .json(
-            Method::PUT,
-            path,
-            admin,
-            json!({"value": VALUE, "other": VALUE}),
-        )
+        .put(path, admin, json!({"value": VALUE, "other": VALUE}))
         .await;
     extra.problem(StatusCode::UNPROCESSABLE_ENTITY);
     texts.push(extra.text());
-    let not_text = h
-        .json(Method::PUT, path, admin, json!({"value": [VALUE]}))
-        .await;
+    let not_text = h.put(path, admin, json!({"value": [VALUE]})).await;
     not_text.problem(StatusCode::UNPROCESSABLE_ENTITY);
     texts.push(not_text.text());
     let broken = h
@@ -131,23 +111,16 @@ async fn credentials_are_admin_only_and_never_shown() {
         .await;
     broken.problem(StatusCode::BAD_REQUEST);
     texts.push(broken.text());
-    let empty = h.json(Method::PUT, path, admin, json!({"value": ""})).await;
+    let empty = h.put(path, admin, json!({"value": ""})).await;
     empty.problem(StatusCode::UNPROCESSABLE_ENTITY);
     let huge = h
-        .json(
-            Method::PUT,
-            path,
-            admin,
-            json!({"value": VALUE.repeat(300)}),
-        )
+        .put(path, admin, json!({"value": VALUE.repeat(300)}))
         .await;
     huge.problem(StatusCode::PAYLOAD_TOO_LARGE);
     texts.push(huge.text());
 
     // Listing: names and times.
-    let listed = h
-        .call(Method::GET, "/v1/credentials", Some(admin), None)
-        .await;
+    let listed = h.get("/v1/credentials", admin).await;
     assert_eq!(listed.status, StatusCode::OK);
     let items = listed.json()["items"].as_array().unwrap().clone();
     assert_eq!(items.len(), 1);
@@ -192,20 +165,18 @@ async fn credentials_are_admin_only_and_never_shown() {
         .await
         .unwrap();
     assert_eq!(secret.expose(), VALUE);
-    let listed = h
-        .call(Method::GET, "/v1/credentials", Some(admin), None)
-        .await;
+    let listed = h.get("/v1/credentials", admin).await;
     assert!(listed.json()["items"][0]["last_used_at"].is_string());
     texts.push(listed.text());
 
     // Deleting, then gone.
     let deleted = h.call(Method::DELETE, path, Some(admin), None).await;
-    assert_eq!(deleted.status, StatusCode::NO_CONTENT, "{}", deleted.text());
+    deleted.assert_status(StatusCode::NO_CONTENT);
     let again = h.call(Method::DELETE, path, Some(admin), None).await;
     again.problem(StatusCode::NOT_FOUND);
 
     // The audit log names the credential and nothing of its value.
-    let audit = h.call(Method::GET, "/v1/audit", Some(admin), None).await;
+    let audit = h.get("/v1/audit", admin).await;
     let entries = audit.json()["items"].as_array().unwrap().clone();
     let actions: Vec<_> = entries
         .iter()
@@ -237,26 +208,16 @@ async fn without_a_credentials_key_only_the_credentials_routes_refuse() {
     let h = Harness::with_config(ServerConfig::default().rate_limit(0, 1)).await;
     let admin = &h.acme.admin;
     let answers = [
-        h.json(
-            Method::PUT,
-            "/v1/credentials/openai",
-            admin,
-            json!({"value": VALUE}),
-        )
-        .await,
-        h.call(Method::GET, "/v1/credentials", Some(admin), None)
+        h.put("/v1/credentials/openai", admin, json!({"value": VALUE}))
             .await,
+        h.get("/v1/credentials", admin).await,
         h.call(Method::DELETE, "/v1/credentials/openai", Some(admin), None)
             .await,
     ];
     for answer in answers {
-        let problem = answer.problem(StatusCode::SERVICE_UNAVAILABLE);
-        assert!(
-            problem["type"]
-                .as_str()
-                .unwrap()
-                .ends_with("/credentials-not-configured"),
-            "{problem}"
+        let problem = answer.problem_of(
+            StatusCode::SERVICE_UNAVAILABLE,
+            "credentials-not-configured",
         );
         assert!(
             problem["detail"]
@@ -267,8 +228,8 @@ async fn without_a_credentials_key_only_the_credentials_routes_refuse() {
         assert!(!answer.text().contains(VALUE));
     }
     // Everything else works as before.
-    let agents = h.call(Method::GET, "/v1/agents", Some(admin), None).await;
-    assert_eq!(agents.status, StatusCode::OK, "{}", agents.text());
+    let agents = h.get("/v1/agents", admin).await;
+    agents.assert_status(StatusCode::OK);
     let ready = h.call(Method::GET, "/readyz", None, None).await;
-    assert_eq!(ready.status, StatusCode::OK, "{}", ready.text());
+    ready.assert_status(StatusCode::OK);
 }

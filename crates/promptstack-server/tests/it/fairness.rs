@@ -1,7 +1,7 @@
 //! A tenant's share of the engine: its expensive work queues behind itself, then gets 429 with
 //! `Retry-After`, while another tenant is served.
 
-use axum::http::{Method, StatusCode};
+use axum::http::StatusCode;
 use promptstack_server::ServerConfig;
 use serde_json::json;
 
@@ -32,40 +32,32 @@ async fn a_tenant_past_its_share_waits_then_gets_429_and_others_are_served() {
     )
     .await;
     let published = h
-        .json(
-            Method::POST,
+        .post(
             "/v1/agents/expensive/versions",
             &h.acme.editor,
             json!({"spec": expensive_spec()}),
         )
         .await;
-    assert_eq!(
-        published.status,
-        StatusCode::CREATED,
-        "{}",
-        published.text()
-    );
+    published.assert_status(StatusCode::CREATED);
     let version = published.json()["version"]["id"]
         .as_str()
         .unwrap()
         .to_owned();
     let render = json!({"ref": version, "send": send("chat-assistant", "plain")});
     let acme = (0..6).map(|_| {
-        h.json(
-            Method::POST,
+        h.post(
             "/v1/agents/expensive/render",
             &h.acme.viewer,
             render.clone(),
         )
     });
-    let globex = h.json(
-        Method::POST,
+    let globex = h.post(
         "/v1/agents/secret-agent/render",
         &h.globex.viewer,
         json!({"send": send("chat-assistant", "plain")}),
     );
     let (acme, globex) = tokio::join!(futures::future::join_all(acme), globex);
-    assert_eq!(globex.status, StatusCode::OK, "{}", globex.text());
+    globex.assert_status(StatusCode::OK);
     let served = acme.iter().filter(|a| a.status == StatusCode::OK).count();
     let busy: Vec<_> = acme
         .iter()

@@ -198,6 +198,31 @@ impl Harness {
         )
         .await
     }
+
+    /// Sends a JSON body by `POST`.
+    pub async fn post(&self, path: &str, key: &str, body: serde_json::Value) -> Answer {
+        self.json(Method::POST, path, key, body).await
+    }
+
+    /// Sends a JSON body by `PUT`.
+    pub async fn put(&self, path: &str, key: &str, body: serde_json::Value) -> Answer {
+        self.json(Method::PUT, path, key, body).await
+    }
+
+    /// Reads `path` with `key`.
+    pub async fn get(&self, path: &str, key: &str) -> Answer {
+        self.call(Method::GET, path, Some(key), None).await
+    }
+
+    /// The tenant's audit entries, as `key` reads them.
+    pub async fn audit(&self, key: &str) -> Vec<serde_json::Value> {
+        let audit = self.get("/v1/audit", key).await;
+        audit.assert_status(StatusCode::OK);
+        match audit.json()["items"].take() {
+            serde_json::Value::Array(items) => items,
+            other => panic!("audit items are not an array: {other}"),
+        }
+    }
 }
 
 pub struct Answer {
@@ -216,9 +241,27 @@ impl Answer {
         String::from_utf8_lossy(&self.body).into_owned()
     }
 
+    /// Asserts the answer's status, showing the body when it differs.
+    pub fn assert_status(&self, status: StatusCode) {
+        assert_eq!(self.status, status, "{}", self.text());
+    }
+
+    /// Asserts a problem document of `status` whose type ends in `/{kind}`, and returns it.
+    pub fn problem_of(&self, status: StatusCode, kind: &str) -> serde_json::Value {
+        let problem = self.problem(status);
+        assert!(
+            problem["type"]
+                .as_str()
+                .unwrap()
+                .ends_with(&format!("/{kind}")),
+            "{problem}"
+        );
+        problem
+    }
+
     /// Asserts a problem document of `status`, and returns it.
     pub fn problem(&self, status: StatusCode) -> serde_json::Value {
-        assert_eq!(self.status, status, "{}", self.text());
+        self.assert_status(status);
         assert_eq!(
             self.headers.get("content-type").unwrap(),
             "application/problem+json",

@@ -55,7 +55,7 @@ async fn the_page_and_its_files_are_served_without_a_key() {
 async fn me_names_the_tenant_and_role_of_the_key() {
     let h = Harness::new().await;
     for (key, role) in [(&h.acme.admin, "admin"), (&h.acme.viewer, "viewer")] {
-        let answer = h.call(Method::GET, "/v1/me", Some(key), None).await;
+        let answer = h.get("/v1/me", key).await;
         assert_eq!(answer.json(), json!({"tenant": "acme", "role": role}));
     }
     let anonymous = h.call(Method::GET, "/v1/me", None, None).await;
@@ -66,14 +66,12 @@ async fn me_names_the_tenant_and_role_of_the_key() {
 async fn cache_sim_replays_the_bundles_sends() {
     let h = Harness::new().await;
     let answer = h
-        .json(
-            Method::POST,
-            "/v1/agents/chat-assistant/cache-sim",
+        .post("/v1/agents/chat-assistant/cache-sim",
             &h.acme.viewer,
             json!({"target": "cached", "provider": "anthropic", "model": "claude-sonnet-4-5", "turns": 6}),
         )
         .await;
-    assert_eq!(answer.status, StatusCode::OK, "{}", answer.text());
+    answer.assert_status(StatusCode::OK);
     let report = answer.json();
     assert_eq!(report["per_turn"].as_array().unwrap().len(), 6, "{report}");
     assert!(report["ours"]["relative_cost"].as_f64() < report["naive"]["relative_cost"].as_f64());
@@ -83,8 +81,7 @@ async fn cache_sim_replays_the_bundles_sends() {
         json!({"turns": 2, "target": "cached", "mcp_failure_rate": 2.0}),
     ] {
         let answer = h
-            .json(
-                Method::POST,
+            .post(
                 "/v1/agents/chat-assistant/cache-sim",
                 &h.acme.viewer,
                 bad.clone(),

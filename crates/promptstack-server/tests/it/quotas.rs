@@ -1,12 +1,12 @@
 //! Per-tenant quotas over HTTP: each refuses the write past it with a clear problem and stores
 //! nothing; the next tenant is not affected.
 
-use axum::http::{Method, StatusCode};
+use axum::http::StatusCode;
 use promptstack_server::ServerConfig;
 use promptstack_store::StoreConfig;
 use serde_json::json;
 
-use crate::harness::{Harness, bundle};
+use crate::harness::{Answer, Harness, bundle};
 
 const KIB: usize = 1024;
 
@@ -31,7 +31,7 @@ async fn versions_agents_bundle_and_stored_bytes_are_bounded_per_tenant() {
         let path = format!("/v1/agents/{agent}/versions");
         let key = h.acme.editor.clone();
         let h = &h;
-        async move { h.json(Method::POST, &path, &key, body).await }
+        async move { h.post(&path, &key, body).await }
     };
     // Bundle bytes: 413.
     let problem = publish("chat-assistant", with_notes('a', 450 * KIB))
@@ -43,45 +43,25 @@ async fn versions_agents_bundle_and_stored_bytes_are_bounded_per_tenant() {
     );
     // Versions per agent: the second version fits, the third is 422.
     let second = publish("chat-assistant", with_notes('b', 300 * KIB)).await;
-    assert_eq!(second.status, StatusCode::CREATED, "{}", second.text());
-    let problem = publish("chat-assistant", with_notes('c', 10))
-        .await
-        .problem(StatusCode::UNPROCESSABLE_ENTITY);
-    assert_eq!(
-        problem["type"],
-        "https://promptstack.dev/problems/quota-exceeded"
-    );
-    assert!(
-        problem["detail"].as_str().unwrap().contains("versions"),
-        "{problem}"
+    second.assert_status(StatusCode::CREATED);
+    assert_over_quota(
+        &publish("chat-assistant", with_notes('c', 10)).await,
+        "versions",
     );
     // Republishing an existing version is still answered.
     let again = publish("chat-assistant", with_notes('b', 300 * KIB)).await;
-    assert_eq!(again.status, StatusCode::OK, "{}", again.text());
+    again.assert_status(StatusCode::OK);
     // Agents per tenant: acme has two; two more fit, a fifth is 422.
     for agent in ["third", "fourth"] {
         let answer = publish(agent, with_notes('d', 10)).await;
-        assert_eq!(answer.status, StatusCode::CREATED, "{}", answer.text());
+        answer.assert_status(StatusCode::CREATED);
     }
-    let problem = publish("fifth", with_notes('e', 10))
-        .await
-        .problem(StatusCode::UNPROCESSABLE_ENTITY);
-    assert_eq!(
-        problem["type"],
-        "https://promptstack.dev/problems/quota-exceeded"
-    );
-    assert!(
-        problem["detail"].as_str().unwrap().contains("agents"),
-        "{problem}"
-    );
-    let agents = h
-        .call(Method::GET, "/v1/agents", Some(&h.acme.viewer), None)
-        .await
-        .json();
+    assert_over_quota(&publish("fifth", with_notes('e', 10)).await, "agents");
+    let agents = h.get("/v1/agents", &h.acme.viewer).await.json();
     assert_eq!(agents["items"].as_array().unwrap().len(), 4);
     // Stored bytes: 300 KiB more fits once; the next 300 KiB passes 1 MiB: 413.
     let answer = publish("third", with_notes('f', 300 * KIB)).await;
-    assert_eq!(answer.status, StatusCode::CREATED, "{}", answer.text());
+    answer.assert_status(StatusCode::CREATED);
     let problem = publish("fourth", with_notes('g', 350 * KIB))
         .await
         .problem(StatusCode::PAYLOAD_TOO_LARGE);
@@ -91,14 +71,13 @@ async fn versions_agents_bundle_and_stored_bytes_are_bounded_per_tenant() {
     );
     // Another tenant has quotas of its own.
     let answer = h
-        .json(
-            Method::POST,
+        .post(
             "/v1/agents/chat-assistant/versions",
             &h.globex.editor,
             with_notes('h', 300 * KIB),
         )
         .await;
-    assert_eq!(answer.status, StatusCode::CREATED, "{}", answer.text());
+    answer.assert_status(StatusCode::CREATED);
 }
 
 #[tokio::test]
@@ -109,22 +88,25 @@ async fn settings_bytes_are_bounded() {
     )
     .await;
     let document = json!({"instructions": {"enabled": true, "text": "x".repeat(2000)}});
-    h.json(
-        Method::PUT,
-        "/v1/settings",
-        &h.acme.admin,
-        json!({"document": document}),
-    )
-    .await
-    .problem(StatusCode::PAYLOAD_TOO_LARGE);
+    h.put("/v1/settings", &h.acme.admin, json!({"document": document}))
+        .await
+        .problem(StatusCode::PAYLOAD_TOO_LARGE);
     let small = json!({"instructions": {"enabled": true, "text": "short"}});
     let answer = h
-        .json(
-            Method::PUT,
-            "/v1/settings",
-            &h.acme.admin,
-            json!({"document": small}),
-        )
+        .put("/v1/settings", &h.acme.admin, json!({"document": small}))
         .await;
-    assert_eq!(answer.status, StatusCode::OK, "{}", answer.text());
+    answer.assert_status(StatusCode::OK);
+}
+
+/// Asserts a 422 of the quota-exceeded type whose detail names `what`.
+fn assert_over_quota(answer: &Answer, what: &str) {
+    let problem = answer.problem(StatusCode::UNPROCESSABLE_ENTITY);
+    assert_eq!(
+        problem["type"],
+        "https://promptstack.dev/problems/quota-exceeded"
+    );
+    assert!(
+        problem["detail"].as_str().unwrap().contains(what),
+        "{problem}"
+    );
 }
