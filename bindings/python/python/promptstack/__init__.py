@@ -11,9 +11,31 @@ The bytes are those of the ``promptstack`` command line for the same inputs. The
 while the engine works, and one :class:`Agent` can be shared by any number of threads.
 """
 
-from . import _errors, _types
-from ._errors import *  # noqa: F403 (every name in `_errors.__all__`)
-from ._types import *  # noqa: F403 (every name in `_types.__all__`)
+from ._errors import (
+    AssemblyError,
+    FenceError,
+    InputError,
+    NotFoundError,
+    PromptstackError,
+    RequestError,
+    SendError,
+    SpecError,
+    StreamError,
+)
+from ._types import (
+    ByteRange,
+    Citation,
+    Diagnostic,
+    FenceProblem,
+    Finding,
+    JsonDocument,
+    Location,
+    Part,
+    Sources,
+    Widget,
+    WidgetEvent,
+    WidgetStart,
+)
 from ._native import (
     ENGINE_VERSION,
     Agent,
@@ -32,14 +54,33 @@ __version__ = ENGINE_VERSION
 __all__ = [
     "Agent",
     "Assembly",
+    "AssemblyError",
     "Block",
+    "ByteRange",
+    "Citation",
     "CiteStream",
     "Composition",
+    "Diagnostic",
+    "FenceProblem",
+    "Finding",
+    "JsonDocument",
+    "Location",
+    "Part",
+    "Sources",
+    "Widget",
+    "WidgetEvent",
+    "WidgetStart",
     "ENGINE_VERSION",
     "FenceCheck",
+    "FenceError",
     "Fenced",
+    "InputError",
+    "NotFoundError",
+    "PromptstackError",
+    "RequestError",
+    "SendError",
+    "SpecError",
+    "StreamError",
     "check_fence",
     "fence",
 ]
-__all__ += _errors.__all__
-__all__ += _types.__all__
