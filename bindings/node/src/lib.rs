@@ -628,14 +628,13 @@ pub fn fence(
     max_bytes: Option<u32>,
 ) -> Result<Fenced> {
     let kind = FenceKind::parse(&kind).map_err(|e| fence_failure(&e))?;
-    let request = FenceRequest {
-        text: content,
-        check: false,
-        kind: Some(kind),
+    let request = FenceRequest::wrap(
+        content,
+        kind,
         origin,
         tool,
-        max_bytes: max_bytes.map(|max| max as usize),
-    };
+        max_bytes.map(|max| max as usize),
+    );
     // Wrapping answers with the text, the nonce and the count of defanged markers.
     let fenced = command::fence(&request).map_err(command_failure)?;
     Ok(Fenced {

@@ -62,14 +62,7 @@ pub fn fence(
     let tool = tool.map(str::to_owned);
     py.detach(move || -> Result<Fenced, Failure> {
         let kind = FenceKind::parse(&kind)?;
-        let request = FenceRequest {
-            text: content,
-            check: false,
-            kind: Some(kind),
-            origin,
-            tool,
-            max_bytes,
-        };
+        let request = FenceRequest::wrap(content, kind, origin, tool, max_bytes);
         // Wrapping answers with the text, the nonce and the count of defanged markers.
         let fenced = command::fence(&request)?;
         Ok(Fenced {

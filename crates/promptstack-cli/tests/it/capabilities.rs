@@ -7,6 +7,17 @@ use crate::support::{json_output, promptstack};
 
 const SPEC: &str = "examples/voice-platform/agent.toml";
 
+/// Publish the voice platform's `llm_context` for its default send.
+const PUBLISH: [&str; 7] = [
+    "capabilities",
+    "publish",
+    SPEC,
+    "--send",
+    "examples/voice-platform/sends/default.json",
+    "--target",
+    "llm_context",
+];
+
 #[test]
 fn help() {
     assert_cmd_snapshot!(promptstack().args(["capabilities", "publish", "--help"]));
@@ -14,30 +25,13 @@ fn help() {
 
 #[test]
 fn publishes_the_authored_text_with_the_registry_fragment() {
-    assert_cmd_snapshot!(promptstack().args([
-        "capabilities",
-        "publish",
-        SPEC,
-        "--send",
-        "examples/voice-platform/sends/default.json",
-        "--target",
-        "llm_context"
-    ]));
+    assert_cmd_snapshot!(promptstack().args(PUBLISH));
 }
 
 /// The JSON's provenance points at exactly the appended fragment, and the authored text is what
 /// is left without it.
 #[test]
 fn json_carries_segments_and_provenance() {
-    const PUBLISH: [&str; 7] = [
-        "capabilities",
-        "publish",
-        SPEC,
-        "--send",
-        "examples/voice-platform/sends/default.json",
-        "--target",
-        "llm_context",
-    ];
     let json = json_output(&[&PUBLISH[..], &["--json"]].concat());
     let text = json["text"].as_str().unwrap();
     let segment = json["segments"]["outage_lookup"]["text"].as_str().unwrap();

@@ -96,6 +96,27 @@ pub struct FenceRequest {
     pub max_bytes: Option<usize>,
 }
 
+impl FenceRequest {
+    /// The request to wrap `text`, which is of `kind`, from `origin` (and `tool`), its body cut to
+    /// `max_bytes` when given: what a package's `fence` call asks.
+    pub fn wrap(
+        text: String,
+        kind: FenceKind,
+        origin: Option<String>,
+        tool: Option<String>,
+        max_bytes: Option<usize>,
+    ) -> FenceRequest {
+        FenceRequest {
+            text,
+            check: false,
+            kind: Some(kind),
+            origin,
+            tool,
+            max_bytes,
+        }
+    }
+}
+
 /// The answer of `fence`.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 #[cfg_attr(feature = "schema", derive(utoipa::ToSchema))]
