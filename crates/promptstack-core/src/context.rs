@@ -24,6 +24,18 @@ pub(crate) mod send;
 /// Whole numbers of a send read as its JSON Schema reads them: `4379` and `4379.0` are the same
 /// `integer`, so both are accepted; every other value is refused with serde's own message for
 /// the type (`invalid type: floating point `1.5`, expected u32`, …).
+/// Reads a unit enum from its name only. serde also takes `{"name": null}` for a unit variant,
+/// which the send's schema refuses; the fast reader must refuse what the located reader does.
+pub(crate) fn by_name<'de, D, T>(deserializer: D) -> Result<T, D::Error>
+where
+    D: Deserializer<'de>,
+    T: serde::de::DeserializeOwned,
+{
+    use serde::Deserialize as _;
+    let name = String::deserialize(deserializer)?;
+    T::deserialize(serde::de::value::StringDeserializer::<D::Error>::new(name))
+}
+
 mod whole {
     use std::fmt;
 
@@ -372,7 +384,7 @@ pub struct ModelDescriptor {
     /// The provider (`openai`, `anthropic`, `google`, …).
     pub provider: String,
     /// Whether the model can call tools.
-    #[serde(default)]
+    #[serde(default, deserialize_with = "by_name")]
     pub tool_usage: ToolUsage,
     /// The context window in tokens, if known.
     #[serde(

@@ -51,6 +51,7 @@ pub enum McpFailureStage {
 #[serde(deny_unknown_fields)]
 pub struct McpFailure {
     /// The step that failed.
+    #[serde(deserialize_with = "crate::context::by_name")]
     pub stage: McpFailureStage,
     /// Whether the step ran out of time (rather than failing outright).
     pub timed_out: bool,

@@ -118,3 +118,18 @@ fn non_utf8() {
         .to_string();
     insta::assert_snapshot!(format!("{}\n\n{send}", spec_report(&bytes, "latin1.toml")));
 }
+
+/// A unit enum is read from its name only: serde alone would also take `{"name": null}`, which
+/// the send's schema refuses, so the fast reader refuses it too (found by the read-equivalence
+/// property test).
+#[test]
+fn an_enum_written_as_a_map_is_refused() {
+    use promptstack_core::SendContext;
+    for send in [
+        r#"{"now": "2026-11-30T11:20:00+00:00", "model": {"id": "m", "name": "M", "provider": "p", "tool_usage": {"native": null}}}"#,
+        r#"{"now": "2026-11-30T11:20:00+00:00", "model": {"id": "m", "name": "M", "provider": "p"}, "mcp_servers": [{"server": "s", "status": "failed", "failure": {"stage": {"connect": null}, "timed_out": false, "message": "refused"}}]}"#,
+    ] {
+        let error = SendContext::from_json(send.as_bytes(), "send.json").unwrap_err();
+        assert!(error.to_string().contains("not allowed"), "{error}");
+    }
+}
