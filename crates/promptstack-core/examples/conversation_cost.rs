@@ -16,8 +16,10 @@ use std::path::Path;
 use std::process::ExitCode;
 
 use promptstack_core::provider::{Conversation, Format, RequestOptions, Rules};
-use promptstack_core::{Agent, Assembly, SendContext, SpecFormat};
+use promptstack_core::{Agent, Assembly, SendContext};
 
+#[path = "../benches/support/examples.rs"]
+mod examples;
 #[path = "../benches/support/repeated.rs"]
 mod repeated;
 use repeated::repeated;
@@ -38,19 +40,8 @@ fn main() -> ExitCode {
     };
 
     let manifest = Path::new(env!("CARGO_MANIFEST_DIR"));
-    let root = manifest.join("../../examples/chat-assistant");
-    let spec = root.join("agent.toml");
-    let agent = Agent::from_source(
-        &std::fs::read(&spec).expect("read agent.toml"),
-        &spec.display().to_string(),
-        SpecFormat::Toml,
-    )
-    .expect("the example spec loads");
-    let ctx = SendContext::from_json(
-        &std::fs::read(root.join("sends/research.json")).expect("read research.json"),
-        "research",
-    )
-    .expect("the example send loads");
+    let (agent, send) = examples::chat_research();
+    let ctx = SendContext::from_json(&send, "research").expect("the example send loads");
     let assembly = agent.assemble(&ctx).expect("the example send assembles");
     let turn_path = manifest.join("../promptstack-cli/tests/data/conversations/tool-turn.json");
     let turn = Conversation::from_json(

@@ -8,10 +8,12 @@
 // The example reads the examples from disk; the library itself does no IO.
 #![allow(clippy::disallowed_methods, clippy::disallowed_types)]
 
-use std::path::Path;
 use std::process::ExitCode;
 
-use promptstack_core::{Agent, SendContext, SpecFormat};
+use promptstack_core::{Agent, SendContext};
+
+#[path = "../benches/support/examples.rs"]
+mod examples;
 
 fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().skip(1).collect();
@@ -23,15 +25,7 @@ fn main() -> ExitCode {
         eprintln!("read_send: TIMES must be a whole number, got `{times}`");
         return ExitCode::from(2);
     };
-    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples/chat-assistant");
-    let spec = root.join("agent.toml");
-    let agent = Agent::from_source(
-        &std::fs::read(&spec).expect("read agent.toml"),
-        &spec.display().to_string(),
-        SpecFormat::Toml,
-    )
-    .expect("the example spec loads");
-    let send = std::fs::read(root.join("sends/research.json")).expect("read research.json");
+    let (agent, send) = examples::chat_research();
     // One read outside the count, so that one-time set-up (schemas, validators) is not counted.
     SendContext::from_json_for(&send, "research.json", agent.spec()).expect("the send reads");
     let read = read_all(&agent, &send, times);

@@ -289,46 +289,23 @@ impl Root {
         let ctx = sources.ctx;
         match self {
             Root::Now => {
-                key.add(&ctx.now.timestamp().as_nanosecond())
-                    .add(&ctx.now.offset().seconds());
+                _ = key
+                    .add(&ctx.now.timestamp().as_nanosecond())
+                    .add(&ctx.now.offset().seconds())
             }
-            Root::Model => {
-                key.add(&ctx.model);
-            }
+            Root::Model => _ = key.add(&ctx.model),
             Root::Tools | Root::Language => {}
-            Root::Integrations => {
-                key.add(&ctx.integrations);
-            }
-            Root::Settings => {
-                ctx.settings.add_whole_to(Scope::SETTINGS, key);
-            }
-            Root::User => {
-                key.add(&ctx.user);
-            }
-            Root::Project => {
-                ctx.project.add_whole_to(Scope::PROJECT, key);
-            }
-            Root::Skills => {
-                ctx.skills.add_whole_to(Scope::SKILLS, key);
-            }
-            Root::UserMessage => {
-                key.add(&ctx.user_message);
-            }
-            Root::Cwd => {
-                key.add(&ctx.cwd);
-            }
-            Root::ContextFiles => {
-                ctx.context_files.add_whole_to(Scope::CONTEXT_FILES, key);
-            }
-            Root::MessagesPath => {
-                key.add(&ctx.messages_path);
-            }
-            Root::Tabs => {
-                key.add(&ctx.tabs);
-            }
-            Root::HarnessState => {
-                key.add(&ctx.harness_state);
-            }
+            Root::Integrations => _ = key.add(&ctx.integrations),
+            Root::Settings => ctx.settings.add_whole_to(Scope::SETTINGS, key),
+            Root::User => _ = key.add(&ctx.user),
+            Root::Project => ctx.project.add_whole_to(Scope::PROJECT, key),
+            Root::Skills => ctx.skills.add_whole_to(Scope::SKILLS, key),
+            Root::UserMessage => _ = key.add(&ctx.user_message),
+            Root::Cwd => _ = key.add(&ctx.cwd),
+            Root::ContextFiles => ctx.context_files.add_whole_to(Scope::CONTEXT_FILES, key),
+            Root::MessagesPath => _ = key.add(&ctx.messages_path),
+            Root::Tabs => _ = key.add(&ctx.tabs),
+            Root::HarnessState => _ = key.add(&ctx.harness_state),
             Root::Mcp => {
                 // The listings' key stands for the servers (and the tool capability) they hold.
                 key.add(&sources.mcp.as_ref().map(|(listings, _)| *listings));

@@ -412,6 +412,13 @@ mod tests {
         WidgetSet::new(["chart", "map", "widget:map", "widget:weather-forecast"]).unwrap()
     }
 
+    /// Each of `cases`, the whole input, is text.
+    fn all_text(cases: &[&str]) {
+        for s in cases {
+            assert_eq!(parse(s.as_bytes(), &set(), true), Parse::No, "{s:?}");
+        }
+    }
+
     fn yes(s: &str) -> Tag {
         match parse(s.as_bytes(), &set(), true) {
             Parse::Yes(tag) => tag,
@@ -449,7 +456,7 @@ mod tests {
         assert_eq!(yes(r#"<widget:map data='{"a":1}'/>"#).len, 28);
         // The namespace is part of the name: `map` and `widget:map` are two widgets, and a
         // namespace nobody declared is text.
-        for s in [
+        all_text(&[
             "<widget:chart/>",
             "<other:map/>",
             "<widget::map/>",
@@ -458,14 +465,12 @@ mod tests {
             "<widget：map/>",
             "<widget:map></map>",
             "<map></widget:map>",
-        ] {
-            assert_eq!(parse(s.as_bytes(), &set(), true), Parse::No, "{s:?}");
-        }
+        ]);
     }
 
     #[test]
     fn not_widgets() {
-        for s in [
+        all_text(&[
             "<div/>",
             "<charts/>",
             "<Chart/>",
@@ -479,9 +484,7 @@ mod tests {
             "<chart / >",
             "< chart/>",
             "<map></chart>",
-        ] {
-            assert_eq!(parse(s.as_bytes(), &set(), true), Parse::No, "{s:?}");
-        }
+        ]);
         let long = format!("<chart a=\"{}\"/>", "x".repeat(WIDGET_MAX));
         assert_eq!(parse(long.as_bytes(), &set(), false), Parse::No);
         let fits = format!("<chart a=\"{}\"/>", "x".repeat(WIDGET_MAX - 13));

@@ -9,6 +9,9 @@ use insta_cmd::{assert_cmd_snapshot, get_cargo_bin};
 
 const ANSWER: &str = include_str!("../data/cite/answer.md");
 
+/// The sources of the bundled answer, relative to the crate directory.
+const SOURCES: &str = "tests/data/cite/sources.json";
+
 /// The binary, run from the crate directory so that paths in snapshots are relative.
 fn cite() -> Command {
     let mut command = Command::new(get_cargo_bin("promptstack"));
@@ -16,7 +19,7 @@ fn cite() -> Command {
     command
 }
 
-/// `promptstack --limit LIMIT cite --sources tests/data/cite/sources.json`.
+/// `promptstack --limit LIMIT cite --sources SOURCES`.
 fn cite_within(limit: &str) -> Command {
     let mut command = Command::new(get_cargo_bin("promptstack"));
     command.current_dir(env!("CARGO_MANIFEST_DIR")).args([
@@ -24,7 +27,7 @@ fn cite_within(limit: &str) -> Command {
         limit,
         "cite",
         "--sources",
-        "tests/data/cite/sources.json",
+        SOURCES,
     ]);
     command
 }
@@ -43,18 +46,14 @@ fn help() {
 
 #[test]
 fn placeholders() {
-    assert_cmd_snapshot!(
-        cite()
-            .args(["--sources", "tests/data/cite/sources.json"])
-            .pass_stdin(ANSWER)
-    );
+    assert_cmd_snapshot!(cite().args(["--sources", SOURCES]).pass_stdin(ANSWER));
 }
 
 #[test]
 fn placeholders_json() {
     assert_cmd_snapshot!(
         cite()
-            .args(["--sources", "tests/data/cite/sources.json", "--json"])
+            .args(["--sources", SOURCES, "--json"])
             .pass_stdin(ANSWER)
     );
 }
@@ -63,12 +62,7 @@ fn placeholders_json() {
 fn links() {
     assert_cmd_snapshot!(
         cite()
-            .args([
-                "--sources",
-                "tests/data/cite/sources.json",
-                "--mode",
-                "links"
-            ])
+            .args(["--sources", SOURCES, "--mode", "links"])
             .pass_stdin(ANSWER)
     );
 }
@@ -77,7 +71,7 @@ fn links() {
 fn invalid_utf8_is_replaced() {
     assert_cmd_snapshot!(
         cite()
-            .args(["--sources", "tests/data/cite/sources.json"])
+            .args(["--sources", SOURCES])
             .pass_stdin(b"ok [1] \xFF\xFE end\n".to_vec())
     );
 }
@@ -104,23 +98,14 @@ fn missing_sources_flag() {
 
 #[test]
 fn bad_mode() {
-    assert_cmd_snapshot!(
-        cite()
-            .args([
-                "--sources",
-                "tests/data/cite/sources.json",
-                "--mode",
-                "html"
-            ])
-            .stdin(Stdio::null())
-    );
+    assert_cmd_snapshot!(cite_sources(SOURCES).args(["--mode", "html"]));
 }
 
 /// Output for a decided prefix arrives while stdin is still open: the command streams.
 #[test]
 fn streams_before_input_ends() {
     let mut child = cite()
-        .args(["--sources", "tests/data/cite/sources.json", "--json"])
+        .args(["--sources", SOURCES, "--json"])
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .spawn()
@@ -185,13 +170,7 @@ fn example_answer() {
 fn widgets_json() {
     assert_cmd_snapshot!(
         cite()
-            .args([
-                "--sources",
-                "tests/data/cite/sources.json",
-                "--json",
-                "--widgets",
-                "chart,map"
-            ])
+            .args(["--sources", SOURCES, "--json", "--widgets", "chart,map"])
             .pass_stdin(
                 "Sales grew [1]. <chart kind=\"bar\" data='q3'/>\n\
                  `<map/>` is code; <div/> is text. <map region=\"eu\"></map>\n"
@@ -339,7 +318,7 @@ fn spawn_widgets() -> (
     let mut child = cite()
         .args([
             "--sources",
-            "tests/data/cite/sources.json",
+            SOURCES,
             "--widgets",
             "widget:weather-forecast,widget:map",
             "--json",
@@ -363,23 +342,14 @@ fn spawn_widgets() -> (
 
 #[test]
 fn invalid_widget_name() {
-    assert_cmd_snapshot!(
-        cite()
-            .args([
-                "--sources",
-                "tests/data/cite/sources.json",
-                "--widgets",
-                "chart,<x>"
-            ])
-            .stdin(Stdio::null())
-    );
+    assert_cmd_snapshot!(cite_sources(SOURCES).args(["--widgets", "chart,<x>"]));
 }
 
 #[test]
 fn currency_and_display_math() {
     assert_cmd_snapshot!(
         cite()
-            .args(["--sources", "tests/data/cite/sources.json"])
+            .args(["--sources", SOURCES])
             .pass_stdin("It costs $5 and $10 total [1], while $2^n$ grows.\n$$x^2$$\n")
     );
 }

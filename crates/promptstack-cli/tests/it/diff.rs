@@ -1,7 +1,7 @@
 //! `promptstack diff` end to end: two sends of the chat assistant, identical sends, and saved
 //! assemblies.
 
-use crate::support::{promptstack, root};
+use crate::support::{promptstack, root, succeeded};
 use insta_cmd::assert_cmd_snapshot;
 
 const SPEC: &str = "examples/chat-assistant/agent.toml";
@@ -70,25 +70,16 @@ fn only_the_clock_moved() {
 
 #[test]
 fn identical_sends_exit_zero() {
-    let output = promptstack()
-        .args([
-            "diff",
-            SPEC,
-            "--send",
-            "examples/chat-assistant/sends/plain.json",
-            "--send",
-            "examples/chat-assistant/sends/plain.json",
-            "--target",
-            "harness",
-        ])
-        .output()
-        .unwrap();
-    assert_eq!(
-        output.status.code(),
-        Some(0),
-        "{}",
-        String::from_utf8_lossy(&output.stdout)
-    );
+    succeeded(&[
+        "diff",
+        SPEC,
+        "--send",
+        "examples/chat-assistant/sends/plain.json",
+        "--send",
+        "examples/chat-assistant/sends/plain.json",
+        "--target",
+        "harness",
+    ]);
 }
 
 #[test]

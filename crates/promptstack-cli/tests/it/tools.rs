@@ -2,6 +2,7 @@
 //! with `npm ci --prefix crates/promptstack/tests/mcp`), one that cannot start and one that hangs.
 
 use std::path::{Path, PathBuf};
+use std::process::Command;
 
 use crate::support::{promptstack, root, succeeds};
 use insta_cmd::assert_cmd_snapshot;
@@ -26,6 +27,28 @@ fn server_list(name: &str, servers: serde_json::Value) -> PathBuf {
     let path = Path::new(env!("CARGO_TARGET_TMPDIR")).join(format!("{name}.json"));
     std::fs::write(&path, servers.to_string()).unwrap();
     path
+}
+
+/// `promptstack tools` on the chat assistant's send `sends/{send}.json` with the MCP servers
+/// listed in `servers`, given `timeout` seconds.
+fn mcp_tools(send: &str, timeout: &str, servers: &Path) -> Command {
+    let mut command = promptstack();
+    command
+        .args(["tools", SPEC, "--send"])
+        .arg(format!("examples/chat-assistant/sends/{send}.json"))
+        .args(["--mcp-timeout", timeout, "--mcp"])
+        .arg(servers);
+    command
+}
+
+/// A server whose command does not exist.
+fn missing_server() -> serde_json::Value {
+    serde_json::json!({"name": "missing", "transport": "stdio", "command": "/nonexistent/promptstack-mcp-server"})
+}
+
+/// A server that starts and never answers.
+fn silent_server() -> serde_json::Value {
+    serde_json::json!({"name": "silent", "transport": "stdio", "command": "node", "args": ["-e", "setInterval(() => {}, 1000)"]})
 }
 
 #[test]
@@ -65,30 +88,11 @@ fn real_mcp_servers_are_contacted() {
              "args": [server_entry("server-everything"), "stdio"]},
             {"name": "every.thing", "transport": "stdio", "command": "node",
              "args": [server_entry("server-everything"), "stdio"]},
-            {"name": "missing", "transport": "stdio", "command": "/nonexistent/promptstack-mcp-server"},
-            {"name": "silent", "transport": "stdio", "command": "node", "args": ["-e", "setInterval(() => {}, 1000)"]}
+            missing_server(),
+            silent_server()
         ]),
     );
-    let output = promptstack()
-        .args([
-            "tools",
-            SPEC,
-            "--send",
-            "examples/chat-assistant/sends/research.json",
-            "--json",
-            "--mcp-timeout",
-            "6",
-            "--mcp",
-        ])
-        .arg(&servers)
-        .output()
-        .unwrap();
-    assert_eq!(
-        output.status.code(),
-        Some(0),
-        "{}",
-        String::from_utf8_lossy(&output.stderr)
-    );
+    let output = succeeds(mcp_tools("research", "6", &servers).arg("--json"));
     let json: serde_json::Value = serde_json::from_slice(&output.stdout).unwrap();
     let tools = json["tools"].as_array().unwrap();
     let offered: Vec<&str> = tools
@@ -149,25 +153,9 @@ fn real_mcp_servers_are_contacted() {
 fn failing_servers_in_the_table() {
     let servers = server_list(
         "cli-mcp-failing",
-        serde_json::json!([
-            {"name": "missing", "transport": "stdio", "command": "/nonexistent/promptstack-mcp-server"},
-            {"name": "silent", "transport": "stdio", "command": "node", "args": ["-e", "setInterval(() => {}, 1000)"]}
-        ]),
+        serde_json::json!([missing_server(), silent_server()]),
     );
-    let output = promptstack()
-        .args([
-            "tools",
-            SPEC,
-            "--send",
-            "examples/chat-assistant/sends/plain.json",
-            "--mcp-timeout",
-            "1",
-            "--mcp",
-        ])
-        .arg(&servers)
-        .output()
-        .unwrap();
-    assert_eq!(output.status.code(), Some(0));
+    let output = succeeds(&mut mcp_tools("plain", "1", &servers));
     let text = String::from_utf8(output.stdout).unwrap();
     let servers = &text[text.find("MCP servers").unwrap()..];
     insta::assert_snapshot!(servers, @r"
@@ -299,30 +287,8 @@ fn explain_lists_the_tools_of_a_live_server() {
 #[test]
 fn display_metadata_is_reported() {
     let dir = Path::new(env!("CARGO_TARGET_TMPDIR"));
-    let spec = dir.join("cli-display.toml");
-    std::fs::write(
-        &spec,
-        r#"spec_version = 1
-name = "display"
-[[blocks]]
-id = "a"
-trust = "author"
-stability = "stable"
-text = "A."
-[[tools]]
-name = "search"
-description = "Search the web. If it fails, say so."
-display_name = "Web search"
-category = "web"
-icon = "globe"
-[[tools]]
-name = "note"
-description = "Write a note. If it fails, say so."
-[targets.main]
-system = ["@body"]
-"#,
-    )
-    .unwrap();
+    // The core's test of the same metadata reads the same spec.
+    let spec = root().join("crates/promptstack-core/tests/data/display.toml");
     let send = dir.join("cli-display-send.json");
     std::fs::write(
         &send,

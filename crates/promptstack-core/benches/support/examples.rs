@@ -1,6 +1,10 @@
 //! The bundled examples, loaded the same way for every bench and test that needs them: each
 //! example's compiled agent (with the registry capabilities of its `capabilities/` folder) and its
-//! sends, and the examples' text as the token counter meets it.
+//! sends, the examples' text as the token counter meets it, and the chat assistant's `research`
+//! send for the examples that measure one request.
+
+// Each bench, test and example that includes this file uses some of it.
+#![allow(dead_code)]
 
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
@@ -11,7 +15,8 @@ use promptstack_core::{Agent, SendContext, SpecFormat};
 /// One example: its folder's name, its compiled agent, and its sends by file stem.
 pub type Example = (String, Agent, Vec<(String, SendContext)>);
 
-fn sorted(dir: &Path) -> Vec<PathBuf> {
+/// The entries of `dir` (none when it cannot be read), sorted by path.
+pub fn sorted(dir: &Path) -> Vec<PathBuf> {
     let mut paths: Vec<PathBuf> = std::fs::read_dir(dir)
         .map(|entries| entries.flatten().map(|e| e.path()).collect())
         .unwrap_or_default();
@@ -60,7 +65,6 @@ pub fn examples(root: &Path) -> Vec<Example> {
 /// Every distinct text that assembling the examples' sends gives a token count to: each block's
 /// text and each assembly's stable and volatile halves, in a fixed order. Shared by the tokens
 /// bench and the exactness test so both count the same corpus.
-#[allow(dead_code)] // the assembly bench loads the examples but counts nothing
 pub fn example_texts(root: &Path) -> Vec<String> {
     let mut texts = BTreeSet::new();
     for (_, agent, sends) in examples(root) {
@@ -73,4 +77,19 @@ pub fn example_texts(root: &Path) -> Vec<String> {
     }
     texts.remove("");
     texts.into_iter().collect()
+}
+
+/// The chat assistant example's agent and the bytes of its `research` send, for the examples
+/// that measure one of its requests.
+pub fn chat_research() -> (Agent, Vec<u8>) {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples/chat-assistant");
+    let spec = root.join("agent.toml");
+    let agent = Agent::from_source(
+        &std::fs::read(&spec).expect("read agent.toml"),
+        &spec.display().to_string(),
+        SpecFormat::Toml,
+    )
+    .expect("the example spec loads");
+    let send = std::fs::read(root.join("sends/research.json")).expect("read research.json");
+    (agent, send)
 }

@@ -344,17 +344,10 @@ mod tests {
 spec_version = 1
 name = "keys"
 
-[variables.tone]
-stability = "stable"
-trust = "user"
-
-[variables.team]
-stability = "stable"
-trust = "user"
-
-[variables.mode]
-stability = "volatile"
-trust = "user"
+[variables]
+tone = { stability = "stable", trust = "user" }
+team = { stability = "stable", trust = "user" }
+mode = { stability = "volatile", trust = "user" }
 
 [[blocks]]
 id = "intro"
@@ -375,13 +368,9 @@ system = ["@body"]
 spec_version = 1
 name = "plain"
 
-[variables.tone]
-stability = "stable"
-trust = "user"
-
-[variables.team]
-stability = "volatile"
-trust = "user"
+[variables]
+tone = { stability = "stable", trust = "user" }
+team = { stability = "volatile", trust = "user" }
 
 [[blocks]]
 id = "intro"

@@ -61,14 +61,10 @@ pub static BUILTINS: &[Builtin] = &[
             vec![tool(
                 "take_card_payment",
                 "Starts a secure card payment: the caller types the card details on their phone keypad and they go straight to the payment vault. Use it once the caller has agreed to the amount. It returns approved or declined, and the card's last four digits; on an error, tell the caller the payment did not go through and offer to try again once.",
-                json!({
-                    "type": "object",
-                    "properties": {
-                        "amount": {"type": "number", "description": "the amount the caller agreed to"},
-                        "description": {"type": "string", "description": "what the payment is for"}
-                    },
-                    "required": ["amount", "description"]
-                }),
+                &[
+                    ("amount", "number", "the amount the caller agreed to"),
+                    ("description", "string", "what the payment is for"),
+                ],
             )]
         },
     },
@@ -81,14 +77,14 @@ pub static BUILTINS: &[Builtin] = &[
             vec![tool(
                 "verify_customer",
                 "Checks one identity detail the caller gave against the account. Use it before discussing or changing anything on the account. It returns verified, not verified, or the next detail to ask for; on an error, apologise and try once more before offering a transfer.",
-                json!({
-                    "type": "object",
-                    "properties": {
-                        "detail": {"type": "string", "description": "which detail the caller gave, as the tool asked for it"},
-                        "value": {"type": "string", "description": "what the caller said"}
-                    },
-                    "required": ["detail", "value"]
-                }),
+                &[
+                    (
+                        "detail",
+                        "string",
+                        "which detail the caller gave, as the tool asked for it",
+                    ),
+                    ("value", "string", "what the caller said"),
+                ],
             )]
         },
     },
@@ -106,25 +102,19 @@ pub static BUILTINS: &[Builtin] = &[
                 tool(
                     "consult_external",
                     "Asks the consultant a question while the caller waits. Use it when the caller needs an answer only the consultant can give. It returns the consultant's answer; if it times out, tell the caller and offer a transfer instead.",
-                    json!({
-                        "type": "object",
-                        "properties": {
-                            "summary": {"type": "string", "description": "the situation in two or three sentences"},
-                            "question": {"type": "string", "description": "what the consultant should answer"}
-                        },
-                        "required": ["summary", "question"]
-                    }),
+                    &[
+                        (
+                            "summary",
+                            "string",
+                            "the situation in two or three sentences",
+                        ),
+                        ("question", "string", "what the consultant should answer"),
+                    ],
                 ),
                 tool(
                     "transfer_call",
                     "Hands the call over to the consultant, with a summary they read before speaking. Use it when the consultant should talk to the caller directly. If it fails, stay on the call and tell the caller.",
-                    json!({
-                        "type": "object",
-                        "properties": {
-                            "summary": {"type": "string", "description": "what the consultant needs to know"}
-                        },
-                        "required": ["summary"]
-                    }),
+                    &[("summary", "string", "what the consultant needs to know")],
                 ),
             ],
         },
@@ -138,13 +128,7 @@ pub static BUILTINS: &[Builtin] = &[
             vec![tool(
                 "end_session",
                 "Ends the call. Use it only after saying goodbye, when the caller has nothing else. If it fails, say goodbye again and wait for the caller to hang up.",
-                json!({
-                    "type": "object",
-                    "properties": {
-                        "reason": {"type": "string", "description": "why the call ends, for the call log"}
-                    },
-                    "required": ["reason"]
-                }),
+                &[("reason", "string", "why the call ends, for the call log")],
             )]
         },
     },
@@ -155,11 +139,20 @@ pub fn builtin(slug: &str) -> Option<&'static Builtin> {
     BUILTINS.iter().find(|b| b.slug == slug)
 }
 
-fn tool(name: &str, description: &str, parameters: Value) -> ToolSpec {
+/// A built-in tool whose parameters, each `(name, JSON type, description)`, are all required.
+fn tool(name: &str, description: &str, parameters: &[(&str, &str, &str)]) -> ToolSpec {
+    let properties: Map<String, Value> = parameters
+        .iter()
+        .map(|(name, kind, about)| {
+            let property = json!({"type": kind, "description": about});
+            ((*name).to_owned(), property)
+        })
+        .collect();
+    let required: Vec<&str> = parameters.iter().map(|(name, ..)| *name).collect();
     ToolSpec {
         name: name.to_owned(),
         description: description.to_owned(),
-        parameters,
+        parameters: json!({"type": "object", "properties": properties, "required": required}),
         verb: None,
         cacheable: false,
         budget: None,

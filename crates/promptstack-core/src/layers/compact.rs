@@ -110,22 +110,17 @@ mod tests {
     #[test]
     fn bounds_lists_and_strings() {
         let value = serde_json::json!({"todo": ["a", "b", "c", "d"], "note": "abcdefgh", "n": 1});
-        let bounds = Bounds {
-            max_items: 2,
+        let bounds = |max_items| Bounds {
+            max_items,
             max_chars: 5,
             max_depth: 4,
         };
         assert_eq!(
-            compact(&value, bounds),
+            compact(&value, bounds(2)),
             r#"{"n":1,"note":"abcd…","…":"+1 more"}"#
         );
-        let bounds = Bounds {
-            max_items: 3,
-            max_chars: 5,
-            max_depth: 4,
-        };
         assert_eq!(
-            compact(&value, bounds),
+            compact(&value, bounds(3)),
             r#"{"n":1,"note":"abcd…","todo":["a","b","c","+1 more"]}"#
         );
     }

@@ -517,24 +517,20 @@ impl AgentInner {
                         tools: &tools,
                     },
                 )?;
-                let cost = ours_state.apply(
-                    &request.units,
-                    &request.placed,
-                    rule,
-                    request.retention_seconds,
-                    at,
-                );
-                ours.add(&request, cost, first_request);
-                this_turn.ours.add(cost);
-                let cost = naive_state.apply(
-                    &baseline.units,
-                    &baseline.placed,
-                    rule,
-                    baseline.retention_seconds,
-                    at,
-                );
-                naive.add(&baseline, cost, first_request);
-                this_turn.naive.add(cost);
+                for (sent, state, figures, counts) in [
+                    (&request, &mut ours_state, &mut ours, &mut this_turn.ours),
+                    (
+                        &baseline,
+                        &mut naive_state,
+                        &mut naive,
+                        &mut this_turn.naive,
+                    ),
+                ] {
+                    let cost =
+                        state.apply(&sent.units, &sent.placed, rule, sent.retention_seconds, at);
+                    figures.add(sent, cost, first_request);
+                    counts.add(cost);
+                }
                 first_request = false;
                 if let Some(text) = request.user_message {
                     conversation.messages.push(Message::User { text });

@@ -172,32 +172,36 @@ impl ToolOutput {
 
     /// Appends a part from a page, with a non-authoritative title (e.g. a search result).
     pub fn source(
-        mut self,
+        self,
         url: impl Into<String>,
         title: Option<&str>,
         text: impl Into<String>,
     ) -> Self {
-        self.parts.push(OutputPart::Source {
-            url: url.into(),
-            title: title.map(str::to_owned),
-            authoritative_title: false,
-            text: text.into(),
-        });
-        self
+        self.push_source(url.into(), title, false, text.into())
     }
 
     /// Appends a part from a page whose title is authoritative (e.g. a fetch of the page).
     pub fn fetched_source(
-        mut self,
+        self,
         url: impl Into<String>,
         title: Option<&str>,
         text: impl Into<String>,
     ) -> Self {
+        self.push_source(url.into(), title, true, text.into())
+    }
+
+    fn push_source(
+        mut self,
+        url: String,
+        title: Option<&str>,
+        authoritative_title: bool,
+        text: String,
+    ) -> Self {
         self.parts.push(OutputPart::Source {
-            url: url.into(),
+            url,
             title: title.map(str::to_owned),
-            authoritative_title: true,
-            text: text.into(),
+            authoritative_title,
+            text,
         });
         self
     }

@@ -6,50 +6,15 @@
 
 use std::path::Path;
 
-use promptstack_core::inject::manifests::{Manifest, Registry};
 use promptstack_core::spec::{Placement, Stability};
-use promptstack_core::{Agent, Assembly, SendContext, SpecFormat};
+use promptstack_core::{Agent, Assembly, SendContext};
 
 /// Every example with its sends.
 fn examples() -> Vec<(String, Agent, Vec<SendContext>)> {
     let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples");
-    let mut names: Vec<String> = std::fs::read_dir(&root)
-        .unwrap()
-        .flatten()
-        .filter(|e| e.path().join("agent.toml").is_file())
-        .map(|e| e.file_name().to_string_lossy().into_owned())
-        .collect();
-    names.sort();
-    names
+    crate::support::examples::examples(&root)
         .into_iter()
-        .map(|name| {
-            let dir = root.join(&name);
-            let mut registry = Registry::new();
-            if let Ok(entries) = std::fs::read_dir(dir.join("capabilities")) {
-                for entry in entries.flatten() {
-                    let text = std::fs::read_to_string(entry.path()).unwrap();
-                    let file = entry.file_name().to_string_lossy().into_owned();
-                    registry.insert(Manifest::from_toml(&text, &file).unwrap());
-                }
-            }
-            let spec = std::fs::read(dir.join("agent.toml")).unwrap();
-            let agent = Agent::from_source_with_registry(&spec, &name, SpecFormat::Toml, &registry)
-                .unwrap();
-            let mut paths: Vec<_> = std::fs::read_dir(dir.join("sends"))
-                .unwrap()
-                .flatten()
-                .map(|e| e.path())
-                .collect();
-            paths.sort();
-            let sends = paths
-                .iter()
-                .filter_map(|p| {
-                    let label = p.display().to_string();
-                    SendContext::from_json(&std::fs::read(p).unwrap(), &label).ok()
-                })
-                .collect();
-            (name, agent, sends)
-        })
+        .map(|(name, agent, sends)| (name, agent, sends.into_iter().map(|(_, s)| s).collect()))
         .collect()
 }
 

@@ -5,10 +5,10 @@
 
 use std::sync::{Arc, Barrier};
 
-use promptstack_core::provider::{Conversation, Format, RequestOptions, Rules};
+use promptstack_core::provider::{Format, RequestOptions, Rules};
 use promptstack_core::{Agent, SendContext, SpecFormat};
 
-use crate::support::{chat_agent, chat_send};
+use crate::support::{chat_agent, chat_send, fresh_request};
 
 /// A stable block slow enough to render that sixteen threads started together overlap.
 const SLOW_SPEC: &str = r#"
@@ -99,14 +99,7 @@ fn clear_forgets_every_cache_and_stats_cover_them_all() {
     let options = RequestOptions::new(Format::Anthropic, "legacy");
     let send = || {
         let assembly = agent.assemble(&ctx).unwrap();
-        agent
-            .request(
-                &assembly,
-                &Conversation::default(),
-                Rules::bundled(),
-                &options,
-            )
-            .unwrap();
+        fresh_request(&agent, &assembly, &options).unwrap();
     };
     send();
     let cold = agent.cache_stats();

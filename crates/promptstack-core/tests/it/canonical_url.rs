@@ -2,7 +2,6 @@
 
 use promptstack_core::canonical_url::{canonicalize_url, is_tracking_parameter, url_key};
 use proptest::prelude::*;
-use proptest::strategy::ValueTree;
 
 #[test]
 fn recorded_cases() {
@@ -121,12 +120,5 @@ fn split_after_host(url: &str) -> (&str, &str) {
 
 #[test]
 fn fuzz_smoke() {
-    let mut runner = proptest::test_runner::TestRunner::deterministic();
-    for _ in 0..3000 {
-        let bytes = prop::collection::vec(any::<u8>(), 0..200)
-            .new_tree(&mut runner)
-            .unwrap()
-            .current();
-        promptstack_core::fuzzing::canonical_url(&bytes);
-    }
+    crate::support::fuzz_smoke(promptstack_core::fuzzing::canonical_url);
 }

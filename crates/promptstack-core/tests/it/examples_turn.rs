@@ -42,12 +42,7 @@ fn check_example(example: &str) -> usize {
         .build()
         .unwrap();
     let mut fenced = 0;
-    let mut sends: Vec<_> = std::fs::read_dir(root.join("sends"))
-        .unwrap()
-        .map(|entry| entry.unwrap().path())
-        .collect();
-    sends.sort();
-    for path in sends {
+    for path in crate::support::examples::sorted(&root.join("sends")) {
         let name = path.file_name().unwrap().to_string_lossy().into_owned();
         let ctx = SendContext::from_json(&std::fs::read(&path).unwrap(), &name).unwrap();
         let assembly = agent.assemble(&ctx).unwrap();

@@ -2,7 +2,6 @@
 
 use promptstack_core::tools::label::{LabelConfig, render_label, render_label_with};
 use proptest::prelude::*;
-use proptest::strategy::ValueTree;
 use serde_json::{Value, json};
 
 #[test]
@@ -44,12 +43,5 @@ proptest! {
 
 #[test]
 fn fuzz_smoke() {
-    let mut runner = proptest::test_runner::TestRunner::deterministic();
-    for _ in 0..3000 {
-        let bytes = prop::collection::vec(any::<u8>(), 0..200)
-            .new_tree(&mut runner)
-            .unwrap()
-            .current();
-        promptstack_core::fuzzing::tool_label(&bytes);
-    }
+    crate::support::fuzz_smoke(promptstack_core::fuzzing::tool_label);
 }

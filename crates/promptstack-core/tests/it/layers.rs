@@ -226,13 +226,7 @@ fn examples() -> &'static Vec<(String, Agent, Vec<serde_json::Value>)> {
             let dir = root.join("examples").join(example);
             let spec = std::fs::read(dir.join("agent.toml")).unwrap();
             let agent = Agent::from_source(&spec, example, SpecFormat::Toml).unwrap();
-            let mut paths: Vec<_> = std::fs::read_dir(dir.join("sends"))
-                .unwrap()
-                .flatten()
-                .map(|e| e.path())
-                .collect();
-            paths.sort();
-            let sends = paths
+            let sends = crate::support::examples::sorted(&dir.join("sends"))
                 .iter()
                 .map(|p| serde_json::from_slice(&std::fs::read(p).unwrap()).unwrap())
                 .collect();

@@ -7,7 +7,7 @@
 use promptstack_core::Agent;
 use promptstack_core::provider::{Conversation, Format, RequestOptions, Rules};
 
-use crate::support::{chat_agent as agent, chat_send as send};
+use crate::support::{chat_agent as agent, chat_send as send, fresh_request};
 
 #[test]
 fn equal_inputs_give_equal_bytes_and_notes_go_to_the_user_message() {
@@ -22,14 +22,7 @@ fn equal_inputs_give_equal_bytes_and_notes_go_to_the_user_message() {
         });
         let build = |agent: &Agent| {
             let assembly = agent.assemble(&ctx).unwrap();
-            agent
-                .request(
-                    &assembly,
-                    &Conversation::default(),
-                    Rules::bundled(),
-                    &options,
-                )
-                .unwrap()
+            fresh_request(agent, &assembly, &options).unwrap()
         };
         let (a, b) = (build(&one), build(&two));
         assert_eq!(a.body, b.body, "{format:?}");
@@ -93,14 +86,7 @@ fn bad_requests_are_errors() {
     ctx.user_message = None;
     let assembly = agent.assemble(&ctx).unwrap();
     let options = RequestOptions::new(Format::Anthropic, "legacy");
-    let error = agent
-        .request(
-            &assembly,
-            &Conversation::default(),
-            Rules::bundled(),
-            &options,
-        )
-        .unwrap_err();
+    let error = fresh_request(&agent, &assembly, &options).unwrap_err();
     assert!(error.to_string().contains("nothing to send"), "{error}");
     let open = Conversation::from_json(
         br#"{"messages": [{"role": "user", "text": "hi"}, {"role": "assistant", "tool_calls": [{"id": "c1", "name": "search", "arguments": {}}]}]}"#,
@@ -132,30 +118,14 @@ fn gemini_cached_content_omits_system_and_tools() {
     let assembly = agent.assemble(&ctx).unwrap();
     let mut options = RequestOptions::new(Format::Gemini, "legacy");
     options.cached_content = Some("cachedContents/abc123".into());
-    let request = agent
-        .request(
-            &assembly,
-            &Conversation::default(),
-            Rules::bundled(),
-            &options,
-        )
-        .unwrap();
+    let request = fresh_request(&agent, &assembly, &options).unwrap();
     let body = request.body_value();
     assert_eq!(body["cachedContent"], "cachedContents/abc123");
     assert!(body.get("systemInstruction").is_none());
     assert!(body.get("tools").is_none());
     assert!(body["contents"].as_array().is_some_and(|c| !c.is_empty()));
     options.format = Format::Anthropic;
-    assert!(
-        agent
-            .request(
-                &assembly,
-                &Conversation::default(),
-                Rules::bundled(),
-                &options
-            )
-            .is_err()
-    );
+    assert!(fresh_request(&agent, &assembly, &options).is_err());
 }
 
 /// A conversation of exactly `count` messages in a repeating pattern: a question and an answer,

@@ -7,8 +7,7 @@ use std::path::Path;
 
 use promptstack_core::tokens::Encoding;
 
-#[path = "../../benches/support/examples.rs"]
-mod examples;
+use crate::support::examples;
 
 #[test]
 fn every_example_text_counts_as_the_library_counts_it() {

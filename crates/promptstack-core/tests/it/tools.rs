@@ -746,23 +746,7 @@ fn tools_carry_display_metadata() {
         );
     }
 
-    let spec = r#"
-spec_version = 1
-name = "display"
-[[blocks]]
-id = "a"
-trust = "author"
-stability = "stable"
-text = "A."
-[[tools]]
-name = "search"
-description = "Search the web. If it fails, say so."
-display_name = "Web search"
-category = "web"
-icon = "globe"
-[targets.main]
-system = ["@body"]
-"#;
+    let spec = include_str!("../data/display.toml");
     let agent = Agent::from_source(spec.as_bytes(), "display.toml", SpecFormat::Toml).unwrap();
     let ctx = SendContext::from_json(
         serde_json::to_string(&json!({
@@ -801,6 +785,8 @@ system = ["@body"]
         Some("Issue Tracker: get_issue")
     );
     assert_eq!(tool("plain_ping").display_name, None);
+    let note = tool("note");
+    assert!(note.display_name.is_none() && note.category.is_none() && note.icon.is_none());
 }
 
 /// Regression (issue 17.4): two listings of one server name were merged silently (one server's

@@ -76,6 +76,20 @@ struct Fixture {
     note: Arc<Scripted>,
 }
 
+/// The default configuration with a `web` budget class of `auto` calls a turn.
+fn web_budget(auto: u32) -> TurnConfig {
+    let mut config = TurnConfig::default();
+    config.budgets.classes.insert(
+        "web".into(),
+        ClassBudgetConfig {
+            auto,
+            intents: BTreeMap::new(),
+            promote: None,
+        },
+    );
+    config
+}
+
 fn fixture(config: &TurnConfig, message: &str, seed: Option<SourceSnapshot>) -> Fixture {
     let search = Arc::new(Scripted::default());
     let fetch = Arc::new(Scripted::default());
@@ -309,15 +323,7 @@ fn concurrent_identical_calls_share_one_execution_but_non_cacheable_ones_do_not(
 /// charged.
 #[test]
 fn spelling_variants_neither_run_again_nor_bypass_an_exhausted_budget() {
-    let mut config = TurnConfig::default();
-    config.budgets.classes.insert(
-        "web".into(),
-        ClassBudgetConfig {
-            auto: 3,
-            intents: BTreeMap::new(),
-            promote: None,
-        },
-    );
+    let config = web_budget(3);
     let f = fixture(&config, "", None);
     block_on(async {
         let first = [
@@ -368,15 +374,7 @@ fn spelling_variants_neither_run_again_nor_bypass_an_exhausted_budget() {
 /// turn: 0"; it must tell the model plainly that no further calls of the class will run.
 #[test]
 fn the_last_allowed_call_tells_the_model_to_answer() {
-    let mut config = TurnConfig::default();
-    config.budgets.classes.insert(
-        "web".into(),
-        ClassBudgetConfig {
-            auto: 2,
-            intents: BTreeMap::new(),
-            promote: None,
-        },
-    );
+    let config = web_budget(2);
     let f = fixture(&config, "", None);
     let notice = "That was the last web call allowed this turn: no further web calls will run. \
                   Answer from the information you already have.";
@@ -412,15 +410,7 @@ fn the_last_allowed_call_tells_the_model_to_answer() {
 /// said it may not.
 #[test]
 fn a_repeat_after_the_budget_is_spent_reads_the_budget_as_it_is_now() {
-    let mut config = TurnConfig::default();
-    config.budgets.classes.insert(
-        "web".into(),
-        ClassBudgetConfig {
-            auto: 2,
-            intents: BTreeMap::new(),
-            promote: None,
-        },
-    );
+    let config = web_budget(2);
     let f = fixture(&config, "", None);
     let page = json!({"query": "heat pumps", "url": "https://example.com/pumps", "title": "Pumps"});
     block_on(async {
@@ -789,8 +779,7 @@ proptest! {
         cap in 0u32..6,
         variants in prop::collection::vec(any::<bool>(), 30),
     ) {
-        let mut config = TurnConfig::default();
-        config.budgets.classes.insert("web".into(), ClassBudgetConfig { auto: cap, intents: BTreeMap::new(), promote: None });
+        let config = web_budget(cap);
         let f = fixture(&config, "", None);
         let results = block_on(join_all(calls.iter().enumerate().map(|(i, call)| {
             let input = planned_input(call, variants[i]);
@@ -843,8 +832,7 @@ proptest! {
         cap in 0u32..6,
         concurrent in any::<bool>(),
     ) {
-        let mut config = TurnConfig::default();
-        config.budgets.classes.insert("web".into(), ClassBudgetConfig { auto: cap, intents: BTreeMap::new(), promote: None });
+        let config = web_budget(cap);
         let executors: Vec<Arc<Scripted>> = (0..3).map(|_| Arc::new(Scripted::default())).collect();
         let turn = Turn::builder(&config, Arc::new(UnfencedForTests))
             .tool(TurnTool::new("search").cacheable().budget_class("web"), executors[0].clone())
@@ -1013,31 +1001,17 @@ fn results_are_fenced_with_the_kind_the_tool_declares() {
 spec_version = 1
 name = "readers"
 
+tools = [
+    { name = "read_page", description = "Read a page. If it fails, say so.", parameters = { type = "object", properties = { url = { type = "string" } } }, results = "untrusted", fence = "web_content" },
+    { name = "read_file", description = "Read a file. If it fails, say so.", parameters = { type = "object", properties = { path = { type = "string" } } }, results = "untrusted", fence = "file_content" },
+    { name = "lookup", description = "Look something up. If it fails, say so.", parameters = { type = "object", properties = { q = { type = "string" } } }, results = "untrusted" },
+]
+
 [[blocks]]
 id = "intro"
 trust = "author"
 stability = "stable"
 text = "Read carefully."
-
-[[tools]]
-name = "read_page"
-description = "Read a page. If it fails, say so."
-parameters = { type = "object", properties = { url = { type = "string" } } }
-results = "untrusted"
-fence = "web_content"
-
-[[tools]]
-name = "read_file"
-description = "Read a file. If it fails, say so."
-parameters = { type = "object", properties = { path = { type = "string" } } }
-results = "untrusted"
-fence = "file_content"
-
-[[tools]]
-name = "lookup"
-description = "Look something up. If it fails, say so."
-parameters = { type = "object", properties = { q = { type = "string" } } }
-results = "untrusted"
 
 [targets.main]
 system = ["@body"]
@@ -1111,15 +1085,7 @@ system = ["@body"]
 /// tool, duplicates and budget exhaustion from it.
 #[test]
 fn the_turn_record_scores_calls_duplicates_and_exhaustion() {
-    let mut config = TurnConfig::default();
-    config.budgets.classes.insert(
-        "web".into(),
-        ClassBudgetConfig {
-            auto: 2,
-            intents: BTreeMap::new(),
-            promote: None,
-        },
-    );
+    let config = web_budget(2);
     let f = fixture(&config, "", None);
     block_on(async {
         for (tool, input) in [

@@ -70,6 +70,19 @@ fn stdio(name: &str, args: &[&str], env: &[(&str, &str)]) -> McpServerConfig {
     }
 }
 
+/// A server whose command does not exist.
+fn missing() -> McpServerConfig {
+    McpServerConfig {
+        name: "missing".into(),
+        transport: McpTransport::Stdio {
+            command: "/nonexistent/promptstack-mcp-server".into(),
+            args: vec![],
+            env: BTreeMap::new(),
+            cwd: None,
+        },
+    }
+}
+
 fn everything(name: &str) -> McpServerConfig {
     stdio(name, &[&server_entry("server-everything"), "stdio"], &[])
 }
@@ -288,15 +301,7 @@ async fn server_names_that_sanitise_alike_get_order_independent_suffixes() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_server_that_cannot_start_is_a_diagnostic() {
-    let missing = McpServerConfig {
-        name: "missing".into(),
-        transport: McpTransport::Stdio {
-            command: "/nonexistent/promptstack-mcp-server".into(),
-            args: vec![],
-            env: BTreeMap::new(),
-            cwd: None,
-        },
-    };
+    let missing = missing();
     let listing = guarded(discover_server(&missing, &short())).await;
     let start = failure(&listing);
     assert_eq!(start.stage, McpFailureStage::Start);
@@ -465,15 +470,7 @@ async fn a_send_with_failed_servers_still_assembles_with_the_same_stable_half() 
     .unwrap();
     let plain = agent.assemble(&send).unwrap();
 
-    let missing = McpServerConfig {
-        name: "missing".into(),
-        transport: McpTransport::Stdio {
-            command: "/nonexistent/promptstack-mcp-server".into(),
-            args: vec![],
-            env: BTreeMap::new(),
-            cwd: None,
-        },
-    };
+    let missing = missing();
     let silent = stdio("silent", &["-e", "setInterval(() => {}, 1000)"], &[]);
     let listings = guarded(discover_all(
         &[missing, everything("everything"), silent, github()],
