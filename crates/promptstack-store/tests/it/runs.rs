@@ -11,13 +11,9 @@ use promptstack_store::{
 };
 use serde_json::json;
 
-use crate::support::{Harness, agent, by, principal, publish_all, vid};
+use crate::support::{Harness, agent, by, kind, one_version_run, principal, publish_all, vid};
 
 const LEASE: Duration = Duration::from_secs(60);
-
-fn kind<T: std::fmt::Debug>(result: promptstack_store::Result<T>) -> ErrorKind {
-    result.expect_err("an error was expected").kind()
-}
 
 /// A run of agent `chat` over versions 1 and 2 (three references, one repeated), `models`
 /// models, two scenarios and `repeats` repetitions: 2 × models × 2 × repeats cells.
@@ -378,47 +374,17 @@ pub async fn eval_run_quotas_and_validation(h: &Harness) {
     assert_eq!(kind(publish), ErrorKind::TooLarge);
 
     // Validation and lookups.
-    let unknown = NewRun::new(
-        agent("chat"),
-        "evals/smoke.toml",
-        vec![RunRef {
-            reference: "x".into(),
-            version: vid(99),
-        }],
-        vec!["m".into()],
-        vec!["s".into()],
-        1,
-    );
+    let unknown = one_version_run("chat", 99, &["m"]);
     assert_eq!(
         kind(store.create_run(t, &unknown, None).await),
         ErrorKind::NotFound
     );
-    let no_agent = NewRun::new(
-        agent("ghost"),
-        "evals/smoke.toml",
-        vec![RunRef {
-            reference: "x".into(),
-            version: vid(1),
-        }],
-        vec!["m".into()],
-        vec!["s".into()],
-        1,
-    );
+    let no_agent = one_version_run("ghost", 1, &["m"]);
     assert_eq!(
         kind(store.create_run(t, &no_agent, None).await),
         ErrorKind::NotFound
     );
-    let no_models = NewRun::new(
-        agent("chat"),
-        "evals/smoke.toml",
-        vec![RunRef {
-            reference: "x".into(),
-            version: vid(1),
-        }],
-        Vec::new(),
-        vec!["s".into()],
-        1,
-    );
+    let no_models = one_version_run("chat", 1, &[]);
     assert_eq!(
         kind(store.create_run(t, &no_models, None).await),
         ErrorKind::Invalid
