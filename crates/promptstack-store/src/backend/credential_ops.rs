@@ -5,12 +5,12 @@
 use sqlx::Row;
 
 use super::Handle;
+use super::eval_ops::run_row;
 use super::ops::{Audit, DbRow, Listing, audit, key_column, lock_tenant, within};
 use crate::backend::{from_micros, now_micros};
 use crate::config::StoreConfig;
 use crate::credential::{CredentialInfo, CredentialKey, Secret};
 use crate::error::{Error, Result};
-use crate::eval::RunState;
 use crate::name::{CredentialName, KeyId, RunId, Tenant};
 use crate::record::{AuditAction, Cursor, Page, PageRequest};
 
@@ -165,16 +165,7 @@ pub(crate) async fn use_credential(
     key: &CredentialKey,
 ) -> Result<Secret> {
     let mut tx = db.begin().await?;
-    let state = sqlx::query(
-        "SELECT r.state FROM eval_runs r JOIN tenants t ON t.id = r.tenant_id \
-         WHERE t.slug = $1 AND r.public_id = $2",
-    )
-    .bind(tenant.as_str())
-    .bind(run.as_str())
-    .fetch_optional(&mut *tx)
-    .await?
-    .ok_or_else(|| Error::not_found(format!("no eval run {run}")))?;
-    let state = RunState::from_db(&state.try_get::<String, _>(0)?)?;
+    let (_, _, state) = run_row(&mut tx, tenant, run).await?;
     if !state.is_active() {
         return Err(Error::conflict(format!(
             "eval run {run} is {state}: credentials are used only by queued or running runs"

@@ -95,13 +95,17 @@ fn to_json<T: serde::Serialize>(value: &T) -> Result<String> {
     serde_json::to_string(value).map_err(|e| Error::internal(format!("cannot serialise: {e}")))
 }
 
-/// A run of the tenant, read in `tx`.
-async fn run_in(tx: &mut Tx, tenant: &Tenant, run: &RunId) -> Result<RunInfo> {
+/// A run of the tenant, read with `executor`: the reader, or a write's transaction.
+async fn read_run<'c>(
+    executor: impl sqlx::Executor<'c, Database = Db>,
+    tenant: &Tenant,
+    run: &RunId,
+) -> Result<RunInfo> {
     let sql = format!("SELECT {RUN_COLUMNS} {RUN_FROM} WHERE t.slug = $1 AND r.public_id = $2");
     let row = sqlx::query(&sql)
         .bind(tenant.as_str())
         .bind(run.as_str())
-        .fetch_optional(&mut **tx)
+        .fetch_optional(executor)
         .await?
         .ok_or_else(|| no_run(run))?;
     run_info(&row)
@@ -111,8 +115,12 @@ fn no_run(run: &RunId) -> Error {
     Error::not_found(format!("no eval run {run}"))
 }
 
-/// The row id and state of the tenant's run.
-async fn run_row(tx: &mut Tx, tenant: &Tenant, run: &RunId) -> Result<(i64, i64, RunState)> {
+/// The row id, tenant row id and state of the tenant's run.
+pub(super) async fn run_row(
+    tx: &mut Tx,
+    tenant: &Tenant,
+    run: &RunId,
+) -> Result<(i64, i64, RunState)> {
     let row = sqlx::query(
         "SELECT r.id, r.tenant_id, r.state FROM eval_runs r JOIN tenants t ON t.id = r.tenant_id \
          WHERE t.slug = $1 AND r.public_id = $2",
@@ -214,20 +222,13 @@ pub(crate) async fn create_run(
         },
     )
     .await?;
-    let info = run_in(&mut tx, tenant, &id).await?;
+    let info = read_run(&mut *tx, tenant, &id).await?;
     tx.commit().await?;
     Ok(info)
 }
 
 pub(crate) async fn run(db: &Handle, tenant: &Tenant, run: &RunId) -> Result<RunInfo> {
-    let sql = format!("SELECT {RUN_COLUMNS} {RUN_FROM} WHERE t.slug = $1 AND r.public_id = $2");
-    let row = sqlx::query(&sql)
-        .bind(tenant.as_str())
-        .bind(run.as_str())
-        .fetch_optional(db.reader())
-        .await?
-        .ok_or_else(|| no_run(run))?;
-    run_info(&row)
+    read_run(db.reader(), tenant, run).await
 }
 
 pub(crate) async fn runs(
@@ -308,7 +309,7 @@ pub(crate) async fn finish_run(
         .await?
         .rows_affected()
             == 1;
-    let info = run_in(&mut tx, tenant, run).await?;
+    let info = read_run(&mut *tx, tenant, run).await?;
     if !finished {
         if info.state == to {
             return Ok(info);
@@ -508,7 +509,7 @@ pub(crate) async fn complete_cell(
         // Cancelled or failed since the state was read: the cell's update rolls back too.
         return Err(claim_lost(claim));
     }
-    let info = run_in(&mut tx, tenant, &claim.run).await?;
+    let info = read_run(&mut *tx, tenant, &claim.run).await?;
     tx.commit().await?;
     Ok(info)
 }
