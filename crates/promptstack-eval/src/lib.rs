@@ -57,6 +57,8 @@ pub mod row;
 pub mod run;
 pub mod stats;
 pub mod suite;
+#[cfg(feature = "testing")]
+pub mod testing;
 pub mod wire;
 
 pub use error::{Error, ErrorKind};

@@ -67,32 +67,13 @@ const _: () = {
     assert_send_sync::<Store>();
 };
 
-/// Runs one operation on whichever backend the store has.
+/// Runs one operation of a backend module (`ops`, `eval_ops` or `credential_ops`) on whichever
+/// backend the store has.
 macro_rules! dispatch {
-    ($store:expr, $op:ident($($arg:expr),* $(,)?)) => {
+    ($store:expr, $module:ident::$op:ident($($arg:expr),* $(,)?)) => {
         match &$store.inner.db {
-            Db::Sqlite(db) => sqlite::ops::$op(db, $($arg),*).await,
-            Db::Postgres(db) => postgres::ops::$op(db, $($arg),*).await,
-        }
-    };
-}
-
-/// Runs one eval operation on whichever backend the store has.
-macro_rules! edispatch {
-    ($store:expr, $op:ident($($arg:expr),* $(,)?)) => {
-        match &$store.inner.db {
-            Db::Sqlite(db) => sqlite::eval_ops::$op(db, $($arg),*).await,
-            Db::Postgres(db) => postgres::eval_ops::$op(db, $($arg),*).await,
-        }
-    };
-}
-
-/// Runs one credential operation on whichever backend the store has.
-macro_rules! cdispatch {
-    ($store:expr, $op:ident($($arg:expr),* $(,)?)) => {
-        match &$store.inner.db {
-            Db::Sqlite(db) => sqlite::credential_ops::$op(db, $($arg),*).await,
-            Db::Postgres(db) => postgres::credential_ops::$op(db, $($arg),*).await,
+            Db::Sqlite(db) => sqlite::$module::$op(db, $($arg),*).await,
+            Db::Postgres(db) => postgres::$module::$op(db, $($arg),*).await,
         }
     };
 }
@@ -219,7 +200,7 @@ impl Store {
     ///
     /// `Unavailable` when the database cannot be written.
     pub async fn create_tenant(&self, tenant: &Tenant) -> Result<bool> {
-        self.bounded(async { dispatch!(self, create_tenant(tenant)) })
+        self.bounded(async { dispatch!(self, ops::create_tenant(tenant)) })
             .await
     }
 
@@ -238,7 +219,7 @@ impl Store {
     ) -> Result<NewKey> {
         let name = name.map(KeyName::as_str);
         let config = &self.inner.config;
-        self.bounded(async { dispatch!(self, create_key(config, tenant, role, name)) })
+        self.bounded(async { dispatch!(self, ops::create_key(config, tenant, role, name)) })
             .await
     }
 
@@ -250,7 +231,7 @@ impl Store {
     ///
     /// `Unavailable` when the database cannot be read.
     pub async fn authenticate(&self, key: &str) -> Result<Option<Principal>> {
-        self.bounded(async { dispatch!(self, authenticate(key)) })
+        self.bounded(async { dispatch!(self, ops::authenticate(key)) })
             .await
     }
 
@@ -261,7 +242,7 @@ impl Store {
     /// `Invalid` for a cursor of another listing; `Unavailable`.
     pub async fn keys(&self, tenant: &Tenant, page: &PageRequest) -> Result<Page<KeyInfo>> {
         let config = &self.inner.config;
-        self.bounded(async { dispatch!(self, keys(config, Some(tenant), page)) })
+        self.bounded(async { dispatch!(self, ops::keys(config, Some(tenant), page)) })
             .await
     }
 
@@ -277,7 +258,7 @@ impl Store {
         id: &KeyId,
         by: Option<&KeyId>,
     ) -> Result<(KeyInfo, bool)> {
-        self.write(async { dispatch!(self, revoke_key(Some(tenant), id, by)) })
+        self.write(async { dispatch!(self, ops::revoke_key(Some(tenant), id, by)) })
             .await
     }
 
@@ -336,7 +317,10 @@ impl Store {
             ));
         }
         self.write(async {
-            dispatch!(self, publish(config, tenant, agent, version, &warnings, by))
+            dispatch!(
+                self,
+                ops::publish(config, tenant, agent, version, &warnings, by)
+            )
         })
         .await
     }
@@ -348,7 +332,7 @@ impl Store {
     /// `Invalid` for a cursor of another listing; `Unavailable`.
     pub async fn agents(&self, tenant: &Tenant, page: &PageRequest) -> Result<Page<AgentInfo>> {
         let config = &self.inner.config;
-        self.bounded(async { dispatch!(self, agents(config, tenant, page)) })
+        self.bounded(async { dispatch!(self, ops::agents(config, tenant, page)) })
             .await
     }
 
@@ -365,7 +349,7 @@ impl Store {
         page: &PageRequest,
     ) -> Result<Page<VersionInfo>> {
         let config = &self.inner.config;
-        self.bounded(async { dispatch!(self, versions(config, tenant, agent, page)) })
+        self.bounded(async { dispatch!(self, ops::versions(config, tenant, agent, page)) })
             .await
     }
 
@@ -380,7 +364,7 @@ impl Store {
         agent: &AgentName,
         id: &VersionId,
     ) -> Result<Version> {
-        self.bounded(async { dispatch!(self, version(tenant, agent, id)) })
+        self.bounded(async { dispatch!(self, ops::version(tenant, agent, id)) })
             .await
     }
 
@@ -397,7 +381,7 @@ impl Store {
         agent: &AgentName,
         label: &LabelName,
     ) -> Result<Label> {
-        self.bounded(async { dispatch!(self, label_of(tenant, agent, label)) })
+        self.bounded(async { dispatch!(self, ops::label_of(tenant, agent, label)) })
             .await
     }
 
@@ -407,7 +391,7 @@ impl Store {
     ///
     /// `NotFound` when `tenant` has no such agent; `Unavailable`.
     pub async fn labels(&self, tenant: &Tenant, agent: &AgentName) -> Result<Vec<Label>> {
-        self.bounded(async { dispatch!(self, labels(tenant, agent)) })
+        self.bounded(async { dispatch!(self, ops::labels(tenant, agent)) })
             .await
     }
 
@@ -475,7 +459,7 @@ impl Store {
         forced: Option<&str>,
     ) -> Result<LabelMove> {
         let config = &self.inner.config;
-        let request = || crate::backend::Move {
+        let request = crate::backend::Move {
             tenant,
             agent,
             label,
@@ -484,13 +468,8 @@ impl Store {
             by,
             forced,
         };
-        self.write(async {
-            match &self.inner.db {
-                Db::Sqlite(db) => sqlite::ops::move_label(db, config, request()).await,
-                Db::Postgres(db) => postgres::ops::move_label(db, config, request()).await,
-            }
-        })
-        .await
+        self.write(async { dispatch!(self, ops::move_label(config, request)) })
+            .await
     }
 
     // --- settings -----------------------------------------------------------------------------
@@ -505,7 +484,7 @@ impl Store {
         tenant: &Tenant,
         scope: &SettingsScope,
     ) -> Result<Option<Settings>> {
-        self.bounded(async { dispatch!(self, settings(tenant, scope)) })
+        self.bounded(async { dispatch!(self, ops::settings(tenant, scope)) })
             .await
     }
 
@@ -535,7 +514,7 @@ impl Store {
         if text.len() > cap {
             return Err(Error::too_large("the settings document", text.len(), cap));
         }
-        let request = || crate::backend::SettingsWrite {
+        let request = crate::backend::SettingsWrite {
             tenant,
             scope,
             value: document,
@@ -543,13 +522,8 @@ impl Store {
             expected_revision,
             by,
         };
-        self.write(async {
-            match &self.inner.db {
-                Db::Sqlite(db) => sqlite::ops::put_settings(db, request()).await,
-                Db::Postgres(db) => postgres::ops::put_settings(db, request()).await,
-            }
-        })
-        .await
+        self.write(async { dispatch!(self, ops::put_settings(request)) })
+            .await
     }
 
     // --- eval runs ----------------------------------------------------------------------------
@@ -571,7 +545,7 @@ impl Store {
     ) -> Result<RunInfo> {
         let config = &self.inner.config;
         run.check(config.max_cells_per_run)?;
-        self.bounded(async { edispatch!(self, create_run(config, tenant, run, by)) })
+        self.bounded(async { dispatch!(self, eval_ops::create_run(config, tenant, run, by)) })
             .await
     }
 
@@ -581,7 +555,7 @@ impl Store {
     ///
     /// `NotFound` for a run that is not `tenant`'s; `Unavailable`.
     pub async fn run(&self, tenant: &Tenant, run: &RunId) -> Result<RunInfo> {
-        self.bounded(async { edispatch!(self, run(tenant, run)) })
+        self.bounded(async { dispatch!(self, eval_ops::run(tenant, run)) })
             .await
     }
 
@@ -598,7 +572,7 @@ impl Store {
         page: &PageRequest,
     ) -> Result<Page<RunInfo>> {
         let config = &self.inner.config;
-        self.bounded(async { edispatch!(self, runs(config, tenant, agent, page)) })
+        self.bounded(async { dispatch!(self, eval_ops::runs(config, tenant, agent, page)) })
             .await
     }
 
@@ -611,7 +585,7 @@ impl Store {
     /// `Invalid` for a cursor of another listing; `Unavailable`.
     pub async fn active_runs(&self, page: &PageRequest) -> Result<Page<ActiveRun>> {
         let config = &self.inner.config;
-        self.bounded(async { edispatch!(self, active_runs(config, page)) })
+        self.bounded(async { dispatch!(self, eval_ops::active_runs(config, page)) })
             .await
     }
 
@@ -629,7 +603,10 @@ impl Store {
         by: Option<&KeyId>,
     ) -> Result<RunInfo> {
         self.bounded(async {
-            edispatch!(self, finish_run(tenant, run, RunState::Cancelled, None, by))
+            dispatch!(
+                self,
+                eval_ops::finish_run(tenant, run, RunState::Cancelled, None, by)
+            )
         })
         .await
     }
@@ -652,9 +629,9 @@ impl Store {
             .collect();
         let message = Some(message.as_str());
         self.bounded(async {
-            edispatch!(
+            dispatch!(
                 self,
-                finish_run(tenant, run, RunState::Failed, message, None)
+                eval_ops::finish_run(tenant, run, RunState::Failed, message, None)
             )
         })
         .await
@@ -679,7 +656,7 @@ impl Store {
     ) -> Result<Option<ClaimedCell>> {
         crate::eval::check_worker(worker)?;
         let lease = crate::eval::lease_micros(lease)?;
-        self.bounded(async { edispatch!(self, claim_cell(tenant, run, worker, lease)) })
+        self.bounded(async { dispatch!(self, eval_ops::claim_cell(tenant, run, worker, lease)) })
             .await
     }
 
@@ -697,7 +674,7 @@ impl Store {
         lease: Duration,
     ) -> Result<Timestamp> {
         let lease = crate::eval::lease_micros(lease)?;
-        self.bounded(async { edispatch!(self, renew_lease(tenant, claim, lease)) })
+        self.bounded(async { dispatch!(self, eval_ops::renew_lease(tenant, claim, lease)) })
             .await
     }
 
@@ -727,7 +704,10 @@ impl Store {
             return Err(Error::too_large("the result row", text.len(), cap));
         }
         self.bounded(async {
-            edispatch!(self, complete_cell(config, tenant, claim, &text, failed))
+            dispatch!(
+                self,
+                eval_ops::complete_cell(config, tenant, claim, &text, failed)
+            )
         })
         .await
     }
@@ -745,7 +725,7 @@ impl Store {
         page: &PageRequest,
     ) -> Result<Page<CellResult>> {
         let config = &self.inner.config;
-        self.bounded(async { edispatch!(self, run_results(config, tenant, run, page)) })
+        self.bounded(async { dispatch!(self, eval_ops::run_results(config, tenant, run, page)) })
             .await
     }
 
@@ -800,8 +780,13 @@ impl Store {
             ));
         }
         let sealed = key.seal(tenant, name, secret)?;
-        self.bounded(async { cdispatch!(self, put_credential(config, tenant, name, &sealed, by)) })
-            .await
+        self.bounded(async {
+            dispatch!(
+                self,
+                credential_ops::put_credential(config, tenant, name, &sealed, by)
+            )
+        })
+        .await
     }
 
     /// The credentials of `tenant` by name: names and times, never values.
@@ -815,7 +800,7 @@ impl Store {
         page: &PageRequest,
     ) -> Result<Page<CredentialInfo>> {
         let config = &self.inner.config;
-        self.bounded(async { cdispatch!(self, credentials(config, tenant, page)) })
+        self.bounded(async { dispatch!(self, credential_ops::credentials(config, tenant, page)) })
             .await
     }
 
@@ -830,7 +815,7 @@ impl Store {
         name: &CredentialName,
         by: Option<&KeyId>,
     ) -> Result<()> {
-        self.bounded(async { cdispatch!(self, delete_credential(tenant, name, by)) })
+        self.bounded(async { dispatch!(self, credential_ops::delete_credential(tenant, name, by)) })
             .await
     }
 
@@ -849,8 +834,10 @@ impl Store {
         name: &CredentialName,
         key: &CredentialKey,
     ) -> Result<Secret> {
-        self.bounded(async { cdispatch!(self, use_credential(tenant, run, name, key)) })
-            .await
+        self.bounded(async {
+            dispatch!(self, credential_ops::use_credential(tenant, run, name, key))
+        })
+        .await
     }
 
     // --- audit and changes --------------------------------------------------------------------
@@ -862,7 +849,7 @@ impl Store {
     /// `Invalid` for a cursor of another listing; `Unavailable`.
     pub async fn audit(&self, tenant: &Tenant, page: &PageRequest) -> Result<Page<AuditEntry>> {
         let config = &self.inner.config;
-        self.bounded(async { dispatch!(self, audit_log(config, tenant, page)) })
+        self.bounded(async { dispatch!(self, ops::audit_log(config, tenant, page)) })
             .await
     }
 
@@ -924,7 +911,7 @@ impl Admin<'_> {
         let store = self.store;
         let config = &store.inner.config;
         store
-            .bounded(async { dispatch!(store, keys(config, None, page)) })
+            .bounded(async { dispatch!(store, ops::keys(config, None, page)) })
             .await
     }
 
@@ -937,7 +924,7 @@ impl Admin<'_> {
     pub async fn revoke_key(&self, id: &KeyId) -> Result<(KeyInfo, bool)> {
         let store = self.store;
         store
-            .write(async { dispatch!(store, revoke_key(None, id, None)) })
+            .write(async { dispatch!(store, ops::revoke_key(None, id, None)) })
             .await
     }
 }

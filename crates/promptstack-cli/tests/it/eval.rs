@@ -1,11 +1,14 @@
 //! `promptstack eval` end to end: a run recorded against a scripted OpenAI-compatible server on
 //! the loopback, replayed offline to the same rows, its JSON report, and the exit codes.
 
+pub(crate) mod scripted;
+
 use std::path::Path;
 use std::process::Output;
 
 use serde_json::{Value, json};
 
+use self::scripted::{text_reply, tool_call_reply, usage};
 use crate::support::promptstack;
 
 const SPEC: &str = r#"
@@ -98,15 +101,6 @@ fn folder(port: u16) -> tempfile::TempDir {
     dir
 }
 
-fn sse(chunks: &[Value]) -> String {
-    let mut body = String::new();
-    for chunk in chunks {
-        body.push_str(&format!("data: {chunk}\n\n"));
-    }
-    body.push_str("data: [DONE]\n\n");
-    body
-}
-
 /// The scripted model: it searches first, and answers citing source 1 once it has a result.
 fn answer(request: &Value) -> String {
     let judging = request["messages"].as_array().is_some_and(|m| {
@@ -115,27 +109,16 @@ fn answer(request: &Value) -> String {
     });
     if judging {
         let verdict = r#"{"score": 0.75, "reason": "It names the release."}"#;
-        return sse(&[
-            json!({"choices": [{"index": 0, "delta": {"content": verdict}, "finish_reason": null}]}),
-            json!({"choices": [{"index": 0, "delta": {}, "finish_reason": "stop"}]}),
-        ]);
+        return text_reply(verdict, None);
     }
     let has_result = request["messages"]
         .as_array()
         .is_some_and(|m| m.iter().any(|m| m["role"] == "tool"));
-    let usage = json!({"choices": [], "usage": {"prompt_tokens": 40, "completion_tokens": 4}});
+    let usage = usage(40, 4);
     if has_result {
-        sse(&[
-            json!({"choices": [{"index": 0, "delta": {"content": "Rust 1.95 is out [1]."}, "finish_reason": null}]}),
-            json!({"choices": [{"index": 0, "delta": {}, "finish_reason": "stop"}]}),
-            usage,
-        ])
+        text_reply("Rust 1.95 is out [1].", Some(&usage))
     } else {
-        sse(&[
-            json!({"choices": [{"index": 0, "delta": {"tool_calls": [{"index": 0, "id": "c1", "type": "function", "function": {"name": "search", "arguments": "{\"query\":\"rust\"}"}}]}, "finish_reason": null}]}),
-            json!({"choices": [{"index": 0, "delta": {}, "finish_reason": "tool_calls"}]}),
-            usage,
-        ])
+        tool_call_reply("search", r#"{"query":"rust"}"#, &usage)
     }
 }
 

@@ -4,6 +4,7 @@
 
 use std::path::{Path, PathBuf};
 
+use promptstack_eval::testing::local_model_url;
 use serde_json::Value;
 
 use crate::support::{promptstack, root};
@@ -109,27 +110,9 @@ fn every_example_suite_replays_from_its_recordings() {
     }
 }
 
-/// The base URL of the local model, or `None` (saying so) when it was not started.
-fn local_model_url() -> Option<String> {
-    match std::env::var("PROMPTSTACK_LOCAL_MODEL_URL") {
-        Ok(url) if !url.is_empty() => Some(url),
-        _ => {
-            assert!(
-                std::env::var_os("CI").is_none(),
-                "PROMPTSTACK_LOCAL_MODEL_URL is not set under CI; scripts/test starts the local model and sets it"
-            );
-            eprintln!(
-                "eval_examples: the live run did NOT RUN: PROMPTSTACK_LOCAL_MODEL_URL is not set \
-                 (scripts/test starts the model and sets it; by hand: scripts/local-model start)"
-            );
-            None
-        }
-    }
-}
-
 #[test]
 fn a_suite_runs_live_against_the_real_local_model() {
-    let Some(url) = local_model_url() else {
+    let Some(url) = local_model_url("eval_examples: the live run") else {
         return;
     };
     let dir = tempfile::tempdir().unwrap();

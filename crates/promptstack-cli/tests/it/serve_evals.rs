@@ -9,6 +9,7 @@ use std::time::Duration;
 
 use serde_json::{Value, json};
 
+use crate::eval::scripted::{text_reply, tool_call_reply, usage};
 use crate::serve::{Server, eventually, key};
 
 /// A scripted OpenAI-compatible model on the loopback. Offered `search` with no tool result
@@ -25,15 +26,6 @@ fn model(delay: Duration) -> Model {
     Model { port, requests }
 }
 
-fn sse(chunks: &[Value]) -> String {
-    let mut body = String::new();
-    for chunk in chunks {
-        body.push_str(&format!("data: {chunk}\n\n"));
-    }
-    body.push_str("data: [DONE]\n\n");
-    body
-}
-
 fn answer(request: &Value) -> String {
     let messages = request["messages"].as_array().cloned().unwrap_or_default();
     let system = messages
@@ -45,13 +37,9 @@ fn answer(request: &Value) -> String {
         .as_array()
         .is_some_and(|tools| tools.iter().any(|t| t["function"]["name"] == "search"));
     let has_result = messages.iter().any(|m| m["role"] == "tool");
-    let usage = json!({"choices": [], "usage": {"prompt_tokens": 900, "completion_tokens": 20}});
+    let usage = usage(900, 20);
     if searches && !has_result {
-        return sse(&[
-            json!({"choices": [{"index": 0, "delta": {"tool_calls": [{"index": 0, "id": "c1", "type": "function", "function": {"name": "search", "arguments": "{\"query\":\"facts\"}"}}]}, "finish_reason": null}]}),
-            json!({"choices": [{"index": 0, "delta": {}, "finish_reason": "tool_calls"}]}),
-            usage,
-        ]);
+        return tool_call_reply("search", r#"{"query":"facts"}"#, &usage);
     }
     let cites = has_result && system.contains("[N]");
     let text = if cites {
@@ -59,11 +47,7 @@ fn answer(request: &Value) -> String {
     } else {
         "It was finished in 1889 and the river runs 6300 km."
     };
-    sse(&[
-        json!({"choices": [{"index": 0, "delta": {"content": text}, "finish_reason": null}]}),
-        json!({"choices": [{"index": 0, "delta": {}, "finish_reason": "stop"}]}),
-        usage,
-    ])
+    text_reply(text, Some(&usage))
 }
 
 const AGENT: &str = "/v1/agents/chat-assistant";

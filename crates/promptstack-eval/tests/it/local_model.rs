@@ -145,22 +145,7 @@ fn ask(url: &str, question: &str, seed: u64) -> Answer {
 }
 
 fn local_model_url() -> Option<String> {
-    match std::env::var("PROMPTSTACK_LOCAL_MODEL_URL") {
-        Ok(url) if !url.is_empty() => Some(url),
-        _ => {
-            // CI runs scripts/test, which always starts the model: there, a missing URL is a
-            // broken setup, not a reason to pass.
-            assert!(
-                std::env::var_os("CI").is_none(),
-                "PROMPTSTACK_LOCAL_MODEL_URL is not set under CI; scripts/test starts the local model and sets it"
-            );
-            eprintln!(
-                "local_model: NOT RUN: PROMPTSTACK_LOCAL_MODEL_URL is not set \
-                 (scripts/test starts the model and sets it; by hand: scripts/local-model start)"
-            );
-            None
-        }
-    }
+    promptstack_eval::testing::local_model_url("local_model: the real-model test")
 }
 
 #[test]

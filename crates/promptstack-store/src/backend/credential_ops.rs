@@ -5,12 +5,12 @@
 use sqlx::Row;
 
 use super::Handle;
-use super::ops::{Audit, DbRow, audit, key_column, lock_tenant, paged, within};
+use super::eval_ops::run_row;
+use super::ops::{Audit, DbRow, Listing, audit, key_column, lock_tenant, within};
 use crate::backend::{from_micros, now_micros};
 use crate::config::StoreConfig;
 use crate::credential::{CredentialInfo, CredentialKey, Secret};
 use crate::error::{Error, Result};
-use crate::eval::RunState;
 use crate::name::{CredentialName, KeyId, RunId, Tenant};
 use crate::record::{AuditAction, Cursor, Page, PageRequest};
 
@@ -27,6 +27,25 @@ fn info(row: &DbRow) -> Result<CredentialInfo> {
             .map(from_micros)
             .transpose()?,
     })
+}
+
+/// The audit entry of a write or delete of credential `name`: its name, and nothing of its value.
+fn audit_entry<'a>(
+    tenant_id: i64,
+    at: i64,
+    by: Option<&'a KeyId>,
+    action: AuditAction,
+    name: &CredentialName,
+) -> Audit<'a> {
+    Audit {
+        tenant_id,
+        at,
+        actor: by,
+        action,
+        object: format!("credentials/{name}"),
+        from: None,
+        to: None,
+    }
 }
 
 fn no_credential(name: &CredentialName) -> Error {
@@ -79,19 +98,8 @@ pub(crate) async fn put_credential(
     .bind(by.map(KeyId::as_str))
     .execute(&mut *tx)
     .await?;
-    audit(
-        &mut tx,
-        Audit {
-            tenant_id,
-            at,
-            actor: by,
-            action: AuditAction::CredentialWrite,
-            object: format!("credentials/{name}"),
-            from: None,
-            to: None,
-        },
-    )
-    .await?;
+    let entry = audit_entry(tenant_id, at, by, AuditAction::CredentialWrite, name);
+    audit(&mut tx, entry).await?;
     let sql = format!("SELECT {COLUMNS} FROM credentials c WHERE c.tenant_id = $1 AND c.name = $2");
     let row = sqlx::query(&sql)
         .bind(tenant_id)
@@ -109,27 +117,20 @@ pub(crate) async fn credentials(
     tenant: &Tenant,
     page: &PageRequest,
 ) -> Result<Page<CredentialInfo>> {
-    let (limit, after) = page.resolve(config.default_page, config.max_page);
-    let after = match after {
-        Some(cursor) => CredentialName::parse(cursor.as_str())
-            .map_err(|_| Error::invalid("the page cursor is malformed"))?
-            .to_string(),
-        None => String::new(),
-    };
+    let listing = Listing::new(config, page);
     let sql = format!(
         "SELECT {COLUMNS} FROM credentials c JOIN tenants t ON t.id = c.tenant_id \
          WHERE t.slug = $1 AND c.name > $2 ORDER BY c.name LIMIT $3"
     );
-    let rows = sqlx::query(&sql)
+    let query = sqlx::query(&sql)
         .bind(tenant.as_str())
-        .bind(after)
-        .bind(i64::from(limit) + 1)
-        .fetch_all(db.reader())
-        .await?;
-    paged(rows, limit, |row| {
-        let item = info(row)?;
-        Ok((Cursor::from_name(item.name.as_str()), item))
-    })
+        .bind(listing.name_or_empty(CredentialName::parse)?);
+    listing
+        .fetch(db, query, |row| {
+            let item = info(row)?;
+            Ok((Cursor::from_name(item.name.as_str()), item))
+        })
+        .await
 }
 
 pub(crate) async fn delete_credential(
@@ -150,19 +151,8 @@ pub(crate) async fn delete_credential(
     if deleted == 0 {
         return Err(no_credential(name));
     }
-    audit(
-        &mut tx,
-        Audit {
-            tenant_id,
-            at,
-            actor: by,
-            action: AuditAction::CredentialDelete,
-            object: format!("credentials/{name}"),
-            from: None,
-            to: None,
-        },
-    )
-    .await?;
+    let entry = audit_entry(tenant_id, at, by, AuditAction::CredentialDelete, name);
+    audit(&mut tx, entry).await?;
     tx.commit().await?;
     Ok(())
 }
@@ -175,16 +165,7 @@ pub(crate) async fn use_credential(
     key: &CredentialKey,
 ) -> Result<Secret> {
     let mut tx = db.begin().await?;
-    let state = sqlx::query(
-        "SELECT r.state FROM eval_runs r JOIN tenants t ON t.id = r.tenant_id \
-         WHERE t.slug = $1 AND r.public_id = $2",
-    )
-    .bind(tenant.as_str())
-    .bind(run.as_str())
-    .fetch_optional(&mut *tx)
-    .await?
-    .ok_or_else(|| Error::not_found(format!("no eval run {run}")))?;
-    let state = RunState::from_db(&state.try_get::<String, _>(0)?)?;
+    let (_, _, state) = run_row(&mut tx, tenant, run).await?;
     if !state.is_active() {
         return Err(Error::conflict(format!(
             "eval run {run} is {state}: credentials are used only by queued or running runs"

@@ -13,7 +13,8 @@
 use sqlx::Row;
 
 use super::ops::{
-    Audit, DbRow, Tx, agent_exists, audit, key_column, lock_tenant, paged, stored_bytes, within,
+    Audit, DbQuery, DbRow, Listing, Tx, agent_exists, agent_id, audit, key_column, lock_tenant,
+    stored_bytes, version_exists, within,
 };
 use super::{Db, Handle, SKIP_LOCKED};
 use crate::backend::{from_micros, now_micros};
@@ -94,13 +95,17 @@ fn to_json<T: serde::Serialize>(value: &T) -> Result<String> {
     serde_json::to_string(value).map_err(|e| Error::internal(format!("cannot serialise: {e}")))
 }
 
-/// A run of the tenant, read in `tx`.
-async fn run_in(tx: &mut Tx, tenant: &Tenant, run: &RunId) -> Result<RunInfo> {
+/// A run of the tenant, read with `executor`: the reader, or a write's transaction.
+async fn read_run<'c>(
+    executor: impl sqlx::Executor<'c, Database = Db>,
+    tenant: &Tenant,
+    run: &RunId,
+) -> Result<RunInfo> {
     let sql = format!("SELECT {RUN_COLUMNS} {RUN_FROM} WHERE t.slug = $1 AND r.public_id = $2");
     let row = sqlx::query(&sql)
         .bind(tenant.as_str())
         .bind(run.as_str())
-        .fetch_optional(&mut **tx)
+        .fetch_optional(executor)
         .await?
         .ok_or_else(|| no_run(run))?;
     run_info(&row)
@@ -110,8 +115,12 @@ fn no_run(run: &RunId) -> Error {
     Error::not_found(format!("no eval run {run}"))
 }
 
-/// The row id and state of the tenant's run.
-async fn run_row(tx: &mut Tx, tenant: &Tenant, run: &RunId) -> Result<(i64, i64, RunState)> {
+/// The row id, tenant row id and state of the tenant's run.
+pub(super) async fn run_row(
+    tx: &mut Tx,
+    tenant: &Tenant,
+    run: &RunId,
+) -> Result<(i64, i64, RunState)> {
     let row = sqlx::query(
         "SELECT r.id, r.tenant_id, r.state FROM eval_runs r JOIN tenants t ON t.id = r.tenant_id \
          WHERE t.slug = $1 AND r.public_id = $2",
@@ -141,21 +150,11 @@ pub(crate) async fn create_run(
     let mut tx = db.begin().await?;
     // The tenant's row is locked: the count of active runs holds against concurrent creates.
     let tenant_id = lock_tenant(&mut tx, tenant).await?;
-    let agent_id: i64 = sqlx::query("SELECT id FROM agents WHERE tenant_id = $1 AND name = $2")
-        .bind(tenant_id)
-        .bind(run.agent.as_str())
-        .fetch_optional(&mut *tx)
+    let agent_id = agent_id(&mut tx, tenant_id, &run.agent)
         .await?
-        .ok_or_else(|| Error::not_found(format!("no agent {}", run.agent)))?
-        .try_get(0)?;
+        .ok_or_else(|| Error::not_found(format!("no agent {}", run.agent)))?;
     for version in run.versions() {
-        let exists = sqlx::query("SELECT 1 FROM versions WHERE agent_id = $1 AND version_id = $2")
-            .bind(agent_id)
-            .bind(version.as_str())
-            .fetch_optional(&mut *tx)
-            .await?
-            .is_some();
-        if !exists {
+        if !version_exists(&mut tx, agent_id, version).await? {
             return Err(Error::not_found(format!(
                 "no version {version} of agent {}",
                 run.agent
@@ -223,20 +222,13 @@ pub(crate) async fn create_run(
         },
     )
     .await?;
-    let info = run_in(&mut tx, tenant, &id).await?;
+    let info = read_run(&mut *tx, tenant, &id).await?;
     tx.commit().await?;
     Ok(info)
 }
 
 pub(crate) async fn run(db: &Handle, tenant: &Tenant, run: &RunId) -> Result<RunInfo> {
-    let sql = format!("SELECT {RUN_COLUMNS} {RUN_FROM} WHERE t.slug = $1 AND r.public_id = $2");
-    let row = sqlx::query(&sql)
-        .bind(tenant.as_str())
-        .bind(run.as_str())
-        .fetch_optional(db.reader())
-        .await?
-        .ok_or_else(|| no_run(run))?;
-    run_info(&row)
+    read_run(db.reader(), tenant, run).await
 }
 
 pub(crate) async fn runs(
@@ -246,27 +238,26 @@ pub(crate) async fn runs(
     agent: Option<&AgentName>,
     page: &PageRequest,
 ) -> Result<Page<RunInfo>> {
-    let (limit, after) = page.resolve(config.default_page, config.max_page);
-    let before = after.map(Cursor::seq).transpose()?.unwrap_or(i64::MAX);
+    let listing = Listing::new(config, page);
     let sql = format!(
         "SELECT {RUN_COLUMNS} {RUN_FROM} WHERE t.slug = $1 AND ($2 IS NULL OR a.name = $2) \
          AND r.id < $3 ORDER BY r.id DESC LIMIT $4"
     );
-    let rows = sqlx::query(&sql)
+    let query = sqlx::query(&sql)
         .bind(tenant.as_str())
         .bind(agent.map(AgentName::as_str))
-        .bind(before)
-        .bind(i64::from(limit) + 1)
-        .fetch_all(db.reader())
+        .bind(listing.seq_or(i64::MAX)?);
+    let found = listing
+        .fetch(db, query, |row| {
+            Ok((Cursor::from_seq(row.try_get("id")?), run_info(row)?))
+        })
         .await?;
-    if rows.is_empty()
+    if found.items.is_empty()
         && let Some(agent) = agent
     {
         agent_exists(db, tenant, agent).await?;
     }
-    paged(rows, limit, |row| {
-        Ok((Cursor::from_seq(row.try_get("id")?), run_info(row)?))
-    })
+    Ok(found)
 }
 
 pub(crate) async fn active_runs(
@@ -274,25 +265,23 @@ pub(crate) async fn active_runs(
     config: &StoreConfig,
     page: &PageRequest,
 ) -> Result<Page<ActiveRun>> {
-    let (limit, after) = page.resolve(config.default_page, config.max_page);
-    let after = after.map(Cursor::seq).transpose()?.unwrap_or(0);
-    let rows = sqlx::query(
+    let listing = Listing::new(config, page);
+    let query = sqlx::query(
         "SELECT r.id, r.public_id, t.slug FROM eval_runs r JOIN tenants t ON t.id = r.tenant_id \
          WHERE r.state IN ('queued', 'running') AND r.id > $1 ORDER BY r.id LIMIT $2",
     )
-    .bind(after)
-    .bind(i64::from(limit) + 1)
-    .fetch_all(db.reader())
-    .await?;
-    paged(rows, limit, |row| {
-        Ok((
-            Cursor::from_seq(row.try_get("id")?),
-            ActiveRun {
-                tenant: Tenant::from_db(row.try_get("slug")?)?,
-                run: RunId::from_db(row.try_get("public_id")?)?,
-            },
-        ))
-    })
+    .bind(listing.seq_or(0)?);
+    listing
+        .fetch(db, query, |row| {
+            Ok((
+                Cursor::from_seq(row.try_get("id")?),
+                ActiveRun {
+                    tenant: Tenant::from_db(row.try_get("slug")?)?,
+                    run: RunId::from_db(row.try_get("public_id")?)?,
+                },
+            ))
+        })
+        .await
 }
 
 /// Moves an active run to `to` (cancelled or failed).
@@ -320,7 +309,7 @@ pub(crate) async fn finish_run(
         .await?
         .rows_affected()
             == 1;
-    let info = run_in(&mut tx, tenant, run).await?;
+    let info = read_run(&mut *tx, tenant, run).await?;
     if !finished {
         if info.state == to {
             return Ok(info);
@@ -409,6 +398,21 @@ pub(crate) async fn claim_cell(
     Ok(Some(claimed))
 }
 
+/// The test that `claim` still holds its cell, over `eval_cells`: the claim's generation and
+/// worker, not yet done. Its parameters are `$1` to `$4`, bound by [`bind_claim`]; a statement
+/// numbers its own from `$5`.
+const CLAIM_HELD: &str =
+    "run_id = $1 AND idx = $2 AND generation = $3 AND worker = $4 AND done_at IS NULL";
+
+/// Binds the parameters of [`CLAIM_HELD`]: the run's row id and the claim.
+fn bind_claim<'q>(query: DbQuery<'q>, run_id: i64, claim: &'q Claim) -> DbQuery<'q> {
+    query
+        .bind(run_id)
+        .bind(i64::from(claim.cell))
+        .bind(claim.generation)
+        .bind(&claim.worker)
+}
+
 fn claim_lost(claim: &Claim) -> Error {
     Error::conflict(format!(
         "the claim on cell {} of eval run {} is no longer held (its lease ran out and the cell \
@@ -429,18 +433,12 @@ pub(crate) async fn renew_lease(
         return Err(claim_lost(claim));
     }
     let until = now_micros().saturating_add(lease_micros);
-    let renewed = sqlx::query(
-        "UPDATE eval_cells SET lease_until = $1 WHERE run_id = $2 AND idx = $3 \
-         AND generation = $4 AND worker = $5 AND done_at IS NULL",
-    )
-    .bind(until)
-    .bind(run_id)
-    .bind(i64::from(claim.cell))
-    .bind(claim.generation)
-    .bind(&claim.worker)
-    .execute(&mut *tx)
-    .await?
-    .rows_affected();
+    let sql = format!("UPDATE eval_cells SET lease_until = $5 WHERE {CLAIM_HELD}");
+    let renewed = bind_claim(sqlx::query(&sql), run_id, claim)
+        .bind(until)
+        .execute(&mut *tx)
+        .await?
+        .rows_affected();
     if renewed != 1 {
         return Err(claim_lost(claim));
     }
@@ -465,21 +463,17 @@ pub(crate) async fn complete_cell(
         return Err(claim_lost(claim));
     }
     let now = now_micros();
-    let completed = sqlx::query(
-        "UPDATE eval_cells SET done_at = $1, failed = $2, result = $3, lease_until = NULL \
-         WHERE run_id = $4 AND idx = $5 AND generation = $6 AND worker = $7 \
-         AND done_at IS NULL RETURNING claimed_at",
-    )
-    .bind(now)
-    .bind(i64::from(failed))
-    .bind(row)
-    .bind(run_id)
-    .bind(i64::from(claim.cell))
-    .bind(claim.generation)
-    .bind(&claim.worker)
-    .fetch_optional(&mut *tx)
-    .await?
-    .ok_or_else(|| claim_lost(claim))?;
+    let sql = format!(
+        "UPDATE eval_cells SET done_at = $5, failed = $6, result = $7, lease_until = NULL \
+         WHERE {CLAIM_HELD} RETURNING claimed_at"
+    );
+    let completed = bind_claim(sqlx::query(&sql), run_id, claim)
+        .bind(now)
+        .bind(i64::from(failed))
+        .bind(row)
+        .fetch_optional(&mut *tx)
+        .await?
+        .ok_or_else(|| claim_lost(claim))?;
     let claimed_at: i64 = completed.try_get("claimed_at")?;
     let size = row.len() as u64;
     let stored = stored_bytes(&mut tx, tenant_id).await?;
@@ -515,7 +509,7 @@ pub(crate) async fn complete_cell(
         // Cancelled or failed since the state was read: the cell's update rolls back too.
         return Err(claim_lost(claim));
     }
-    let info = run_in(&mut tx, tenant, &claim.run).await?;
+    let info = read_run(&mut *tx, tenant, &claim.run).await?;
     tx.commit().await?;
     Ok(info)
 }
@@ -527,10 +521,10 @@ pub(crate) async fn run_results(
     run: &RunId,
     page: &PageRequest,
 ) -> Result<Page<CellResult>> {
-    let (limit, after) = page.resolve(config.default_page, config.max_page);
+    let listing = Listing::new(config, page);
     // The cursor is the next index plus one (cursors are positive).
-    let from = after.map(Cursor::seq).transpose()?.unwrap_or(1) - 1;
-    let rows = sqlx::query(
+    let from = listing.seq_or(1)? - 1;
+    let query = sqlx::query(
         "SELECT c.idx, c.version_id, c.model, c.scenario, c.repetition, c.failed, c.result, \
          c.done_at FROM eval_cells c JOIN eval_runs r ON r.id = c.run_id \
          JOIN tenants t ON t.id = r.tenant_id \
@@ -539,11 +533,25 @@ pub(crate) async fn run_results(
     )
     .bind(tenant.as_str())
     .bind(run.as_str())
-    .bind(from)
-    .bind(i64::from(limit) + 1)
-    .fetch_all(db.reader())
-    .await?;
-    if rows.is_empty() {
+    .bind(from);
+    let found = listing
+        .fetch(db, query, |row| {
+            let idx: i64 = row.try_get("idx")?;
+            let text: Option<String> = row.try_get("result")?;
+            let result = serde_json::from_str(text.as_deref().unwrap_or(""))
+                .map_err(|_| Error::internal("the database holds a malformed result row"))?;
+            Ok((
+                Cursor::from_seq(idx + 2),
+                CellResult {
+                    cell: cell(row)?,
+                    failed: row.try_get::<i64, _>("failed")? != 0,
+                    row: result,
+                    completed_at: from_micros(row.try_get("done_at")?)?,
+                },
+            ))
+        })
+        .await?;
+    if found.items.is_empty() {
         let found = sqlx::query(
             "SELECT 1 FROM eval_runs r JOIN tenants t ON t.id = r.tenant_id \
              WHERE t.slug = $1 AND r.public_id = $2",
@@ -556,19 +564,5 @@ pub(crate) async fn run_results(
             return Err(no_run(run));
         }
     }
-    paged(rows, limit, |row| {
-        let idx: i64 = row.try_get("idx")?;
-        let text: Option<String> = row.try_get("result")?;
-        let result = serde_json::from_str(text.as_deref().unwrap_or(""))
-            .map_err(|_| Error::internal("the database holds a malformed result row"))?;
-        Ok((
-            Cursor::from_seq(idx + 2),
-            CellResult {
-                cell: cell(row)?,
-                failed: row.try_get::<i64, _>("failed")? != 0,
-                row: result,
-                completed_at: from_micros(row.try_get("done_at")?)?,
-            },
-        ))
-    })
+    Ok(found)
 }

@@ -7,6 +7,7 @@
 //! part of every lookup. Writes run in one transaction with their audit entry and announcement.
 
 use sqlx::Row;
+use sqlx::query::Query;
 
 use super::{Db, Handle, LOCK_AGENT, LOCK_TENANT, announce};
 use crate::backend::{Move, SettingsWrite, Written, from_micros, now_micros};
@@ -22,6 +23,8 @@ use crate::record::{
 
 pub(super) type Tx = sqlx::Transaction<'static, Db>;
 pub(super) type DbRow = <Db as sqlx::Database>::Row;
+/// A statement and the parameters bound to it so far.
+pub(super) type DbQuery<'q> = Query<'q, Db, <Db as sqlx::Database>::Arguments<'q>>;
 
 /// One audit entry, written in the transaction of the write it records.
 pub(super) struct Audit<'a> {
@@ -77,6 +80,30 @@ pub(super) async fn lock_tenant(tx: &mut Tx, tenant: &Tenant) -> Result<i64> {
         .ok_or_else(|| Error::not_found(format!("no tenant {tenant}")))
 }
 
+/// The row id of the tenant's agent; `None` when the tenant has no such agent.
+pub(super) async fn agent_id(
+    tx: &mut Tx,
+    tenant_id: i64,
+    agent: &AgentName,
+) -> Result<Option<i64>> {
+    let found = sqlx::query("SELECT id FROM agents WHERE tenant_id = $1 AND name = $2")
+        .bind(tenant_id)
+        .bind(agent.as_str())
+        .fetch_optional(&mut **tx)
+        .await?;
+    Ok(found.map(|row| row.try_get(0)).transpose()?)
+}
+
+/// Whether the agent (by row id) has the version `id`.
+pub(super) async fn version_exists(tx: &mut Tx, agent_id: i64, id: &VersionId) -> Result<bool> {
+    let found = sqlx::query("SELECT 1 FROM versions WHERE agent_id = $1 AND version_id = $2")
+        .bind(agent_id)
+        .bind(id.as_str())
+        .fetch_optional(&mut **tx)
+        .await?;
+    Ok(found.is_some())
+}
+
 /// A quota from the configuration as a count the database compares with.
 pub(super) fn cap(quota: usize) -> i64 {
     i64::try_from(quota).unwrap_or(i64::MAX)
@@ -113,24 +140,9 @@ async fn check_publish_quotas(
     id: &VersionId,
     size: usize,
 ) -> Result<()> {
-    let agent_id: Option<i64> =
-        sqlx::query("SELECT id FROM agents WHERE tenant_id = $1 AND name = $2")
-            .bind(tenant_id)
-            .bind(agent.as_str())
-            .fetch_optional(&mut **tx)
-            .await?
-            .map(|row| row.try_get(0))
-            .transpose()?;
-    match agent_id {
+    match agent_id(tx, tenant_id, agent).await? {
         Some(agent_id) => {
-            let exists =
-                sqlx::query("SELECT 1 FROM versions WHERE agent_id = $1 AND version_id = $2")
-                    .bind(agent_id)
-                    .bind(id.as_str())
-                    .fetch_optional(&mut **tx)
-                    .await?
-                    .is_some();
-            if exists {
+            if version_exists(tx, agent_id, id).await? {
                 return Ok(());
             }
             within(
@@ -347,21 +359,19 @@ pub(crate) async fn keys(
     tenant: Option<&Tenant>,
     page: &PageRequest,
 ) -> Result<Page<KeyInfo>> {
-    let (limit, after) = page.resolve(config.default_page, config.max_page);
-    let after = after.map(Cursor::seq).transpose()?.unwrap_or(0);
+    let listing = Listing::new(config, page);
     let sql = format!(
         "SELECT {KEY_COLUMNS} FROM api_keys k JOIN tenants t ON t.id = k.tenant_id \
          WHERE ($1 IS NULL OR t.slug = $1) AND k.id > $2 ORDER BY k.id LIMIT $3"
     );
-    let rows = sqlx::query(&sql)
+    let query = sqlx::query(&sql)
         .bind(tenant.map(Tenant::as_str))
-        .bind(after)
-        .bind(i64::from(limit) + 1)
-        .fetch_all(db.reader())
-        .await?;
-    paged(rows, limit, |row| {
-        Ok((Cursor::from_seq(row.try_get("id")?), key_info(row)?))
-    })
+        .bind(listing.seq_or(0)?);
+    listing
+        .fetch(db, query, |row| {
+            Ok((Cursor::from_seq(row.try_get("id")?), key_info(row)?))
+        })
+        .await
 }
 
 pub(crate) async fn revoke_key(
@@ -547,33 +557,26 @@ pub(crate) async fn agents(
     tenant: &Tenant,
     page: &PageRequest,
 ) -> Result<Page<AgentInfo>> {
-    let (limit, after) = page.resolve(config.default_page, config.max_page);
-    let after = match after {
-        Some(cursor) => AgentName::parse(cursor.as_str())
-            .map_err(|_| Error::invalid("the page cursor is malformed"))?
-            .to_string(),
-        None => String::new(),
-    };
-    let rows = sqlx::query(
+    let listing = Listing::new(config, page);
+    let query = sqlx::query(
         "SELECT a.name, a.created_at FROM agents a JOIN tenants t ON t.id = a.tenant_id \
          WHERE t.slug = $1 AND a.name > $2 ORDER BY a.name LIMIT $3",
     )
     .bind(tenant.as_str())
-    .bind(after)
-    .bind(i64::from(limit) + 1)
-    .fetch_all(db.reader())
-    .await?;
-    paged(rows, limit, |row| {
-        let name = AgentName::from_db(row.try_get("name")?)?;
-        let cursor = Cursor::from_name(name.as_str());
-        Ok((
-            cursor,
-            AgentInfo {
-                name,
-                created_at: from_micros(row.try_get("created_at")?)?,
-            },
-        ))
-    })
+    .bind(listing.name_or_empty(AgentName::parse)?);
+    listing
+        .fetch(db, query, |row| {
+            let name = AgentName::from_db(row.try_get("name")?)?;
+            let cursor = Cursor::from_name(name.as_str());
+            Ok((
+                cursor,
+                AgentInfo {
+                    name,
+                    created_at: from_micros(row.try_get("created_at")?)?,
+                },
+            ))
+        })
+        .await
 }
 
 /// Whether the tenant has this agent; listings of an unknown agent are `NotFound`, not empty.
@@ -599,29 +602,28 @@ pub(crate) async fn versions(
     agent: &AgentName,
     page: &PageRequest,
 ) -> Result<Page<VersionInfo>> {
-    let (limit, after) = page.resolve(config.default_page, config.max_page);
-    let before = after.map(Cursor::seq).transpose()?.unwrap_or(i64::MAX);
+    let listing = Listing::new(config, page);
     let sql = format!(
         "SELECT {VERSION_COLUMNS} FROM versions v JOIN agents a ON a.id = v.agent_id \
          JOIN tenants t ON t.id = a.tenant_id \
          WHERE t.slug = $1 AND a.name = $2 AND v.seq < $3 ORDER BY v.seq DESC LIMIT $4"
     );
-    let rows = sqlx::query(&sql)
+    let query = sqlx::query(&sql)
         .bind(tenant.as_str())
         .bind(agent.as_str())
-        .bind(before)
-        .bind(i64::from(limit) + 1)
-        .fetch_all(db.reader())
+        .bind(listing.seq_or(i64::MAX)?);
+    let found = listing
+        .fetch(db, query, |row| {
+            Ok((
+                Cursor::from_seq(row.try_get("seq")?),
+                version_info(agent, row)?,
+            ))
+        })
         .await?;
-    if rows.is_empty() {
+    if found.items.is_empty() {
         agent_exists(db, tenant, agent).await?;
     }
-    paged(rows, limit, |row| {
-        Ok((
-            Cursor::from_seq(row.try_get("seq")?),
-            version_info(agent, row)?,
-        ))
-    })
+    Ok(found)
 }
 
 pub(crate) async fn version(
@@ -721,14 +723,7 @@ pub(crate) async fn move_label(
         .ok_or_else(|| Error::not_found(format!("no agent {agent}")))?;
     let tenant_id: i64 = row.try_get("tenant_id")?;
     let agent_id: i64 = row.try_get("id")?;
-    let version_exists =
-        sqlx::query("SELECT seq FROM versions WHERE agent_id = $1 AND version_id = $2")
-            .bind(agent_id)
-            .bind(to.as_str())
-            .fetch_optional(&mut *tx)
-            .await?
-            .is_some();
-    if !version_exists {
+    if !version_exists(&mut tx, agent_id, to).await? {
         return Err(Error::not_found(format!(
             "no version {to} of agent {agent}"
         )));
@@ -967,50 +962,97 @@ pub(crate) async fn audit_log(
     tenant: &Tenant,
     page: &PageRequest,
 ) -> Result<Page<AuditEntry>> {
-    let (limit, after) = page.resolve(config.default_page, config.max_page);
-    let before = after.map(Cursor::seq).transpose()?.unwrap_or(i64::MAX);
-    let rows = sqlx::query(
+    let listing = Listing::new(config, page);
+    let query = sqlx::query(
         "SELECT au.seq, au.at, au.actor, au.action, au.object, au.from_value, au.to_value \
          FROM audit au JOIN tenants t ON t.id = au.tenant_id \
          WHERE t.slug = $1 AND au.seq < $2 ORDER BY au.seq DESC LIMIT $3",
     )
     .bind(tenant.as_str())
-    .bind(before)
-    .bind(i64::from(limit) + 1)
-    .fetch_all(db.reader())
-    .await?;
-    paged(rows, limit, |row| {
-        Ok((
-            Cursor::from_seq(row.try_get("seq")?),
-            AuditEntry {
-                at: from_micros(row.try_get("at")?)?,
-                actor: key_column(row, "actor")?,
-                action: AuditAction::from_db(&row.try_get::<String, _>("action")?)?,
-                object: row.try_get("object")?,
-                from: row.try_get("from_value")?,
-                to: row.try_get("to_value")?,
-            },
-        ))
-    })
+    .bind(listing.seq_or(i64::MAX)?);
+    listing
+        .fetch(db, query, |row| {
+            Ok((
+                Cursor::from_seq(row.try_get("seq")?),
+                AuditEntry {
+                    at: from_micros(row.try_get("at")?)?,
+                    actor: key_column(row, "actor")?,
+                    action: AuditAction::from_db(&row.try_get::<String, _>("action")?)?,
+                    object: row.try_get("object")?,
+                    from: row.try_get("from_value")?,
+                    to: row.try_get("to_value")?,
+                },
+            ))
+        })
+        .await
 }
 
-/// Cuts `limit + 1` fetched rows to a page: the extra row only says that a next page exists.
-pub(super) fn paged<T>(
-    rows: Vec<DbRow>,
+/// A listing's page request, resolved against the configured bounds: how many items the page
+/// holds and where the listing resumes. Every listing query ends with the row limit as its last
+/// parameter, which [`Listing::fetch`] binds.
+pub(super) struct Listing<'a> {
     limit: u32,
-    mut read: impl FnMut(&DbRow) -> Result<(Cursor, T)>,
-) -> Result<Page<T>> {
-    let limit = limit as usize;
-    let more = rows.len() > limit;
-    let mut items = Vec::with_capacity(rows.len().min(limit));
-    let mut last = None;
-    for row in rows.iter().take(limit) {
-        let (cursor, item) = read(row)?;
-        items.push(item);
-        last = Some(cursor);
+    after: Option<&'a Cursor>,
+}
+
+impl<'a> Listing<'a> {
+    pub(super) fn new(config: &StoreConfig, page: &'a PageRequest) -> Self {
+        let (limit, after) = page.resolve(config.default_page, config.max_page);
+        Listing { limit, after }
     }
-    Ok(Page {
-        items,
-        next: if more { last } else { None },
-    })
+
+    /// The sequence number the cursor holds, or `first` on the first page.
+    ///
+    /// # Errors
+    ///
+    /// `Invalid` for a cursor that is not a sequence number.
+    pub(super) fn seq_or(&self, first: i64) -> Result<i64> {
+        Ok(self.after.map(Cursor::seq).transpose()?.unwrap_or(first))
+    }
+
+    /// The name the cursor holds, checked by `parse`; empty, before every name, on the first
+    /// page.
+    ///
+    /// # Errors
+    ///
+    /// `Invalid` for a cursor that `parse` refuses.
+    pub(super) fn name_or_empty<N: std::fmt::Display>(
+        &self,
+        parse: impl FnOnce(&str) -> Result<N>,
+    ) -> Result<String> {
+        match self.after {
+            Some(cursor) => Ok(parse(cursor.as_str())
+                .map_err(|_| Error::invalid("the page cursor is malformed"))?
+                .to_string()),
+            None => Ok(String::new()),
+        }
+    }
+
+    /// Binds the row limit to `query`, runs it on the reader and cuts the rows to a page,
+    /// reading each with its cursor. One row more than the page holds is fetched: it only says
+    /// that a next page exists.
+    pub(super) async fn fetch<'q, T>(
+        &self,
+        db: &Handle,
+        query: DbQuery<'q>,
+        mut read: impl FnMut(&DbRow) -> Result<(Cursor, T)>,
+    ) -> Result<Page<T>> {
+        let rows = query
+            .bind(i64::from(self.limit) + 1)
+            .fetch_all(db.reader())
+            .await?;
+        let limit = self.limit as usize;
+        let more = rows.len() > limit;
+        let mut items = Vec::with_capacity(rows.len().min(limit));
+        let mut last = None;
+        for row in rows.iter().take(limit) {
+            let (cursor, item) = read(row)?;
+            items.push(item);
+            last = Some(cursor);
+        }
+        Ok(Page {
+            items,
+            next: if more { last } else { None },
+        })
+    }
 }

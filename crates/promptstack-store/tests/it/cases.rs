@@ -17,15 +17,13 @@ pub use crate::runs::{
     eval_runs_are_isolated_by_tenant, eval_runs_cancel_and_fail,
     eval_runs_claim_and_complete_every_cell,
 };
-use crate::support::{Harness, agent, bundle, by, label, principal, publish_all, tenant, vid};
+use crate::support::{
+    Harness, agent, bundle, by, kind, label, principal, publish_all, tenant, vid,
+};
 
 /// How long a change may take to reach another instance's subscription: the consistency the
 /// product promises across instances, not a performance figure.
 const DELIVERY: Duration = Duration::from_secs(1);
-
-fn kind<T: std::fmt::Debug>(result: promptstack_store::Result<T>) -> ErrorKind {
-    result.expect_err("an error was expected").kind()
-}
 
 pub async fn open_migrates_and_reopens(h: &Harness) {
     let store = h.open().await;

@@ -4,34 +4,20 @@
 use std::time::Duration;
 
 use promptstack_store::{
-    AuditAction, CredentialKey, CredentialName, ErrorKind, Location, NewRun, PageRequest, RunRef,
-    Secret, StoreConfig,
+    AuditAction, CredentialKey, CredentialName, ErrorKind, Location, NewRun, PageRequest, Secret,
+    StoreConfig,
 };
 
-use crate::support::{Harness, agent, by, principal, publish_all, vid};
+use crate::support::{Harness, agent, by, kind, one_version_run, principal, publish_all};
 
 const SECRET: &str = "sk-live-0123456789-do-not-leak";
-
-fn kind<T: std::fmt::Debug>(result: promptstack_store::Result<T>) -> ErrorKind {
-    result.expect_err("an error was expected").kind()
-}
 
 fn name(text: &str) -> CredentialName {
     CredentialName::parse(text).unwrap()
 }
 
 fn one_cell_run() -> NewRun {
-    NewRun::new(
-        agent("chat"),
-        "evals/smoke.toml",
-        vec![RunRef {
-            reference: "production".into(),
-            version: vid(1),
-        }],
-        vec!["m".into()],
-        vec!["s".into()],
-        1,
-    )
+    one_version_run("chat", 1, &["m"])
 }
 
 pub async fn credentials_are_sealed_and_used_only_by_own_runs(h: &Harness) {

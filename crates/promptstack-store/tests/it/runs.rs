@@ -6,18 +6,14 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use promptstack_store::{
-    AuditAction, ErrorKind, NewRun, PageRequest, Principal, RunId, RunInfo, RunRef, RunState,
-    Store, StoreConfig,
+    AuditAction, ClaimedCell, ErrorKind, NewRun, PageRequest, Principal, RunId, RunInfo, RunRef,
+    RunState, Store, StoreConfig, Tenant,
 };
 use serde_json::json;
 
-use crate::support::{Harness, agent, by, principal, publish_all, vid};
+use crate::support::{Harness, agent, by, kind, one_version_run, principal, publish_all, vid};
 
 const LEASE: Duration = Duration::from_secs(60);
-
-fn kind<T: std::fmt::Debug>(result: promptstack_store::Result<T>) -> ErrorKind {
-    result.expect_err("an error was expected").kind()
-}
 
 /// A run of agent `chat` over versions 1 and 2 (three references, one repeated), `models`
 /// models, two scenarios and `repeats` repetitions: 2 × models × 2 × repeats cells.
@@ -51,6 +47,17 @@ async fn setup(store: &Store, prefix: &str) -> Principal {
     who
 }
 
+/// The next claimable cell of `run` for `worker`, when there is one.
+async fn claim(
+    store: &Store,
+    tenant: &Tenant,
+    run: &RunId,
+    worker: &str,
+    lease: Duration,
+) -> Option<ClaimedCell> {
+    store.claim_cell(tenant, run, worker, lease).await.unwrap()
+}
+
 async fn create(store: &Store, who: &Principal, models: usize, repeats: u32) -> RunInfo {
     store
         .create_run(&who.tenant, &new_run(models, repeats), by(who))
@@ -77,7 +84,7 @@ pub async fn eval_runs_claim_and_complete_every_cell(h: &Harness) {
 
     // Every cell is claimed once while leases hold, in index order.
     let mut claims = Vec::new();
-    while let Some(claimed) = store.claim_cell(t, &run.id, "w1", LEASE).await.unwrap() {
+    while let Some(claimed) = claim(&store, t, &run.id, "w1", LEASE).await {
         assert_eq!(claimed.claim.generation(), 1);
         assert_eq!(claimed.claim.worker(), "w1");
         claims.push(claimed);
@@ -120,13 +127,7 @@ pub async fn eval_runs_claim_and_complete_every_cell(h: &Harness) {
     assert_eq!((done.progress.done, done.progress.failed), (16, 6));
     assert!(done.progress.mean_cell_seconds.is_some_and(|s| s >= 0.0));
     assert!(done.finished_at.is_some());
-    assert!(
-        store
-            .claim_cell(t, &run.id, "w1", LEASE)
-            .await
-            .unwrap()
-            .is_none()
-    );
+    assert!(claim(&store, t, &run.id, "w1", LEASE).await.is_none());
     assert_eq!(
         kind(store.renew_lease(t, &claims[0].claim, LEASE).await),
         ErrorKind::Conflict
@@ -188,26 +189,14 @@ pub async fn eval_cells_are_claimed_again_after_their_lease(h: &Harness) {
     let t = &who.tenant;
     let run = create(&store, &who, 1, 1).await;
     let short = Duration::from_millis(100);
-    let first = store
-        .claim_cell(t, &run.id, "w1", short)
-        .await
-        .unwrap()
-        .unwrap();
+    let first = claim(&store, t, &run.id, "w1", short).await.unwrap();
     // Renewing keeps it: another worker gets the next cell, not this one.
     store.renew_lease(t, &first.claim, LEASE).await.unwrap();
-    let other = store
-        .claim_cell(t, &run.id, "w2", short)
-        .await
-        .unwrap()
-        .unwrap();
+    let other = claim(&store, t, &run.id, "w2", short).await.unwrap();
     assert_ne!(other.cell.index, first.cell.index);
     // w2 stalls: its lease runs out and w3 takes the cell over.
     tokio::time::sleep(short * 3).await;
-    let taken = store
-        .claim_cell(t, &run.id, "w3", LEASE)
-        .await
-        .unwrap()
-        .unwrap();
+    let taken = claim(&store, t, &run.id, "w3", LEASE).await.unwrap();
     assert_eq!(taken.cell, other.cell);
     assert_eq!(taken.claim.generation(), 2);
     // The stale claim can neither renew nor complete.
@@ -228,10 +217,8 @@ pub async fn eval_cells_are_claimed_again_after_their_lease(h: &Harness) {
         .await
         .unwrap();
     // A claim whose lease ran out, but that nobody took over, still completes.
-    let lapsed = store
-        .claim_cell(t, &run.id, "w4", Duration::from_millis(10))
+    let lapsed = claim(&store, t, &run.id, "w4", Duration::from_millis(10))
         .await
-        .unwrap()
         .unwrap();
     tokio::time::sleep(Duration::from_millis(50)).await;
     store
@@ -266,21 +253,11 @@ pub async fn eval_runs_cancel_and_fail(h: &Harness) {
     let who = setup(&store, "cancel").await;
     let t = &who.tenant;
     let run = create(&store, &who, 1, 1).await;
-    let held = store
-        .claim_cell(t, &run.id, "w1", LEASE)
-        .await
-        .unwrap()
-        .unwrap();
+    let held = claim(&store, t, &run.id, "w1", LEASE).await.unwrap();
     let cancelled = store.cancel_run(t, &run.id, by(&who)).await.unwrap();
     assert_eq!(cancelled.state, RunState::Cancelled);
     assert!(cancelled.finished_at.is_some());
-    assert!(
-        store
-            .claim_cell(t, &run.id, "w1", LEASE)
-            .await
-            .unwrap()
-            .is_none()
-    );
+    assert!(claim(&store, t, &run.id, "w1", LEASE).await.is_none());
     assert_eq!(
         kind(store.complete_cell(t, &held.claim, &json!({}), false).await),
         ErrorKind::Conflict
@@ -343,11 +320,7 @@ pub async fn eval_run_quotas_and_validation(h: &Harness) {
     store.cancel_run(t, &second.id, None).await.unwrap();
     create(&store, &who, 1, 1).await;
 
-    let claimed = store
-        .claim_cell(t, &first.id, "w", LEASE)
-        .await
-        .unwrap()
-        .unwrap();
+    let claimed = claim(&store, t, &first.id, "w", LEASE).await.unwrap();
     let big = json!({"pad": "x".repeat(64)});
     assert_eq!(
         kind(store.complete_cell(t, &claimed.claim, &big, false).await),
@@ -360,11 +333,7 @@ pub async fn eval_run_quotas_and_validation(h: &Harness) {
         .complete_cell(t, &claimed.claim, &row, false)
         .await
         .unwrap();
-    let next = store
-        .claim_cell(t, &first.id, "w", LEASE)
-        .await
-        .unwrap()
-        .unwrap();
+    let next = claim(&store, t, &first.id, "w", LEASE).await.unwrap();
     assert_eq!(
         kind(store.complete_cell(t, &next.claim, &row, false).await),
         ErrorKind::TooLarge
@@ -378,47 +347,17 @@ pub async fn eval_run_quotas_and_validation(h: &Harness) {
     assert_eq!(kind(publish), ErrorKind::TooLarge);
 
     // Validation and lookups.
-    let unknown = NewRun::new(
-        agent("chat"),
-        "evals/smoke.toml",
-        vec![RunRef {
-            reference: "x".into(),
-            version: vid(99),
-        }],
-        vec!["m".into()],
-        vec!["s".into()],
-        1,
-    );
+    let unknown = one_version_run("chat", 99, &["m"]);
     assert_eq!(
         kind(store.create_run(t, &unknown, None).await),
         ErrorKind::NotFound
     );
-    let no_agent = NewRun::new(
-        agent("ghost"),
-        "evals/smoke.toml",
-        vec![RunRef {
-            reference: "x".into(),
-            version: vid(1),
-        }],
-        vec!["m".into()],
-        vec!["s".into()],
-        1,
-    );
+    let no_agent = one_version_run("ghost", 1, &["m"]);
     assert_eq!(
         kind(store.create_run(t, &no_agent, None).await),
         ErrorKind::NotFound
     );
-    let no_models = NewRun::new(
-        agent("chat"),
-        "evals/smoke.toml",
-        vec![RunRef {
-            reference: "x".into(),
-            version: vid(1),
-        }],
-        Vec::new(),
-        vec!["s".into()],
-        1,
-    );
+    let no_models = one_version_run("chat", 1, &[]);
     assert_eq!(
         kind(store.create_run(t, &no_models, None).await),
         ErrorKind::Invalid
@@ -447,11 +386,7 @@ pub async fn eval_runs_are_isolated_by_tenant(h: &Harness) {
     let a = setup(&store, "riso-a").await;
     let b = setup(&store, "riso-b").await;
     let run = create(&store, &b, 1, 1).await;
-    let claimed = store
-        .claim_cell(&b.tenant, &run.id, "w", LEASE)
-        .await
-        .unwrap()
-        .unwrap();
+    let claimed = claim(&store, &b.tenant, &run.id, "w", LEASE).await.unwrap();
     let t = &a.tenant;
     let page = PageRequest::first();
     assert_eq!(kind(store.run(t, &run.id).await), ErrorKind::NotFound);

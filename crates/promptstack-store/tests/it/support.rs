@@ -5,8 +5,8 @@ use std::sync::atomic::{AtomicU32, Ordering};
 
 use promptstack_store::testing::TempDatabase;
 use promptstack_store::{
-    AgentName, KeyId, LabelName, Location, NewVersion, Principal, Role, Store, StoreConfig, Tenant,
-    VersionId,
+    AgentName, ErrorKind, KeyId, LabelName, Location, NewRun, NewVersion, Principal, Role, RunRef,
+    Store, StoreConfig, Tenant, VersionId,
 };
 
 /// One database for one case.
@@ -99,6 +99,22 @@ pub fn bundle(n: u32) -> NewVersion {
     )
 }
 
+/// A run of one version of `agent`, referenced as `production`, with `models`, one scenario
+/// and one repetition.
+pub fn one_version_run(agent_name: &str, version: u32, models: &[&str]) -> NewRun {
+    NewRun::new(
+        agent(agent_name),
+        "evals/smoke.toml",
+        vec![RunRef {
+            reference: "production".into(),
+            version: vid(version),
+        }],
+        models.iter().map(|m| (*m).to_owned()).collect(),
+        vec!["s".into()],
+        1,
+    )
+}
+
 /// A tenant with an admin key, authenticated.
 pub async fn principal(store: &Store, prefix: &str) -> (Principal, String) {
     let tenant = tenant(prefix);
@@ -119,6 +135,11 @@ pub async fn publish_all(store: &Store, who: &Principal, agent: &AgentName, ns: 
             .await
             .unwrap();
     }
+}
+
+/// The kind of the error `result` holds; panics on success.
+pub fn kind<T: std::fmt::Debug>(result: promptstack_store::Result<T>) -> ErrorKind {
+    result.expect_err("an error was expected").kind()
 }
 
 pub fn by(who: &Principal) -> Option<&KeyId> {
