@@ -8,6 +8,7 @@ import { createRequire } from "node:module";
 import { test } from "node:test";
 
 import * as harness16 from "../../../examples/pi-compat-1.6/peer/harness.mjs";
+import { changedInPlace } from "../testkit/checks.mjs";
 import { edits073, random, TOOLS, WORDS } from "../testkit/pi-options.mjs";
 
 const require = createRequire(import.meta.url);
@@ -15,6 +16,14 @@ const { buildSystemPrompt } = require("../index.js");
 
 const peer16 = await harness16.loadPeer();
 const V16 = { version: "1.6.0" };
+
+const outcome = (f) => {
+  try {
+    return f();
+  } catch (error) {
+    return `<threw ${error.message}>`;
+  }
+};
 
 test("the same 1.6.0 options object, changed in place between calls, gives the peer's bytes on every call", () => {
   const rnd = random(0x5eed_0160);
@@ -29,35 +38,15 @@ test("the same 1.6.0 options object, changed in place between calls, gives the p
     (o) => o.sections && delete o.sections[pick(["intro", "rules", "z-last"])],
     (o) => (o.forceSystemPrompt = rnd() < 0.7 ? undefined : pick(["forced", "forced again"])),
   ];
-  const options = { cwd: "/w", contextFiles: [{ path: "/w/AGENTS.md", content: "one" }], skills: [] };
-  const c = { nowMs: Date.UTC(2026, 0, 2, 12), packageDir: "/opt/pi", options };
-  let changed = 0;
-  for (let i = 0; i < 600; i++) {
-    if (rnd() < 0.4) {
-      edits[Math.floor(rnd() * edits.length)](options);
-      changed++;
-    }
-    if (rnd() < 0.05) c.packageDir = c.packageDir === "/opt/pi" ? "/srv/pi" : "/opt/pi";
-    harness16.enterCase(c);
+  changedInPlace({
+    rnd,
+    edits,
+    enterCase: harness16.enterCase,
     // The peer refuses what the drop-in refuses (a section name) or renders context files raw;
     // compare with the escaped options, as the 1.6.0 suite does.
-    let want;
-    try {
-      want = peer16(harness16.escapeContext(options));
-    } catch (error) {
-      want = `<threw ${error.message}>`;
-    }
-    const call = () => {
-      try {
-        return buildSystemPrompt(options, V16);
-      } catch (error) {
-        return `<threw ${error.message}>`;
-      }
-    };
-    assert.ok(call() === want, `call ${i} ${JSON.stringify(options)}`);
-    assert.ok(call() === want, `call ${i} again`);
-  }
-  assert.ok(changed > 150, `${changed} edits`);
+    expected: (options) => outcome(() => peer16(harness16.escapeContext(options))),
+    actual: (options) => outcome(() => buildSystemPrompt(options, V16)),
+  });
 });
 
 test("one options object served as both versions keeps each version's answer apart", () => {

@@ -16,6 +16,7 @@ import { test } from "node:test";
 import { fileURLToPath } from "node:url";
 
 import { enterCase, escapeContext, expectedPath, intendedPath, listCases, loadCase, loadPeer } from "../../../examples/pi-compat-1.6/peer/harness.mjs";
+import { packageDirectory } from "../testkit/checks.mjs";
 import { optionsGenerator } from "../testkit/pi-options.mjs";
 
 const require = createRequire(import.meta.url);
@@ -114,20 +115,7 @@ test("five time zones: 1.6.0 prints no date, and neither does the drop-in", (t) 
 });
 
 test("the package directory: PI_PACKAGE_DIR as the peer reads it, or an explicit packageDir", (t) => {
-  const saved = process.env.PI_PACKAGE_DIR;
-  t.after(() => {
-    process.env.PI_PACKAGE_DIR = saved;
-  });
-  const c = { nowMs: Date.UTC(2026, 0, 2), packageDir: "/opt/pi", options: { cwd: "/w" } };
-  enterCase(c);
-  for (const dir of ["~", "~/pi", "/opt/pi/", "/opt/x/../pi", "relative/pi", "/", "/opt/with space/ü"]) {
-    process.env.PI_PACKAGE_DIR = dir;
-    assert.equal(buildSystemPrompt(c.options, V16), peer(c.options), dir);
-  }
-  process.env.PI_PACKAGE_DIR = "/opt/pi";
-  const explicit = buildSystemPrompt(c.options, { ...V16, packageDir: "/srv/pi-docs" });
-  assert.match(explicit, /Main documentation: \/srv\/pi-docs\/README\.md\n/);
-  assert.doesNotMatch(explicit, /\/opt\/pi/);
+  packageDirectory(t, { enterCase, peer, render: (options, extra) => buildSystemPrompt(options, { ...V16, ...extra }), dirs: ["~", "~/pi", "/opt/pi/", "/opt/x/../pi", "relative/pi", "/", "/opt/with space/ü"] });
 });
 
 test("a context file cannot close its tag: the peer's can, the drop-in's cannot", () => {

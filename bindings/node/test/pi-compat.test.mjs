@@ -8,6 +8,7 @@ import { createRequire } from "node:module";
 import { test } from "node:test";
 
 import { enterCase, expectedPath, listCases, loadCase, loadPeer } from "../../../examples/pi-compat/peer/harness.mjs";
+import { packageDirectory } from "../testkit/checks.mjs";
 import { optionsGenerator } from "../testkit/pi-options.mjs";
 
 const require = createRequire(import.meta.url);
@@ -83,20 +84,7 @@ test("the date is the local calendar date, as the peer's local-time getters give
 });
 
 test("the package directory: PI_PACKAGE_DIR as the peer reads it, or an explicit packageDir", (t) => {
-  const saved = process.env.PI_PACKAGE_DIR;
-  t.after(() => {
-    process.env.PI_PACKAGE_DIR = saved;
-  });
-  const c = { nowMs: Date.UTC(2026, 0, 2), packageDir: "/opt/pi", options: { cwd: "/w" } };
-  enterCase(c);
-  for (const dir of ["~", "~/pi", "/opt/pi/", "/opt/x/../pi", "relative/pi", "/"]) {
-    process.env.PI_PACKAGE_DIR = dir;
-    assert.equal(buildSystemPrompt(c.options), peer(c.options), dir);
-  }
-  process.env.PI_PACKAGE_DIR = "/opt/pi";
-  const explicit = buildSystemPrompt(c.options, { packageDir: "/srv/pi-docs" });
-  assert.match(explicit, /Main documentation: \/srv\/pi-docs\/README\.md\n/);
-  assert.doesNotMatch(explicit, /\/opt\/pi/);
+  packageDirectory(t, { enterCase, peer, render: (options, extra) => buildSystemPrompt(options, extra), dirs: ["~", "~/pi", "/opt/pi/", "/opt/x/../pi", "relative/pi", "/"] });
 });
 
 test("inputs outside the parity domain fail with an error instead of imitating JavaScript artefacts", () => {

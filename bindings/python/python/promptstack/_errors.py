@@ -105,15 +105,3 @@ for _error in (
 ):
     # Shown as `promptstack.SpecError`, where applications import them from.
     _error.__module__ = "promptstack"
-
-__all__ = [
-    "AssemblyError",
-    "FenceError",
-    "InputError",
-    "NotFoundError",
-    "PromptstackError",
-    "RequestError",
-    "SendError",
-    "SpecError",
-    "StreamError",
-]

@@ -104,19 +104,3 @@ class WidgetEvent(_WidgetEventRequired, total=False):
     ``widget_cancel``."""
 
     attributes: Dict[str, str]
-
-
-__all__ = [
-    "ByteRange",
-    "Citation",
-    "Diagnostic",
-    "FenceProblem",
-    "Finding",
-    "JsonDocument",
-    "Location",
-    "Part",
-    "Sources",
-    "Widget",
-    "WidgetEvent",
-    "WidgetStart",
-]

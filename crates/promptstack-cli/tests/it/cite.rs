@@ -104,38 +104,21 @@ fn bad_mode() {
 /// Output for a decided prefix arrives while stdin is still open: the command streams.
 #[test]
 fn streams_before_input_ends() {
-    let mut child = cite()
-        .args(["--sources", SOURCES, "--json"])
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let mut stdin = child.stdin.take().unwrap();
-    let stdout = child.stdout.take().unwrap();
-    let (lines, received) = mpsc::channel();
-    std::thread::spawn(move || {
-        for line in BufReader::new(stdout).lines() {
-            if lines.send(line.unwrap()).is_err() {
-                break;
-            }
-        }
-    });
-    // The generous bound only keeps a broken build from hanging the suite.
-    let wait = Duration::from_secs(60);
+    let (mut stdin, received, mut child) = spawn_json(&[]);
     stdin.write_all("Cited [1] and【".as_bytes()).unwrap();
     stdin.flush().unwrap();
     assert_eq!(
-        received.recv_timeout(wait).unwrap(),
+        received.recv_timeout(WAIT).unwrap(),
         r#"{"type":"text","text":"Cited {{cite:1}} and"}"#
     );
     stdin.write_all("2†Wikipedia】 done.\n".as_bytes()).unwrap();
     stdin.flush().unwrap();
     assert_eq!(
-        received.recv_timeout(wait).unwrap(),
+        received.recv_timeout(WAIT).unwrap(),
         r#"{"type":"text","text":"{{cite:2}} done.\n"}"#
     );
     drop(stdin);
-    let last = received.recv_timeout(wait).unwrap();
+    let last = received.recv_timeout(WAIT).unwrap();
     assert!(
         last.starts_with(r#"{"type":"map","citations":[{"key":1,"#),
         "{last}"
@@ -308,21 +291,18 @@ fn widgets_while_the_input_streams() {
 /// The generous bound only keeps a broken build from hanging the suite.
 const WAIT: Duration = Duration::from_secs(60);
 
-/// `cite --json` with the chat assistant's widgets declared, stdin open, stdout read line by
-/// line on a thread.
-fn spawn_widgets() -> (
+/// `cite --json --sources SOURCES` with `args`, stdin open, stdout read line by line on a
+/// thread.
+fn spawn_json(
+    args: &[&str],
+) -> (
     std::process::ChildStdin,
     mpsc::Receiver<String>,
     std::process::Child,
 ) {
     let mut child = cite()
-        .args([
-            "--sources",
-            SOURCES,
-            "--widgets",
-            "widget:weather-forecast,widget:map",
-            "--json",
-        ])
+        .args(["--sources", SOURCES, "--json"])
+        .args(args)
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .spawn()
@@ -338,6 +318,15 @@ fn spawn_widgets() -> (
         }
     });
     (stdin, received, child)
+}
+
+/// [`spawn_json`] with the chat assistant's widgets declared.
+fn spawn_widgets() -> (
+    std::process::ChildStdin,
+    mpsc::Receiver<String>,
+    std::process::Child,
+) {
+    spawn_json(&["--widgets", "widget:weather-forecast,widget:map"])
 }
 
 #[test]

@@ -11,37 +11,15 @@ use serde_json::{Value, json};
 use self::scripted::{text_reply, tool_call_reply, usage};
 use crate::support::promptstack;
 
-const SPEC: &str = r#"
-spec_version = 1
-name = "tester"
+/// The eval crate's tester agent, allowed three searches a turn.
+fn spec() -> String {
+    let spec = include_str!("../../../promptstack-eval/tests/data/tester/agent.toml");
+    assert_eq!(spec.matches("auto = 2").count(), 1);
+    spec.replace("auto = 2", "auto = 3")
+}
 
-[[tools]]
-name = "search"
-description = "Search the web."
-cacheable = true
-read_only = true
-budget = "web"
-results = "untrusted"
-parameters = { type = "object", properties = { query = { type = "string" } }, required = ["query"] }
-
-[turn.budgets.web]
-auto = 3
-
-[[blocks]]
-id = "kernel"
-trust = "author"
-stability = "stable"
-text = "You answer from search results and cite them as [N]."
-
-[targets.main]
-system = ["@stable"]
-"#;
-
-const SEND: &str = r#"{
-  "now": "2026-11-30T09:15:00+00:00",
-  "model": { "id": "gpt-5", "name": "GPT-5", "provider": "openai", "tool_usage": "native" },
-  "user_message": "What is new in Rust?"
-}"#;
+/// The eval crate's tester send.
+const SEND: &str = include_str!("../../../promptstack-eval/tests/data/tester/sends/s.json");
 
 /// Two scenarios: one the scripted model passes (it cites the scripted source), one it fails.
 fn suite(port: u16) -> String {
@@ -93,7 +71,7 @@ value = "nope"
 /// The agent's folder with its spec, send and suite.
 fn folder(port: u16) -> tempfile::TempDir {
     let dir = tempfile::tempdir().unwrap();
-    std::fs::write(dir.path().join("agent.toml"), SPEC).unwrap();
+    std::fs::write(dir.path().join("agent.toml"), spec()).unwrap();
     std::fs::create_dir(dir.path().join("sends")).unwrap();
     std::fs::write(dir.path().join("sends/s.json"), SEND).unwrap();
     std::fs::create_dir(dir.path().join("evals")).unwrap();
@@ -313,7 +291,7 @@ fn bad_input_exits_2() {
     assert_eq!(out.status.code(), Some(2));
 
     // A model whose key variable is not set.
-    std::fs::write(dir.path().join("agent.toml"), SPEC).unwrap();
+    std::fs::write(dir.path().join("agent.toml"), spec()).unwrap();
     let keyed = suite(1).replace(
         "retries = 0",
         "retries = 0\napi_key_env = \"PROMPTSTACK_TEST_KEY_THAT_IS_NOT_SET\"",

@@ -15,37 +15,12 @@ use promptstack_eval::run::{RunErrorKind, RunOptions, Runner, VersionAgent};
 use promptstack_eval::suite::Suite;
 use serde_json::{Value, json};
 
-const SPEC: &str = r#"
-spec_version = 1
-name = "tester"
+/// The tester agent: one budgeted, cached search tool (two searches a turn) and a kernel that
+/// asks for citations.
+const SPEC: &str = include_str!("../data/tester/agent.toml");
 
-[[tools]]
-name = "search"
-description = "Search the web."
-cacheable = true
-read_only = true
-budget = "web"
-results = "untrusted"
-parameters = { type = "object", properties = { query = { type = "string" } }, required = ["query"] }
-
-[turn.budgets.web]
-auto = 2
-
-[[blocks]]
-id = "kernel"
-trust = "author"
-stability = "stable"
-text = "You answer from search results and cite them as [N]."
-
-[targets.main]
-system = ["@stable"]
-"#;
-
-const SEND: &str = r#"{
-  "now": "2026-11-30T09:15:00+00:00",
-  "model": { "id": "gpt-5", "name": "GPT-5", "provider": "openai", "tool_usage": "native" },
-  "user_message": "What is new in Rust?"
-}"#;
+/// A send of the tester agent with a user message.
+const SEND: &str = include_str!("../data/tester/sends/s.json");
 
 /// A suite over the tester agent with `extra` matrix keys and scenarios.
 fn suite(matrix: &str, scenarios: &str) -> Suite {
