@@ -37,26 +37,47 @@ pub(crate) struct Math {
 /// The closing delimiter must come within [`MATH_MAX`] bytes and before a blank line; an empty
 /// formula is plain text. `eof` says that no more input will come.
 pub(crate) fn parse(s: &[u8], line_start: bool, eof: bool) -> Parse<Math> {
-    let open = s[1];
-    let close = match open {
+    let close = match s[1] {
         b'(' => b')',
         b'[' => b']',
         _ => unreachable!("math::parse called on a non-delimiter"),
     };
-    let end = match scan(s, eof, |b, i| match b {
-        b'\\' => match s.get(i + 1) {
-            None => Step::Stop(need(eof)),
-            Some(&next) if next == close => Step::Closed(i + 2),
-            // A second opener before any closer: the first one was never closed.
-            Some(&next) if next == open => Step::Stop(Parse::No),
-            // A control sequence such as `\\` or `\{`: its second byte never closes.
-            Some(_) => Step::To(i + 2),
-        },
-        _ => Step::To(i + 1),
-    }) {
-        Ok(end) => end,
-        Err(parse) => return parse,
+    let need = |eof: bool| if eof { Parse::No } else { Parse::Incomplete };
+    let mut i = 2;
+    let end = loop {
+        if i >= MATH_MAX {
+            return Parse::No;
+        }
+        let Some(&b) = s.get(i) else { return need(eof) };
+        match b {
+            b'\\' => {
+                let Some(&next) = s.get(i + 1) else {
+                    return need(eof);
+                };
+                if next == close {
+                    break i + 2;
+                }
+                if next == s[1] {
+                    // A second opener before any closer: the first one was never closed.
+                    return Parse::No;
+                }
+                // A control sequence such as `\\` or `\{`: its second byte never closes.
+                i += 2;
+            }
+            b'\n' => {
+                // A blank line ends the paragraph, and the formula with it.
+                match next_line(s, i + 1, eof) {
+                    Parse::Yes(()) => i += 1,
+                    Parse::Incomplete => return Parse::Incomplete,
+                    Parse::No => return Parse::No,
+                }
+            }
+            _ => i += 1,
+        }
     };
+    if content(s, end).trim_ascii().is_empty() {
+        return Parse::No;
+    }
     // A block only if the closing delimiter also ends its line.
     let block = close == b']' && line_start && {
         let Some(ends) = ends_line(s, end, eof) else {
@@ -74,74 +95,41 @@ pub(crate) fn parse(s: &[u8], line_start: bool, eof: bool) -> Parse<Math> {
 /// [`parse`]: [`MATH_MAX`] bytes, no blank line, not empty.
 pub(crate) fn parse_dollars(s: &[u8], eof: bool) -> Parse<Math> {
     debug_assert!(s.starts_with(b"$$"));
-    let end = match scan(s, eof, |b, i| match b {
-        // An escaped character (`\$`) never closes.
-        b'\\' => Step::To(i + 2),
-        b'$' => match s.get(i + 1) {
-            None => Step::Stop(need(eof)),
-            Some(b'$') => Step::Closed(i + 2),
-            Some(_) => Step::To(i + 1),
-        },
-        _ => Step::To(i + 1),
-    }) {
-        Ok(end) => end,
-        Err(parse) => return parse,
+    let need = |eof: bool| if eof { Parse::No } else { Parse::Incomplete };
+    let mut i = 2;
+    let end = loop {
+        if i >= MATH_MAX {
+            return Parse::No;
+        }
+        let Some(&b) = s.get(i) else { return need(eof) };
+        match b {
+            // An escaped character (`\$`) never closes.
+            b'\\' => i += 2,
+            b'$' => match s.get(i + 1) {
+                None => return need(eof),
+                Some(b'$') => break i + 2,
+                Some(_) => i += 1,
+            },
+            b'\n' => {
+                // A blank line ends the paragraph, and the formula with it.
+                match next_line(s, i + 1, eof) {
+                    Parse::Yes(()) => i += 1,
+                    Parse::Incomplete => return Parse::Incomplete,
+                    Parse::No => return Parse::No,
+                }
+            }
+            _ => i += 1,
+        }
     };
+    if content(s, end).trim_ascii().is_empty() {
+        return Parse::No;
+    }
     // When text follows the closing `$$` the formula stays as written, closer included, so that
     // closer is never read again as the opener of another block.
     let Some(block) = ends_line(s, end, eof) else {
         return Parse::Incomplete;
     };
     Parse::Yes(Math { len: end, block })
-}
-
-/// What a formula's scan does at a byte other than a newline.
-enum Step {
-    /// Goes on at this index.
-    To(usize),
-    /// The closing delimiter ends here.
-    Closed(usize),
-    /// The formula ends with this answer.
-    Stop(Parse<Math>),
-}
-
-/// More input is needed to decide, unless none will come.
-fn need<T>(eof: bool) -> Parse<T> {
-    if eof { Parse::No } else { Parse::Incomplete }
-}
-
-/// Scans the formula after its two-byte opener for its closing delimiter, with `step` deciding
-/// at each byte other than a newline: the end of the formula, or why there is none. The limits
-/// are the same for every delimiter: [`MATH_MAX`] bytes, no blank line, not empty.
-#[inline]
-fn scan(s: &[u8], eof: bool, step: impl Fn(u8, usize) -> Step) -> Result<usize, Parse<Math>> {
-    let mut i = 2;
-    let end = loop {
-        if i >= MATH_MAX {
-            return Err(Parse::No);
-        }
-        let Some(&b) = s.get(i) else {
-            return Err(need(eof));
-        };
-        if b == b'\n' {
-            // A blank line ends the paragraph, and the formula with it.
-            match next_line(s, i + 1, eof) {
-                Parse::Yes(()) => i += 1,
-                Parse::Incomplete => return Err(Parse::Incomplete),
-                Parse::No => return Err(Parse::No),
-            }
-            continue;
-        }
-        match step(b, i) {
-            Step::To(next) => i = next,
-            Step::Closed(end) => break end,
-            Step::Stop(parse) => return Err(parse),
-        }
-    };
-    if content(s, end).trim_ascii().is_empty() {
-        return Err(Parse::No);
-    }
-    Ok(end)
 }
 
 /// How far past a `$` before a digit the processor looks for a `$` that closes a formula.
