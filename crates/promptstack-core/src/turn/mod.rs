@@ -172,38 +172,41 @@ impl ToolOutput {
 
     /// Appends a part from a page, with a non-authoritative title (e.g. a search result).
     pub fn source(
-        self,
+        mut self,
         url: impl Into<String>,
         title: Option<&str>,
         text: impl Into<String>,
     ) -> Self {
-        self.push_source(url.into(), title, false, text.into())
+        self.parts
+            .push(page_part(url.into(), title, false, text.into()));
+        self
     }
 
     /// Appends a part from a page whose title is authoritative (e.g. a fetch of the page).
     pub fn fetched_source(
-        self,
+        mut self,
         url: impl Into<String>,
         title: Option<&str>,
         text: impl Into<String>,
     ) -> Self {
-        self.push_source(url.into(), title, true, text.into())
-    }
-
-    fn push_source(
-        mut self,
-        url: String,
-        title: Option<&str>,
-        authoritative_title: bool,
-        text: String,
-    ) -> Self {
-        self.parts.push(OutputPart::Source {
-            url,
-            title: title.map(str::to_owned),
-            authoritative_title,
-            text,
-        });
+        self.parts
+            .push(page_part(url.into(), title, true, text.into()));
         self
+    }
+}
+
+/// A part from a page.
+fn page_part(
+    url: String,
+    title: Option<&str>,
+    authoritative_title: bool,
+    text: String,
+) -> OutputPart {
+    OutputPart::Source {
+        url,
+        title: title.map(str::to_owned),
+        authoritative_title,
+        text,
     }
 }
 
