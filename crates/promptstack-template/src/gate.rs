@@ -467,6 +467,7 @@ pub struct GateContext<'c, 'a> {
 
 impl<'c, 'a> GateContext<'c, 'a> {
     /// The context, with no atom read yet.
+    #[inline]
     pub fn new(context: &'c Context<'a>) -> Self {
         Self {
             context,
@@ -477,6 +478,7 @@ impl<'c, 'a> GateContext<'c, 'a> {
     }
 
     /// The context the gates read.
+    #[inline]
     pub fn context(&self) -> &'c Context<'a> {
         self.context
     }

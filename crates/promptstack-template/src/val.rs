@@ -174,6 +174,7 @@ impl<'a> VariableFacts<'a> {
     /// The facts of a send's variables: made from the compiled declarations, read by their
     /// places; `spec` (the same declarations, as the spec holds them) serves reads by name.
     /// Declarations of no agent (`Declared::default()`) give facts read by name only.
+    #[inline]
     pub fn new(
         declared: &'a Declared,
         spec: &'a BTreeMap<String, VariableSpec>,
@@ -247,11 +248,13 @@ impl<'a> VariableFacts<'a> {
 
     /// The first variable, in name order, whose sent value does not have the shape the spec
     /// declares, with that value.
+    #[inline]
     pub fn misfit(&self) -> Option<(&'a str, &'a serde_json::Value)> {
         self.misfit
     }
 
     /// Whether the send sets a variable the spec does not declare.
+    #[inline]
     pub fn any_undeclared(&self) -> bool {
         self.undeclared
     }
@@ -886,6 +889,7 @@ impl<'a> Context<'a> {
     /// Adds a root at a place (the `tools` root, once the tool gates, which do not see it, have
     /// been decided). If the engine already needed the context, the roots it made into template
     /// values are read as those from now on, so they are not made again.
+    #[inline]
     pub fn insert(&mut self, at: usize, index: u8, name: &'static str, root: Val<'a>) {
         if let Some(value) = self.value.take() {
             for (name, root) in &mut self.roots {
@@ -977,6 +981,7 @@ impl<'a> Context<'a> {
     /// The roots held as template values: those not borrowed from the send, and, if the engine
     /// needed the context, what it made of the others, for a stable part to keep (a later send's
     /// volatile renders reuse them).
+    #[inline]
     pub fn values(&self) -> Vec<(&'static str, Value)> {
         let built = self.value.get();
         self.roots
@@ -991,11 +996,13 @@ impl<'a> Context<'a> {
     }
 
     /// Whether the engine needed the context (its template value was made).
+    #[inline]
     pub fn is_built(&self) -> bool {
         self.value.get().is_some()
     }
 
     /// The context as one template value, for minijinja.
+    #[inline]
     pub fn value(&self) -> &Value {
         self.value.get_or_init(|| {
             super::context_value(
