@@ -340,7 +340,7 @@ pub(crate) struct GateAtoms {
     indices: HashMap<String, u32>,
 }
 
-/// One gate compiled over the agent's [`GateAtoms`]: its atoms and connectives in the order
+/// One gate compiled over the agent's `GateAtoms`: its atoms and connectives in the order
 /// `SimpleGate::decide` evaluates them, run with one three-valued register (true, false, or
 /// undecided where an atom is minijinja's to answer).
 #[derive(Debug, Clone, PartialEq)]

@@ -257,7 +257,7 @@ impl TemplateSet {
     /// Sets the memory the templates of one assembly may use: each render's fuel pays for at most
     /// half of it in data (checked by minijinja before every allocation of known size, and by the
     /// filters here before theirs), and the texts the renders of one assembly keep may take the
-    /// other half (see [`RenderBudget`]). The fuel is never more than [`MAX_FUEL`].
+    /// other half (see [`RenderBudget`]). The fuel is never more than `MAX_FUEL`.
     pub fn set_memory(&mut self, bytes: u64) {
         self.memory = bytes.max(2 * BYTES_PER_FUEL);
         self.env.set_fuel(Some(self.fuel()));
@@ -319,7 +319,7 @@ impl TemplateSet {
     }
 
     /// Calls `name` with every identifier in the tags of every template and gate (see
-    /// [`template_names`]); `false` if a source could not be scanned to its end.
+    /// `template_names`); `false` if a source could not be scanned to its end.
     pub fn names(&self, name: &mut dyn FnMut(&str)) -> bool {
         self.env
             .templates()
@@ -327,7 +327,7 @@ impl TemplateSet {
     }
 
     /// Calls `name` with every identifier in the tags of one template or gate (see
-    /// [`template_names`]); `false` if it is unknown or could not be scanned to its end.
+    /// `template_names`); `false` if it is unknown or could not be scanned to its end.
     pub fn names_in(&self, template: &str, name: &mut dyn FnMut(&str)) -> bool {
         self.env
             .get_template(template)
@@ -436,7 +436,7 @@ impl TemplateSet {
     /// atom read once for all the gates of the context), else by rendering the gate's template.
     ///
     /// The code charges no fuel, so it is used only while every render has far more fuel than
-    /// the gates it decides could use ([`gate::MAX_GATE_FUEL`]); with less, a gate could run out
+    /// the gates it decides could use (`gate::MAX_GATE_FUEL`); with less, a gate could run out
     /// of fuel in minijinja, and that outcome must stay the same.
     pub fn gate(
         &self,
@@ -754,7 +754,7 @@ pub fn path_is_empty(ctx: &Value, path: &str) -> bool {
         || value.len() == Some(0)
 }
 
-/// The `skills` root: the visible skills (see [`val::visible`]).
+/// The `skills` root: the visible skills (`val::visible`: hidden skills never reach a template).
 pub fn skills_value(skills: &[Skill]) -> Value {
     Value::from_object(val::visible(skills).map(skill_value).collect::<Vec<_>>())
 }
@@ -974,7 +974,8 @@ fn json_pairs<'a>(map: impl IntoIterator<Item = (&'a String, &'a serde_json::Val
     )
 }
 
-/// [`json_value`] of an optional value: `none` when it is absent.
+/// The template value of an optional JSON value (as `json_value` makes it): `none` when it is
+/// absent.
 pub fn json_value_or_none(value: Option<&serde_json::Value>) -> Value {
     value.map_or_else(|| Value::from(()), json_value)
 }

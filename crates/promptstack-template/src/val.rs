@@ -820,7 +820,7 @@ const NO_ROOT: u8 = u8::MAX;
 /// against, made on first need. What the engine made of the roots is kept: by the context when a
 /// root joins it ([`Context::insert`]), and by the stable part ([`Context::values`]).
 ///
-/// The evaluators read a root by its name's slot (see [`root_slot`]): its place among the roots
+/// The evaluators read a root by its name's slot (see `root_slot`): its place among the roots
 /// is found on the first read and kept, so later reads compare one name at most.
 pub struct Context<'a> {
     roots: Vec<(&'static str, Val<'a>)>,
@@ -867,7 +867,7 @@ impl<'a> Context<'a> {
     }
 
     /// A context of roots each given with its index among the names the expressions were
-    /// compiled against (see [`Declared::with_roots`]): a read by index finds its root without
+    /// compiled against (see `Declared::with_roots`): a read by index finds its root without
     /// comparing names, and a root the context lacks without a search.
     pub fn of_roots(roots: impl IntoIterator<Item = (u8, &'static str, Val<'a>)>) -> Self {
         let mut indexed = [NO_ROOT; ROOT_INDICES];

@@ -12,7 +12,7 @@
 //!   cut with an ellipsis).
 //!
 //! Each layer is a pure function with its own tests, and is also a template filter registered in
-//! every agent's environment (see [`register`]), so a spec uses it as
+//! every agent's environment (see `register`), so a spec uses it as
 //! `{{ skills | unique_names }}`, `{{ text | escape_xml }}`, `{% for g in list | guidelines %}`.
 
 pub mod compact;
