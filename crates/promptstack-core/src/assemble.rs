@@ -30,9 +30,9 @@ use crate::ir::AgentInner;
 use crate::ir::{Body, Unit};
 use crate::root::{Root, RootSources, VARIABLES, VARIABLES_INDEX, VolatileInput};
 use crate::spec::{BlockKind, Placement, Stability, Trust};
-use crate::template::{self, Val, path_is_empty};
 use crate::tokens::{Counting, TokenCount};
 use crate::toolset::{ExcludedTool, Tool, Toolset};
+use promptstack_template::{self as template, Val, path_is_empty};
 
 /// What the gates decided for one unit.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -869,7 +869,7 @@ impl AgentInner {
                 at,
                 Root::Tools.index(),
                 Root::Tools.name(),
-                Val::Tools(&toolset),
+                Val::Tools(&*toolset),
             );
         }
         let mut diagnostics = Vec::new();
@@ -1455,7 +1455,7 @@ fn check_shapes(
             "`variables.{}{}` is {}; the spec declares {}",
             crate::diagnostic::quote(name),
             inner.replace('/', "."),
-            crate::spec::shape::describe(found),
+            crate::spec::describe(found),
             shape.expected_at(&inner)
         ),
     ))

@@ -16,7 +16,7 @@ use crate::caches::Caches;
 use crate::diagnostic::Diagnostic;
 use crate::root::{ReadRoots, StableVariables, VolatileInput};
 use crate::spec::{AgentSpec, BlockKind, Placement, SourceMap, Stability, Trust, UserPosition};
-use crate::template::{GateCode, TemplateSet};
+use promptstack_template::{GateCode, TemplateSet};
 
 /// What an `Agent` handle shares: the compiled program and its caches. The implementation
 /// modules (assemble, provider, inject, lint) work on it; `agent` is the public face.
@@ -77,7 +77,7 @@ impl AgentInner {
 #[derive(Debug, Clone)]
 pub(crate) enum Body {
     Text(String),
-    Template(crate::template::Template),
+    Template(promptstack_template::Template),
 }
 
 /// A compiled gate: the template that evaluates it and its source expression.
@@ -86,7 +86,7 @@ pub(crate) struct Gate {
     pub template: String,
     pub expression: String,
     /// The gate's code over the agent's gate atoms, when the expression is in the subset
-    /// decided without rendering (see [`SimpleGate`](crate::template::SimpleGate)).
+    /// decided without rendering (see [`SimpleGate`](promptstack_template::SimpleGate)).
     pub code: Option<GateCode>,
 }
 

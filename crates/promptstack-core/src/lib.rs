@@ -40,6 +40,12 @@
 //! `promptstack-stream`) with no template, schema or tokenizer dependency; they are re-exported
 //! here under these two names.
 //!
+//! The template layer (checked templates and gates, the engine-free evaluators, the `layers`
+//! filters) is its own crate too, `promptstack-template`, below this one and internal to it: the
+//! records it reads in place ([`context::Skill`], [`context::ContextFile`], [`context::Now`]), a
+//! variable's declaration ([`spec::VariableSpec`] and its parts), [`layers`], [`sites`] and
+//! [`diagnostic::quote`] are defined there and re-exported here, at these paths.
+//!
 //! ```
 //! use promptstack_core::{Agent, SendContext, SpecFormat};
 //!
@@ -89,15 +95,15 @@ pub mod layers;
 mod placeholders;
 pub mod provider;
 pub mod refresh;
-mod room;
 mod root;
-pub mod sites;
 pub mod spec;
-mod template;
 pub mod tokens;
 pub mod tools;
 pub mod toolset;
 pub mod turn;
+
+#[cfg(test)]
+mod template_tests;
 
 #[cfg(feature = "fuzzing")]
 #[doc(hidden)]
@@ -105,6 +111,7 @@ pub mod fuzzing;
 
 pub use promptstack_fence as fence;
 pub use promptstack_stream as stream;
+pub use promptstack_template::sites;
 
 // One path per public item. The root holds the handles an embedder loads, assembles and matches
 // errors with; each is defined in a module that is not public (`context::send` and `spec::load`

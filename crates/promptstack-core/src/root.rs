@@ -13,8 +13,8 @@ use minijinja::value::Value;
 use crate::context::{Fact, Scope, SendContext};
 use crate::hash::{Key, KeyBuilder};
 use crate::spec::{Stability, Trust, VariableSpec};
-use crate::template::{self, Val};
 use crate::toolset::Toolset;
+use promptstack_template::{self as template, Val};
 
 mod views;
 
@@ -318,8 +318,8 @@ impl Root {
 ///
 /// A root that no template names cannot reach any output, so an assembly does not build its
 /// value: a send pays only for the roots its agent uses. The names come from
-/// [`template_names`](crate::template::template_names), an over-approximation (every identifier
-/// inside a tag counts), and a template that calls `debug()`, which prints the whole context,
+/// [`TemplateSet::names`](promptstack_template::TemplateSet::names), an over-approximation (every
+/// identifier inside a tag counts), and a template that calls `debug()`, which prints the whole context,
 /// reads every root.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) struct ReadRoots {

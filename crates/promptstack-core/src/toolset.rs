@@ -316,6 +316,29 @@ impl Toolset {
     }
 }
 
+/// The `tools` root as the template layer reads it where it lies.
+impl promptstack_template::ToolsRoot for Toolset {
+    #[inline]
+    fn value(&self) -> Value {
+        self.template_value()
+    }
+
+    #[inline]
+    fn tool(&self, name: &str) -> Option<Value> {
+        self.template_tool(name)
+    }
+
+    #[inline]
+    fn count(&self) -> usize {
+        self.tools.len()
+    }
+
+    #[inline]
+    fn contains(&self, name: &str) -> bool {
+        Toolset::contains(self, name)
+    }
+}
+
 /// A tool as the `tools` root shows it, made once per tool and shared by every toolset.
 fn tool_value(tool: &Tool) -> Value {
     tool.view

@@ -69,7 +69,7 @@ impl Compiler<'_> {
                         format!(
                             "the default of `variables.{}` is {}; its shape is {}",
                             crate::diagnostic::quote(name),
-                            crate::spec::shape::describe(found),
+                            crate::spec::describe(found),
                             shape.expected_at(&inner)
                         ),
                         Some(format!("give a default of shape `{shape}`")),

@@ -24,7 +24,7 @@ use crate::spec::load::{
 };
 use crate::spec::span::push_pointer;
 use crate::spec::{AgentSpec, BlockKind, Placement, Stability, Trust, load};
-use crate::template::{GATE_PREFIX, SimpleGate, TemplateSet, Whitespace};
+use promptstack_template::{GATE_PREFIX, SimpleGate, TemplateSet, Whitespace};
 
 /// Per-unit facts collected while validating, used by several checks.
 pub(super) struct UnitFacts {
@@ -211,7 +211,7 @@ impl Compiler<'_> {
         match (text, template) {
             (Some(text), None) => Body::Text(text.clone()),
             (None, Some(source)) => {
-                if let Some(offset) = crate::template::template_operators_exceeded(source) {
+                if let Some(offset) = promptstack_template::template_operators_exceeded(source) {
                     self.too_many_operators(push_pointer(pointer, "template"), offset);
                 } else if let Err(error) = self.templates.add(
                     name.clone(),
@@ -320,7 +320,7 @@ impl Compiler<'_> {
     }
 
     fn gate(&mut self, name: String, expression: &str, pointer: &str) -> Gate {
-        if let Some(offset) = crate::template::expression_operators_exceeded(expression) {
+        if let Some(offset) = promptstack_template::expression_operators_exceeded(expression) {
             self.too_many_operators(push_pointer(pointer, "when"), offset);
         } else if let Err(error) = self.templates.add_gate(name.clone(), expression) {
             let child = push_pointer(pointer, "when");

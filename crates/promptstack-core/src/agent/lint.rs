@@ -16,7 +16,7 @@ use crate::diagnostic::Diagnostic;
 use crate::ir::{AgentInner, CompiledTool, Unit};
 use crate::root::root_of;
 use crate::spec::{AgentSpec, BlockKind, Placement};
-use crate::template::TemplateSet;
+use promptstack_template::TemplateSet;
 
 pub(crate) fn static_checks(
     spec: &AgentSpec,

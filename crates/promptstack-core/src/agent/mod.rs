@@ -124,7 +124,7 @@ impl Agent {
 
     /// The memory the templates of one assembly may use unless [`Agent::with_template_memory`]
     /// says otherwise: 64 MiB.
-    pub const DEFAULT_TEMPLATE_MEMORY: u64 = crate::template::DEFAULT_MEMORY;
+    pub const DEFAULT_TEMPLATE_MEMORY: u64 = promptstack_template::DEFAULT_MEMORY;
 
     /// Sets the memory the templates of one assembly may use, in bytes.
     ///

@@ -12,9 +12,9 @@ use serde::Serialize;
 use crate::context::{
     Integration, ModelDescriptor, Project, Tab, Tabs, ToolUsage, UserProfile, message_slugs,
 };
-use crate::template::to_value;
 use crate::tools::mcp::{McpServerListing, McpServerStatus};
 use crate::toolset::Toolset;
+use promptstack_template::to_value;
 
 /// The `model` root.
 pub(crate) fn model_value(model: &ModelDescriptor) -> Value {

@@ -20,22 +20,7 @@ pub const MAX_SPEC_BYTES: usize = 4 * 1024 * 1024;
 /// The deepest nesting of arrays and tables accepted in a spec or send context.
 pub const MAX_NESTING: usize = 64;
 
-/// The most operators one template tag (`{{ … }}`, `{% … %}`) or gate expression may hold.
-///
-/// An operator here is anything that nests the parsed expression one level deeper: arithmetic,
-/// `~`, comparisons, `and`/`or`/`not`, `in`/`is`, `if`, a filter `|`, an attribute `.`, an index
-/// `[` or a call `(`. The template compiler walks expressions recursively, so a long flat chain
-/// (`1 + 1 + …`, `x|upper|upper|…`) would exhaust the stack; the spec is refused before any
-/// template is compiled instead, located at the first operator past the limit. The limit keeps
-/// the deepest such walk (a chain of `+`, each link guarded, three frames of the compiler a
-/// link) within a 2 MiB thread stack even in an unoptimised build.
-pub const MAX_EXPRESSION_OPERATORS: usize = 400;
-
-/// The deepest nesting of containers a template may make (`[[[x]]]`, `xs | batch(1)`, …): a
-/// render that nests a value deeper fails where the value is made, so dropping or writing any
-/// value a render holds recurses a bounded number of times. A send's own values nest at most
-/// [`MAX_NESTING`] deep, which leaves every template room to wrap them.
-pub const MAX_TEMPLATE_NESTING: usize = 128;
+pub use promptstack_template::spec::{MAX_EXPRESSION_OPERATORS, MAX_TEMPLATE_NESTING};
 
 /// The most problems one [`SpecError`] reports. A hostile file can hold a million bad keys; the
 /// first ones, in source order, are reported with a count of the rest, and no more are collected

@@ -7,7 +7,6 @@
 
 pub(crate) mod load;
 mod path;
-pub(crate) mod shape;
 pub(crate) mod span;
 pub(crate) mod turn_config;
 
@@ -24,7 +23,10 @@ pub use load::{
 };
 pub(crate) use load::{SpecError, SpecFormat};
 pub use path::{PathError, check_relative_path};
-pub use shape::Shape;
+// The vocabulary the templates are compiled against lives with them (`promptstack-template`);
+// this module is its public path.
+pub(crate) use promptstack_template::spec::describe;
+pub use promptstack_template::spec::{Shape, Stability, Trust, VariableSpec};
 pub use span::SourceMap;
 pub(crate) use span::push_pointer as span_pointer;
 
@@ -143,62 +145,6 @@ impl Default for RenderOptions {
     }
 }
 
-/// Who controls a block's text. Ordered from most to least trusted.
-#[derive(
-    Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize, JsonSchema,
-)]
-#[serde(rename_all = "snake_case")]
-pub enum Trust {
-    /// Written by the platform running the agent.
-    Platform,
-    /// Written by the agent's author (this spec).
-    Author,
-    /// Written by a tenant administrator.
-    Tenant,
-    /// Written or influenced by the end user.
-    User,
-    /// From outside: web pages, files, third-party servers.
-    Untrusted,
-}
-
-impl Trust {
-    /// Whether text of this trust is controlled by someone other than the platform or the author.
-    pub fn is_user_controlled(self) -> bool {
-        self >= Trust::Tenant
-    }
-
-    /// The lowercase name used in specs and reports.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Trust::Platform => "platform",
-            Trust::Author => "author",
-            Trust::Tenant => "tenant",
-            Trust::User => "user",
-            Trust::Untrusted => "untrusted",
-        }
-    }
-}
-
-/// Whether a block may change from one send to the next in the same thread.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, JsonSchema)]
-#[serde(rename_all = "snake_case")]
-pub enum Stability {
-    /// Byte-identical across the sends of a thread: part of the cacheable prefix.
-    Stable,
-    /// May change on every send (the clock, per-send notes).
-    Volatile,
-}
-
-impl Stability {
-    /// The lowercase name used in specs and reports.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Stability::Stable => "stable",
-            Stability::Volatile => "volatile",
-        }
-    }
-}
-
 /// What a block is, for reports and tooling. It does not change how the block renders.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, JsonSchema, Default)]
 #[serde(rename_all = "snake_case")]
@@ -250,28 +196,6 @@ pub enum Placement {
     Body,
     /// Only where a target names it in its `system` list (e.g. a client identity for one engine).
     Target,
-}
-
-/// A variable the templates may read as `variables.<name>`.
-#[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
-#[serde(deny_unknown_fields)]
-pub struct VariableSpec {
-    /// Whether the value may change between sends of a thread. Stable blocks may read only stable
-    /// variables.
-    pub stability: Stability,
-    /// Who controls the value. A block that renders it must declare at least this trust.
-    pub trust: Trust,
-    /// The shape its value must have (`string`, `list of string`, …; `any` when absent). A send
-    /// whose value does not fit is refused, located at the value.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub shape: Option<Shape>,
-    /// The value used when the send context does not supply one. Without a default, a template that
-    /// reads a missing variable is an error.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub default: Option<serde_json::Value>,
-    /// What the variable means.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub description: Option<String>,
 }
 
 /// A tool the agent may offer the model.

@@ -352,50 +352,115 @@ fn the_graph_sees_imports_and_would_report_a_cycle() {
     assert!(cycle.contains(&top("inject")) && cycle.contains(&top("compose")));
 }
 
-/// The template layer names the rest of the core only through its `boundary` (an inline module
-/// of `template/mod.rs`): its other files name no module outside `template`, and `template`
-/// names exactly the modules the boundary lists. Outside the layer, modules name `template`
-/// alone, never one of its submodules.
+/// The template layer is its own crate, below the core: `promptstack-template` depends on no
+/// promptstack crate (its dependencies go down), and the core depends on it.
 #[test]
-fn the_template_layer_names_the_core_only_through_its_boundary() {
-    const BOUNDARY: &[&str] = &[
-        "context",
-        "layers",
-        "layers::escape",
-        "layers::files",
-        "layers::guidelines",
-        "room",
-        "spec",
-        "toolset",
-    ];
-    let graph = graph();
-    let template = vec!["template".to_owned()];
-    let mut named = BTreeSet::new();
-    for (module, edges) in &graph {
-        let inside = module.starts_with(&template);
-        for (to, at) in edges {
-            let into = to.starts_with(&template);
-            if inside && !into {
-                assert_eq!(
-                    module,
-                    &template,
-                    "{} names {} (in {at}) past the layer's boundary",
-                    name(module),
-                    name(to)
-                );
-                named.insert(name(to));
+fn the_template_layer_is_a_crate_below_the_core() {
+    let tree = crate::purity::cargo_tree("promptstack-template", "none", "{p}", &[]);
+    let packages: BTreeSet<&str> = tree
+        .lines()
+        .filter_map(|line| line.split_whitespace().next())
+        .collect();
+    assert!(
+        packages.contains("promptstack-template") && packages.contains("minijinja"),
+        "the dependency list was read: {packages:?}"
+    );
+    let promptstack: Vec<_> = packages
+        .iter()
+        .filter(|p| p.starts_with("promptstack") && **p != "promptstack-template")
+        .collect();
+    assert!(
+        promptstack.is_empty(),
+        "promptstack-template depends on {promptstack:?}"
+    );
+    let core = crate::purity::cargo_tree("promptstack-core", "depth", "{p}", &[]);
+    assert!(
+        core.lines()
+            .any(|line| line.starts_with("1promptstack-template ")),
+        "the core depends on the template layer directly"
+    );
+}
+
+/// The public modules of the template layer, besides its root: the records, layers and limits
+/// the core re-exports at its own paths. `testing` (its test hooks) is named only by the core's
+/// test module `template_tests`.
+const TEMPLATE_MODULES: &[&str] = &["context", "layers", "sites", "spec", "text"];
+
+/// Every `promptstack_template::…` path in a file's items, leaving out test modules.
+fn template_paths(items: &[Item], out: &mut Vec<Vec<String>>) {
+    let mut paths = Vec::new();
+    for item in items {
+        match item {
+            Item::Use(u) => use_paths(&u.tree, &mut Vec::new(), &mut paths),
+            Item::Mod(m) if is_test(&m.attrs) => {}
+            Item::Mod(m) => {
+                if let Some((_, inner)) = &m.content {
+                    template_paths(inner, out);
+                }
             }
-            if !inside && into {
-                assert_eq!(
-                    to,
-                    &template,
-                    "{} names {} (in {at})",
-                    name(module),
-                    name(to)
-                );
+            Item::Fn(f) if is_test(&f.attrs) => {}
+            other => {
+                let code = other.to_token_stream().to_string();
+                let tokens: Vec<&str> = code.split_whitespace().collect();
+                for (i, token) in tokens.iter().enumerate() {
+                    if *token == "promptstack_template" && tokens.get(i + 1) == Some(&"::") {
+                        let next = tokens.get(i + 2).copied().unwrap_or_default();
+                        paths.push(vec![(*token).to_owned(), next.to_owned()]);
+                    }
+                }
             }
         }
     }
-    let boundary: BTreeSet<String> = BOUNDARY.iter().map(|m| (*m).to_owned()).collect();
-    assert_eq!(named, boundary, "the modules the template layer names");
+    out.extend(
+        paths
+            .into_iter()
+            .filter(|path| path.first().is_some_and(|p| p == "promptstack_template")),
+    );
+}
+
+/// The core reaches the template layer through its root (`TemplateSet`, `Context`, `Val`, …) and
+/// the public modules it re-exports, never through a path that names anything else; the test
+/// hooks are named by the core's differential tests alone.
+#[test]
+fn the_core_names_the_template_layer_through_its_root_and_public_modules() {
+    // The template layer's public modules, as its root declares them.
+    let layer = Path::new(env!("CARGO_MANIFEST_DIR")).join("../promptstack-template/src/lib.rs");
+    let layer = syn::parse_file(&std::fs::read_to_string(layer).unwrap()).unwrap();
+    let layer_modules: BTreeSet<String> = layer
+        .items
+        .iter()
+        .filter_map(|item| match item {
+            Item::Mod(m) if matches!(m.vis, syn::Visibility::Public(_)) => {
+                Some(m.ident.to_string())
+            }
+            _ => None,
+        })
+        .collect();
+    assert!(layer_modules.contains("testing") && layer_modules.contains("spec"));
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
+    let mut named = BTreeSet::new();
+    for (module, file) in modules(&src) {
+        let text = std::fs::read_to_string(&file).unwrap();
+        let parsed = syn::parse_file(&text).unwrap_or_else(|e| panic!("{}: {e}", file.display()));
+        let mut paths = Vec::new();
+        template_paths(&parsed.items, &mut paths);
+        for path in paths {
+            let Some(second) = path.get(1) else { continue };
+            if second == "testing" {
+                assert_eq!(
+                    module,
+                    vec!["template_tests".to_owned()],
+                    "{} names the template layer's test hooks",
+                    name(&module)
+                );
+            } else if layer_modules.contains(second) {
+                named.insert(second.clone());
+            }
+        }
+    }
+    let expected: BTreeSet<String> = TEMPLATE_MODULES.iter().map(|m| (*m).to_owned()).collect();
+    assert_eq!(
+        named, expected,
+        "the template layer's modules the core names"
+    );
 }

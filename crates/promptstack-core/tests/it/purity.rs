@@ -10,7 +10,8 @@ use std::collections::{BTreeMap, BTreeSet};
 
 #[path = "../../../../tests/support/cargo_tree.rs"]
 mod cargo_tree;
-use cargo_tree::cargo_tree;
+// Also read by `module_graph` (the template layer's crate boundary).
+pub(crate) use cargo_tree::cargo_tree;
 
 /// The normal (non-dev) dependencies of `package` with their enabled features, resolved for that
 /// package alone (so features other crates of the workspace turn on do not count).
@@ -60,6 +61,7 @@ const PURE: &[&str] = &[
     "promptstack-core",
     "promptstack-fence",
     "promptstack-stream",
+    "promptstack-template",
 ];
 
 #[test]

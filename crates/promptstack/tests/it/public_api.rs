@@ -3,7 +3,8 @@
 //! visible in review.
 //!
 //! The list is read from the sources with `syn`: for every module of `promptstack`,
-//! `promptstack-core`, `promptstack-fence` and `promptstack-stream`, each `pub` item with its
+//! `promptstack-core`, `promptstack-fence`, `promptstack-stream` and `promptstack-template` (the
+//! core's template layer, whose records and layers the core re-exports), each `pub` item with its
 //! signature (bodies left out), each `pub` field and variant, each `pub` method of an inherent
 //! `impl`, each trait `impl` header, and each `pub use`. A module that is not public is marked
 //! `(private)`: its `pub` items are reachable only through the re-exports listed.
@@ -306,6 +307,7 @@ fn public_api() {
         ("promptstack_core", "promptstack-core"),
         ("promptstack_fence", "promptstack-fence"),
         ("promptstack_stream", "promptstack-stream"),
+        ("promptstack_template", "promptstack-template"),
     ] {
         all.push_str(&surface(name, dir));
     }
@@ -674,6 +676,7 @@ fn workspace_crates() -> Crates {
         ("promptstack_core", "promptstack-core"),
         ("promptstack_fence", "promptstack-fence"),
         ("promptstack_stream", "promptstack-stream"),
+        ("promptstack_template", "promptstack-template"),
     ] {
         crates.read(name, dir);
     }
@@ -689,6 +692,7 @@ fn each_public_item_is_reachable_by_one_path() {
         "promptstack_core",
         "promptstack_fence",
         "promptstack_stream",
+        "promptstack_template",
     ] {
         duplicates.extend(crates.duplicates(krate));
     }

@@ -29,7 +29,8 @@ use minijinja::machinery::ast::{self, CallArg, Expr, Spanned, Stmt};
 use minijinja::value::{ObjectRepr, Value, ValueKind};
 use minijinja::{Environment, Error, ErrorKind, State};
 
-use super::boundary::{BYTES_PER_FUEL, MAX_TEMPLATE_NESTING, out_of_room, room};
+use crate::room::{BYTES_PER_FUEL, out_of_room, room};
+use crate::spec::MAX_TEMPLATE_NESTING;
 
 /// The deepest nesting of containers a render may make (see [`MAX_TEMPLATE_NESTING`]).
 pub(crate) const MAX_DEPTH: usize = MAX_TEMPLATE_NESTING;
@@ -948,11 +949,11 @@ mod tests {
     use proptest::prelude::*;
 
     use super::MAX_DEPTH;
-    use crate::template::{TemplateSet, Whitespace};
+    use crate::{TemplateSet, Whitespace};
 
     /// The values the generated templates read: every kind an operator or filter treats apart.
     fn root() -> Value {
-        crate::template::to_value(serde_json::json!({
+        crate::to_value(serde_json::json!({
             "s": "Ab c",
             "t": "xyz",
             "e": "",

@@ -1,7 +1,7 @@
 //! The shape a spec variable's value must have: `string`, `number`, `integer`, `bool`, `object`,
 //! `any`, or `list of <shape>` (`list` alone is `list of any`).
 //!
-//! A send context read for an agent ([`SendContext::from_json_for`](crate::SendContext::from_json_for))
+//! A send context read for an agent (`promptstack_core::SendContext::from_json_for`)
 //! is checked against the shapes its spec declares, so a value of the wrong shape is refused where
 //! it is written (`send.json:12:18`) instead of failing later inside a template.
 
@@ -101,7 +101,7 @@ impl Shape {
                 format!(
                     "`{}` is not a shape; write one of string, number, integer, bool, object, \
                      any, list, or `list of` one of them",
-                    crate::diagnostic::quote(text)
+                    crate::text::quote(text)
                 )
             })?;
         Ok(Shape { lists, item })
@@ -156,7 +156,7 @@ impl fmt::Display for Shape {
 }
 
 /// What a JSON value is, in the words shapes use (`a string`, `a list`), for messages.
-pub(crate) fn describe(value: &serde_json::Value) -> &'static str {
+pub fn describe(value: &serde_json::Value) -> &'static str {
     use serde_json::Value;
     match value {
         Value::Null => "null",

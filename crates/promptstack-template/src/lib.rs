@@ -1,14 +1,68 @@
-//! Templates and gates: one minijinja environment per agent, strict about undefined values.
+//! Templates and gates for promptstack: one minijinja environment per agent, strict about
+//! undefined values, with engine-free evaluators that answer where they know minijinja's answer.
 //!
-//! Block texts are Jinja templates; gates (`when`) are Jinja expressions compiled as tiny templates
-//! so they share the environment, the filters and the static analysis. Rendering counts every
-//! emitted value that came out empty (`none`, `""`), so the assembler can warn about it; `none`
-//! renders as nothing rather than the word "none". Gates and templates in a simple subset are
-//! also compiled for the engine-free evaluators (`gate`, `plan`), which answer only where they
-//! know minijinja's answer and leave everything else to it.
+//! This crate is internal to promptstack: its API is what `promptstack-core` needs and may change
+//! with it. Applications use `promptstack_core` (or the `promptstack` facade), which re-exports
+//! the public records, layers and limits below at their own paths.
 //!
-//! What the layer takes from the rest of the core is listed once, in `boundary`; the roots it
-//! does not read where they lie are built by the core (`root::views`) with [`to_value`].
+//! The pipeline, as the core drives it:
+//!
+//! 1. [`TemplateSet::new`], then [`TemplateSet::add`] and [`TemplateSet::add_gate`] for each
+//!    block text and gate (`when`) of an agent: each is checked (its operators, its nesting),
+//!    compiled with its guards (`guard`, `program`: bounded time and memory), and planned
+//!    (`plan`, `gate`) when it is in the simple subset the engine-free evaluators know;
+//! 2. per send, the core builds a [`Context`] of the roots ([`Val`]: the send's records read
+//!    where they lie, through [`ToolsRoot`] for the toolset) and [`VariableFacts`] for the
+//!    agent's [`spec::VariableSpec`]s;
+//! 3. [`TemplateSet::render_into`] and [`SimpleGate`]/[`GateCode`] answer from the plan where
+//!    there is one, and from minijinja otherwise: the same bytes either way.
+//!
+//! Block texts are Jinja templates; gates are Jinja expressions compiled as tiny templates so
+//! they share the environment, the filters ([`layers`]) and the static analysis. Rendering counts
+//! every emitted value that came out empty (`none`, `""`), so the assembler can warn about it;
+//! `none` renders as nothing rather than the word "none".
+//!
+//! # What lives here, and why
+//!
+//! The layer's dependencies go down: this crate does not depend on `promptstack-core`. What the
+//! layer reads and has no core dependency of its own moved here with it, and the core re-exports
+//! each item at its old public path:
+//!
+//! - [`context`]: the send's records the evaluators read in place (a skill, a context file,
+//!   the moment of the send);
+//! - [`spec`]: a variable's declaration (stability, trust, shape) and the limits on an
+//!   expression's operators and a template's nesting, which the spec loader also checks;
+//! - [`layers`] and [`sites`]: the filters registered into every environment, which the
+//!   evaluators apply as the filters do;
+//! - [`text`]: quoting input for messages (the records' and shapes' parse errors quote it);
+//! - `room`: the fuel and memory accounting a render and its filters share.
+//!
+//! What wraps core internals stays in the core and is read through a trait: the toolset, as
+//! [`ToolsRoot`]. The roots the layer does not read in place are built by the core with
+//! [`to_value`].
+//!
+//! ```
+//! use promptstack_template::{Context, TemplateSet, Val, Whitespace, to_value};
+//!
+//! let mut set = TemplateSet::new(Whitespace::default());
+//! set.add("greet".into(), "Hello, {{ user.name | escape_xml }}!".into()).unwrap();
+//! let template = set.template("greet".into());
+//! let user = to_value(serde_json::json!({"name": "Ada & co"}));
+//! let ctx = Context::new([("user", Val::Value(user))]);
+//! let mut out = String::new();
+//! set.render_into(&template, &ctx, &set.budget(0), &mut out).unwrap();
+//! assert_eq!(out, "Hello, Ada &amp; co!");
+//! ```
+
+pub mod context;
+pub mod layers;
+pub mod sites;
+pub mod spec;
+pub mod text;
+
+mod room;
+#[cfg(any(test, feature = "testing"))]
+pub mod testing;
 
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::sync::Arc;
@@ -17,53 +71,14 @@ use minijinja::value::Value;
 use minijinja::{AutoEscape, Environment, UndefinedBehavior};
 use serde::Serialize;
 
-use boundary::{
-    BYTES_PER_FUEL, MAX_EXPRESSION_OPERATORS, Now, Skill, VariableSpec, ensure_room,
-    ensure_value_fits, format_offset, out_of_room, room,
-};
-
-/// Every item of the rest of the core the layer reads, in one place: the layer's modules name
-/// the core only through this list (their tests aside), and the rest of the core reaches the
-/// layer only through the `pub(crate)` items of `template` itself, never its submodules.
-///
-/// - `room`: the fuel and memory accounting of a render, shared with the filters of `layers`.
-/// - `layers`: the filters registered into the environment, and the escapes that the
-///   engine-free evaluators apply as the filters do.
-/// - `context`: the send's records the evaluators read where they lie (a skill, a context
-///   file, the clock) rather than as template values made first.
-/// - `spec`: the variable declarations the plans and gates are compiled against, and the limits
-///   on an expression's operators and a template's nesting that the spec loader also checks.
-/// - `toolset`: the `tools` root, read where it lies (its names, and each tool's value, which
-///   the toolset makes once).
-///
-/// The spec's render options come in the layer's own form, `Whitespace`. The roots the layer
-/// does not read where they lie are built by the core (`root::views`) with `to_value`.
-mod boundary {
-    pub(super) use crate::context::{ContextFile, Now, Skill, format_offset};
-    pub(super) use crate::layers::{escape, files, guidelines, register};
-    pub(super) use crate::room::{
-        BYTES_PER_FUEL, ensure_room, ensure_value_fits, out_of_room, room,
-    };
-    pub(super) use crate::spec::{
-        MAX_EXPRESSION_OPERATORS, MAX_TEMPLATE_NESTING, Shape, Stability, VariableSpec,
-    };
-    pub(super) use crate::toolset::Toolset;
-}
+use crate::context::{Now, Skill, format_offset};
+use crate::room::{BYTES_PER_FUEL, ensure_room, ensure_value_fits, out_of_room, room};
+use crate::spec::{MAX_EXPRESSION_OPERATORS, VariableSpec};
 
 std::thread_local! {
     /// Empty emissions of the render running on this thread. Renders do not nest, so one counter
     /// per thread is enough; it is reset before and read after each render.
     static EMPTY_EMISSIONS: std::cell::Cell<u32> = const { std::cell::Cell::new(0) };
-}
-
-#[cfg(test)]
-std::thread_local! {
-    /// Every render requested on this thread, by template name, with the context as minijinja
-    /// sees it and what the plan wrote from the borrowed context (if it answered), for the
-    /// differential test over the examples (`plan::tests`).
-    static RENDERS: std::cell::RefCell<Vec<(String, Value, Option<plan::Written>)>> = const {
-        std::cell::RefCell::new(Vec::new())
-    };
 }
 
 mod gate;
@@ -72,10 +87,10 @@ mod plan;
 mod program;
 mod val;
 
-pub(crate) use gate::{GateCode, GateContext, SimpleGate};
-pub(crate) use val::{
-    Context, Declared, ROOT_INDICES, VARIABLES, Val, VariableFacts, Variables, named_entry,
-    same_name,
+pub use gate::{GateCode, GateContext, SimpleGate};
+pub use val::{
+    Context, Declared, ROOT_INDICES, ToolsRoot, VARIABLES, Val, VariableFacts, Variables,
+    named_entry, same_name,
 };
 
 /// The most fuel one render may use, whatever the memory allowed: an instruction costs one fuel,
@@ -83,11 +98,11 @@ pub(crate) use val::{
 pub(crate) const MAX_FUEL: u64 = 5_000_000;
 
 /// The memory the templates of one assembly may use unless the agent says otherwise: 64 MiB.
-pub(crate) const DEFAULT_MEMORY: u64 = 64 * 1024 * 1024;
+pub const DEFAULT_MEMORY: u64 = 64 * 1024 * 1024;
 
 /// The compiled templates and gates of one agent.
 #[derive(Clone)]
-pub(crate) struct TemplateSet {
+pub struct TemplateSet {
     env: Environment<'static>,
     /// The syntax the templates are parsed with, for planning them.
     syntax: minijinja::syntax::SyntaxConfig,
@@ -107,7 +122,7 @@ pub(crate) struct TemplateSet {
 
 /// What the renders of one assembly may still keep: the rendered texts together may take half of
 /// the template memory (the other half bounds the data of any one render, through its fuel).
-pub(crate) struct RenderBudget {
+pub struct RenderBudget {
     left: std::cell::Cell<u64>,
     memory: u64,
 }
@@ -140,7 +155,7 @@ impl RenderBudget {
 
 /// How templates treat the whitespace around their tags (the spec's render options).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) struct Whitespace {
+pub struct Whitespace {
     /// Jinja `trim_blocks`: the first newline after a block tag is removed.
     pub trim_blocks: bool,
     /// Jinja `lstrip_blocks`: whitespace before a block tag at the start of a line is stripped.
@@ -160,7 +175,7 @@ impl Default for Whitespace {
 /// A template of a set by its name, with its plan when it has one, found once when the agent is
 /// compiled, so that rendering it looks nothing up.
 #[derive(Debug, Clone)]
-pub(crate) struct Template {
+pub struct Template {
     name: String,
     plan: Option<Arc<plan::Plan>>,
     program: Option<Arc<program::Program>>,
@@ -168,7 +183,7 @@ pub(crate) struct Template {
 
 impl Template {
     /// The template's name in its set.
-    pub(crate) fn name(&self) -> &str {
+    pub fn name(&self) -> &str {
         &self.name
     }
 }
@@ -180,6 +195,8 @@ pub(crate) struct Rendered {
 }
 
 impl TemplateSet {
+    /// An empty set whose templates treat whitespace as `options` say, with the layer filters
+    /// registered ([`layers`]) and the default template memory ([`DEFAULT_MEMORY`]).
     pub fn new(options: Whitespace) -> Self {
         let mut env = Environment::new();
         env.set_undefined_behavior(UndefinedBehavior::Strict);
@@ -203,7 +220,7 @@ impl TemplateSet {
                     .unwrap_or(false),
             }
         });
-        boundary::register(&mut env);
+        layers::register(&mut env);
         env.set_formatter(|out, state, value| {
             let empty = value.is_none()
                 || value.is_undefined()
@@ -240,7 +257,7 @@ impl TemplateSet {
     /// Sets the memory the templates of one assembly may use: each render's fuel pays for at most
     /// half of it in data (checked by minijinja before every allocation of known size, and by the
     /// filters here before theirs), and the texts the renders of one assembly keep may take the
-    /// other half (see [`RenderBudget`]). The fuel is never more than [`MAX_FUEL`].
+    /// other half (see [`RenderBudget`]). The fuel is never more than `MAX_FUEL`.
     pub fn set_memory(&mut self, bytes: u64) {
         self.memory = bytes.max(2 * BYTES_PER_FUEL);
         self.env.set_fuel(Some(self.fuel()));
@@ -274,7 +291,7 @@ impl TemplateSet {
     }
 
     /// The declared variables the plans and simple gates are compiled against.
-    pub(crate) fn declared(&self) -> &Declared {
+    pub fn declared(&self) -> &Declared {
         &self.declared
     }
 
@@ -286,13 +303,6 @@ impl TemplateSet {
         self.programs.insert(name.clone(), Arc::new(program));
         self.plans.insert(name, plan);
         Ok(())
-    }
-
-    /// How many of the templates have a plan, and how many templates there are.
-    #[cfg(test)]
-    pub fn planned(&self) -> (usize, usize) {
-        let planned = self.plans.values().filter(|plan| plan.is_some()).count();
-        (planned, self.plans.len())
     }
 
     /// Adds a gate expression, checking first that it is exactly one expression.
@@ -309,7 +319,7 @@ impl TemplateSet {
     }
 
     /// Calls `name` with every identifier in the tags of every template and gate (see
-    /// [`template_names`]); `false` if a source could not be scanned to its end.
+    /// `template_names`); `false` if a source could not be scanned to its end.
     pub fn names(&self, name: &mut dyn FnMut(&str)) -> bool {
         self.env
             .templates()
@@ -317,7 +327,7 @@ impl TemplateSet {
     }
 
     /// Calls `name` with every identifier in the tags of one template or gate (see
-    /// [`template_names`]); `false` if it is unknown or could not be scanned to its end.
+    /// `template_names`); `false` if it is unknown or could not be scanned to its end.
     pub fn names_in(&self, template: &str, name: &mut dyn FnMut(&str)) -> bool {
         self.env
             .get_template(template)
@@ -360,16 +370,8 @@ impl TemplateSet {
             .plan
             .as_ref()
             .and_then(|plan| plan.render_into(ctx, self.fuel(), out));
-        #[cfg(test)]
-        RENDERS.with(|renders| {
-            let written = planned.map(|empty_emissions| plan::Written {
-                text: out[start..].to_owned(),
-                empty_emissions,
-            });
-            renders
-                .borrow_mut()
-                .push((name.to_owned(), ctx.value().clone(), written));
-        });
+        #[cfg(any(test, feature = "testing"))]
+        testing::note_render(name, ctx, planned.map(|empty| (&out[start..], empty)));
         if let Some(empty_emissions) = planned {
             debug_assert_eq!(
                 Ok::<_, String>((&out[start..], empty_emissions)),
@@ -426,7 +428,7 @@ impl TemplateSet {
     }
 
     /// Compiles a simple gate to its code over the agent's gate atoms.
-    pub(crate) fn compile_gate(&mut self, gate: &SimpleGate) -> GateCode {
+    pub fn compile_gate(&mut self, gate: &SimpleGate) -> GateCode {
         self.gate_atoms.compile(gate)
     }
 
@@ -434,7 +436,7 @@ impl TemplateSet {
     /// atom read once for all the gates of the context), else by rendering the gate's template.
     ///
     /// The code charges no fuel, so it is used only while every render has far more fuel than
-    /// the gates it decides could use ([`gate::MAX_GATE_FUEL`]); with less, a gate could run out
+    /// the gates it decides could use (`gate::MAX_GATE_FUEL`); with less, a gate could run out
     /// of fuel in minijinja, and that outcome must stay the same.
     pub fn gate(
         &self,
@@ -474,7 +476,7 @@ impl TemplateSet {
 /// long flat chain such as `{{ 1 + 1 + … }}` would otherwise exhaust the stack. Over-counting is
 /// harmless (a `-` of whitespace control counts, so does the `.` of a float); only a tag holding
 /// more than the limit is refused, and no real template comes near it.
-pub(crate) fn template_operators_exceeded(source: &str) -> Option<usize> {
+pub fn template_operators_exceeded(source: &str) -> Option<usize> {
     scan_tags(source, &mut |_| {})
 }
 
@@ -529,7 +531,7 @@ fn scan_tags(source: &str, name: &mut dyn FnMut(&str)) -> Option<usize> {
 }
 
 /// The offset of the first operator past [`MAX_EXPRESSION_OPERATORS`] in a gate expression.
-pub(crate) fn expression_operators_exceeded(expression: &str) -> Option<usize> {
+pub fn expression_operators_exceeded(expression: &str) -> Option<usize> {
     scan_expression(expression.as_bytes(), 0, None, &mut |_| {}).err()
 }
 
@@ -732,11 +734,13 @@ fn attribute_at(item: &Value, path: &str) -> Result<Value, minijinja::Error> {
     Ok(value)
 }
 
-pub(crate) const GATE_PREFIX: &str = "{% if (";
+/// What a gate's template starts with: the length of this prefix is the offset of the gate's
+/// expression in it, for mapping error positions back (see [`TemplateSet::add_gate`]).
+pub const GATE_PREFIX: &str = "{% if (";
 const GATE_SUFFIX: &str = ") %}1{% endif %}";
 
 /// Whether the value at a dotted path is empty (none, undefined, `""`, or an empty sequence).
-pub(crate) fn path_is_empty(ctx: &Value, path: &str) -> bool {
+pub fn path_is_empty(ctx: &Value, path: &str) -> bool {
     let mut value = ctx.clone();
     for part in path.split('.') {
         value = match value.get_attr(part) {
@@ -750,8 +754,8 @@ pub(crate) fn path_is_empty(ctx: &Value, path: &str) -> bool {
         || value.len() == Some(0)
 }
 
-/// The `skills` root: the visible skills (see [`val::visible`]).
-pub(crate) fn skills_value(skills: &[Skill]) -> Value {
+/// The `skills` root: the visible skills (`val::visible`: hidden skills never reach a template).
+pub fn skills_value(skills: &[Skill]) -> Value {
     Value::from_object(val::visible(skills).map(skill_value).collect::<Vec<_>>())
 }
 
@@ -769,7 +773,7 @@ pub(crate) fn skill_value(skill: &Skill) -> Value {
 }
 
 /// The `now` root: fields are formatted on access, so a template pays only for what it reads.
-pub(crate) fn now_value(now: &Now) -> Value {
+pub fn now_value(now: &Now) -> Value {
     Value::from_object(NowObject {
         now: *now,
         utc: false,
@@ -939,7 +943,7 @@ struct SkillView<'a> {
 }
 
 /// Converts any serialisable value into a template value.
-pub(crate) fn to_value<T: Serialize>(value: T) -> Value {
+pub fn to_value<T: Serialize>(value: T) -> Value {
     Value::from(minijinja::value::Serde(value))
 }
 
@@ -970,13 +974,14 @@ fn json_pairs<'a>(map: impl IntoIterator<Item = (&'a String, &'a serde_json::Val
     )
 }
 
-/// [`json_value`] of an optional value: `none` when it is absent.
-pub(crate) fn json_value_or_none(value: Option<&serde_json::Value>) -> Value {
+/// The template value of an optional JSON value (as `json_value` makes it): `none` when it is
+/// absent.
+pub fn json_value_or_none(value: Option<&serde_json::Value>) -> Value {
     value.map_or_else(|| Value::from(()), json_value)
 }
 
 /// A JSON map as a template map (the `settings` root).
-pub(crate) fn json_map_value(map: &BTreeMap<String, serde_json::Value>) -> Value {
+pub fn json_map_value(map: &BTreeMap<String, serde_json::Value>) -> Value {
     json_pairs(map)
 }
 

@@ -49,7 +49,7 @@ pub(crate) const MAX_GATE_FUEL: u64 = 1 << 16;
 /// A gate in the subset the evaluator decides: an expression of the gate grammar (see
 /// [`SimpleGate::parse`]).
 #[derive(Debug, Clone, PartialEq)]
-pub(crate) struct SimpleGate {
+pub struct SimpleGate {
     expr: Expr,
 }
 
@@ -202,7 +202,7 @@ impl Filter {
     /// `escape_end_tags` takes constant tag names (as many as the engine's filter does), the
     /// others none. Anything else is left to the engine, whose error is the one to report.
     pub(crate) fn named(name: &str, args: &[Option<&str>]) -> Option<Self> {
-        use super::boundary::escape;
+        use crate::layers::escape;
         match (name, args) {
             ("escape_xml", []) => Some(Filter::EscapeXml),
             ("posix_path", []) => Some(Filter::PosixPath),
@@ -303,7 +303,7 @@ pub(crate) enum Test {
 impl SimpleGate {
     /// Parses a gate expression, or `None` when it uses anything outside the subset (filters,
     /// calls, subscripts, arithmetic, chained comparisons, escapes in strings, …).
-    pub(crate) fn parse(expression: &str, declared: &Declared) -> Option<Self> {
+    pub fn parse(expression: &str, declared: &Declared) -> Option<Self> {
         if expression.len() > MAX_EXPRESSION_BYTES {
             return None;
         }
@@ -319,7 +319,7 @@ impl SimpleGate {
 
     /// Decides the gate against the context, or `None` when minijinja must (see the module's
     /// documentation). Assemblies decide gates by their [`GateCode`]; this is its oracle.
-    #[cfg(test)]
+    #[cfg(any(test, feature = "testing"))]
     pub(crate) fn decide(&self, context: &Context<'_>) -> Option<bool> {
         let scope = Scope {
             context,
@@ -340,11 +340,11 @@ pub(crate) struct GateAtoms {
     indices: HashMap<String, u32>,
 }
 
-/// One gate compiled over the agent's [`GateAtoms`]: its atoms and connectives in the order
+/// One gate compiled over the agent's `GateAtoms`: its atoms and connectives in the order
 /// `SimpleGate::decide` evaluates them, run with one three-valued register (true, false, or
 /// undecided where an atom is minijinja's to answer).
 #[derive(Debug, Clone, PartialEq)]
-pub(crate) struct GateCode {
+pub struct GateCode {
     ops: Box<[Op]>,
 }
 
@@ -455,7 +455,7 @@ impl GateCode {
 }
 
 /// A context as its gates read it: the context, and the answers of the atoms read so far.
-pub(crate) struct GateContext<'c, 'a> {
+pub struct GateContext<'c, 'a> {
     context: &'c Context<'a>,
     /// The atoms read, by bit.
     read: Cell<u64>,
@@ -467,7 +467,8 @@ pub(crate) struct GateContext<'c, 'a> {
 
 impl<'c, 'a> GateContext<'c, 'a> {
     /// The context, with no atom read yet.
-    pub(crate) fn new(context: &'c Context<'a>) -> Self {
+    #[inline]
+    pub fn new(context: &'c Context<'a>) -> Self {
         Self {
             context,
             read: Cell::new(0),
@@ -477,7 +478,8 @@ impl<'c, 'a> GateContext<'c, 'a> {
     }
 
     /// The context the gates read.
-    pub(crate) fn context(&self) -> &'c Context<'a> {
+    #[inline]
+    pub fn context(&self) -> &'c Context<'a> {
         self.context
     }
 }
@@ -832,7 +834,7 @@ pub(crate) fn escape_charged<'t, T>(
         6,
         meter,
         escape,
-        super::boundary::escape::escaped_len,
+        crate::layers::escape::escaped_len,
     )
 }
 
@@ -862,7 +864,7 @@ pub(crate) fn escape_charged_by<'t, T>(
 /// Applies a filter by calling the function its engine filter calls; `None` for a value the
 /// filter would refuse (the engine's error is the one to report).
 fn apply<'a>(filter: &Filter, value: &Val<'a>, meter: &mut Meter) -> Option<Val<'a>> {
-    use super::boundary::{escape, files, guidelines};
+    use crate::layers::{escape, files, guidelines};
     match filter {
         Filter::EscapeXml => {
             let text = value.as_str()?;
@@ -1274,7 +1276,7 @@ fn is_keyword(word: &str) -> bool {
 #[cfg(test)]
 pub(super) mod tests {
     use super::*;
-    use crate::template::{TemplateSet, Whitespace, to_value};
+    use crate::{TemplateSet, Whitespace, to_value};
     use proptest::prelude::*;
 
     /// A JSON value of the kinds gates meet: none, booleans, numbers, strings (empty or not),
@@ -1300,7 +1302,7 @@ pub(super) mod tests {
 
     /// Roots like an assembly's: named roots holding generated values, each present with
     /// probability `present` (shared with the plan tests).
-    pub(in crate::template) fn roots(
+    pub(crate) fn roots(
         json: impl Strategy<Value = serde_json::Value>,
         present: f64,
     ) -> impl Strategy<Value = Vec<(&'static str, serde_json::Value)>> {
@@ -1315,9 +1317,7 @@ pub(super) mod tests {
 
     /// The two contexts of the same roots: borrowed from the JSON, as an assembly reads the
     /// send's own data, and built as template values, as it reads every other root.
-    pub(in crate::template) fn contexts<'a>(
-        roots: &'a [(&'static str, serde_json::Value)],
-    ) -> [Context<'a>; 2] {
+    pub(crate) fn contexts<'a>(roots: &'a [(&'static str, serde_json::Value)]) -> [Context<'a>; 2] {
         [
             Context::new(roots.iter().map(|(name, json)| (*name, Val::json(json)))),
             Context::new(

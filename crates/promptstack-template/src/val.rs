@@ -18,11 +18,27 @@ use std::sync::atomic::{AtomicU32, Ordering};
 
 use minijinja::value::{Value, ValueKind};
 
-use super::boundary::{ContextFile, Now, Shape, Skill, Stability, Toolset, VariableSpec};
+use crate::context::{ContextFile, Now, Skill};
+use crate::spec::{Shape, Stability, VariableSpec};
+
+/// The `tools` root, read where it lies: the offered tools by name, each tool's value made once
+/// by the implementation. The core's `Toolset` is the one implementation; it wraps the core's
+/// tool records, so the layer names it through this trait rather than depend on the core.
+pub trait ToolsRoot: std::fmt::Debug {
+    /// The whole root as a template value: a map from each tool's name to its value.
+    fn value(&self) -> Value;
+    /// One tool's value, as [`ToolsRoot::value`] holds it; `None` for a name the root does not
+    /// hold.
+    fn tool(&self, name: &str) -> Option<Value>;
+    /// How many tools the root holds.
+    fn count(&self) -> usize;
+    /// Whether the root holds a tool of this name.
+    fn contains(&self, name: &str) -> bool;
+}
 
 /// A value an evaluator reads or makes: borrowed from the send where it can be.
 #[derive(Debug, Clone)]
-pub(crate) enum Val<'a> {
+pub enum Val<'a> {
     /// A template value: a literal, a root built as a value, or what an operation made.
     Value(Value),
     /// A string of the send.
@@ -38,7 +54,7 @@ pub(crate) enum Val<'a> {
     /// One visible skill, as the `skills` root shows it.
     Skill(&'a Skill),
     /// The `tools` root: the offered tools by name (of a toolset of the agent's own tools).
-    Tools(&'a Toolset),
+    Tools(&'a dyn ToolsRoot),
     /// The `context_files` root.
     Files(&'a [ContextFile]),
     /// One context file.
@@ -53,7 +69,7 @@ pub(crate) enum Val<'a> {
 /// `variables.NAME` when they are compiled: each name to its place in every [`VariableFacts`]
 /// of a send to that agent, with its stability.
 #[derive(Debug, Clone, Default)]
-pub(crate) struct Declared {
+pub struct Declared {
     /// Tells the places of one agent's declarations from another's: a [`VariableFacts`] is read
     /// by place only when it was made from the same declarations. Zero is no agent's.
     table: u32,
@@ -138,10 +154,10 @@ const INLINE_VARIABLES: usize = 16;
 /// to (see [`Declared`]); the same pass notes whether the send sets a variable the spec does not
 /// declare, and the first sent value that does not have its declared shape.
 #[derive(Debug)]
-pub(crate) struct VariableFacts<'a> {
+pub struct VariableFacts<'a> {
     table: u32,
-    pub declared: &'a BTreeMap<String, VariableSpec>,
-    pub sent: &'a BTreeMap<String, serde_json::Value>,
+    declared: &'a BTreeMap<String, VariableSpec>,
+    sent: &'a BTreeMap<String, serde_json::Value>,
     values: Places<'a>,
     undeclared: bool,
     misfit: Option<(&'a str, &'a serde_json::Value)>,
@@ -158,7 +174,8 @@ impl<'a> VariableFacts<'a> {
     /// The facts of a send's variables: made from the compiled declarations, read by their
     /// places; `spec` (the same declarations, as the spec holds them) serves reads by name.
     /// Declarations of no agent (`Declared::default()`) give facts read by name only.
-    pub(crate) fn new(
+    #[inline]
+    pub fn new(
         declared: &'a Declared,
         spec: &'a BTreeMap<String, VariableSpec>,
         sent: &'a BTreeMap<String, serde_json::Value>,
@@ -231,12 +248,14 @@ impl<'a> VariableFacts<'a> {
 
     /// The first variable, in name order, whose sent value does not have the shape the spec
     /// declares, with that value.
-    pub(crate) fn misfit(&self) -> Option<(&'a str, &'a serde_json::Value)> {
+    #[inline]
+    pub fn misfit(&self) -> Option<(&'a str, &'a serde_json::Value)> {
         self.misfit
     }
 
     /// Whether the send sets a variable the spec does not declare.
-    pub(crate) fn any_undeclared(&self) -> bool {
+    #[inline]
+    pub fn any_undeclared(&self) -> bool {
         self.undeclared
     }
 
@@ -258,8 +277,10 @@ impl<'a> VariableFacts<'a> {
 /// ones only, in a stable render) with the send's value or else its default; a variable with
 /// neither is absent.
 #[derive(Debug, Clone, Copy)]
-pub(crate) struct Variables<'a> {
+pub struct Variables<'a> {
+    /// What the send holds for each declared variable.
     pub facts: &'a VariableFacts<'a>,
+    /// Whether only the stable variables are present (in a stable render).
     pub only_stable: bool,
 }
 
@@ -435,7 +456,7 @@ impl<'a> Val<'a> {
 
     /// An optional string of the send: the string, or `none`.
     #[inline]
-    pub(crate) fn text(text: Option<&'a str>) -> Self {
+    pub fn text(text: Option<&'a str>) -> Self {
         text.map_or_else(|| Val::Value(Value::from(())), Val::Str)
     }
 
@@ -446,7 +467,7 @@ impl<'a> Val<'a> {
     }
 
     /// The template value minijinja would see for this value.
-    pub(crate) fn to_value(&self) -> Value {
+    pub fn to_value(&self) -> Value {
         match self {
             Val::Value(value) => value.clone(),
             Val::Str(text) => Value::from(*text),
@@ -460,7 +481,7 @@ impl<'a> Val<'a> {
             Val::Variables(variables) => variables.to_value(),
             Val::Skills(skills) => super::skills_value(skills),
             Val::Skill(skill) => super::skill_value(skill),
-            Val::Tools(toolset) => toolset.template_value(),
+            Val::Tools(toolset) => toolset.value(),
             Val::Files(files) => super::to_value(files),
             Val::File(file) => super::to_value(file),
             Val::Now(now) => super::now_value(now),
@@ -542,7 +563,7 @@ impl<'a> Val<'a> {
             Val::Variables(variables) => Some(variables.present().count()),
             Val::Skills(skills) => Some(visible(skills).count()),
             Val::Skill(_) => Some(SKILL_FIELDS),
-            Val::Tools(toolset) => Some(toolset.tools().len()),
+            Val::Tools(toolset) => Some(toolset.count()),
             Val::Files(files) => Some(files.len()),
             Val::File(_) => Some(FILE_FIELDS),
             Val::Now(_) => Some(super::NOW_FIELDS),
@@ -603,9 +624,7 @@ impl<'a> Val<'a> {
             Val::Variables(variables) => variables.get(name).map_or_else(Val::undefined, Val::json),
             Val::Skill(skill) => skill_field(skill, field()),
             Val::File(file) => file_field(file, field()),
-            Val::Tools(toolset) => toolset
-                .template_tool(name)
-                .map_or_else(Val::undefined, Val::Value),
+            Val::Tools(toolset) => toolset.tool(name).map_or_else(Val::undefined, Val::Value),
             Val::Now(now) => {
                 super::now_field(now, false, name).map_or_else(Val::undefined, Val::Value)
             }
@@ -738,7 +757,7 @@ fn is_visible(skill: &Skill) -> bool {
 
 /// The name of the `variables` root (`root::VARIABLES` is this name: the roots' table is built
 /// on the templates, not the other way round).
-pub(crate) const VARIABLES: &str = "variables";
+pub const VARIABLES: &str = "variables";
 
 /// How many places a context keeps (see [`Context::slot`]).
 const SLOTS: usize = 32;
@@ -756,7 +775,7 @@ pub(crate) fn root_slot(name: &str) -> Option<u8> {
 /// the roots' own), else the same text, compared only when the lengths and first bytes agree
 /// (which tells every two roots' names apart).
 #[inline]
-pub(crate) fn same_name(left: &str, right: &str) -> bool {
+pub fn same_name(left: &str, right: &str) -> bool {
     std::ptr::eq(left, right)
         || (left.len() == right.len()
             && left.as_bytes().first() == right.as_bytes().first()
@@ -766,7 +785,7 @@ pub(crate) fn same_name(left: &str, right: &str) -> bool {
 /// A map's entry by name: a short map is searched in order with [`same_name`], which compares
 /// few bytes, a long one through its tree.
 #[inline]
-pub(crate) fn named_entry<'m, V>(map: &'m BTreeMap<String, V>, name: &str) -> Option<&'m V> {
+pub fn named_entry<'m, V>(map: &'m BTreeMap<String, V>, name: &str) -> Option<&'m V> {
     by_name(map.len(), map.iter(), || map.get(name), name)
 }
 
@@ -792,7 +811,7 @@ fn by_name<'m, V: 'm>(
 const NOWHERE: u32 = u32::MAX;
 
 /// How many roots an indexed context can keep by index (see [`Context::of_roots`]).
-pub(crate) const ROOT_INDICES: usize = 24;
+pub const ROOT_INDICES: usize = 24;
 
 /// An index that keeps no place.
 const NO_ROOT: u8 = u8::MAX;
@@ -801,9 +820,9 @@ const NO_ROOT: u8 = u8::MAX;
 /// against, made on first need. What the engine made of the roots is kept: by the context when a
 /// root joins it ([`Context::insert`]), and by the stable part ([`Context::values`]).
 ///
-/// The evaluators read a root by its name's slot (see [`root_slot`]): its place among the roots
+/// The evaluators read a root by its name's slot (see `root_slot`): its place among the roots
 /// is found on the first read and kept, so later reads compare one name at most.
-pub(crate) struct Context<'a> {
+pub struct Context<'a> {
     roots: Vec<(&'static str, Val<'a>)>,
     /// The `variables` root when it is the send's (a [`Val::Variables`]), held apart as well:
     /// `variables.NAME` is the read gates and templates make most.
@@ -825,7 +844,9 @@ impl std::fmt::Debug for Context<'_> {
 }
 
 impl<'a> Context<'a> {
-    pub(crate) fn new(roots: impl IntoIterator<Item = (&'static str, Val<'a>)>) -> Self {
+    /// A context of the given roots, each found by its name (see [`Context::of_roots`] for
+    /// roots found by index).
+    pub fn new(roots: impl IntoIterator<Item = (&'static str, Val<'a>)>) -> Self {
         // Room for as many roots as the iterator may give (the roots are a filtered list of
         // them, whose lower bound is zero) and one inserted later, so the vector never grows.
         let roots = roots.into_iter();
@@ -846,9 +867,9 @@ impl<'a> Context<'a> {
     }
 
     /// A context of roots each given with its index among the names the expressions were
-    /// compiled against (see [`Declared::with_roots`]): a read by index finds its root without
+    /// compiled against (see `Declared::with_roots`): a read by index finds its root without
     /// comparing names, and a root the context lacks without a search.
-    pub(crate) fn of_roots(roots: impl IntoIterator<Item = (u8, &'static str, Val<'a>)>) -> Self {
+    pub fn of_roots(roots: impl IntoIterator<Item = (u8, &'static str, Val<'a>)>) -> Self {
         let mut indexed = [NO_ROOT; ROOT_INDICES];
         let mut at = 0u8;
         let mut context = Self::new(roots.into_iter().map(|(index, name, root)| {
@@ -868,7 +889,8 @@ impl<'a> Context<'a> {
     /// Adds a root at a place (the `tools` root, once the tool gates, which do not see it, have
     /// been decided). If the engine already needed the context, the roots it made into template
     /// values are read as those from now on, so they are not made again.
-    pub(crate) fn insert(&mut self, at: usize, index: u8, name: &'static str, root: Val<'a>) {
+    #[inline]
+    pub fn insert(&mut self, at: usize, index: u8, name: &'static str, root: Val<'a>) {
         if let Some(value) = self.value.take() {
             for (name, root) in &mut self.roots {
                 if !matches!(root, Val::Value(_))
@@ -959,7 +981,8 @@ impl<'a> Context<'a> {
     /// The roots held as template values: those not borrowed from the send, and, if the engine
     /// needed the context, what it made of the others, for a stable part to keep (a later send's
     /// volatile renders reuse them).
-    pub(crate) fn values(&self) -> Vec<(&'static str, Value)> {
+    #[inline]
+    pub fn values(&self) -> Vec<(&'static str, Value)> {
         let built = self.value.get();
         self.roots
             .iter()
@@ -973,12 +996,14 @@ impl<'a> Context<'a> {
     }
 
     /// Whether the engine needed the context (its template value was made).
-    pub(crate) fn is_built(&self) -> bool {
+    #[inline]
+    pub fn is_built(&self) -> bool {
         self.value.get().is_some()
     }
 
     /// The context as one template value, for minijinja.
-    pub(crate) fn value(&self) -> &Value {
+    #[inline]
+    pub fn value(&self) -> &Value {
         self.value.get_or_init(|| {
             super::context_value(
                 self.roots
@@ -986,294 +1011,5 @@ impl<'a> Context<'a> {
                     .map(|(name, value)| (*name, value.to_value())),
             )
         })
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use proptest::prelude::*;
-    use proptest::test_runner::{Config, TestRunner};
-
-    use super::*;
-    use crate::context::SendContext;
-    use crate::root::{Root, RootSources, VARIABLES};
-    use crate::spec::Trust;
-    use crate::template::gate::GateAtoms;
-    use crate::template::{GateContext, SimpleGate, TemplateSet, Whitespace};
-    use crate::toolset::Toolset;
-
-    /// Texts with markup, paths with either separator, empty ones.
-    fn text() -> impl Strategy<Value = String> {
-        prop::sample::select(vec![
-            "",
-            "a",
-            "read",
-            "x<y & \"z\"",
-            "C:\\dir\\f.md",
-            "/s/SKILL.md",
-            "a</F >b</project_context",
-        ])
-        .prop_map(str::to_owned)
-    }
-
-    /// A send with skills (some hidden, some with a slug or a location), context files, paths and
-    /// variables (some declared, some stable, some with defaults), as JSON.
-    fn send() -> impl Strategy<Value = (serde_json::Value, BTreeMap<String, VariableSpec>)> {
-        let skill = (
-            text(),
-            prop::option::of(text()),
-            text(),
-            prop::collection::vec(text(), 0..3),
-            prop::collection::vec(
-                prop::sample::select(vec!["*", "docs.example.com", "*.example.com"]),
-                0..2,
-            ),
-            any::<bool>(),
-            prop::option::of(text()),
-        )
-            .prop_map(|(name, slug, description, tags, sites, hidden, location)| {
-                let mut skill = serde_json::json!({
-                    "name": name, "description": description, "tags": tags, "sites": sites,
-                    "disable_model_invocation": hidden, "instructions": description,
-                });
-                if let Some(slug) = slug {
-                    skill["slug"] = slug.into();
-                }
-                if let Some(location) = location {
-                    skill["location"] = location.into();
-                }
-                skill
-            });
-        let file = (text(), text())
-            .prop_map(|(path, content)| serde_json::json!({"path": path, "content": content}));
-        let json = prop_oneof![
-            Just(serde_json::Value::Null),
-            any::<bool>().prop_map(serde_json::Value::from),
-            (0i64..3).prop_map(serde_json::Value::from),
-            text().prop_map(serde_json::Value::from),
-            prop::collection::vec(text(), 0..3).prop_map(serde_json::Value::from),
-            prop::collection::btree_map(text(), text(), 0..3)
-                .prop_map(|map| serde_json::json!(map)),
-        ];
-        let variable = (
-            prop::option::of(json.clone()),
-            prop::option::of(json),
-            any::<bool>(),
-        );
-        (
-            prop::collection::vec(skill, 0..4),
-            prop::collection::vec(file, 0..3),
-            prop::option::of(text()),
-            prop::collection::btree_map(
-                prop::sample::select(vec!["x", "y", "tools"]),
-                variable,
-                0..3,
-            ),
-        )
-            .prop_map(|(skills, files, cwd, variables)| {
-                let mut send = serde_json::json!({
-                    "now": "2026-03-14T21:26:53-05:00",
-                    "model": {"id": "m", "name": "M", "provider": "openai"},
-                    "skills": skills, "context_files": files,
-                });
-                if let Some(cwd) = cwd {
-                    send["cwd"] = cwd.into();
-                }
-                let mut declared = BTreeMap::new();
-                let mut sent = serde_json::Map::new();
-                for (name, (value, default, stable)) in variables {
-                    if let Some(value) = value {
-                        sent.insert(name.to_owned(), value);
-                    }
-                    declared.insert(
-                        name.to_owned(),
-                        VariableSpec {
-                            stability: if stable {
-                                Stability::Stable
-                            } else {
-                                Stability::Volatile
-                            },
-                            trust: Trust::User,
-                            shape: None,
-                            default,
-                            description: None,
-                        },
-                    );
-                }
-                send["variables"] = serde_json::Value::Object(sent);
-                (send, declared)
-            })
-    }
-
-    /// Templates and gates over the borrowed roots: attributes, items, loops, tests,
-    /// containment, comparisons and filters, some of which fall back to template values.
-    const TEMPLATES: &[&str] = &[
-        "{% for s in skills %}{{ s.name }}|{{ s.slug }}|{{ s.description | escape_xml }}|{{ s.instructions }}|{{ s.location }}|{% for t in s.tags + s.sites %}{{ t }},{% endfor %}{% endfor %}",
-        "{% if skills %}y{% else %}n{% endif %}{% if context_files %}c{% endif %}{% if variables %}v{% endif %}{% if skills and skills[0] %}s{% endif %}",
-        "{% if 'a' in skills[0]['tags'] %}t{% endif %}{{ skills[0]['name'] }}",
-        "{% for s in skills if s.location is not none and 'read' not in s.tags %}{{ s.location | posix_path }}{% else %}-{% endfor %}",
-        "{% if skills[0] == skills[0] %}eq{% endif %}{% if skills[0]['missing'] is defined %}m{% endif %}{{ skills | guidelines }}",
-        "{% for f in context_files %}{{ f.path | posix_path }}:{% if f.content %}{{ f.content }}{% endif %};{% endfor %}{{ context_files[0]['path'] }}",
-        "{% for f in context_files %}<f path=\"{{ f.path | escape_xml }}\">{{ f.content | escape_end_tags('f', 'project_context') }}</f>{% endfor %}",
-        "{% if 'path' in context_files[0] %}p{% endif %}{% if context_files %}c{% endif %}{{ cwd }}{{ cwd | posix_path }}",
-        "{{ variables.x }}{% if variables.y is defined %}d{% endif %}{% if variables.tools %}t{% endif %}",
-        "{% if 'x' in variables %}in{% endif %}{{ variables['x'] }}{% for k in variables %}{{ k }}{% endfor %}",
-        "{% for t in variables.tools if t in ['read', 'a'] %}{{ t }}{% endfor %}{% if 'read' in variables.tools %}r{% endif %}",
-        "{% if variables.x == variables.y %}same{% endif %}{% if variables.x in variables.tools %}i{% endif %}{{ variables.tools['a'] }}",
-        "{% set all = (variables.tools if variables.tools is defined else []) + ['a'] %}{% for t in all | guidelines %}{{ t }}{% endfor %}",
-        // Locals named like roots, nested loops with a repeated name, a binding in one branch.
-        "{% for cwd in [cwd, 'x'] if cwd %}{{ cwd }},{% endfor %}{{ cwd }}{% for skills in skills %}{{ skills.name }}{% endfor %}{{ skills[0]['name'] }}",
-        "{% for cwd in ['read', 'x'] %}{% for cwd in [cwd, 'a'] %}{{ cwd }}{% endfor %}{{ cwd }}{% endfor %}{{ cwd }}",
-        "{% for variables in [variables, variables] %}{{ variables.x }}{% for variables in variables.tools %}{{ variables }}{% endfor %}{{ variables.y }}{% endfor %}{{ variables.x }}",
-        "{{ variables.x }}{% if variables.y %}{% set variables = variables.tools %}{% endif %}{% if variables.x is defined %}{{ variables.x }}{% endif %}",
-        "{% if context_files %}{% set skills = context_files %}{% endif %}{% for s in skills %}{{ s.path if s.path is defined else s.name }}{% endfor %}",
-        // The clock, read where it lies: its fields, a missing one, a subscript, `utc`.
-        "{{ now.date }} {{ now.time }} {{ now.minute }} {{ now.weekday }} {{ now.month }} {{ now.offset }} {{ now.rfc3339 }}{% if now.missing is defined %}m{% endif %}{% if 'date' in now and now %}d{% endif %}{{ now['time'] }}{{ now.utc.date }}{{ now.utc.rfc3339 }}",
-    ];
-
-    /// What a stable render's context would hold: every root (borrowed where `Root::read`
-    /// borrows) and the variables of the given stability.
-    fn roots<'a>(
-        sources: &RootSources<'a>,
-        facts: &'a VariableFacts<'a>,
-        only_stable: bool,
-    ) -> [Context<'a>; 2] {
-        let variables = Variables { facts, only_stable };
-        let read = |root: Root| root.read(sources);
-        let borrowed: Vec<_> = Root::ALL
-            .into_iter()
-            .map(|root| (root.name(), read(root)))
-            .chain([(VARIABLES, Val::Variables(variables))])
-            .collect();
-        let built: Vec<_> = borrowed
-            .iter()
-            .map(|(name, value)| (*name, Val::Value(value.to_value())))
-            .collect();
-        [Context::new(borrowed), Context::new(built)]
-    }
-
-    /// Over generated sends: a borrowed root is the value the root builds, and wherever a plan
-    /// or a simple gate answers from the borrowed roots, minijinja renders the same, whether
-    /// `variables.NAME` is read by name or by the place it was compiled to against the send's
-    /// declarations.
-    #[test]
-    fn borrowed_roots_render_as_minijinja_does() {
-        let mut set = TemplateSet::new(Whitespace::default());
-        for (i, source) in TEMPLATES.iter().enumerate() {
-            set.add(format!("t{i}"), (*source).to_owned()).unwrap();
-        }
-        let unplanned: Vec<_> = (0..TEMPLATES.len())
-            .filter(|i| set.plans[&format!("t{i}")].is_none())
-            .map(|i| TEMPLATES[i])
-            .collect();
-        assert!(unplanned.is_empty(), "not planned: {unplanned:?}");
-        let gates: Vec<_> = [
-            "skills and 'read' in variables.tools",
-            "skills",
-            "not variables",
-            "context_files and not cwd",
-            "variables.x == 'a' or variables.y is none",
-            "'x' in variables and variables.tools",
-            "now and 'utc' in now and now.date",
-        ]
-        .into_iter()
-        .map(|expression| {
-            let gate = SimpleGate::parse(expression, &Declared::default()).unwrap();
-            (expression, gate)
-        })
-        .collect();
-        for (i, (expression, _)) in gates.iter().enumerate() {
-            set.add_gate(format!("g{i}"), expression).unwrap();
-        }
-        let answered = Cell::new(0u32);
-        let mut runner = TestRunner::new(Config {
-            cases: 600,
-            failure_persistence: None,
-            ..Config::default()
-        });
-        runner
-            .run(
-                &(send(), any::<bool>()),
-                |((json, declared), only_stable)| {
-                    let ctx = SendContext::from_json(json.to_string().as_bytes(), "send.json")
-                        .map_err(|e| TestCaseError::fail(e.to_string()))?;
-                    let toolset = Toolset::default();
-                    let sources = RootSources {
-                        ctx: &ctx,
-                        toolset: &toolset,
-                        mcp: None,
-                    };
-                    for root in Root::ALL {
-                        prop_assert_eq!(root.read(&sources).to_value(), root.value(&sources));
-                    }
-                    // The same templates and gates compiled against these declarations, read
-                    // by place from facts of the same table (and by name from any other).
-                    let by_place = Declared::of(&declared);
-                    let placed_plans: Vec<_> = TEMPLATES
-                        .iter()
-                        .map(|source| {
-                            crate::template::plan::Plan::compile(source, &set.syntax, &by_place)
-                                .unwrap()
-                        })
-                        .collect();
-                    let placed_gates: Vec<_> = gates
-                        .iter()
-                        .map(|(expression, _)| SimpleGate::parse(expression, &by_place).unwrap())
-                        .collect();
-                    let mut atoms = GateAtoms::default();
-                    let codes: Vec<_> = placed_gates.iter().map(|g| atoms.compile(g)).collect();
-                    let unplaced = Declared::default();
-                    let by_name = VariableFacts::new(&unplaced, &declared, &ctx.variables);
-                    let placed = VariableFacts::new(&by_place, &declared, &ctx.variables);
-                    let undeclared = ctx.variables.keys().any(|k| !declared.contains_key(k));
-                    prop_assert_eq!(by_name.any_undeclared(), undeclared);
-                    prop_assert_eq!(placed.any_undeclared(), undeclared);
-                    prop_assert_eq!(placed.misfit(), by_name.misfit());
-                    let contexts = roots(&sources, &by_name, only_stable)
-                        .into_iter()
-                        .chain(roots(&sources, &placed, only_stable));
-                    for context in contexts {
-                        for (i, source) in TEMPLATES.iter().enumerate() {
-                            let name = format!("t{i}");
-                            let plans = [set.plans[&name].as_ref().unwrap(), &placed_plans[i]];
-                            for written in plans.map(|plan| plan.render(&context, set.fuel())) {
-                                let Some(written) = written else { continue };
-                                answered.set(answered.get() + 1);
-                                let engine = set
-                                    .render_engine(&name, context.value())
-                                    .map(|r| (r.text, r.empty_emissions))
-                                    .map_err(|e| e.to_string());
-                                prop_assert_eq!(
-                                    Ok((written.text, written.empty_emissions)),
-                                    engine,
-                                    "{}",
-                                    source
-                                );
-                            }
-                        }
-                        // The gates' code, over atoms compiled against these declarations,
-                        // decides as each gate alone does.
-                        let gate_context = GateContext::new(&context);
-                        for (code, gate) in codes.iter().zip(&placed_gates) {
-                            prop_assert_eq!(
-                                code.decide(&atoms, &gate_context),
-                                gate.decide(&context)
-                            );
-                        }
-                        for (i, (expression, gate)) in gates.iter().enumerate() {
-                            for open in [gate, &placed_gates[i]].map(|g| g.decide(&context)) {
-                                let Some(open) = open else { continue };
-                                let engine = set
-                                    .render_gate(&format!("g{i}"), context.value())
-                                    .map_err(|e| e.to_string());
-                                prop_assert_eq!(Ok(open), engine, "{}", expression);
-                            }
-                        }
-                    }
-                    Ok(())
-                },
-            )
-            .unwrap();
-        assert!(answered.get() > 2000, "{} renders answered", answered.get());
     }
 }
