@@ -299,16 +299,19 @@ fn module_file(dir: &Path, name: &str) -> (PathBuf, PathBuf) {
     }
 }
 
+/// The facade and the crates whose public items it reaches: (crate name, folder under `crates/`).
+const CRATES: [(&str, &str); 5] = [
+    ("promptstack", "promptstack"),
+    ("promptstack_core", "promptstack-core"),
+    ("promptstack_fence", "promptstack-fence"),
+    ("promptstack_stream", "promptstack-stream"),
+    ("promptstack_template", "promptstack-template"),
+];
+
 #[test]
 fn public_api() {
     let mut all = String::new();
-    for (name, dir) in [
-        ("promptstack", "promptstack"),
-        ("promptstack_core", "promptstack-core"),
-        ("promptstack_fence", "promptstack-fence"),
-        ("promptstack_stream", "promptstack-stream"),
-        ("promptstack_template", "promptstack-template"),
-    ] {
+    for (name, dir) in CRATES {
         all.push_str(&surface(name, dir));
     }
     insta::assert_snapshot!(all);
@@ -671,13 +674,7 @@ fn item_attrs(item: &Item) -> &[Attribute] {
 /// The facade and the crates it re-exports, read from their sources.
 fn workspace_crates() -> Crates {
     let mut crates = Crates::default();
-    for (name, dir) in [
-        ("promptstack", "promptstack"),
-        ("promptstack_core", "promptstack-core"),
-        ("promptstack_fence", "promptstack-fence"),
-        ("promptstack_stream", "promptstack-stream"),
-        ("promptstack_template", "promptstack-template"),
-    ] {
+    for (name, dir) in CRATES {
         crates.read(name, dir);
     }
     crates
@@ -687,13 +684,7 @@ fn workspace_crates() -> Crates {
 fn each_public_item_is_reachable_by_one_path() {
     let crates = workspace_crates();
     let mut duplicates = Vec::new();
-    for krate in [
-        "promptstack",
-        "promptstack_core",
-        "promptstack_fence",
-        "promptstack_stream",
-        "promptstack_template",
-    ] {
+    for (krate, _) in CRATES {
         duplicates.extend(crates.duplicates(krate));
     }
     assert!(
