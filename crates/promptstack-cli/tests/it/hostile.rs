@@ -60,7 +60,7 @@ fn default_seconds() -> u64 {
 /// One thing to create before running; exactly one of `fifo`, `dir`, `symlink`, `file`.
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
-struct Setup {
+pub(crate) struct Setup {
     /// A FIFO at this path (relative to the scratch folder).
     fifo: Option<String>,
     /// A folder.
@@ -68,17 +68,17 @@ struct Setup {
     /// A symlink at this path, pointing at `target`.
     symlink: Option<String>,
     /// A regular file: `copy` of another file, or `prefix`, `text` × `repeat`, `suffix`.
-    file: Option<String>,
+    pub(crate) file: Option<String>,
     target: Option<String>,
     copy: Option<String>,
     #[serde(default)]
-    prefix: String,
+    pub(crate) prefix: String,
     #[serde(default)]
-    text: String,
+    pub(crate) text: String,
     #[serde(default = "one")]
-    repeat: usize,
+    pub(crate) repeat: usize,
     #[serde(default)]
-    suffix: String,
+    pub(crate) suffix: String,
 }
 
 fn one() -> usize {

@@ -785,21 +785,8 @@ struct CliCase {
     about: String,
     args: Vec<String>,
     #[serde(default)]
-    setup: Vec<CliSetup>,
+    setup: Vec<crate::hostile::Setup>,
     exit: i32,
-}
-
-#[derive(Debug, Deserialize)]
-struct CliSetup {
-    file: Option<String>,
-    #[serde(default)]
-    prefix: String,
-    #[serde(default)]
-    text: String,
-    #[serde(default = "one")]
-    repeat: usize,
-    #[serde(default)]
-    suffix: String,
 }
 
 /// Every template case of the command line's suite whose only argument is the spec: its spec is
