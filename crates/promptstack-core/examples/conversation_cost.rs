@@ -40,7 +40,8 @@ fn main() -> ExitCode {
     };
 
     let manifest = Path::new(env!("CARGO_MANIFEST_DIR"));
-    let (agent, send) = examples::chat_research();
+    let agent = examples::chat_agent();
+    let send = examples::chat_send_bytes("research");
     let ctx = SendContext::from_json(&send, "research").expect("the example send loads");
     let assembly = agent.assemble(&ctx).expect("the example send assembles");
     let turn_path = manifest.join("../promptstack-cli/tests/data/conversations/tool-turn.json");

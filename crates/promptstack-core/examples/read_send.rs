@@ -25,7 +25,8 @@ fn main() -> ExitCode {
         eprintln!("read_send: TIMES must be a whole number, got `{times}`");
         return ExitCode::from(2);
     };
-    let (agent, send) = examples::chat_research();
+    let agent = examples::chat_agent();
+    let send = examples::chat_send_bytes("research");
     // One read outside the count, so that one-time set-up (schemas, validators) is not counted.
     SendContext::from_json_for(&send, "research.json", agent.spec()).expect("the send reads");
     let read = read_all(&agent, &send, times);

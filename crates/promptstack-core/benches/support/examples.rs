@@ -1,7 +1,7 @@
 //! The bundled examples, loaded the same way for every bench and test that needs them: each
 //! example's compiled agent (with the registry capabilities of its `capabilities/` folder) and its
-//! sends, the examples' text as the token counter meets it, and the chat assistant's `research`
-//! send for the examples that measure one request.
+//! sends, the examples' text as the token counter meets it, and the chat assistant's agent and
+//! sends on their own.
 
 // Each bench, test and example that includes this file uses some of it.
 #![allow(dead_code)]
@@ -79,17 +79,18 @@ pub fn example_texts(root: &Path) -> Vec<String> {
     texts.into_iter().collect()
 }
 
-/// The chat assistant example's agent and the bytes of its `research` send, for the examples
-/// that measure one of its requests.
-pub fn chat_research() -> (Agent, Vec<u8>) {
-    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples/chat-assistant");
-    let spec = root.join("agent.toml");
-    let agent = Agent::from_source(
-        &std::fs::read(&spec).expect("read agent.toml"),
-        &spec.display().to_string(),
-        SpecFormat::Toml,
-    )
-    .expect("the example spec loads");
-    let send = std::fs::read(root.join("sends/research.json")).expect("read research.json");
-    (agent, send)
+/// The chat assistant example's folder.
+pub fn chat_dir() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples/chat-assistant")
+}
+
+/// The chat assistant example's agent.
+pub fn chat_agent() -> Agent {
+    let spec = std::fs::read(chat_dir().join("agent.toml")).expect("read agent.toml");
+    Agent::from_source(&spec, "agent.toml", SpecFormat::Toml).expect("the example spec loads")
+}
+
+/// The bytes of the chat assistant example's send `sends/{name}.json`.
+pub fn chat_send_bytes(name: &str) -> Vec<u8> {
+    std::fs::read(chat_dir().join("sends").join(format!("{name}.json"))).expect("read the send")
 }

@@ -2,30 +2,18 @@
 
 #![allow(clippy::disallowed_methods, clippy::disallowed_types)]
 
-use std::path::{Path, PathBuf};
-
-use promptstack_core::{Agent, SendContext, SpecFormat};
+use promptstack_core::{Agent, SendContext};
 
 /// The bundled examples, loaded as the benches load them.
 #[path = "../../benches/support/examples.rs"]
 pub mod examples;
 
-/// The chat assistant example's directory.
-pub fn chat_dir() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples/chat-assistant")
-}
-
-/// The chat assistant example's agent.
-pub fn chat_agent() -> Agent {
-    let spec = std::fs::read(chat_dir().join("agent.toml")).unwrap();
-    Agent::from_source(&spec, "agent.toml", SpecFormat::Toml).unwrap()
-}
+pub use examples::{chat_agent, chat_dir};
 
 /// The chat assistant example's send `sends/{name}.json`.
 pub fn chat_send(name: &str) -> SendContext {
-    let file = format!("{name}.json");
-    let bytes = std::fs::read(chat_dir().join("sends").join(&file)).unwrap();
-    SendContext::from_json(&bytes, &file).unwrap()
+    let bytes = examples::chat_send_bytes(name);
+    SendContext::from_json(&bytes, &format!("{name}.json")).unwrap()
 }
 
 /// The request for `assembly` with an empty conversation and the bundled rules.
