@@ -154,6 +154,10 @@ export declare function fence(
 export interface FenceCheck {
   valid: boolean;
   fence: { kind: string; nonce: string; origin: string | null; tool: string | null; body: string } | null;
+  /**
+   * What is wrong, each `kind` one of `too-short`, `bad-opening`, `bad-closing`, `mismatch`,
+   * `nonce-count`, `marker-in-body`, `control-token-in-body`, `hostile-attribute`.
+   */
   problems: { kind: string; offset: number | null; message: string }[];
 }
 

@@ -672,7 +672,7 @@ pub fn check_fence(text: String) -> Value {
         .iter()
         .map(|p| {
             json!({
-                "kind": format!("{:?}", p.kind),
+                "kind": p.kind.as_str(),
                 "offset": p.offset,
                 "message": p.message,
             })

@@ -209,6 +209,9 @@ test("fence wraps with a fresh nonce, defangs forged markers, and checkFence val
   const broken = checkFence(wrapped.text.slice(0, -3));
   assert.equal(broken.valid, false);
   assert.ok(broken.problems.length > 0);
+  // The kinds are named as the Python package and the fence crate name them.
+  assert.ok(broken.problems.some((p) => p.kind === "bad-closing"), JSON.stringify(broken.problems));
+  assert.equal(checkFence("").problems[0].kind, "too-short");
   const cut = fence("x".repeat(10_000), { kind: "file", origin: "/tmp/a.txt", maxBytes: 500 });
   assert.ok(cut.truncated && cut.truncated.totalBytes === 10_000 && cut.truncated.keptBytes < 500);
   assert.throws(() => fence("x", { kind: "teapot" }), ps.FenceError);

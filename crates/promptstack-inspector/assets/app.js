@@ -8,6 +8,8 @@ import { cacheChartSvg } from './chart.js';
 import { createEvals } from './evals.js';
 
 const DEBOUNCE_MS = 120;
+/** The provider formats the request view and the cache simulation offer, the first chosen. */
+const FORMATS = ['anthropic', 'openai-chat', 'openai-responses', 'gemini'];
 const $ = (id) => document.getElementById(id);
 
 const state = {
@@ -423,6 +425,7 @@ function linkHover(event, on) {
 }
 
 function init() {
+  for (const id of ['format', 'sim-provider']) options($(id), FORMATS.map((f) => [f]), FORMATS[0]);
   $('key').value = key.get();
   $('key-form').addEventListener('submit', (e) => { e.preventDefault(); key.set($('key').value); connect(); });
   $('agent').addEventListener('change', () => pickAgent().catch(showError));

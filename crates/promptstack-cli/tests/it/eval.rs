@@ -23,49 +23,7 @@ const SEND: &str = include_str!("../../../promptstack-eval/tests/data/tester/sen
 
 /// Two scenarios: one the scripted model passes (it cites the scripted source), one it fails.
 fn suite(port: u16) -> String {
-    format!(
-        r#"suite_version = 1
-description = "Citations from scripted search results."
-
-[models.local]
-format = "openai-chat"
-base_url = "http://127.0.0.1:{port}/v1"
-model = "small-model"
-tier = "small"
-timeout_seconds = 10
-retries = 0
-
-[matrix]
-versions = [{{ name = "current", spec = "agent.toml" }}]
-models = ["local"]
-temperature = 0.2
-seed = 7
-
-[[scenarios]]
-name = "cites"
-send = "sends/s.json"
-
-[[scenarios.tools]]
-tool = "search"
-sources = [{{ url = "https://blog.rust-lang.org/1.95", title = "Rust 1.95", text = "Rust 1.95 is out." }}]
-
-[[scenarios.assert]]
-type = "citations"
-min = 1
-
-[[scenarios.assert]]
-type = "tool_used"
-tool = "search"
-
-[[scenarios]]
-name = "wants-nope"
-send = "sends/s.json"
-
-[[scenarios.assert]]
-type = "contains"
-value = "nope"
-"#
-    )
+    include_str!("../data/eval/cites.toml").replace("{port}", &port.to_string())
 }
 
 /// The agent's folder with its spec, send and suite.

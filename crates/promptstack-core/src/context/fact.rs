@@ -340,47 +340,11 @@ mod tests {
 
     /// A stage with two stable variables and a volatile one, so every stable input of a send
     /// enters its key.
-    const STAGE: &str = r#"
-spec_version = 1
-name = "keys"
-
-[variables]
-tone = { stability = "stable", trust = "user" }
-team = { stability = "stable", trust = "user" }
-mode = { stability = "volatile", trust = "user" }
-
-[[blocks]]
-id = "intro"
-trust = "author"
-stability = "stable"
-text = "You help."
-
-[stage]
-capabilities = ["end_session"]
-
-[targets.main]
-system = ["@body"]
-"#;
+    const STAGE: &str = include_str!("../../tests/data/specs/keys-stage.toml");
 
     /// No stage, and only `tone` stable: the same send is keyed over another projection of its
     /// variables.
-    const PLAIN: &str = r#"
-spec_version = 1
-name = "plain"
-
-[variables]
-tone = { stability = "stable", trust = "user" }
-team = { stability = "volatile", trust = "user" }
-
-[[blocks]]
-id = "intro"
-trust = "author"
-stability = "stable"
-text = "You help."
-
-[targets.main]
-system = ["@body"]
-"#;
+    const PLAIN: &str = include_str!("../../tests/data/specs/keys-plain.toml");
 
     static STAGE_AGENT: LazyLock<Agent> = LazyLock::new(|| compile(STAGE));
     static PLAIN_AGENT: LazyLock<Agent> = LazyLock::new(|| compile(PLAIN));

@@ -11,24 +11,7 @@ use promptstack_core::{Agent, SendContext, SpecFormat};
 use crate::support::{chat_agent, chat_send, fresh_request};
 
 /// A stable block slow enough to render that sixteen threads started together overlap.
-const SLOW_SPEC: &str = r#"
-spec_version = 1
-name = "slow"
-
-[[blocks]]
-id = "intro"
-trust = "author"
-stability = "stable"
-template = "{% set xs = [0,1,2,3,4,5,6,7,8,9,10,11,12,13,14,15,16,17,18,19,20,21,22,23,24,25,26,27,28,29] %}{% for a in xs %}{% for b in xs %}{% for c in xs %}{% endfor %}{% endfor %}{% endfor %}You are {{ model.name }}."
-
-[[notes]]
-id = "datetime"
-trust = "platform"
-template = "Now: {{ now.rfc3339 }}"
-
-[targets.system]
-system = ["@stable", "datetime"]
-"#;
+const SLOW_SPEC: &str = include_str!("../data/specs/slow.toml");
 
 const SLOW_SEND: &str = r#"{
   "now": "2026-11-30T09:15:00+01:00",

@@ -10,9 +10,25 @@ use promptstack_core::spec::parse;
 use promptstack_core::tools::registration::{
     RegistrationErrorKind, ToolRegistry, descriptor_problems,
 };
-use promptstack_core::{Agent, SendContext, SpecFormat};
+use promptstack_core::toolset::Tool;
+use promptstack_core::{Agent, Assembly, SendContext, SpecFormat};
 use proptest::prelude::*;
 use serde_json::json;
+
+/// The tool `name` the assembly offers.
+fn offered<'a>(assembly: &'a Assembly, name: &str) -> &'a Tool {
+    let tools = assembly.toolset().tools();
+    tools
+        .iter()
+        .find(|t| t.name == name)
+        .unwrap_or_else(|| panic!("{name} is offered"))
+}
+
+/// The MCP servers the assembly's toolset skipped, in order.
+fn skipped_servers(assembly: &Assembly) -> Vec<&str> {
+    let skipped = assembly.toolset().skipped_servers();
+    skipped.iter().map(|s| s.server.as_str()).collect()
+}
 
 fn descriptor(name: &str) -> ToolSpec {
     serde_json::from_value(json!({
@@ -109,23 +125,7 @@ fn the_registry_refuses_conflicts_and_invalid_descriptors() {
     assert_eq!(names, ["a_tool", "b_tool"]);
 }
 
-const BASE: &str = r#"
-spec_version = 1
-name = "tools"
-
-[[tools]]
-name = "lookup"
-description = "Look something up. Use it when asked. If it fails, say so."
-
-[[blocks]]
-id = "intro"
-trust = "author"
-stability = "stable"
-template = "Tools: {{ tools | join(', ') }}."
-
-[targets.system]
-system = ["@stable"]
-"#;
+const BASE: &str = include_str!("../data/specs/tools.toml");
 
 #[test]
 fn registered_tools_compile_with_the_spec_and_may_not_shadow_it() {
@@ -301,38 +301,7 @@ proptest! {
     }
 }
 
-const WITH_MCP: &str = r#"
-spec_version = 1
-name = "mcp"
-
-[[tools]]
-name = "files_read"
-description = "Read a local file. Use it when asked about a file. If it fails, say so."
-
-[[blocks]]
-id = "intro"
-trust = "author"
-stability = "stable"
-template = "Local tools: {{ tools | join(', ') }}."
-
-[[notes]]
-id = "servers"
-trust = "untrusted"
-when = "mcp.servers"
-template = """
-{% for s in mcp.servers %}
-- {{ s.name }}: {{ s.tools | map(attribute='name') | join(', ') if s.ready else 'unavailable on this send' }}
-{% endfor %}
-"""
-
-[[notes]]
-id = "close"
-trust = "platform"
-text = "End."
-
-[targets.system]
-system = ["@stable", "servers", "close"]
-"#;
+const WITH_MCP: &str = include_str!("../data/specs/mcp.toml");
 
 fn mcp_agent() -> Agent {
     Agent::from_source(WITH_MCP.as_bytes(), "mcp.toml", SpecFormat::Toml).unwrap()
@@ -392,12 +361,7 @@ fn mcp_tools_join_the_toolset_without_touching_the_stable_half() {
     let mut expected = vec!["files_read", suffixed, "files_write", "git_hub_search"];
     expected.sort_unstable();
     assert_eq!(names, expected);
-    let tool = assembly
-        .toolset()
-        .tools()
-        .iter()
-        .find(|t| t.name == "git_hub_search")
-        .unwrap();
+    let tool = offered(&assembly, "git_hub_search");
     assert_eq!(
         tool.origin,
         promptstack_core::toolset::ToolOrigin::Mcp {
@@ -408,13 +372,7 @@ fn mcp_tools_join_the_toolset_without_touching_the_stable_half() {
     assert_eq!(tool.results, promptstack_core::spec::ResultTrust::Untrusted);
     assert!(!tool.cacheable);
 
-    let skipped: Vec<&str> = assembly
-        .toolset()
-        .skipped_servers()
-        .iter()
-        .map(|s| s.server.as_str())
-        .collect();
-    assert_eq!(skipped, ["tracker"]);
+    assert_eq!(skipped_servers(&assembly), ["tracker"]);
     let warnings: Vec<String> = assembly
         .diagnostics()
         .filter(|d| d.code == "mcp-server-skipped")
@@ -445,13 +403,11 @@ fn a_model_without_tool_use_gets_no_mcp_tools() {
     send.model.tool_usage = ToolUsage::None;
     let assembly = agent.assemble(&send).unwrap();
     assert_eq!(assembly.toolset().names().count(), 0);
-    let withheld: Vec<&str> = assembly
-        .toolset()
-        .withheld_mcp_tools()
-        .iter()
-        .map(|t| t.name.as_str())
-        .collect();
-    assert_eq!(withheld, ["files_write"]);
+    let withheld = assembly.toolset().withheld_mcp_tools();
+    assert_eq!(
+        withheld.iter().map(|t| t.name.as_str()).collect::<Vec<_>>(),
+        ["files_write"]
+    );
 }
 
 #[test]
@@ -553,18 +509,17 @@ fn a_turn_built_from_an_assembly_fences_budgets_and_numbers() {
     use promptstack_core::turn::{FnExecutor, ToolExecutor, ToolOutput, TurnErrorKind};
     let (agent, ctx) = chat_agent_and_send("research.json");
     let assembly = agent.assemble(&ctx).unwrap();
-    let executor =
-        |_: &promptstack_core::toolset::Tool| -> Option<std::sync::Arc<dyn ToolExecutor>> {
-            Some(std::sync::Arc::new(FnExecutor::new(
-                |input: serde_json::Value| async move {
-                    Ok(ToolOutput::new().source(
-                        "https://example.org/heat-pumps?utm_source=x",
-                        Some("Heat pumps"),
-                        format!("results for {input}"),
-                    ))
-                },
-            )))
-        };
+    let executor = |_: &Tool| -> Option<std::sync::Arc<dyn ToolExecutor>> {
+        Some(std::sync::Arc::new(FnExecutor::new(
+            |input: serde_json::Value| async move {
+                Ok(ToolOutput::new().source(
+                    "https://example.org/heat-pumps?utm_source=x",
+                    Some("Heat pumps"),
+                    format!("results for {input}"),
+                ))
+            },
+        )))
+    };
     let turn = agent
         .turn_builder(&assembly, fixed_fence(), executor)
         .unwrap()
@@ -767,15 +722,7 @@ fn tools_carry_display_metadata() {
     )
     .unwrap();
     let assembly = agent.assemble(&ctx).unwrap();
-    let tool = |name: &str| {
-        assembly
-            .toolset()
-            .tools()
-            .iter()
-            .find(|t| t.name == name)
-            .unwrap_or_else(|| panic!("{name} is offered"))
-            .clone()
-    };
+    let tool = |name: &str| offered(&assembly, name);
     let search = tool("search");
     assert_eq!(search.display_name.as_deref(), Some("Web search"));
     assert_eq!(search.category.as_deref(), Some("web"));
@@ -825,13 +772,7 @@ fn a_repeated_mcp_server_name_is_refused_and_reported() {
             "{}",
             conflict.message
         );
-        let skipped: Vec<&str> = assembly
-            .toolset()
-            .skipped_servers()
-            .iter()
-            .map(|s| s.server.as_str())
-            .collect();
-        assert_eq!(skipped, ["docs.internal", "tracker"]);
+        assert_eq!(skipped_servers(&assembly), ["docs.internal", "tracker"]);
         // The servers table the prompt reads says the same: tracker is unavailable, once.
         let system = assembly.compose("legacy").unwrap().system;
         assert!(

@@ -6,7 +6,7 @@ use sqlx::Row;
 
 use super::Handle;
 use super::eval_ops::run_row;
-use super::ops::{Audit, DbRow, Listing, audit, key_column, lock_tenant, within};
+use super::ops::{Audit, DbRow, Listing, Quota, audit, key_column, lock_tenant, within};
 use crate::backend::{from_micros, now_micros};
 use crate::config::StoreConfig;
 use crate::credential::{CredentialInfo, CredentialKey, Secret};
@@ -73,15 +73,10 @@ pub(crate) async fn put_credential(
     if !exists {
         within(
             &mut tx,
-            "SELECT COUNT(*) FROM credentials WHERE tenant_id = $1",
+            Quota::CredentialsPerTenant,
+            config,
             tenant_id,
-            config.max_credentials_per_tenant,
-            |count| {
-                Error::quota(format!(
-                    "tenant {tenant} has {count} credentials, the most allowed \
-                     (`max_credentials_per_tenant`); delete one first"
-                ))
-            },
+            tenant,
         )
         .await?;
     }

@@ -13,8 +13,8 @@
 use sqlx::Row;
 
 use super::ops::{
-    Audit, DbQuery, DbRow, Listing, Tx, agent_exists, agent_id, audit, key_column, lock_tenant,
-    stored_bytes, version_exists, within,
+    Audit, DbQuery, DbRow, Listing, Quota, Tx, agent_exists, agent_id, audit, key_column,
+    lock_tenant, stored_bytes, version_exists, within,
 };
 use super::{Db, Handle, SKIP_LOCKED};
 use crate::backend::{from_micros, now_micros};
@@ -163,15 +163,10 @@ pub(crate) async fn create_run(
     }
     within(
         &mut tx,
-        "SELECT COUNT(*) FROM eval_runs WHERE tenant_id = $1 AND state IN ('queued', 'running')",
+        Quota::ActiveRunsPerTenant,
+        config,
         tenant_id,
-        config.max_active_runs_per_tenant,
-        |active| {
-            Error::quota(format!(
-                "tenant {tenant} has {active} eval runs queued or running, the most allowed \
-                 (`max_active_runs_per_tenant`); wait for one to finish or cancel one"
-            ))
-        },
+        tenant,
     )
     .await?;
     let total = i64::try_from(cells.len()).map_err(|_| Error::invalid("too many cells"))?;

@@ -104,27 +104,92 @@ pub(super) async fn version_exists(tx: &mut Tx, agent_id: i64, id: &VersionId) -
     Ok(found.is_some())
 }
 
-/// A quota from the configuration as a count the database compares with.
-pub(super) fn cap(quota: usize) -> i64 {
-    i64::try_from(quota).unwrap_or(i64::MAX)
+/// A quota checked in a write's transaction: what it counts, its limit in the configuration
+/// and how it refuses.
+#[derive(Debug, Clone, Copy)]
+pub(super) enum Quota {
+    VersionsPerAgent,
+    AgentsPerTenant,
+    KeysPerTenant,
+    LabelsPerAgent,
+    ActiveRunsPerTenant,
+    CredentialsPerTenant,
 }
 
-/// Refuses with `refusal(count)` when the rows `count_sql` counts (its one parameter bound to
-/// `id`) are already `most` or more: a quota checked in the write's transaction.
+impl Quota {
+    /// The count, its one parameter the owner's row id.
+    const fn count_sql(self) -> &'static str {
+        match self {
+            Quota::VersionsPerAgent => "SELECT COUNT(*) FROM versions WHERE agent_id = $1",
+            Quota::AgentsPerTenant => "SELECT COUNT(*) FROM agents WHERE tenant_id = $1",
+            Quota::KeysPerTenant => {
+                "SELECT COUNT(*) FROM api_keys WHERE tenant_id = $1 AND revoked_at IS NULL"
+            }
+            Quota::LabelsPerAgent => "SELECT COUNT(*) FROM labels WHERE agent_id = $1",
+            Quota::ActiveRunsPerTenant => {
+                "SELECT COUNT(*) FROM eval_runs WHERE tenant_id = $1 \
+                 AND state IN ('queued', 'running')"
+            }
+            Quota::CredentialsPerTenant => "SELECT COUNT(*) FROM credentials WHERE tenant_id = $1",
+        }
+    }
+
+    /// The most rows the configuration allows.
+    const fn most(self, config: &StoreConfig) -> usize {
+        match self {
+            Quota::VersionsPerAgent => config.max_versions_per_agent,
+            Quota::AgentsPerTenant => config.max_agents_per_tenant,
+            Quota::KeysPerTenant => config.max_keys_per_tenant,
+            Quota::LabelsPerAgent => config.max_labels_per_agent,
+            Quota::ActiveRunsPerTenant => config.max_active_runs_per_tenant,
+            Quota::CredentialsPerTenant => config.max_credentials_per_tenant,
+        }
+    }
+
+    /// The refusal when `owner` already has `count` rows.
+    fn refusal(self, owner: &dyn std::fmt::Display, count: i64) -> Error {
+        match self {
+            Quota::VersionsPerAgent => Error::quota(format!(
+                "agent {owner} has {count} versions, the most allowed (`max_versions_per_agent`)"
+            )),
+            Quota::AgentsPerTenant => Error::quota(format!(
+                "tenant {owner} has {count} agents, the most allowed (`max_agents_per_tenant`)"
+            )),
+            Quota::KeysPerTenant => Error::quota(format!(
+                "tenant {owner} has {count} keys that are not revoked, the most allowed \
+                 (`max_keys_per_tenant`); revoke one first"
+            )),
+            Quota::LabelsPerAgent => Error::invalid(format!(
+                "agent {owner} already has {count} labels, the most allowed"
+            )),
+            Quota::ActiveRunsPerTenant => Error::quota(format!(
+                "tenant {owner} has {count} eval runs queued or running, the most allowed \
+                 (`max_active_runs_per_tenant`); wait for one to finish or cancel one"
+            )),
+            Quota::CredentialsPerTenant => Error::quota(format!(
+                "tenant {owner} has {count} credentials, the most allowed \
+                 (`max_credentials_per_tenant`); delete one first"
+            )),
+        }
+    }
+}
+
+/// Refuses when `owner` (its row `id`) already has as many rows as `quota` allows.
 pub(super) async fn within(
     tx: &mut Tx,
-    count_sql: &str,
+    quota: Quota,
+    config: &StoreConfig,
     id: i64,
-    most: usize,
-    refusal: impl FnOnce(i64) -> Error,
+    owner: &(dyn std::fmt::Display + Sync),
 ) -> Result<()> {
-    let count: i64 = sqlx::query(count_sql)
+    let count: i64 = sqlx::query(quota.count_sql())
         .bind(id)
         .fetch_one(&mut **tx)
         .await?
         .try_get(0)?;
-    if count >= cap(most) {
-        return Err(refusal(count));
+    let most = i64::try_from(quota.most(config)).unwrap_or(i64::MAX);
+    if count >= most {
+        return Err(quota.refusal(owner, count));
     }
     Ok(())
 }
@@ -145,34 +210,10 @@ async fn check_publish_quotas(
             if version_exists(tx, agent_id, id).await? {
                 return Ok(());
             }
-            within(
-                tx,
-                "SELECT COUNT(*) FROM versions WHERE agent_id = $1",
-                agent_id,
-                config.max_versions_per_agent,
-                |versions| {
-                    Error::quota(format!(
-                        "agent {agent} has {versions} versions, the most allowed \
-                         (`max_versions_per_agent`)"
-                    ))
-                },
-            )
-            .await?;
+            within(tx, Quota::VersionsPerAgent, config, agent_id, agent).await?;
         }
         None => {
-            within(
-                tx,
-                "SELECT COUNT(*) FROM agents WHERE tenant_id = $1",
-                tenant_id,
-                config.max_agents_per_tenant,
-                |agents| {
-                    Error::quota(format!(
-                        "tenant {tenant} has {agents} agents, the most allowed \
-                         (`max_agents_per_tenant`)"
-                    ))
-                },
-            )
-            .await?;
+            within(tx, Quota::AgentsPerTenant, config, tenant_id, tenant).await?;
         }
     }
     let stored = stored_bytes(tx, tenant_id).await?;
@@ -274,19 +315,7 @@ pub(crate) async fn create_key(
     ensure_tenant(&mut tx, tenant, at).await?;
     // Locked, so that two keys created at once cannot both pass the quota.
     let tenant_id = lock_tenant(&mut tx, tenant).await?;
-    within(
-        &mut tx,
-        "SELECT COUNT(*) FROM api_keys WHERE tenant_id = $1 AND revoked_at IS NULL",
-        tenant_id,
-        config.max_keys_per_tenant,
-        |keys| {
-            Error::quota(format!(
-                "tenant {tenant} has {keys} keys that are not revoked, the most allowed \
-                 (`max_keys_per_tenant`); revoke one first"
-            ))
-        },
-    )
-    .await?;
+    within(&mut tx, Quota::KeysPerTenant, config, tenant_id, tenant).await?;
     sqlx::query(
         "INSERT INTO api_keys (public_id, tenant_id, role, name, hash, created_at) \
          VALUES ($1, $2, $3, $4, $5, $6)",
@@ -764,18 +793,7 @@ pub(crate) async fn move_label(
     }
     let at = now_micros();
     if current.is_none() {
-        within(
-            &mut tx,
-            "SELECT COUNT(*) FROM labels WHERE agent_id = $1",
-            agent_id,
-            config.max_labels_per_agent,
-            |count| {
-                Error::invalid(format!(
-                    "agent {agent} already has {count} labels, the most allowed"
-                ))
-            },
-        )
-        .await?;
+        within(&mut tx, Quota::LabelsPerAgent, config, agent_id, agent).await?;
         sqlx::query(
             "INSERT INTO labels (agent_id, name, version_id, updated_at, updated_by) \
              VALUES ($1, $2, $3, $4, $5)",
