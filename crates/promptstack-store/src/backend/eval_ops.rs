@@ -204,22 +204,42 @@ pub(crate) async fn create_run(
         });
         insert.build().execute(&mut *tx).await?;
     }
-    audit(
-        &mut tx,
-        Audit {
-            tenant_id,
-            at,
-            actor: by,
-            action: AuditAction::EvalRunCreate,
-            object: format!("agents/{}/evals/{id}", run.agent),
-            from: None,
-            to: Some(run.suite.clone()),
-        },
-    )
-    .await?;
+    let entry = RunAudit {
+        tenant_id,
+        at,
+        by,
+        agent: &run.agent,
+        run: &id,
+    };
+    let created = entry.entry(AuditAction::EvalRunCreate, None, Some(run.suite.clone()));
+    audit(&mut tx, created).await?;
     let info = read_run(&mut *tx, tenant, &id).await?;
     tx.commit().await?;
     Ok(info)
+}
+
+/// Who changed which eval run, and when: the part its audit entries share.
+struct RunAudit<'a> {
+    tenant_id: i64,
+    at: i64,
+    by: Option<&'a KeyId>,
+    agent: &'a AgentName,
+    run: &'a RunId,
+}
+
+impl<'a> RunAudit<'a> {
+    /// The audit entry of `action`, from `from` to `to`.
+    fn entry(&self, action: AuditAction, from: Option<String>, to: Option<String>) -> Audit<'a> {
+        Audit {
+            tenant_id: self.tenant_id,
+            at: self.at,
+            actor: self.by,
+            action,
+            object: format!("agents/{}/evals/{}", self.agent, self.run),
+            from,
+            to,
+        }
+    }
 }
 
 pub(crate) async fn run(db: &Handle, tenant: &Tenant, run: &RunId) -> Result<RunInfo> {
@@ -315,17 +335,17 @@ pub(crate) async fn finish_run(
         )));
     }
     if to == RunState::Cancelled {
+        let entry = RunAudit {
+            tenant_id,
+            at,
+            by,
+            agent: &info.agent,
+            run,
+        };
+        let (from, to) = (was.as_str().to_owned(), to.as_str().to_owned());
         audit(
             &mut tx,
-            Audit {
-                tenant_id,
-                at,
-                actor: by,
-                action: AuditAction::EvalRunCancel,
-                object: format!("agents/{}/evals/{run}", info.agent),
-                from: Some(was.as_str().to_owned()),
-                to: Some(to.as_str().to_owned()),
-            },
+            entry.entry(AuditAction::EvalRunCancel, Some(from), Some(to)),
         )
         .await?;
     }
