@@ -2,127 +2,36 @@
 // utoipa's `path` macro writes the parameter types it is given fully qualified.
 #![allow(unused_qualifications)]
 
+use std::borrow::Cow;
+
 use axum::Json;
 use axum::extract::rejection::{JsonRejection, QueryRejection};
 use axum::extract::{Path, Query, State};
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use promptstack_store::{
-    AgentName, AuditEntry, Cursor, Expected, Label, LabelName, NewVersion, PageRequest, Role,
-    Settings, SettingsScope, VersionId, VersionInfo,
+    AgentName, AuditEntry, Expected, Label, LabelName, NewVersion, Role, Settings, SettingsScope,
+    VersionId, VersionInfo,
 };
 use serde::{Deserialize, Serialize};
-use utoipa::{IntoParams, ToSchema};
+use utoipa::openapi::RefOr;
+use utoipa::openapi::schema::Schema;
+use utoipa::{IntoParams, PartialSchema, ToSchema};
 
 use crate::auth::Auth;
 use crate::bundle::{BUNDLE_MEDIA_TYPE, Bundle};
+use crate::contract::{constrained, register};
 use crate::engine::{
-    DEFAULT_LABEL, agent_name, compiled, engine_problem, lookup_problem, require_agent,
-    store_problem,
+    DEFAULT_LABEL, PROTECTED_LABEL, agent_name, compiled, engine_problem, lookup_problem,
+    require_agent, store_problem,
 };
+use crate::page::{NamePageQuery, PageOf, PageQuery, query};
 use crate::problem::{Problem, json_rejection, printable};
 use crate::render::{CacheDiff, ProviderFormat, RequestOptionsBody};
 use crate::state::AppState;
 
-/// The label only admins may move.
-pub const PROTECTED_LABEL: &str = "production";
-
 /// The longest reason a forced move of `production` may give, in characters.
 const MAX_FORCE_REASON: usize = 1000;
-
-/// The most items one page of a listing holds (the store's default `max_page`); a larger
-/// `limit` is refused, as the OpenAPI document states.
-pub const MAX_PAGE: u32 = 200;
-
-/// Paging of a listing ordered by when its items were made (versions, the audit log): its
-/// cursor is a position, 1 to 18 decimal digits without a leading zero.
-#[derive(Debug, Deserialize, IntoParams)]
-#[serde(deny_unknown_fields)]
-#[into_params(parameter_in = Query)]
-pub struct PageQuery {
-    /// At most this many items: 1 to 200 (default 50). A limit outside that range is refused
-    /// (400), never cut.
-    #[param(minimum = 1, maximum = 200, default = 50)]
-    pub limit: Option<u32>,
-    /// The cursor of the previous page's `next` (422 `invalid-cursor` when it is not one).
-    #[param(value_type = Option<crate::contract::PositionCursorSchema>, inline)]
-    pub after: Option<String>,
-}
-
-impl PageQuery {
-    pub(crate) fn request(&self) -> Result<PageRequest, Problem> {
-        page(self.limit, self.after.as_deref(), |after| {
-            let digits = after.bytes().all(|b| b.is_ascii_digit());
-            digits && (1..=18).contains(&after.len()) && !after.starts_with('0')
-        })
-    }
-}
-
-/// Paging of a listing ordered by name (agents, credentials): its cursor is the last name of the
-/// previous page.
-#[derive(Debug, Deserialize, IntoParams)]
-#[serde(deny_unknown_fields)]
-#[into_params(parameter_in = Query)]
-pub struct NamePageQuery {
-    /// At most this many items: 1 to 200 (default 50). A limit outside that range is refused
-    /// (400), never cut.
-    #[param(minimum = 1, maximum = 200, default = 50)]
-    pub limit: Option<u32>,
-    /// The cursor of the previous page's `next` (422 `invalid-cursor` when it is not one).
-    #[param(value_type = Option<crate::contract::NameCursorSchema>, inline)]
-    pub after: Option<String>,
-}
-
-impl NamePageQuery {
-    pub(crate) fn request(&self) -> Result<PageRequest, Problem> {
-        page(self.limit, self.after.as_deref(), |after| {
-            AgentName::parse(after).is_ok()
-        })
-    }
-}
-
-/// A page request of `limit` items after `after`, which `fits` the listing's cursors: a limit
-/// outside 1 to [`MAX_PAGE`] is a 400, a cursor that does not fit a 422 `invalid-cursor`.
-fn page(
-    limit: Option<u32>,
-    after: Option<&str>,
-    fits: impl Fn(&str) -> bool,
-) -> Result<PageRequest, Problem> {
-    let mut page = PageRequest::first();
-    if let Some(limit) = limit {
-        if !(1..=MAX_PAGE).contains(&limit) {
-            return Err(Problem::bad_request(format!(
-                "`limit` must be between 1 and {MAX_PAGE}, got {limit}"
-            )));
-        }
-        page = page.limit(limit);
-    }
-    if let Some(after) = after {
-        let cursor = Cursor::parse(after)
-            .ok()
-            .filter(|_| fits(after))
-            .ok_or_else(|| {
-                Problem::unprocessable("invalid-cursor", "the page cursor is malformed")
-            })?;
-        page = page.after(cursor);
-    }
-    Ok(page)
-}
-
-pub(crate) fn query<T>(query: Result<Query<T>, QueryRejection>) -> Result<T, Problem> {
-    query
-        .map(|Query(q)| q)
-        .map_err(|e| Problem::bad_request(e.body_text()))
-}
-
-/// A page of items.
-#[derive(Debug, Serialize, ToSchema)]
-pub struct PageOf<T> {
-    /// The items.
-    pub items: Vec<T>,
-    /// The cursor of the next page, when there is one.
-    pub next: Option<String>,
-}
 
 /// An agent.
 #[derive(Debug, Serialize, ToSchema)]
@@ -688,7 +597,7 @@ pub struct LabelMoveResponse {
 /// `production` is admins' only; every move is audited.
 #[utoipa::path(put, path = "/v1/agents/{name}/labels/{label}", tag = "labels",
     params(("name" = inline(crate::contract::AgentNameSchema), Path, description = "The agent"), ("label" = inline(crate::contract::LabelNameSchema), Path, description = "The label")),
-    request_body = crate::contract::LabelMoveSchema,
+    request_body = LabelMoveSchema,
     responses((status = 200, body = LabelMoveResponse), (status = "4XX", body = Problem, content_type = "application/problem+json")),
     security(("bearer" = [])))]
 pub async fn move_label(
@@ -781,6 +690,31 @@ pub async fn move_label(
         gate,
         forced: refused && moved.changed,
     }))
+}
+
+/// The body of a label move, with what `force` requires: a `reason` that is not blank.
+pub struct LabelMoveSchema;
+
+impl PartialSchema for LabelMoveSchema {
+    fn schema() -> RefOr<Schema> {
+        constrained::<LabelMoveRequest>(serde_json::json!([
+            { "not": { "properties": { "force": { "const": true } }, "required": ["force"] } },
+            {
+                "properties": { "reason": { "type": "string", "pattern": "\\S" } },
+                "required": ["reason"],
+            },
+        ]))
+    }
+}
+
+impl ToSchema for LabelMoveSchema {
+    fn name() -> Cow<'static, str> {
+        Cow::Borrowed("LabelMoveBody")
+    }
+
+    fn schemas(schemas: &mut Vec<(String, RefOr<Schema>)>) {
+        register::<LabelMoveRequest>(schemas);
+    }
 }
 
 /// A settings document with its revision.

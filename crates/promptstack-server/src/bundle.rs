@@ -26,7 +26,7 @@ use crate::problem::Problem;
 pub const BUNDLE_MEDIA_TYPE: &str = "application/vnd.promptstack.bundle+json";
 
 /// How many files and example sends a bundle may hold.
-pub const MAX_ENTRIES: usize = 256;
+pub const MAX_ENTRIES: usize = crate::contract::MAX_BUNDLE_ENTRIES;
 
 /// The most bytes one file of a bundle may hold.
 pub const MAX_FILE_BYTES: usize = 1024 * 1024;

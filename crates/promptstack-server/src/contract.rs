@@ -21,19 +21,6 @@ use utoipa::openapi::extensions::Extensions;
 use utoipa::openapi::schema::{Object, Schema, SchemaType};
 use utoipa::{PartialSchema, ToSchema};
 
-/// The OpenAPI document as this server serves it: [`crate::openapi`], whose bounds are the
-/// default limits, with the bounds of `limits` in their place.
-pub fn served(limits: &promptstack::limits::Limits) -> Value {
-    let mut document = serde_json::to_value(crate::openapi()).unwrap_or_default();
-    let turns = limits.get(promptstack::limits::Limit::SimTurns);
-    if let Some(Value::Object(schema)) =
-        document.pointer_mut("/components/schemas/CacheSimRequest/properties/turns")
-    {
-        schema.insert("maximum".to_owned(), turns.into());
-    }
-    document
-}
-
 /// Adds to every operation the 503 any request may be answered with: the request outlived
 /// `--request-timeout-ms`, or the store or a bounded resource is unavailable. An operation that
 /// documents a 503 of its own keeps it.
@@ -212,14 +199,14 @@ pub fn send_definitions() -> impl Iterator<Item = (&'static str, &'static Value)
 }
 
 /// Registers `T`'s schema under its name, and the schemas it refers to.
-fn register<T: ToSchema>(schemas: &mut Vec<(String, RefOr<Schema>)>) {
+pub(crate) fn register<T: ToSchema>(schemas: &mut Vec<(String, RefOr<Schema>)>) {
     schemas.push((T::name().into_owned(), T::schema()));
     T::schemas(schemas);
 }
 
 /// The schema of `T`'s component, with `any_of` the requirements between its fields that the
 /// derived schema cannot state.
-fn constrained<T: ToSchema>(any_of: Value) -> RefOr<Schema> {
+pub(crate) fn constrained<T: ToSchema>(any_of: Value) -> RefOr<Schema> {
     raw(serde_json::json!({
         "allOf": [{ "$ref": format!("#/components/schemas/{}", T::name()) }],
         "anyOf": any_of,
@@ -247,7 +234,11 @@ impl ToSchema for SendContextSchema {
     }
 }
 
-/// A bundle's example sends by name: at most [`crate::bundle::MAX_ENTRIES`] send contexts.
+/// How many files and example sends a bundle may hold: its schemas state it, and
+/// [`crate::bundle::Bundle`] keeps to it.
+pub const MAX_BUNDLE_ENTRIES: usize = 256;
+
+/// A bundle's example sends by name: at most [`MAX_BUNDLE_ENTRIES`] send contexts.
 pub struct BundleSendsSchema;
 
 impl PartialSchema for BundleSendsSchema {
@@ -256,7 +247,7 @@ impl PartialSchema for BundleSendsSchema {
             "type": "object",
             "description": "Example send contexts by name: at most 256.",
             "additionalProperties": { "$ref": "#/components/schemas/SendContext" },
-            "maxProperties": crate::bundle::MAX_ENTRIES,
+            "maxProperties": MAX_BUNDLE_ENTRIES,
         }))
     }
 }
@@ -304,31 +295,6 @@ impl ToSchema for FenceRequestSchema {
 
     fn schemas(schemas: &mut Vec<(String, RefOr<Schema>)>) {
         register::<promptstack::command::FenceRequest>(schemas);
-    }
-}
-
-/// The body of a label move, with what `force` requires: a `reason` that is not blank.
-pub struct LabelMoveSchema;
-
-impl PartialSchema for LabelMoveSchema {
-    fn schema() -> RefOr<Schema> {
-        constrained::<crate::api::LabelMoveRequest>(serde_json::json!([
-            { "not": { "properties": { "force": { "const": true } }, "required": ["force"] } },
-            {
-                "properties": { "reason": { "type": "string", "pattern": "\\S" } },
-                "required": ["reason"],
-            },
-        ]))
-    }
-}
-
-impl ToSchema for LabelMoveSchema {
-    fn name() -> Cow<'static, str> {
-        Cow::Borrowed("LabelMoveBody")
-    }
-
-    fn schemas(schemas: &mut Vec<(String, RefOr<Schema>)>) {
-        register::<crate::api::LabelMoveRequest>(schemas);
     }
 }
 
@@ -565,7 +531,7 @@ string_schema! {
             files together at most 4 MiB (in UTF-8 bytes).",
         "propertyNames": { "pattern": FILE_PATH_PATTERN },
         "additionalProperties": { "type": "string" },
-        "maxProperties": crate::bundle::MAX_ENTRIES,
+        "maxProperties": MAX_BUNDLE_ENTRIES,
     });
     /// A label move's compare-and-set: a version id, or `absent`.
     ExpectedVersionSchema as "ExpectedVersion" => serde_json::json!({
@@ -581,6 +547,8 @@ string_schema! {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    use crate::served;
 
     fn document() -> Value {
         serde_json::to_value(crate::openapi()).unwrap()
@@ -705,7 +673,6 @@ mod tests {
     #[test]
     fn every_listing_states_the_page_bounds_the_server_keeps() {
         let config = promptstack_store::StoreConfig::default();
-        assert_eq!(crate::api::MAX_PAGE, config.max_page);
         let document = document();
         let mut listings = 0;
         for (path, item) in document["paths"].as_object().unwrap() {

@@ -16,9 +16,9 @@ use promptstack_store::{CREDENTIALS_KEY_ENV, CredentialInfo, CredentialKey, Cred
 use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 
-use crate::api::{NamePageQuery, PageOf, query};
 use crate::auth::Auth;
 use crate::engine::store_problem;
+use crate::page::{NamePageQuery, PageOf, query};
 use crate::problem::{Problem, json_rejection, printable};
 use crate::state::AppState;
 

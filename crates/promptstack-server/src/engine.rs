@@ -18,6 +18,9 @@ use crate::problem::printable;
 use crate::settings::Preview;
 use crate::state::{AppState, Cached, Compiled, Cost};
 
+/// The label only admins may move.
+pub const PROTECTED_LABEL: &str = "production";
+
 /// The label a reference defaults to.
 pub const DEFAULT_LABEL: &str = "production";
 

@@ -135,7 +135,7 @@ pub async fn publish_to_production(
     bundle: &Bundle,
 ) -> Result<(VersionId, bool), Problem> {
     state.inner.store.create_tenant(tenant).await?;
-    let production = LabelName::parse(crate::api::PROTECTED_LABEL)?;
+    let production = LabelName::parse(crate::engine::PROTECTED_LABEL)?;
     let published = crate::api::publish_bundle(
         state,
         tenant,

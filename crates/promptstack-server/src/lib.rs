@@ -22,6 +22,7 @@ mod answer;
 mod api;
 mod auth;
 pub mod bundle;
+mod config;
 mod contract;
 mod credentials;
 mod engine;
@@ -30,6 +31,7 @@ mod examples;
 mod inspector;
 mod metrics;
 mod ops;
+mod page;
 mod problem;
 mod render;
 mod settings;
@@ -39,6 +41,7 @@ use std::future::IntoFuture as _;
 use std::sync::Arc;
 use std::time::Instant;
 
+use axum::Extension;
 use axum::Router;
 use axum::extract::{DefaultBodyLimit, MatchedPath, Request, State};
 use axum::middleware::{self, Next};
@@ -47,10 +50,10 @@ use axum::routing::{get, post, put};
 use utoipa::OpenApi as _;
 
 pub use bundle::{BUNDLE_MEDIA_TYPE, Bundle, BundleFormat};
-pub use evals::EvalConfig;
+pub use config::{EvalConfig, ServerConfig};
 pub use examples::{FolderError, publish_to_production};
 pub use problem::{PROBLEM_JSON, Problem};
-pub use state::{AppState, ServerConfig};
+pub use state::AppState;
 
 /// The OpenAPI document of every route [`router`] serves.
 #[derive(utoipa::OpenApi)]
@@ -91,10 +94,24 @@ pub fn openapi() -> utoipa::openapi::OpenApi {
     ApiDoc::openapi()
 }
 
+/// The OpenAPI document as this server serves it: [`openapi`], whose bounds are the
+/// default limits, with the bounds of `limits` in their place.
+pub(crate) fn served(limits: &promptstack::limits::Limits) -> serde_json::Value {
+    let mut document = serde_json::to_value(openapi()).unwrap_or_default();
+    let turns = limits.get(promptstack::limits::Limit::SimTurns);
+    if let Some(serde_json::Value::Object(schema)) =
+        document.pointer_mut("/components/schemas/CacheSimRequest/properties/turns")
+    {
+        schema.insert("maximum".to_owned(), turns.into());
+    }
+    document
+}
+
 /// The server's routes over `state`, with the body limit, the request timeout and the metrics
 /// around every one. Serve it with [`serve`] or any axum server.
 pub fn router(state: AppState) -> Router {
     let max_body = state.inner.config.max_body_bytes;
+    let document = served(&state.inner.config.limits);
     Router::new()
         .route("/v1/agents", get(api::list_agents))
         .route(
@@ -148,7 +165,10 @@ pub fn router(state: AppState) -> Router {
         .route("/healthz", get(ops::healthz))
         .route("/readyz", get(ops::readyz))
         .route("/metrics", get(ops::metrics))
-        .route("/openapi.json", get(ops::openapi))
+        .route(
+            "/openapi.json",
+            get(ops::openapi).layer(Extension(Arc::new(document))),
+        )
         // The inspector: its page, who a key is, and the cache simulation it charts.
         .route("/", get(inspector::index))
         .route("/inspector/{*path}", get(inspector::asset))

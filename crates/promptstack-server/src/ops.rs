@@ -5,12 +5,12 @@ use std::sync::Arc;
 use std::sync::atomic::Ordering;
 use std::time::Duration;
 
-use axum::Json;
 use axum::body::{Body, Bytes};
 use axum::extract::State;
 use axum::extract::rejection::JsonRejection;
 use axum::http::{HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
+use axum::{Extension, Json};
 use futures::StreamExt as _;
 use promptstack::command::{self, CiteRequest, FenceRequest, FenceResult};
 use promptstack::stream::{Processor, SourceSnapshot};
@@ -84,8 +84,8 @@ pub async fn metrics(State(state): State<AppState>) -> Response {
 /// the bounds this server was started with.
 #[utoipa::path(get, path = "/openapi.json", tag = "operations",
     responses((status = 200, description = "The OpenAPI 3.1 document", body = Object)))]
-pub async fn openapi(State(state): State<AppState>) -> Response {
-    Json(crate::contract::served(&state.inner.config.limits)).into_response()
+pub async fn openapi(Extension(document): Extension<Arc<serde_json::Value>>) -> Response {
+    Json(&*document).into_response()
 }
 
 /// `POST /v1/fence`: wrap untrusted text in a fence (as `promptstack fence`), or check one.

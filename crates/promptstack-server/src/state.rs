@@ -3,150 +3,20 @@
 use std::collections::HashMap;
 use std::hash::Hash;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
 use futures::StreamExt as _;
-use promptstack::limits::Limits;
 use promptstack::{Agent, SendContext};
+use promptstack_eval::run::Runner;
 use promptstack_store::{
-    AgentName, ChangeKind, CredentialKey, ErrorKind, LabelName, Notification, Principal, Store,
-    Tenant, VersionId,
+    AgentName, ChangeKind, ErrorKind, LabelName, Notification, Principal, RunId, Store, Tenant,
+    VersionId,
 };
 use tokio::time::Instant;
 
+use crate::config::ServerConfig;
 use crate::metrics::Metrics;
-
-/// How the server behaves; every field has a default.
-#[derive(Debug, Clone)]
-#[non_exhaustive]
-pub struct ServerConfig {
-    /// The largest request body, in bytes (413 above). Default: 1 MiB.
-    pub max_body_bytes: usize,
-    /// How long a request may take before it is answered with 503. Default: 10 s.
-    pub request_timeout: Duration,
-    /// Requests per second each key may make (sustained); `0` turns the limit off. Default: 100.
-    pub rate_per_second: u32,
-    /// Requests a key may make in a burst above the sustained rate. Default: 200.
-    pub rate_burst: u32,
-    /// How long labels, settings and keys are reused without asking the store. Default: 60 s.
-    pub ttl: Duration,
-    /// How many compiled versions are kept in memory. Default: 100.
-    pub compiled_versions: usize,
-    /// The limits of the engine (template fuel and memory, manifest sizes).
-    pub limits: Limits,
-    /// The longest wait for the next chunk of a streamed body (`/v1/cite`). Default: 30 s.
-    pub stream_idle_timeout: Duration,
-    /// The most bytes a streamed body may carry. Default: 16 MiB.
-    pub max_stream_bytes: u64,
-    /// The longest a streamed body may last. Default: 10 min.
-    pub max_stream_duration: Duration,
-    /// How many streams (`/v1/cite`) may run at once; more get 503. Default: 64.
-    pub max_streams: usize,
-    /// How long a graceful shutdown waits for requests in flight before dropping them.
-    /// Default: 30 s.
-    pub shutdown_grace: Duration,
-    /// How many runs of engine work one tenant may have on the blocking pool at once; `0` is
-    /// half the pool (which holds twice the cores), at least 1. Default: 0.
-    pub tenant_engine_share: usize,
-    /// How long a tenant's engine work waits for a turn within its share before it is answered
-    /// 429 with `Retry-After`. Default: 2 s.
-    pub tenant_engine_wait: Duration,
-    /// The key provider credentials are sealed with (from `PROMPTSTACK_CREDENTIALS_KEY`);
-    /// without one, the credentials routes answer 503 `credentials-not-configured` and nothing
-    /// else changes. Default: none.
-    pub credentials_key: Option<Arc<CredentialKey>>,
-    /// How this instance runs eval cells.
-    pub eval: crate::evals::EvalConfig,
-}
-
-impl Default for ServerConfig {
-    fn default() -> Self {
-        ServerConfig {
-            max_body_bytes: 1024 * 1024,
-            request_timeout: Duration::from_secs(10),
-            rate_per_second: 100,
-            rate_burst: 200,
-            ttl: Duration::from_secs(60),
-            compiled_versions: 100,
-            limits: Limits::default(),
-            stream_idle_timeout: Duration::from_secs(30),
-            max_stream_bytes: 16 * 1024 * 1024,
-            max_stream_duration: Duration::from_secs(600),
-            max_streams: 64,
-            shutdown_grace: Duration::from_secs(30),
-            tenant_engine_share: 0,
-            tenant_engine_wait: Duration::from_secs(2),
-            credentials_key: None,
-            eval: crate::evals::EvalConfig::default(),
-        }
-    }
-}
-
-impl ServerConfig {
-    /// Sets how this instance runs eval cells.
-    pub fn eval(mut self, eval: crate::evals::EvalConfig) -> Self {
-        self.eval = eval;
-        self
-    }
-
-    /// Sets the body limit.
-    pub fn max_body_bytes(mut self, bytes: usize) -> Self {
-        self.max_body_bytes = bytes;
-        self
-    }
-    /// Sets the request timeout.
-    pub fn request_timeout(mut self, timeout: Duration) -> Self {
-        self.request_timeout = timeout;
-        self
-    }
-    /// Sets the per-key rate limit (`0` turns it off) and burst.
-    pub fn rate_limit(mut self, per_second: u32, burst: u32) -> Self {
-        self.rate_per_second = per_second;
-        self.rate_burst = burst.max(1);
-        self
-    }
-    /// Sets the TTL of cached labels, settings and keys.
-    pub fn ttl(mut self, ttl: Duration) -> Self {
-        self.ttl = ttl;
-        self
-    }
-    /// Sets how many compiled versions are kept.
-    pub fn compiled_versions(mut self, versions: usize) -> Self {
-        self.compiled_versions = versions.max(1);
-        self
-    }
-    /// Sets the bounds of a streamed body: the idle wait per chunk, the total bytes and the total
-    /// duration.
-    pub fn stream_limits(mut self, idle: Duration, bytes: u64, duration: Duration) -> Self {
-        self.stream_idle_timeout = idle;
-        self.max_stream_bytes = bytes;
-        self.max_stream_duration = duration;
-        self
-    }
-    /// Sets how many streams may run at once.
-    pub fn max_streams(mut self, streams: usize) -> Self {
-        self.max_streams = streams.max(1);
-        self
-    }
-    /// Sets a tenant's share of the engine's blocking pool (`0`: half the pool) and how long its
-    /// work waits for a turn within that share before a 429.
-    pub fn tenant_engine_share(mut self, runs: usize, wait: Duration) -> Self {
-        self.tenant_engine_share = runs;
-        self.tenant_engine_wait = wait;
-        self
-    }
-    /// Sets the key provider credentials are sealed with.
-    pub fn credentials_key(mut self, key: CredentialKey) -> Self {
-        self.credentials_key = Some(Arc::new(key));
-        self
-    }
-    /// Sets how long a graceful shutdown waits before dropping requests in flight.
-    pub fn shutdown_grace(mut self, grace: Duration) -> Self {
-        self.shutdown_grace = grace;
-        self
-    }
-}
 
 /// The shared state of a server: cheap to clone.
 #[derive(Clone)]
@@ -184,7 +54,7 @@ pub(crate) struct Inner {
     /// The last `/readyz` answer and when it was read.
     pub(crate) ready: Mutex<Option<(Instant, Result<(), String>)>>,
     /// The eval runs prepared on this instance.
-    pub(crate) eval_contexts: crate::evals::Contexts,
+    pub(crate) eval_runners: Runners,
     /// Wakes this instance's idle eval workers.
     pub(crate) eval_wake: tokio::sync::Notify,
 }
@@ -218,7 +88,7 @@ impl AppState {
                 failed_keys: FailedKeys::default(),
                 failures: FailureBudget::default(),
                 ready: Mutex::new(None),
-                eval_contexts: crate::evals::Contexts::default(),
+                eval_runners: Runners::default(),
                 eval_wake: tokio::sync::Notify::new(),
                 engine: Arc::new(tokio::sync::Semaphore::new(engine_runs())),
                 shares: Shares::new(match config.tenant_engine_share {
@@ -799,6 +669,46 @@ impl RateLimiter {
             let wait = ((1.0 - *tokens) / self.rate).ceil();
             Err((wait as u64).max(1))
         }
+    }
+}
+
+/// The eval runs prepared on this instance, each prepared once however many workers ask for it
+/// at once.
+#[derive(Default)]
+pub(crate) struct Runners {
+    runs: Mutex<HashMap<(Tenant, RunId), PreparedRunner>>,
+}
+
+/// A run's runner, prepared once.
+type PreparedRunner = Arc<tokio::sync::OnceCell<Arc<Runner>>>;
+
+/// The most runs kept prepared; past it, those no worker holds are dropped.
+const MAX_RUNNERS: usize = 64;
+
+impl Runners {
+    /// The run's runner, prepared by `prepare` on first use.
+    pub(crate) async fn get<E, F: Future<Output = Result<Arc<Runner>, E>>>(
+        &self,
+        tenant: &Tenant,
+        run: &RunId,
+        prepare: impl FnOnce() -> F,
+    ) -> Result<Arc<Runner>, E> {
+        let cell = {
+            let mut runs = self.runs.lock().unwrap_or_else(PoisonError::into_inner);
+            if runs.len() >= MAX_RUNNERS {
+                runs.retain(|_, cell| Arc::strong_count(cell) > 1);
+            }
+            Arc::clone(runs.entry((tenant.clone(), run.clone())).or_default())
+        };
+        cell.get_or_try_init(prepare).await.map(Arc::clone)
+    }
+
+    /// Forgets a run (finished, failed or cancelled).
+    pub(crate) fn forget(&self, tenant: &Tenant, run: &RunId) {
+        self.runs
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .remove(&(tenant.clone(), run.clone()));
     }
 }
 

@@ -13,6 +13,8 @@
 //!
 //! A cycle is reported with the files that make each of its edges.
 //!
+//! The server crate's modules are held to the same two rules.
+//!
 //! The same graph lifted to top-level modules (every module named by its first path segment,
 //! edges inside one top-level module dropped) has no cycle either: each top-level module imports
 //! only modules below it.
@@ -172,9 +174,15 @@ fn resolve(
         .find(|prefix| modules.contains_key(prefix))
 }
 
-/// The import graph: each module with the modules it names, and the reason (file) of each edge.
+/// The core's import graph.
 fn graph() -> BTreeMap<Module, BTreeMap<Module, String>> {
-    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
+    graph_of(&Path::new(env!("CARGO_MANIFEST_DIR")).join("src"))
+}
+
+/// The import graph of the crate whose sources are in `src`: each module with the modules it
+/// names, and the reason (file) of each edge.
+fn graph_of(src: &Path) -> BTreeMap<Module, BTreeMap<Module, String>> {
+    let src = src.to_path_buf();
     let modules = modules(&src);
     let lib = syn::parse_file(&std::fs::read_to_string(src.join("lib.rs")).unwrap()).unwrap();
     let reexports = root_reexports(&lib);
@@ -304,6 +312,17 @@ fn the_core_has_no_import_cycle() {
 #[test]
 fn the_top_level_modules_have_no_import_cycle() {
     assert_acyclic(&lifted(&graph()), "the core's top-level modules");
+}
+
+/// The server's modules layer too: handlers above the engine's steps, the engine's steps above
+/// the shared state and the caches, those above the contract, the configuration and problems.
+#[test]
+fn the_server_has_no_import_cycle() {
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("../promptstack-server/src");
+    let graph = graph_of(&src);
+    assert!(graph.contains_key(&vec!["evals".to_owned(), "worker".to_owned()]));
+    assert_acyclic(&graph, "the server's modules");
+    assert_acyclic(&lifted(&graph), "the server's top-level modules");
 }
 
 #[test]

@@ -2,9 +2,8 @@
 //! versions compiled, one endpoint per model the cells call (with the tenant's credentials), and
 //! the runner prepared once per run and instance.
 
-use std::collections::{BTreeMap, BTreeSet, HashMap};
-use std::sync::{Arc, Mutex, PoisonError};
-use std::time::Duration;
+use std::collections::{BTreeMap, BTreeSet};
+use std::sync::Arc;
 
 use promptstack::eval::HttpEndpoint;
 use promptstack_eval::endpoint::Endpoint;
@@ -13,98 +12,10 @@ use promptstack_eval::suite::{Assertion, FenceStyle, Model, Suite, Version};
 use promptstack_store::{
     AgentName, CredentialName, ErrorKind, PageRequest, RunId, RunInfo, Tenant, VersionId,
 };
-use tokio::sync::OnceCell;
 
 use crate::bundle::{Bundle, SPEC_NAME};
 use crate::problem::{Problem, printable};
 use crate::state::AppState;
-
-/// How the service runs evals; every field has a default.
-#[derive(Debug, Clone)]
-#[non_exhaustive]
-pub struct EvalConfig {
-    /// Cells this instance runs at once; 0 runs none (the instance only serves). Default: 2.
-    pub workers: usize,
-    /// How long a claim holds a cell before another instance may take it over; renewed every
-    /// third of it while the cell runs. Default: 60 s.
-    pub lease: Duration,
-    /// How often an idle worker looks for cells. Default: 1 s.
-    pub poll: Duration,
-    /// Base URLs a suite's model may call besides the providers' own (`https://api.openai.com`,
-    /// `https://api.anthropic.com`, `https://generativelanguage.googleapis.com`): a URL is
-    /// allowed when its scheme, host and port are one of these and its path starts with that
-    /// one's path. Default: none.
-    pub endpoints: Vec<String>,
-    /// The operator's base URL for every suite model of a name, replacing the suite's
-    /// `base_url` (and always allowed). Default: none.
-    pub model_urls: BTreeMap<String, String>,
-}
-
-impl Default for EvalConfig {
-    fn default() -> Self {
-        EvalConfig {
-            workers: 2,
-            lease: Duration::from_secs(60),
-            poll: Duration::from_secs(1),
-            endpoints: Vec::new(),
-            model_urls: BTreeMap::new(),
-        }
-    }
-}
-
-/// The providers' own base URLs, allowed without configuration.
-const PROVIDERS: [&str; 3] = [
-    "https://api.openai.com",
-    "https://api.anthropic.com",
-    "https://generativelanguage.googleapis.com",
-];
-
-impl EvalConfig {
-    /// Whether `base_url` may be called: one of the providers' URLs or of
-    /// [`EvalConfig::endpoints`], compared parsed (scheme, host, port, then path prefix), so
-    /// `https://api.openai.com.example` does not pass as `https://api.openai.com`.
-    pub fn allows(&self, base_url: &str) -> bool {
-        let Ok(url) = url::Url::parse(base_url) else {
-            return false;
-        };
-        PROVIDERS
-            .iter()
-            .copied()
-            .chain(self.endpoints.iter().map(String::as_str))
-            .filter_map(|allowed| url::Url::parse(allowed).ok())
-            .any(|allowed| {
-                let prefix = allowed.path().trim_end_matches('/');
-                allowed.scheme() == url.scheme()
-                    && allowed.host_str() == url.host_str()
-                    && allowed.port_or_known_default() == url.port_or_known_default()
-                    && url
-                        .path()
-                        .strip_prefix(prefix)
-                        .is_some_and(|rest| rest.is_empty() || rest.starts_with('/'))
-            })
-    }
-
-    /// The model as this instance calls it: the operator's base URL for its name when there is
-    /// one, else its own when allowed. `Err` says why it may not be called.
-    pub(crate) fn model(&self, name: &str, model: &Model) -> Result<Model, String> {
-        let mut model = model.clone();
-        if let Some(url) = self.model_urls.get(name) {
-            model.base_url.clone_from(url);
-        } else if !self.allows(&model.base_url) {
-            return Err(format!(
-                "model `{name}` calls `{}`, which this server does not allow (`--eval-endpoint`)",
-                printable(&model.base_url)
-            ));
-        }
-        if model.credential.is_none() && model.api_key_env.is_some() {
-            return Err(format!(
-                "model `{name}` reads its key from an environment variable (`api_key_env`); in \
-                 the service a model names a stored credential instead (`credential = \"NAME\"`)"
-            ));
-        }
-        Ok(model)
-    }
-}
 
 /// A suite read from a version's bundle.
 pub(crate) struct Source {
@@ -218,11 +129,6 @@ pub(crate) fn scenario_send(source: &Source, scenario: &str) -> Option<serde_jso
     }
 }
 
-/// A run prepared on this instance.
-pub(crate) struct RunContext {
-    pub(crate) runner: Runner,
-}
-
 /// Why a run could not be prepared.
 pub(crate) enum Unprepared {
     /// The run can never execute here as it is (a suite that does not read, a model that may
@@ -233,7 +139,7 @@ pub(crate) enum Unprepared {
 }
 
 impl Unprepared {
-    fn of(problem: &Problem) -> Unprepared {
+    pub(crate) fn of(problem: &Problem) -> Unprepared {
         if problem.status == 503 {
             Unprepared::Later(problem.detail.clone())
         } else {
@@ -242,54 +148,13 @@ impl Unprepared {
     }
 }
 
-/// The runs prepared on this instance, each once however many workers ask for it at once.
-#[derive(Default)]
-pub(crate) struct Contexts {
-    runs: Mutex<HashMap<(Tenant, RunId), Prepared>>,
-}
-
-/// A run prepared once, however many workers ask for it at once.
-type Prepared = Arc<OnceCell<Arc<RunContext>>>;
-
-/// The most runs kept prepared; past it, those no worker holds are dropped.
-const MAX_CONTEXTS: usize = 64;
-
-impl Contexts {
-    /// The prepared run, reading and preparing it on first use.
-    pub(crate) async fn get(
-        &self,
-        state: &AppState,
-        tenant: &Tenant,
-        run: &RunId,
-    ) -> Result<Arc<RunContext>, Unprepared> {
-        let cell = {
-            let mut runs = self.runs.lock().unwrap_or_else(PoisonError::into_inner);
-            if runs.len() >= MAX_CONTEXTS {
-                runs.retain(|_, cell| Arc::strong_count(cell) > 1);
-            }
-            Arc::clone(runs.entry((tenant.clone(), run.clone())).or_default())
-        };
-        cell.get_or_try_init(|| prepare(state, tenant, run))
-            .await
-            .map(Arc::clone)
-    }
-
-    /// Forgets a run (finished, failed or cancelled).
-    pub(crate) fn forget(&self, tenant: &Tenant, run: &RunId) {
-        self.runs
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .remove(&(tenant.clone(), run.clone()));
-    }
-}
-
 /// Prepares a run: its suite from the baseline's bundle, its versions compiled, its endpoints
 /// with the tenant's credentials, the runner.
-async fn prepare(
+pub(crate) async fn prepare(
     state: &AppState,
     tenant: &Tenant,
     run: &RunId,
-) -> Result<Arc<RunContext>, Unprepared> {
+) -> Result<Arc<Runner>, Unprepared> {
     let run = &state
         .inner
         .store
@@ -361,7 +226,7 @@ async fn prepare(
     .await
     .map_err(|p| Unprepared::Later(p.detail))?
     .map_err(|e| Unprepared::Fails(e.to_string()))?;
-    Ok(Arc::new(RunContext { runner }))
+    Ok(Arc::new(runner))
 }
 
 /// The value of a tenant's credential for a run, with where it came from as messages name it.
@@ -422,6 +287,7 @@ pub(crate) async fn has_credential(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::config::EvalConfig;
 
     fn model(base_url: &str) -> Model {
         let suite = format!(

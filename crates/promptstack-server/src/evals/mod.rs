@@ -33,14 +33,12 @@ use utoipa::{IntoParams, ToSchema};
 
 pub(crate) use compare::{CompareView, GateView};
 pub(crate) use compare::{evaluated_together, gate};
-pub(crate) use context::Contexts;
-pub use context::EvalConfig;
 pub(crate) use worker::spawn as spawn_workers;
 
-use crate::api::{PageOf, PageQuery, query};
 use crate::auth::Auth;
 use crate::engine::store_problem;
 use crate::engine::{agent_name, require_agent};
+use crate::page::{PageOf, PageQuery, query};
 use crate::problem::{Problem, json_rejection, printable};
 use crate::state::AppState;
 
@@ -577,7 +575,7 @@ pub async fn cancel_run(
         .cancel_run(tenant, &info.id, Some(&auth.0.key_id))
         .await
         .map_err(|e| store_problem(&state, e))?;
-    state.inner.eval_contexts.forget(tenant, &info.id);
+    state.inner.eval_runners.forget(tenant, &info.id);
     Ok(Json(view(&state, &info)))
 }
 
@@ -620,7 +618,7 @@ pub async fn compare_versions(
     let base_ref = params
         .base
         .as_deref()
-        .unwrap_or(crate::api::PROTECTED_LABEL);
+        .unwrap_or(crate::engine::PROTECTED_LABEL);
     let base = version_of(&state, tenant, &agent, base_ref).await?;
     let candidate = version_of(&state, tenant, &agent, &params.candidate).await?;
     let question = compare::Question {
@@ -633,7 +631,7 @@ pub async fn compare_versions(
     let mut compared = compare::compare(&state, tenant, &agent, &question)
         .await?
         .view;
-    if base_ref == crate::api::PROTECTED_LABEL {
+    if base_ref == crate::engine::PROTECTED_LABEL {
         compared.gate = gate(&state, tenant, &agent, Some(&base), &candidate).await?;
     }
     Ok(Json(compared))

@@ -20,7 +20,7 @@ use promptstack_eval::run::RunErrorKind;
 use promptstack_store::{ClaimedCell, ErrorKind, PageRequest, RunId, RunState, Tenant};
 use tokio::sync::watch;
 
-use super::context::Unprepared;
+use super::context::{Unprepared, prepare};
 use crate::state::AppState;
 
 /// How many pages of active runs a worker looks through for a cell.
@@ -148,8 +148,12 @@ impl Worker {
         let inner = &self.state.inner;
         let store = &inner.store;
         let run_id = claimed.claim.run().clone();
-        let context = match inner.eval_contexts.get(&self.state, tenant, &run_id).await {
-            Ok(context) => context,
+        let runner = match inner
+            .eval_runners
+            .get(tenant, &run_id, || prepare(&self.state, tenant, &run_id))
+            .await
+        {
+            Ok(runner) => runner,
             Err(Unprepared::Fails(why)) => {
                 self.fail(tenant, &run_id, &why).await;
                 return;
@@ -161,9 +165,7 @@ impl Worker {
         };
         let cell = &claimed.cell;
         let version = cell.version.to_string();
-        let work = context
-            .runner
-            .run_cell(&version, &cell.model, &cell.scenario, cell.repetition);
+        let work = runner.run_cell(&version, &cell.model, &cell.scenario, cell.repetition);
         let lease = inner.config.eval.lease;
         let renew = async {
             loop {
@@ -221,7 +223,7 @@ impl Worker {
             Ok(info) if !info.state.is_active() => {
                 self.state
                     .inner
-                    .eval_contexts
+                    .eval_runners
                     .forget(tenant, claimed.claim.run());
             }
             Ok(_) => {}
@@ -236,7 +238,7 @@ impl Worker {
 
     async fn fail(&self, tenant: &Tenant, run: &RunId, why: &str) {
         let inner = &self.state.inner;
-        inner.eval_contexts.forget(tenant, run);
+        inner.eval_runners.forget(tenant, run);
         match inner.store.fail_run(tenant, run, why).await {
             Ok(_) => tracing::warn!(run = %run, why, "eval run failed"),
             Err(error) => {
@@ -254,7 +256,7 @@ impl Worker {
                 RunState::Done | RunState::Cancelled | RunState::Failed
             )
         {
-            inner.eval_contexts.forget(tenant, run);
+            inner.eval_runners.forget(tenant, run);
         }
     }
 }
@@ -266,5 +268,5 @@ pub(crate) fn wake(state: &AppState) {
 
 const _: () = {
     const fn assert_send<T: Send>() {}
-    assert_send::<Arc<super::context::RunContext>>();
+    assert_send::<Arc<promptstack_eval::run::Runner>>();
 };
