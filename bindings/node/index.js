@@ -20,22 +20,6 @@ const native = require("./promptstack.node");
 /** The prefix of a native failure's message; the rest is the failure as JSON (see src/lib.rs). */
 const ERROR_MARKER = "\u0001promptstack-error:";
 
-/**
- * Defines read-only properties `names` on `cls`'s instances, each read from the object
- * `source(instance)` returns, as class getters are (not enumerable, configurable).
- */
-function readThrough(cls, source, names) {
-  for (const name of names) {
-    Object.defineProperty(cls.prototype, name, {
-      get() {
-        return source(this)[name];
-      },
-      enumerable: false,
-      configurable: true,
-    });
-  }
-}
-
 /** The base class of every failure the package reports. */
 class PromptstackError extends Error {
   constructor(message, details = {}) {
@@ -119,11 +103,6 @@ function optionalString(value, what) {
 class Agent {
   #native;
 
-  // The agent's name and its targets' ids (see index.d.ts).
-  static {
-    readThrough(this, (agent) => agent.#native, ["name", "targets"]);
-  }
-
   /** @internal Use `Agent.fromPath` or `Agent.fromSource`. */
   constructor(handle) {
     if (!(handle instanceof native.Agent)) {
@@ -145,6 +124,16 @@ class Agent {
     const format = optionalString(options.format, "format");
     const name = optionalString(options.name, "name");
     return new Agent(call(() => native.Agent.fromSource(source, format, name)));
+  }
+
+  /** The agent's name. */
+  get name() {
+    return this.#native.name;
+  }
+
+  /** The ids of the spec's targets. */
+  get targets() {
+    return this.#native.targets;
   }
 
   /** Assembles one send: `send` is a send-context object, its JSON text, or UTF-8 bytes. */
@@ -203,16 +192,39 @@ function requestInput(options) {
 class Assembly {
   #native;
 
-  // The body's stable, volatile and full texts, the fingerprint, the targets, the blocks and the
-  // findings of assembling (see index.d.ts).
-  static {
-    readThrough(this, (assembly) => assembly.#native, ["stable", "volatile", "full", "fingerprint", "targets", "blocks", "diagnostics"]);
-  }
-
   /** @internal Returned by `agent.assemble`. */
   constructor(handle) {
     if (!(handle instanceof native.Assembly)) throw new TypeError("an Assembly comes from agent.assemble");
     this.#native = handle;
+  }
+
+  /** The stable half of the body text. */
+  get stable() {
+    return this.#native.stable;
+  }
+  /** The volatile half of the body text. */
+  get volatile() {
+    return this.#native.volatile;
+  }
+  /** The whole body text. */
+  get full() {
+    return this.#native.full;
+  }
+  /** The fingerprint of the stable inputs and text (hex). */
+  get fingerprint() {
+    return this.#native.fingerprint;
+  }
+  /** The targets this assembly can compose. */
+  get targets() {
+    return this.#native.targets;
+  }
+  /** Every block: id, kind, trust, stability, state (with the reason when excluded), tokens, text. */
+  get blocks() {
+    return this.#native.blocks;
+  }
+  /** The findings of assembling. */
+  get diagnostics() {
+    return this.#native.diagnostics;
   }
 
   /** The texts one target sends: `{ target, system, user, userPosition, stablePrefix, parts, diagnostics, shed }`. */
@@ -256,12 +268,6 @@ class Composition {
   #assembly;
   #details = null;
 
-  // The parts of both texts, the findings of composing and the blocks the target's token budget
-  // shed, read on first use (see index.d.ts).
-  static {
-    readThrough(this, (composition) => composition.#read(), ["parts", "diagnostics", "shed"]);
-  }
-
   /** @internal Returned by `assembly.compose`. */
   constructor(assembly, texts) {
     this.#assembly = assembly;
@@ -280,6 +286,18 @@ class Composition {
   #read() {
     if (this.#details === null) this.#details = call(() => this.#assembly.composeDetails(this.target));
     return this.#details;
+  }
+  /** The parts of both texts, each naming its block. */
+  get parts() {
+    return this.#read().parts;
+  }
+  /** The findings of composing (blocks shed by a token budget, …). */
+  get diagnostics() {
+    return this.#read().diagnostics;
+  }
+  /** The blocks the target's token budget shed, with the reason. */
+  get shed() {
+    return this.#read().shed;
   }
   toJSON() {
     const { target, system, user, userPosition, stablePrefix } = this;
