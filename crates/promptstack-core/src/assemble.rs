@@ -14,6 +14,7 @@
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, OnceLock};
 
+use promptstack_template::{self as template, Val, path_is_empty};
 use serde::Serialize;
 
 use crate::block::{
@@ -32,7 +33,6 @@ use crate::root::{Root, RootSources, VARIABLES, VARIABLES_INDEX, VolatileInput};
 use crate::spec::{BlockKind, Placement, Stability, Trust};
 use crate::tokens::{Counting, TokenCount};
 use crate::toolset::{ExcludedTool, Tool, Toolset};
-use promptstack_template::{self as template, Val, path_is_empty};
 
 /// What the gates decided for one unit.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

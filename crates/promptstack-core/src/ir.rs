@@ -9,6 +9,7 @@
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
+use promptstack_template::{GateCode, TemplateSet};
 use serde_json::{Map, Value};
 
 use crate::block::Origin;
@@ -16,7 +17,6 @@ use crate::caches::Caches;
 use crate::diagnostic::Diagnostic;
 use crate::root::{ReadRoots, StableVariables, VolatileInput};
 use crate::spec::{AgentSpec, BlockKind, Placement, SourceMap, Stability, Trust, UserPosition};
-use promptstack_template::{GateCode, TemplateSet};
 
 /// What an `Agent` handle shares: the compiled program and its caches. The implementation
 /// modules (assemble, provider, inject, lint) work on it; `agent` is the public face.

@@ -9,12 +9,12 @@
 use std::collections::BTreeMap;
 
 use minijinja::value::Value;
+use promptstack_template::{self as template, Val};
 
 use crate::context::{Fact, Scope, SendContext};
 use crate::hash::{Key, KeyBuilder};
 use crate::spec::{Stability, Trust, VariableSpec};
 use crate::toolset::Toolset;
-use promptstack_template::{self as template, Val};
 
 mod views;
 

@@ -10,6 +10,8 @@
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::sync::Arc;
 
+use promptstack_template::{GATE_PREFIX, SimpleGate, TemplateSet, Whitespace};
+
 use super::lint;
 use crate::block::Origin;
 use crate::caches::Caches;
@@ -24,7 +26,6 @@ use crate::spec::load::{
 };
 use crate::spec::span::push_pointer;
 use crate::spec::{AgentSpec, BlockKind, Placement, Stability, Trust, load};
-use promptstack_template::{GATE_PREFIX, SimpleGate, TemplateSet, Whitespace};
 
 /// Per-unit facts collected while validating, used by several checks.
 pub(super) struct UnitFacts {

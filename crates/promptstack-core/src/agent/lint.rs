@@ -12,11 +12,12 @@
 
 use std::collections::HashSet;
 
+use promptstack_template::TemplateSet;
+
 use crate::diagnostic::Diagnostic;
 use crate::ir::{AgentInner, CompiledTool, Unit};
 use crate::root::root_of;
 use crate::spec::{AgentSpec, BlockKind, Placement};
-use promptstack_template::TemplateSet;
 
 pub(crate) fn static_checks(
     spec: &AgentSpec,

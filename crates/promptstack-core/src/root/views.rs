@@ -7,6 +7,7 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use minijinja::value::Value;
+use promptstack_template::to_value;
 use serde::Serialize;
 
 use crate::context::{
@@ -14,7 +15,6 @@ use crate::context::{
 };
 use crate::tools::mcp::{McpServerListing, McpServerStatus};
 use crate::toolset::Toolset;
-use promptstack_template::to_value;
 
 /// The `model` root.
 pub(crate) fn model_value(model: &ModelDescriptor) -> Value {
