@@ -177,8 +177,12 @@ impl ToolOutput {
         title: Option<&str>,
         text: impl Into<String>,
     ) -> Self {
-        self.parts
-            .push(page_part(url.into(), title, false, text.into()));
+        self.parts.push(OutputPart::Source {
+            url: url.into(),
+            title: title.map(str::to_owned),
+            authoritative_title: false,
+            text: text.into(),
+        });
         self
     }
 
@@ -189,24 +193,13 @@ impl ToolOutput {
         title: Option<&str>,
         text: impl Into<String>,
     ) -> Self {
-        self.parts
-            .push(page_part(url.into(), title, true, text.into()));
+        self.parts.push(OutputPart::Source {
+            url: url.into(),
+            title: title.map(str::to_owned),
+            authoritative_title: true,
+            text: text.into(),
+        });
         self
-    }
-}
-
-/// A part from a page.
-fn page_part(
-    url: String,
-    title: Option<&str>,
-    authoritative_title: bool,
-    text: String,
-) -> OutputPart {
-    OutputPart::Source {
-        url,
-        title: title.map(str::to_owned),
-        authoritative_title,
-        text,
     }
 }
 
