@@ -1315,6 +1315,25 @@ pub(super) mod tests {
         })
     }
 
+    /// Paths into the roots [`roots`] makes, present or not, and one name no root has (`c`):
+    /// the leaves the gate and plan expression generators share.
+    const PATHS: [&str; 9] = [
+        "a",
+        "b",
+        "c",
+        "a.x",
+        "a.read",
+        "b.x.y",
+        "variables.read",
+        "variables.x",
+        "tools",
+    ];
+
+    /// [`PATHS`], then `more`: the leaves of an expression generator.
+    pub(crate) fn leaves(more: &[&'static str]) -> Vec<&'static str> {
+        [&PATHS[..], more].concat()
+    }
+
     /// The two contexts of the same roots: borrowed from the JSON, as an assembly reads the
     /// send's own data, and built as template values, as it reads every other root.
     pub(crate) fn contexts<'a>(roots: &'a [(&'static str, serde_json::Value)]) -> [Context<'a>; 2] {
@@ -1335,16 +1354,7 @@ pub(super) mod tests {
 
     /// Gate expressions: mostly inside the subset, some outside it, some that do not compile.
     fn expression() -> impl Strategy<Value = String> {
-        let leaf = prop::sample::select(vec![
-            "a",
-            "b",
-            "c",
-            "a.x",
-            "a.read",
-            "b.x.y",
-            "variables.read",
-            "variables.x",
-            "tools",
+        let leaf = prop::sample::select(leaves(&[
             "tools.a",
             "'read'",
             "\"x\"",
@@ -1359,7 +1369,7 @@ pub(super) mod tests {
             "a.0",
             "a | length",
             "a[0]",
-        ])
+        ]))
         .prop_map(str::to_owned);
         leaf.prop_recursive(4, 24, 2, |inner| {
             prop_oneof![

@@ -632,16 +632,7 @@ mod tests {
 
     /// Expressions: mostly in the subset, some outside it.
     fn expression() -> impl Strategy<Value = String> {
-        let inside = prop::sample::select(vec![
-            "a",
-            "b",
-            "c",
-            "a.x",
-            "a.read",
-            "b.x.y",
-            "variables.read",
-            "variables.x",
-            "tools",
+        let inside = prop::sample::select(super::super::gate::tests::leaves(&[
             "item",
             "v",
             "'read'",
@@ -654,7 +645,7 @@ mod tests {
             "none",
             "['x', 'read']",
             "[]",
-        ]);
+        ]));
         let outside =
             prop::sample::select(vec!["range", "loop.index", "a | length", "a ~ b", "-a"]);
         let leaf = prop_oneof![
