@@ -5,6 +5,7 @@
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 
 use minijinja::value::Value;
 
@@ -31,8 +32,14 @@ pub struct Render {
     pub planned: Option<(String, u32)>,
 }
 
+/// Whether any thread has started recording. The core's benches and examples are built with
+/// this feature (it comes with its dev-dependencies), so a render that no test records pays one
+/// relaxed load here, not a thread-local lookup.
+static RECORDING: AtomicBool = AtomicBool::new(false);
+
 /// Starts recording the renders of this thread, dropping any recorded before.
 pub fn record_renders() {
+    RECORDING.store(true, Ordering::Relaxed);
     RENDERS.with(|renders| *renders.borrow_mut() = Some(Vec::new()));
 }
 
@@ -49,7 +56,15 @@ pub fn take_renders() -> Vec<Render> {
 }
 
 /// Records one render, when this thread records.
+#[inline]
 pub(crate) fn note_render(template: &str, context: &Context<'_>, planned: Option<(&str, u32)>) {
+    if RECORDING.load(Ordering::Relaxed) {
+        note(template, context, planned);
+    }
+}
+
+#[cold]
+fn note(template: &str, context: &Context<'_>, planned: Option<(&str, u32)>) {
     RENDERS.with(|renders| {
         if let Some(renders) = renders.borrow_mut().as_mut() {
             renders.push(Render {
