@@ -8,8 +8,6 @@ import { cacheChartSvg } from './chart.js';
 import { createEvals } from './evals.js';
 
 const DEBOUNCE_MS = 120;
-/** The provider formats the request view and the cache simulation offer, the first chosen. */
-const FORMATS = ['anthropic', 'openai-chat', 'openai-responses', 'gemini'];
 const $ = (id) => document.getElementById(id);
 
 const state = {
@@ -56,9 +54,15 @@ async function connect() {
     if (!current()) return;
     state.agents = agents.map((a) => (typeof a === 'string' ? a : a.name));
     options($('agent'), state.agents.map((a) => [a]), state.agents.includes('chat-assistant') ? 'chat-assistant' : state.agents[0]);
-    const schema = await fetch('/inspector/send.schema.json').then((r) => r.json());
+    const [schema, formats] = await Promise.all(
+      ['/inspector/send.schema.json', '/inspector/formats.json'].map((path) => fetch(path).then((r) => r.json())),
+    );
     if (!current()) return;
     state.schema = schema;
+    // The engine's provider formats, the first chosen; filled once, so a reconnect keeps the choice.
+    for (const id of ['format', 'sim-provider']) {
+      if ($(id).options.length === 0) options($(id), formats.map((f) => [f]), formats[0]);
+    }
     document.body.classList.add('connected');
     await pickAgent();
   } catch (e) {
@@ -425,7 +429,6 @@ function linkHover(event, on) {
 }
 
 function init() {
-  for (const id of ['format', 'sim-provider']) options($(id), FORMATS.map((f) => [f]), FORMATS[0]);
   $('key').value = key.get();
   $('key-form').addEventListener('submit', (e) => { e.preventDefault(); key.set($('key').value); connect(); });
   $('agent').addEventListener('change', () => pickAgent().catch(showError));

@@ -62,12 +62,21 @@ pub fn asset(path: &str) -> Option<&'static Asset> {
 /// its send editor against (generated from the engine's types, so it cannot drift).
 pub const SEND_SCHEMA: &str = "send.schema.json";
 
-/// What the server answers at `/inspector/{path}`: an embedded asset, or the send schema; the
-/// content type and the bytes.
+/// The name under which [`file`] serves the provider formats, in the engine's order, as a JSON
+/// array of their names: the page's format menus list them.
+pub const FORMATS: &str = "formats.json";
+
+/// What the server answers at `/inspector/{path}`: an embedded asset, the send schema or the
+/// formats; the content type and the bytes.
 pub fn file(path: &str) -> Option<(&'static str, std::borrow::Cow<'static, [u8]>)> {
     if path == SEND_SCHEMA {
         let schema = promptstack::SendContext::json_schema().to_string();
         return Some(("application/json", schema.into_bytes().into()));
+    }
+    if path == FORMATS {
+        let names = promptstack::provider::Format::ALL.map(promptstack::provider::Format::as_str);
+        let json = serde_json::to_vec(&names).unwrap_or_default();
+        return Some(("application/json", json.into()));
     }
     asset(path).map(|a| (a.content_type, a.bytes.into()))
 }

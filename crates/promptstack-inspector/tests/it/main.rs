@@ -81,3 +81,14 @@ fn the_send_schema_is_served() {
     let schema: serde_json::Value = serde_json::from_slice(&bytes).unwrap();
     assert!(schema["properties"]["model"].is_object(), "{schema}");
 }
+
+#[test]
+fn the_formats_are_served_in_the_engines_order() {
+    let (content_type, bytes) = file("formats.json").unwrap();
+    assert_eq!(content_type, "application/json");
+    let names: Vec<String> = serde_json::from_slice(&bytes).unwrap();
+    assert_eq!(
+        names,
+        ["anthropic", "openai-chat", "openai-responses", "gemini"]
+    );
+}
